@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Timestamps. The invariant TSC is read with rdtsc (no serialization: ordering
+ * among records of one ring is by position, and timestamps are clamped to be
+ * non-decreasing per ring). It is used only when the CPU says the TSC is
+ * invariant and the kernel itself trusts it as its clocksource; otherwise
+ * CLOCK_MONOTONIC. EVR_CLOCK=monotonic forces the latter.
+ */
+#include <cpuid.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "producer-internal.h"
+
+int evr_clock_tsc;
+
+static uint64_t base_tsc, base_mono;
+
+static uint64_t ts_ns(clockid_t id)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static bool tsc_usable(void)
+{
+	unsigned int a, b, c, d;
+	char cs[32] = "";
+	const char *env = getenv("EVR_CLOCK");
+	FILE *f;
+
+	if (env && strcmp(env, "monotonic") == 0)
+		return false;
+	if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
+		return false;
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (!f)
+		return false;
+	if (!fgets(cs, sizeof(cs), f))
+		cs[0] = 0;
+	fclose(f);
+	return strncmp(cs, "tsc", 3) == 0;
+}
+
+void evr_clock_init(void)
+{
+	evr_clock_tsc = tsc_usable();
+	base_mono = ts_ns(CLOCK_MONOTONIC);
+	base_tsc = __rdtsc();
+}
+
+/* One (tsc, mono, real) sample, with the TSC taken around the clock reads. */
+static void sample(uint64_t *tsc, uint64_t *mono, uint64_t *real)
+{
+	uint64_t t0 = __rdtsc();
+
+	*mono = ts_ns(CLOCK_MONOTONIC);
+	*real = ts_ns(CLOCK_REALTIME);
+	*tsc = t0 + (__rdtsc() - t0) / 2;
+}
+
+void evr_clock_calibrate(struct evr_clock_calib *ret)
+{
+	/* At least 20 ms between the two samples keeps the rate within a few ppm. */
+	const uint64_t min_span = 20 * 1000 * 1000;
+	uint64_t tsc, mono, real;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!evr_clock_tsc) {
+		mono = ts_ns(CLOCK_MONOTONIC);
+		ret->kind = EVR_CLOCK_MONOTONIC;
+		ret->mult = 1;
+		ret->ts_base = mono;
+		ret->mono_base = mono;
+		ret->real_base = ts_ns(CLOCK_REALTIME);
+		ret->ticks_per_sec = 1000000000u;
+		return;
+	}
+	mono = ts_ns(CLOCK_MONOTONIC);
+	if (mono - base_mono < min_span) {
+		uint64_t left = min_span - (mono - base_mono);
+		struct timespec d = { .tv_sec = 0, .tv_nsec = (long)left };
+
+		while (nanosleep(&d, &d) < 0)
+			;
+	}
+	sample(&tsc, &mono, &real);
+	ret->kind = EVR_CLOCK_TSC;
+	ret->shift = 32;
+	ret->mult = (uint64_t)(((unsigned __int128)(mono - base_mono) << 32) / (tsc - base_tsc));
+	ret->ts_base = tsc;
+	ret->mono_base = mono;
+	ret->real_base = real;
+	ret->ticks_per_sec = (uint64_t)((unsigned __int128)(tsc - base_tsc) * 1000000000u /
+					(mono - base_mono));
+}

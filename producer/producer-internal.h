@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libevring internals: time, CPU, thread id, the registry lock. */
+#ifndef EVR_PRODUCER_INTERNAL_H
+#define EVR_PRODUCER_INTERNAL_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/rseq.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <evring/evring.h>
+#include <evring/session.h>
+
+#define EVR_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- time ---- */
+
+/* Nonzero when timestamps are raw invariant-TSC ticks (decided once at load). */
+extern int evr_clock_tsc EVR_HIDDEN;
+
+static inline uint64_t evr_clock_now(void)
+{
+	struct timespec t;
+
+	if (EVR_LIKELY(evr_clock_tsc))
+		return __rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Calibration of evr_clock_now() against CLOCK_MONOTONIC/REALTIME, for a session
+ * header. May sleep a few milliseconds the first time. */
+EVR_HIDDEN void evr_clock_calibrate(struct evr_clock_calib *ret);
+EVR_HIDDEN void evr_clock_init(void);
+
+/* ---- CPU: the rseq area glibc registers for every thread (glibc >= 2.35) ---- */
+
+static inline uint32_t evr_cpu_current(void)
+{
+	struct rseq *rs;
+	int32_t cpu;
+
+#if defined(__GNUC__) && !defined(__clang__)
+	rs = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+#else
+	char *tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	rs = (struct rseq *)(tp + __rseq_offset);
+#endif
+	cpu = (int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+	if (EVR_UNLIKELY(cpu < 0))
+		cpu = sched_getcpu();
+	return cpu < 0 ? 0 : (uint32_t)cpu;
+}
+
+/* ---- thread id, cached; reset in the child after fork ---- */
+
+extern __thread uint32_t evr_tls_tid __attribute__((tls_model("initial-exec"))) EVR_HIDDEN;
+
+static inline uint32_t evr_thread_id(void)
+{
+	if (EVR_UNLIKELY(!evr_tls_tid))
+		evr_tls_tid = (uint32_t)gettid();
+	return evr_tls_tid;
+}
+
+/* ---- registry ---- */
+
+/* Serializes registration, session start/stop and mask computation. */
+extern pthread_mutex_t evr_registry_lock EVR_HIDDEN;
+
+/* Recompute every event's session mask and every provider's aggregate from @t. */
+EVR_HIDDEN void evr_registry_recompute_locked(const struct evr_session_table *t);
+
+/* Number of rings per session: possible CPUs. */
+EVR_HIDDEN uint32_t evr_nr_rings(void);
+
+#endif /* EVR_PRODUCER_INTERNAL_H */

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Sessions in this process: start (parse, create rings, publish in the table,
+ * compute masks) and stop (unpublish, grace period, flush, mark ended). The agent
+ * that serves consumers attaching by PID drives the same functions.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "producer-internal.h"
+
+#define EVR_DEFAULT_RING_SIZE	(4u << 20)
+#define EVR_DEFAULT_PACKET	(64u << 10)
+
+static uint64_t next_serial = 1;
+
+/* Readers and tests get at the session through these accessors only. */
+int evr_session_memfd(const struct evr_session *s)
+{
+	return s ? s->memfd : -EINVAL;
+}
+
+int evr_session_doorbell_fd(const struct evr_session *s)
+{
+	return s ? s->doorbell_fd : -EINVAL;
+}
+
+const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s)
+{
+	return s ? s->shm : NULL;
+}
+
+static int err_line(char *errbuf, size_t errlen, int err, const char *msg)
+{
+	if (errbuf && errlen)
+		snprintf(errbuf, errlen, "%s", msg);
+	return err;
+}
+
+int evr_session_start(const struct evr_session_opts *opts, struct evr_session **ret,
+		      char *errbuf, size_t errlen)
+{
+	struct evr_session_config cfg = { 0 };
+	struct evr_session_table *cur, *next;
+	struct evr_clock_calib clock;
+	struct evr_session *s = NULL;
+	struct evr_session_table *spare;
+	uint32_t slot;
+	int err;
+
+	if (!opts || !ret)
+		return err_line(errbuf, errlen, -EINVAL, "missing session options");
+	if (!opts->providers)
+		return err_line(errbuf, errlen, -EINVAL, "no providers given");
+	if (opts->mode != EVR_MODE_DISCARD && opts->mode != EVR_MODE_OVERWRITE)
+		return err_line(errbuf, errlen, -EINVAL, "mode is neither discard nor overwrite");
+	err = evr_provider_spec_parse(opts->providers, &cfg.providers, errbuf, errlen);
+	if (err < 0)
+		return err;
+	cfg.ring_size = opts->ring_size ? opts->ring_size : EVR_DEFAULT_RING_SIZE;
+	cfg.packet_size = opts->packet_size;
+	if (!cfg.packet_size) {
+		cfg.packet_size = EVR_DEFAULT_PACKET;
+		while (cfg.packet_size > EVR_PACKET_SIZE_MIN &&
+		       cfg.ring_size < (uint64_t)cfg.packet_size * 16)
+			cfg.packet_size /= 2;
+	}
+	cfg.mode = opts->mode;
+	cfg.nr_rings = evr_nr_rings();
+	evr_clock_calibrate(&clock);
+
+	pthread_mutex_lock(&evr_registry_lock);
+	cur = evr_session_table_get_rcu();
+	if (cur->live == UINT64_MAX) {
+		err = err_line(errbuf, errlen, -EBUSY,
+			       "the process already has 64 sessions, the maximum");
+		goto err_unlock;
+	}
+	slot = (uint32_t)__builtin_ctzll(~cur->live);
+	/* Two tables: the one published now, and the one evr_session_stop() will
+	 * publish, allocated here so that stopping can never fail. */
+	next = malloc(sizeof(*next));
+	spare = malloc(sizeof(*spare));
+	if (!next || !spare) {
+		free(next);
+		free(spare);
+		err = err_line(errbuf, errlen, -ENOMEM, "out of memory");
+		goto err_unlock;
+	}
+	err = evr_session_create(&cfg, slot, next_serial++, &clock, &s, errbuf, errlen);
+	if (err < 0) {
+		free(next);
+		free(spare);
+		goto err_unlock;
+	}
+	s->stop_table = spare;
+	cfg.providers = NULL;	/* owned by s now */
+	*next = *cur;
+	next->slot[slot] = s;
+	next->live |= 1ull << slot;
+	/* Publish the table first, then the masks: a writer that sees a mask bit
+	 * finds the session in the table or skips it. */
+	evr_session_table_publish_locked(next);
+	evr_registry_recompute_locked(next);
+	pthread_mutex_unlock(&evr_registry_lock);
+	*ret = s;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&evr_registry_lock);
+	evr_provider_spec_list_free(cfg.providers);
+	return err;
+}
+
+void evr_session_stop(struct evr_session *s)
+{
+	struct evr_session_table *cur, *next;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&evr_registry_lock);
+	cur = evr_session_table_get_rcu();
+	if (cur->slot[s->slot] != s) {
+		pthread_mutex_unlock(&evr_registry_lock);
+		return;		/* already stopped */
+	}
+	next = s->stop_table;
+	s->stop_table = NULL;
+	*next = *cur;
+	next->slot[s->slot] = NULL;
+	next->live &= ~(1ull << s->slot);
+	/* Waits a grace period: afterwards no writer is inside s's rings. */
+	evr_session_table_publish_locked(next);
+	evr_registry_recompute_locked(next);
+	evr_session_flush_and_end(s, evr_clock_now());
+	pthread_mutex_unlock(&evr_registry_lock);
+}
+
+void evr_session_free(struct evr_session *s)
+{
+	if (!s)
+		return;
+	evr_session_stop(s);
+	evr_session_destroy(s);
+}
+
+int evr_session_reader_new(struct evr_session *s, uint32_t flags, struct evr_reader **ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	return evr_reader_new(s->shm, s->doorbell_fd, flags, ret);
+}

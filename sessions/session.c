@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Session memory and rings, and the RCU-published session table. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define _LGPL_SOURCE
+#include <urcu-bp.h>
+
+#include <evring/session.h>
+
+static struct evr_session_table empty_table;
+
+_Atomic(struct evr_session_table *) evr_session_table_cur = &empty_table;
+
+int evr_session_create(const struct evr_session_config *cfg, uint32_t slot, uint64_t serial,
+		    const struct evr_clock_calib *clock, struct evr_session **ret, char *errbuf,
+		    size_t errlen)
+{
+	struct evr_shm_geometry g = {
+		.nr_rings = cfg->nr_rings,
+		.packet_size = cfg->packet_size,
+		.ring_size = cfg->ring_size,
+		.mode = cfg->mode,
+		.session_id = slot,
+		.session_serial = serial,
+		.clock = *clock,
+	};
+	struct evr_session *s;
+	int ret_err;
+
+	if (!ret || slot >= EVR_MAX_SESSIONS)
+		return -EINVAL;
+	ret_err = evr_shm_geometry_check(&g, errbuf, errlen);
+	if (ret_err < 0)
+		return ret_err;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->memfd = -1;
+	s->slot = slot;
+	s->serial = serial;
+	s->nr_rings = cfg->nr_rings;
+	s->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->doorbell_fd < 0) {
+		ret_err = -errno;
+		goto err;
+	}
+	s->rings = aligned_alloc(EVR_CACHELINE, sizeof(*s->rings) * cfg->nr_rings);
+	if (!s->rings) {
+		ret_err = -ENOMEM;
+		goto err;
+	}
+	ret_err = evr_shm_session_create(&g, &s->memfd, &s->shm);
+	if (ret_err < 0) {
+		if (errbuf && errlen)
+			snprintf(errbuf, errlen, "cannot create session memory: %s",
+				 strerror(-ret_err));
+		goto err;
+	}
+	for (uint32_t i = 0; i < s->nr_rings; i++)
+		evr_ring_writer_init(&s->rings[i], s->shm, i, s->doorbell_fd);
+	s->cfg = *cfg;
+	atomic_init(&s->lost_too_big, 0);
+	*ret = s;
+	return 0;
+
+err:
+	s->cfg.providers = NULL;	/* not ours on failure */
+	evr_session_destroy(s);
+	return ret_err;
+}
+
+void evr_session_count_lost_rcu(struct evr_session *s, uint32_t cpu)
+{
+	uint32_t i = cpu < s->nr_rings ? cpu : cpu % s->nr_rings;
+
+	atomic_fetch_add_explicit(&s->lost_too_big, 1, memory_order_relaxed);
+	evr_ring_count_lost(&s->rings[i], 1);
+}
+
+void evr_session_flush_and_end(struct evr_session *s, uint64_t ts)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	for (uint32_t i = 0; i < s->nr_rings; i++)
+		evr_ring_writer_flush_locked(&s->rings[i], ts);
+	/* Pairs with the load-acquire of ended in evr_reader_next(): the final heads
+	 * and counters are visible to a reader that sees ended. */
+	__atomic_store_n(&s->shm->ended, 1, __ATOMIC_RELEASE);
+	n = write(s->doorbell_fd, &one, sizeof(one));
+	(void)n;
+}
+
+void evr_session_destroy(struct evr_session *s)
+{
+	if (!s)
+		return;
+	evr_shm_session_unmap(s->shm);
+	if (s->memfd >= 0)
+		close(s->memfd);
+	if (s->doorbell_fd >= 0)
+		close(s->doorbell_fd);
+	free(s->rings);
+	free(s->stop_table);
+	evr_provider_spec_list_free(s->cfg.providers);
+	free(s);
+}
+
+void evr_reclaim_after_grace_period(void *p, void (*fn)(void *))
+{
+	fn(p);
+}
+
+void evr_session_table_synchronize(void)
+{
+	urcu_bp_synchronize_rcu();
+}
+
+void evr_session_table_publish_locked(struct evr_session_table *next)
+{
+	struct evr_session_table *prev;
+
+	/* Pairs with the load-acquire in evr_session_table_get_rcu(). */
+	prev = atomic_exchange_explicit(&evr_session_table_cur, next, memory_order_acq_rel);
+	urcu_bp_synchronize_rcu();
+	if (prev != &empty_table)
+		evr_reclaim_after_grace_period(prev, free);
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * evring shared-memory ABI: everything a producer and a consumer process share.
+ *
+ * This is the ONLY description of the session memory. Everything here is
+ * fixed-width, explicitly padded and offset based (never pointers); changing
+ * any layout bumps EVR_ABI_VERSION.
+ *
+ * A session is one sealed memfd:
+ *
+ *   [0, 4096)                      struct evr_shm_hdr
+ *   [ring_ctl_off, +nr_rings*256)  struct evr_ring_ctl, one per ring
+ *   [ring_data_off + i*ring_size)  ring i data, ring_size bytes (page aligned)
+ *
+ * A ring is cut into packets of packet_size bytes (both powers of two). Every
+ * packet starts with a struct evr_packet_hdr; records follow, 8-byte aligned,
+ * and never straddle a packet. A packet is either filled exactly or closed by an
+ * END record that pads it to its end.
+ *
+ * Protocol (one writer per ring at a time; see shm/ring.c for the full block):
+ *  - the writer writes bytes at [head, head+n) and then publishes head+n with a
+ *    store-release of evr_ring_ctl.head (a 64-bit free-running byte position;
+ *    ring offset = position & (ring_size - 1));
+ *  - a reader load-acquires head and reads only below it: everything it sees is
+ *    complete. Published bytes are never rewritten within a lap;
+ *  - discard mode: the writer never writes past tail + ring_size, where tail is
+ *    stored (release) by the session's one gating reader;
+ *  - overwrite mode: tail is ignored; readers copy, then re-load head, and drop
+ *    what the writer may have reached (position < head + packet_size - ring_size).
+ *
+ * Loss accounting is exact: the packet header carries the cumulative number of
+ * event records written to the ring before it and the cumulative number of
+ * events lost before it. A reader that skips from one packet to another (lapped
+ * in overwrite mode) knows exactly how many events it missed.
+ */
+#ifndef EVR_ABI_H
+#define EVR_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EVR_SHM_MAGIC		0x5652455645524e47ULL	/* "GNREVERV" little-endian: "evring" tag */
+#define EVR_PACKET_MAGIC	0x45565231u		/* "1RVE" */
+#define EVR_ABI_VERSION		1u
+
+#define EVR_SHM_HDR_SIZE	4096u
+#define EVR_RING_CTL_SIZE	256u
+#define EVR_CACHELINE		64u
+
+/* Packet and ring geometry limits. */
+#define EVR_PACKET_SIZE_MIN	(16u * 1024u)
+#define EVR_PACKET_SIZE_MAX	(64u * 1024u)
+#define EVR_RING_PACKETS_MIN	4u
+#define EVR_RING_SIZE_MAX	(1ull << 32)
+#define EVR_MAX_RINGS		1024u
+
+/*
+ * Largest record a writer accepts: a packet of the smallest size must still
+ * hold its header, a THREAD record, a LOST record and the record itself.
+ */
+#define EVR_REC_HDR_SIZE	16u
+#define EVR_MAX_RECORD		(EVR_PACKET_SIZE_MIN - 128u)
+#define EVR_MAX_PAYLOAD		(EVR_MAX_RECORD - EVR_REC_HDR_SIZE)
+
+enum evr_mode {
+	EVR_MODE_DISCARD = 0,	/* drop (and count) new events when the gating reader is behind */
+	EVR_MODE_OVERWRITE = 1,	/* flight recorder: never look at tail, readers may be lapped */
+};
+
+enum evr_clock_kind {
+	EVR_CLOCK_MONOTONIC = 0,	/* timestamps are CLOCK_MONOTONIC nanoseconds */
+	EVR_CLOCK_TSC = 1,		/* timestamps are raw invariant-TSC ticks, see evr_clock_calib */
+};
+
+/*
+ * Conversion of raw timestamps to nanoseconds:
+ *   mono_ns = mono_base + ((ts - ts_base) * mult) >> shift
+ *   real_ns = mono_ns + (real_base - mono_base)
+ * For EVR_CLOCK_MONOTONIC, mult = 1, shift = 0 and ts_base = mono_base.
+ * (ts - ts_base) is computed modulo 2^64 and treated as signed; the product
+ * needs 128 bits (see evr_clock_to_mono_ns()).
+ */
+struct evr_clock_calib {
+	uint32_t kind;			/* enum evr_clock_kind */
+	uint32_t shift;
+	uint64_t mult;
+	uint64_t ts_base;
+	uint64_t mono_base;		/* CLOCK_MONOTONIC ns at ts_base */
+	uint64_t real_base;		/* CLOCK_REALTIME ns at ts_base */
+	uint64_t ticks_per_sec;		/* informational */
+};
+
+/* Header of the whole session mapping. Written once by the producer before the
+ * memfd is shared, except for the fields marked "live". */
+struct evr_shm_hdr {
+	uint64_t magic;			/* EVR_SHM_MAGIC */
+	uint32_t abi_version;		/* EVR_ABI_VERSION */
+	uint32_t hdr_size;		/* EVR_SHM_HDR_SIZE */
+	uint64_t total_size;		/* size of the memfd */
+	uint32_t nr_rings;
+	uint32_t mode;			/* enum evr_mode */
+	uint64_t ring_size;		/* bytes per ring, power of two */
+	uint32_t packet_size;		/* power of two */
+	uint32_t ring_ctl_size;		/* EVR_RING_CTL_SIZE */
+	uint64_t ring_ctl_off;
+	uint64_t ring_data_off;
+	uint32_t producer_pid;
+	uint32_t session_id;		/* slot in the producer's session table, 0..63 */
+	uint64_t session_serial;	/* unique per producer process */
+	struct evr_clock_calib clock;
+	uint8_t pad0[EVR_CACHELINE * 4 - 128];
+	/* live, written by the producer: set to 1 (release) once the session is stopped
+	 * and every ring has been flushed; readers may then drain to head and finish. */
+	uint32_t ended;
+	uint32_t pad1;
+	uint8_t pad2[EVR_CACHELINE - 8];
+	/* live, written by consumers: doorbell flag. A consumer about to sleep stores 1,
+	 * issues a full fence and re-checks heads; a writer closing a packet issues a
+	 * full fence, and if it sees 1, exchanges it to 0 and signals the eventfd. */
+	uint32_t waiting;
+	uint32_t pad3;
+	uint8_t pad4[EVR_CACHELINE - 8];
+	uint8_t reserved[EVR_SHM_HDR_SIZE - EVR_CACHELINE * 6];
+};
+
+/* Per-ring control block: each live field on its own cache line. */
+struct evr_ring_ctl {
+	/* live, producer: published byte position (store-release). */
+	uint64_t head;
+	uint8_t pad0[EVR_CACHELINE - 8];
+	/* live, the gating reader (discard mode): released byte position (store-release).
+	 * The producer clamps it to [head - ring_size, head]. */
+	uint64_t tail;
+	uint8_t pad1[EVR_CACHELINE - 8];
+	/* live, producer: diagnostic totals, updated at packet boundaries and at flush.
+	 * The exact per-event truth is in the packet headers and LOST records. */
+	uint64_t events_total;		/* event records written, as of the last packet switch */
+	uint64_t lost_total;		/* events lost, as of the last packet switch or flush */
+	uint8_t pad2[EVR_CACHELINE - 16];
+	/* written once */
+	uint32_t ring_index;
+	uint32_t cpu;			/* CPU this ring serves first */
+	uint8_t pad3[EVR_CACHELINE - 8];
+};
+
+/* At the start of every packet; written before the packet's first record is
+ * published, never rewritten. */
+struct evr_packet_hdr {
+	uint32_t magic;			/* EVR_PACKET_MAGIC */
+	uint32_t ring_index;
+	uint64_t seq;			/* absolute packet number: position / packet_size */
+	uint64_t ts_begin;		/* timestamp of the packet's first record */
+	uint64_t events_before;		/* event records written to this ring before this packet */
+	uint64_t lost_before;		/* events lost on this ring before this packet */
+};
+#define EVR_PACKET_HDR_SIZE	40u
+
+enum evr_rec_type {
+	EVR_REC_EVENT = 1,	/* event_id + ts + payload */
+	EVR_REC_END = 2,	/* pads to the end of the packet; may be only 8 bytes */
+	EVR_REC_LOST = 3,	/* payload: struct evr_rec_lost */
+	EVR_REC_THREAD = 4,	/* payload: struct evr_rec_thread; the thread of the records that follow */
+};
+
+/* Record header. Records are 8-byte aligned; size includes this header and the
+ * payload but not the alignment padding (the next record starts at
+ * position + align8(size)). An END record may consist of the first 8 bytes only. */
+struct evr_rec_hdr {
+	uint16_t size;
+	uint8_t type;			/* enum evr_rec_type */
+	uint8_t flags;			/* EVR_REC_F_* */
+	uint32_t event_id;		/* EVENT: the event's id in the producer's registry */
+	uint64_t ts;			/* raw timestamp, see evr_clock_calib */
+};
+
+#define EVR_REC_F_STACK		0x01u	/* payload is followed by a stack (later ABI) */
+
+/*
+ * LOST: `count` events were lost on this ring between the previous record and
+ * this one (ring full in discard mode, ring busy, or record too big).
+ */
+struct evr_rec_lost {
+	uint64_t count;
+};
+
+/*
+ * THREAD: every EVENT record after this one in the same packet was written by
+ * thread `tid`. Emitted when the writing thread changes and at each packet's
+ * first event, so that a packet is self-contained for lapped readers.
+ */
+struct evr_rec_thread {
+	uint32_t tid;
+	uint32_t pad;
+};
+
+/* Convert a raw timestamp to CLOCK_MONOTONIC nanoseconds (128-bit intermediate). */
+static inline uint64_t evr_clock_to_mono_ns(const struct evr_clock_calib *c, uint64_t ts)
+{
+	int64_t d = (int64_t)(ts - c->ts_base);
+	__int128 ns = ((__int128)d * (__int128)c->mult) >> c->shift;
+
+	return c->mono_base + (uint64_t)(int64_t)ns;
+}
+
+static inline uint64_t evr_align8(uint64_t x)
+{
+	return (x + 7u) & ~(uint64_t)7u;
+}
+
+_Static_assert(sizeof(struct evr_clock_calib) == 48, "clock calib layout");
+_Static_assert(offsetof(struct evr_shm_hdr, clock) == 80, "shm hdr layout");
+_Static_assert(offsetof(struct evr_shm_hdr, ended) == EVR_CACHELINE * 4, "ended on its own line");
+_Static_assert(offsetof(struct evr_shm_hdr, waiting) == EVR_CACHELINE * 5, "waiting on its own line");
+_Static_assert(sizeof(struct evr_shm_hdr) == EVR_SHM_HDR_SIZE, "shm hdr size");
+_Static_assert(offsetof(struct evr_ring_ctl, tail) == EVR_CACHELINE, "tail on its own line");
+_Static_assert(offsetof(struct evr_ring_ctl, events_total) == 2 * EVR_CACHELINE, "counters line");
+_Static_assert(sizeof(struct evr_ring_ctl) == EVR_RING_CTL_SIZE, "ring ctl size");
+_Static_assert(sizeof(struct evr_packet_hdr) == EVR_PACKET_HDR_SIZE, "packet hdr size");
+_Static_assert(sizeof(struct evr_rec_hdr) == EVR_REC_HDR_SIZE, "record hdr size");
+_Static_assert(EVR_PACKET_HDR_SIZE % 8 == 0, "records stay 8-byte aligned");
+_Static_assert(EVR_PACKET_HDR_SIZE + 2 * EVR_REC_HDR_SIZE + 16 + EVR_MAX_RECORD <= EVR_PACKET_SIZE_MIN,
+	       "a maximal record with THREAD and LOST records fits an empty packet");
+
+#endif /* EVR_ABI_H */

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Reader over every ring of a session, with the doorbell wait. */
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <evring/shm.h>
+
+#define EVR_READER_BATCH 512	/* records taken from one ring before moving on */
+
+struct evr_reader {
+	struct evr_shm_hdr *hdr;
+	int doorbell_fd;
+	uint32_t nr;
+	uint32_t cur;			/* ring being read */
+	uint32_t batch;			/* records taken from it so far */
+	uint32_t flags;
+	bool final_done;		/* end-of-session losses were reported */
+	bool ended;
+	uint32_t final_next;		/* next ring whose final losses to report */
+	struct evr_reader_stats stats;
+	struct evr_ring_reader *rings;	/* nr entries, each large (copy buffer) */
+};
+
+int evr_reader_new(struct evr_shm_hdr *hdr, int doorbell_fd, uint32_t flags,
+		   struct evr_reader **ret)
+{
+	struct evr_reader *r;
+	int err;
+
+	if (!hdr || !ret || hdr->nr_rings == 0)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->rings = aligned_alloc(EVR_CACHELINE,
+				 sizeof(*r->rings) * hdr->nr_rings);
+	if (!r->rings) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->hdr = hdr;
+	r->doorbell_fd = doorbell_fd;
+	r->nr = hdr->nr_rings;
+	r->flags = flags;
+	for (uint32_t i = 0; i < r->nr; i++) {
+		err = evr_ring_reader_init(&r->rings[i], hdr, i, flags);
+		if (err < 0) {
+			evr_reader_free(r);
+			return err;
+		}
+	}
+	*ret = r;
+	return 0;
+}
+
+void evr_reader_free(struct evr_reader *r)
+{
+	if (!r)
+		return;
+	free(r->rings);
+	free(r);
+}
+
+void evr_reader_release(struct evr_reader *r)
+{
+	for (uint32_t i = 0; i < r->nr; i++)
+		evr_ring_reader_release(&r->rings[i]);
+}
+
+static int count(struct evr_reader *r, struct evr_record *rec)
+{
+	if (rec->type == EVR_REC_EVENT)
+		r->stats.events++;
+	else
+		r->stats.lost += rec->lost;
+	return 1;
+}
+
+/*
+ * After the session ended and every ring is drained: losses the producer could
+ * not report in-band (a full ring at the very end) are in ctl->lost_total.
+ */
+static int final_losses(struct evr_reader *r, struct evr_record *ret)
+{
+	while (r->final_next < r->nr) {
+		struct evr_ring_reader *rr = &r->rings[r->final_next++];
+		uint64_t total = __atomic_load_n(&rr->ctl->lost_total, __ATOMIC_RELAXED);
+
+		if (total > rr->lost) {
+			memset(ret, 0, sizeof(*ret));
+			ret->type = EVR_REC_LOST;
+			ret->ring = rr->index;
+			ret->lost = total - rr->lost;
+			rr->lost = total;
+			return count(r, ret);
+		}
+	}
+	r->final_done = true;
+	r->ended = true;
+	return 0;
+}
+
+int evr_reader_next(struct evr_reader *r, struct evr_record *ret)
+{
+	bool ended;
+
+	if (r->final_done)
+		return 0;
+	/* Pairs with the store-release of ended in the producer's session stop:
+	 * the heads and counters we read next are the final ones. */
+	ended = __atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE);
+	for (uint32_t tried = 0; tried <= r->nr; tried++) {
+		struct evr_ring_reader *rr = &r->rings[r->cur];
+
+		if (r->batch < EVR_READER_BATCH && evr_ring_reader_next(rr, ret) > 0) {
+			r->batch++;
+			return count(r, ret);
+		}
+		evr_ring_reader_release(rr);
+		r->batch = 0;
+		r->cur = r->cur + 1 == r->nr ? 0 : r->cur + 1;
+	}
+	if (ended)
+		return final_losses(r, ret);
+	return 0;
+}
+
+bool evr_reader_ended(const struct evr_reader *r)
+{
+	return r->ended;
+}
+
+void evr_reader_get_stats(const struct evr_reader *r, struct evr_reader_stats *ret)
+{
+	*ret = r->stats;
+	ret->corrupt = 0;
+	for (uint32_t i = 0; i < r->nr; i++)
+		ret->corrupt += r->rings[i].corrupt;
+}
+
+int evr_reader_wait(struct evr_reader *r, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = r->doorbell_fd, .events = POLLIN };
+	uint64_t v;
+	int n;
+
+	if (r->doorbell_fd < 0)
+		return -EINVAL;
+	__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
+	/* Pairs with the full fence in the writer's ring_doorbell(): either a writer
+	 * closing a packet sees waiting == 1, or we see its head below. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (__atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE))
+		return 0;
+	for (uint32_t i = 0; i < r->nr; i++) {
+		if (!evr_ring_reader_empty(&r->rings[i]))
+			return 0;
+	}
+	n = poll(&pfd, 1, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return 0;
+	/* Drain the eventfd counter; it is non-blocking. */
+	if (read(r->doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 1;
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Ring reader. Trusts nothing in shared memory: every size and type is checked
+ * before use, and every position is masked into the ring.
+ *
+ * Gating readers (discard mode, one per session) read records in place below
+ * head; the writer never overwrites them before the reader releases tail.
+ *
+ * Passive readers (overwrite mode, or taps on a discard session) may be lapped.
+ * They copy each record with relaxed loads, then issue an acquire fence and
+ * re-load head: the writer publishes every head before writing past it plus one
+ * packet (see <evring/ring.h>), and its release fence F1 pairs with our acquire
+ * fence, so if the copy raced with the writer the re-loaded head shows it, and
+ * the copy is discarded. Lapped readers resynchronize on the oldest packet that
+ * is surely intact and account for what they skipped, exactly, from that
+ * packet's header.
+ */
+#include <assert.h>
+
+#include <evring/ring.h>
+
+int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *shm, uint32_t index,
+			 uint32_t flags)
+{
+	if (!r || !shm || index >= shm->nr_rings)
+		return -EINVAL;
+	memset(r, 0, offsetof(struct evr_ring_reader, buf));
+	r->shm = shm;
+	r->ctl = (struct evr_ring_ctl *)((uint8_t *)shm + shm->ring_ctl_off +
+					 (uint64_t)index * EVR_RING_CTL_SIZE);
+	r->data = (const uint8_t *)shm + shm->ring_data_off + (uint64_t)index * shm->ring_size;
+	r->ring_size = shm->ring_size;
+	r->packet_size = shm->packet_size;
+	r->index = index;
+	r->flags = flags;
+	if (flags & EVR_READER_GATING)
+		r->pos = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
+	/*
+	 * A reader that attaches after the first write takes its loss baseline from
+	 * the first packet header it reads: what was written before it came is not
+	 * "lost" to it. A passive reader starting late resyncs in evr_ring_reader_next().
+	 */
+	r->late = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE) != 0;
+	return 0;
+}
+
+static uint64_t load_u64(const uint8_t *p)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED);
+}
+
+static void copy_in(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t v = load_u64(src + i);
+
+		memcpy(dst + i, &v, 8);
+	}
+}
+
+/* Oldest position a passive reader may trust given head @h (see ring.h). */
+static uint64_t first_safe(const struct evr_ring_reader *r, uint64_t h)
+{
+	uint64_t margin = r->ring_size - r->packet_size;
+
+	return h > margin ? h - margin : 0;
+}
+
+/* Passive readers: after copying bytes at @pos, are they still intact? */
+static bool still_intact(const struct evr_ring_reader *r, uint64_t pos)
+{
+	uint64_t h;
+
+	/* Pairs with the writer's release fence F1 (<evring/ring.h>). */
+	atomic_thread_fence(memory_order_acquire);
+	h = __atomic_load_n(&r->ctl->head, __ATOMIC_RELAXED);
+	return pos >= first_safe(r, h);
+}
+
+static void skip_packet(struct evr_ring_reader *r)
+{
+	r->pos = (r->pos | (r->packet_size - 1)) + 1;
+	r->in_packet = false;
+}
+
+bool evr_ring_reader_empty(const struct evr_ring_reader *r)
+{
+	return __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE) == r->pos;
+}
+
+void evr_ring_reader_release(struct evr_ring_reader *r)
+{
+	if (!(r->flags & EVR_READER_GATING))
+		return;
+	/* Pairs with the load-acquire of tail in the writer (ring_load_tail()):
+	 * our reads of the bytes below pos are done before it may reuse them. */
+	__atomic_store_n(&r->ctl->tail, r->pos, __ATOMIC_RELEASE);
+}
+
+int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
+{
+	const bool passive = !(r->flags & EVR_READER_GATING);
+	const uint32_t pmask = r->packet_size - 1;
+
+	for (;;) {
+		/* Pairs with the store-release of head by the writer. */
+		uint64_t head = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t pos = r->pos;
+		uint32_t off = (uint32_t)pos & pmask;
+		const uint8_t *src = r->data + (pos & (r->ring_size - 1));
+		const uint8_t *rec;
+		uint32_t size, type, asize;
+		uint64_t w0;
+
+		if (pos == head)
+			return 0;
+		if (head < pos) {
+			/* Impossible from a sane writer; start over from its head. */
+			r->corrupt++;
+			r->pos = head & ~(uint64_t)pmask;
+			r->in_packet = false;
+			continue;
+		}
+		if (pos < first_safe(r, head) && (passive || head - pos > r->ring_size)) {
+			uint64_t safe = first_safe(r, head);
+
+			/* ring_size >= 4 packets, so this is still below head. */
+			r->pos = (safe + pmask) & ~(uint64_t)pmask;
+			r->in_packet = false;
+			continue;
+		}
+
+		if (off == 0 || !r->in_packet) {
+			struct evr_packet_hdr ph;
+			uint64_t missed_ev, missed_lost;
+
+			if (off != 0) {
+				skip_packet(r);
+				continue;
+			}
+			if (head - pos < EVR_PACKET_HDR_SIZE) {
+				r->corrupt++;
+				r->pos = head;
+				return 0;
+			}
+			copy_in((uint8_t *)&ph, src, sizeof(ph));
+			if (passive && !still_intact(r, pos))
+				continue;	/* lapped while reading: resync above */
+			if (ph.magic != EVR_PACKET_MAGIC || ph.seq != pos / r->packet_size ||
+			    ph.ring_index != r->index || ph.events_before < r->events ||
+			    ph.lost_before < r->lost) {
+				r->corrupt++;
+				skip_packet(r);
+				continue;
+			}
+			if (r->late) {
+				r->events = ph.events_before;
+				r->lost = ph.lost_before;
+				r->late = false;
+			}
+			missed_ev = ph.events_before - r->events;
+			missed_lost = ph.lost_before - r->lost;
+			r->events = ph.events_before;
+			r->lost = ph.lost_before;
+			r->tid = 0;
+			r->pos = pos + EVR_PACKET_HDR_SIZE;
+			r->in_packet = true;
+			if (missed_ev + missed_lost) {
+				memset(ret, 0, sizeof(*ret));
+				ret->type = EVR_REC_LOST;
+				ret->ring = r->index;
+				ret->ts = ph.ts_begin;
+				ret->lost = missed_ev + missed_lost;
+				return 1;
+			}
+			continue;
+		}
+
+		w0 = load_u64(src);
+		size = (uint32_t)(w0 & 0xffff);
+		type = (uint32_t)(w0 >> 16) & 0xff;
+		asize = (uint32_t)evr_align8(size);
+		if (size < 8 || off + asize > r->packet_size ||
+		    (type != EVR_REC_END && pos + asize > head)) {
+			if (passive && !still_intact(r, pos))
+				continue;
+			r->corrupt++;
+			skip_packet(r);
+			continue;
+		}
+		if (type == EVR_REC_END) {
+			if (passive && !still_intact(r, pos))
+				continue;
+			skip_packet(r);
+			continue;
+		}
+		if (size < EVR_REC_HDR_SIZE || size > EVR_MAX_RECORD ||
+		    (type == EVR_REC_LOST && size < EVR_REC_LOST_SIZE) ||
+		    (type == EVR_REC_THREAD && size < EVR_REC_THREAD_SIZE) ||
+		    (type != EVR_REC_EVENT && type != EVR_REC_LOST && type != EVR_REC_THREAD)) {
+			if (passive && !still_intact(r, pos))
+				continue;
+			r->corrupt++;
+			skip_packet(r);
+			continue;
+		}
+		if (passive) {
+			copy_in(r->buf, src, asize);
+			if (!still_intact(r, pos))
+				continue;
+			rec = r->buf;
+		} else {
+			rec = src;
+		}
+		r->pos = pos + asize;
+
+		if (type == EVR_REC_THREAD) {
+			struct evr_rec_thread t;
+
+			memcpy(&t, rec + EVR_REC_HDR_SIZE, sizeof(t));
+			r->tid = t.tid;
+			continue;
+		}
+		memset(ret, 0, sizeof(*ret));
+		ret->type = type;
+		ret->ring = r->index;
+		memcpy(&ret->ts, rec + 8, 8);
+		if (type == EVR_REC_LOST) {
+			struct evr_rec_lost l;
+
+			memcpy(&l, rec + EVR_REC_HDR_SIZE, sizeof(l));
+			r->lost += l.count;
+			ret->lost = l.count;
+			return 1;
+		}
+		memcpy(&ret->event_id, rec + 4, 4);
+		ret->tid = r->tid;
+		ret->payload = rec + EVR_REC_HDR_SIZE;
+		ret->len = size - EVR_REC_HDR_SIZE;
+		r->events++;
+		return 1;
+	}
+}

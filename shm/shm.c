@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Session memory: memfd creation and sealing, mapping, header validation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <evring/shm.h>
+
+#define EVR_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static bool is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errbuf && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(errbuf, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int evr_shm_geometry_check(const struct evr_shm_geometry *g, char *errbuf, size_t errlen)
+{
+	if (!g)
+		return -EINVAL;
+	if (g->nr_rings < 1 || g->nr_rings > EVR_MAX_RINGS)
+		return fail(errbuf, errlen, "ring count %u is not between 1 and 1024", g->nr_rings);
+	if (!is_pow2(g->packet_size) || g->packet_size < EVR_PACKET_SIZE_MIN ||
+	    g->packet_size > EVR_PACKET_SIZE_MAX)
+		return fail(errbuf, errlen,
+			    "packet size %u is not a power of two between 16 KiB and 64 KiB",
+			    g->packet_size);
+	if (!is_pow2(g->ring_size) || g->ring_size > EVR_RING_SIZE_MAX)
+		return fail(errbuf, errlen, "ring size %llu is not a power of two up to 4 GiB",
+			    (unsigned long long)g->ring_size);
+	if (g->ring_size < (uint64_t)g->packet_size * EVR_RING_PACKETS_MIN)
+		return fail(errbuf, errlen, "ring size %llu is less than 4 packets",
+			    (unsigned long long)g->ring_size);
+	if (g->mode != EVR_MODE_DISCARD && g->mode != EVR_MODE_OVERWRITE)
+		return fail(errbuf, errlen, "mode %u is neither discard nor overwrite", g->mode);
+	if ((uint64_t)g->nr_rings * g->ring_size > (1ull << 40))
+		return fail(errbuf, errlen, "session of %llu bytes is too large",
+			    (unsigned long long)(g->nr_rings * g->ring_size));
+	return 0;
+}
+
+static uint64_t ring_data_off(uint32_t nr_rings)
+{
+	uint64_t page = 4096;
+	uint64_t end = EVR_SHM_HDR_SIZE + (uint64_t)nr_rings * EVR_RING_CTL_SIZE;
+
+	return (end + page - 1) & ~(page - 1);
+}
+
+int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
+			   struct evr_shm_hdr **ret_hdr)
+{
+	struct evr_shm_hdr *h;
+	uint64_t total;
+	void *map;
+	int fd, ret;
+
+	if (!ret_fd || !ret_hdr)
+		return -EINVAL;
+	ret = evr_shm_geometry_check(g, NULL, 0);
+	if (ret < 0)
+		return ret;
+	total = ring_data_off(g->nr_rings) + (uint64_t)g->nr_rings * g->ring_size;
+
+	fd = memfd_create("evring-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)total) < 0 || fcntl(fd, F_ADD_SEALS, EVR_SEALS) < 0) {
+		ret = -errno;
+		goto err_close;
+	}
+	map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		goto err_close;
+	}
+	h = map;
+	h->magic = EVR_SHM_MAGIC;
+	h->abi_version = EVR_ABI_VERSION;
+	h->hdr_size = EVR_SHM_HDR_SIZE;
+	h->total_size = total;
+	h->nr_rings = g->nr_rings;
+	h->mode = g->mode;
+	h->ring_size = g->ring_size;
+	h->packet_size = g->packet_size;
+	h->ring_ctl_size = EVR_RING_CTL_SIZE;
+	h->ring_ctl_off = EVR_SHM_HDR_SIZE;
+	h->ring_data_off = ring_data_off(g->nr_rings);
+	h->producer_pid = (uint32_t)getpid();
+	h->session_id = g->session_id;
+	h->session_serial = g->session_serial;
+	h->clock = g->clock;
+	for (uint32_t i = 0; i < g->nr_rings; i++) {
+		struct evr_ring_ctl *c = (struct evr_ring_ctl *)((uint8_t *)map + h->ring_ctl_off +
+								 (uint64_t)i * EVR_RING_CTL_SIZE);
+		c->ring_index = i;
+		c->cpu = i;
+	}
+	/*
+	 * Back the rings now so that page faults stay off the write path. Best
+	 * effort (Linux >= 5.14); tmpfs backs pages on first touch otherwise.
+	 */
+#ifdef MADV_POPULATE_WRITE
+	(void)madvise((uint8_t *)map + h->ring_data_off, total - h->ring_data_off,
+		      MADV_POPULATE_WRITE);
+#endif
+	*ret_fd = fd;
+	*ret_hdr = h;
+	return 0;
+
+err_close:
+	close(fd);
+	return ret;
+}
+
+int evr_shm_session_validate(const struct evr_shm_hdr *h, uint64_t map_size)
+{
+	struct evr_shm_geometry g;
+
+	if (!h || map_size < EVR_SHM_HDR_SIZE)
+		return -EBADMSG;
+	if (h->magic != EVR_SHM_MAGIC || h->abi_version != EVR_ABI_VERSION ||
+	    h->hdr_size != EVR_SHM_HDR_SIZE || h->ring_ctl_size != EVR_RING_CTL_SIZE)
+		return -EBADMSG;
+	g = (struct evr_shm_geometry){
+		.nr_rings = h->nr_rings,
+		.packet_size = h->packet_size,
+		.ring_size = h->ring_size,
+		.mode = h->mode,
+	};
+	if (evr_shm_geometry_check(&g, NULL, 0) < 0)
+		return -EBADMSG;
+	if (h->ring_ctl_off != EVR_SHM_HDR_SIZE || h->ring_data_off != ring_data_off(h->nr_rings) ||
+	    h->total_size != h->ring_data_off + (uint64_t)h->nr_rings * h->ring_size ||
+	    h->total_size > map_size)
+		return -EBADMSG;
+	if (h->clock.kind != EVR_CLOCK_MONOTONIC && h->clock.kind != EVR_CLOCK_TSC)
+		return -EBADMSG;
+	return 0;
+}
+
+int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
+{
+	struct stat st;
+	void *map;
+	int seals, ret;
+
+	if (fd < 0 || !ret_hdr)
+		return -EINVAL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return -errno;
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+		return -EPERM;
+	if (st.st_size < (off_t)EVR_SHM_HDR_SIZE)
+		return -EBADMSG;
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	ret = evr_shm_session_validate(map, (uint64_t)st.st_size);
+	if (ret < 0 || ((struct evr_shm_hdr *)map)->total_size != (uint64_t)st.st_size) {
+		munmap(map, (size_t)st.st_size);
+		return ret < 0 ? ret : -EBADMSG;
+	}
+	*ret_hdr = map;
+	return 0;
+}
+
+void evr_shm_session_unmap(struct evr_shm_hdr *h)
+{
+	if (h)
+		munmap(h, h->total_size);
+}
