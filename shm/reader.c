@@ -153,8 +153,13 @@ int evr_reader_wait(struct evr_reader *r, int timeout_ms)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (__atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE))
 		return 0;
+	/*
+	 * Sleep unless a packet is complete: returning for a partly written packet
+	 * makes the reader chase the writer record by record, bouncing the head's
+	 * cache line. Partial packets are read when the timeout expires.
+	 */
 	for (uint32_t i = 0; i < r->nr; i++) {
-		if (!evr_ring_reader_empty(&r->rings[i]))
+		if (evr_ring_reader_packet_ready(&r->rings[i]))
 			return 0;
 	}
 	n = poll(&pfd, 1, timeout_ms);

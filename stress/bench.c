@@ -1,1 +1,554 @@
-int main(void) { return 0; }
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring-bench: cost of an event on the write path, with a reader draining the
+ * rings concurrently (as LTTng's consumer daemon does in shared/anchors/lttng),
+ * and the reader's own throughput. Optionally the same loop through an LTTng-UST
+ * tracepoint with a live LTTng session, in the same run.
+ *
+ * Every enabled run checks conservation: for each session, events received by
+ * the reader plus events reported lost equals events emitted, exactly.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench-events.h"
+#ifdef EVR_HAVE_LTTNG
+#include "lttng-tp.h"
+#endif
+
+#define MAX_RUNS 64
+#define MAX_THREADS 256
+#define MAX_SESSIONS 64
+
+struct opts {
+	bool json;
+	bool vs_lttng;
+	int runs;
+	uint64_t events;		/* per thread, enabled scenarios */
+	uint64_t disabled_events;	/* per thread, disabled and baseline */
+	uint64_t reader_events;
+	uint64_t ring_size;
+	const char *only;
+};
+
+struct result {
+	const char *scenario;
+	int threads;
+	int sessions;
+	int runs;
+	uint64_t events;		/* per thread per run */
+	double ns[MAX_RUNS];
+	double rps[MAX_RUNS];		/* reader: records per second */
+	double lttng_ns[MAX_RUNS];
+	int lttng_runs;
+	uint64_t lost;
+};
+
+enum loop_kind { LOOP_EVRING, LOOP_EMPTY, LOOP_LTTNG };
+
+struct worker {
+	pthread_t th;
+	int idx;
+	enum loop_kind kind;
+	uint64_t n;
+	double ns;
+	pthread_barrier_t *barrier;
+} __attribute__((aligned(64)));
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu % get_nprocs(), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	const uint64_t n = w->n, tid = (uint64_t)w->idx;
+	uint64_t t0, t1;
+
+	pin(w->idx);
+	pthread_barrier_wait(w->barrier);
+	t0 = now_ns();
+	switch (w->kind) {
+	case LOOP_EVRING:
+		for (uint64_t i = 0; i < n; i++)
+			bench_ev(i, tid, (uint32_t)i);
+		break;
+	case LOOP_EMPTY:
+		for (uint64_t i = 0; i < n; i++)
+			__asm__ __volatile__("" ::: "memory");
+		break;
+	case LOOP_LTTNG:
+#ifdef EVR_HAVE_LTTNG
+		for (uint64_t i = 0; i < n; i++)
+			lttng_ust_tracepoint(evring_bench, ev, i, tid, (uint32_t)i);
+#endif
+		break;
+	}
+	t1 = now_ns();
+	w->ns = (double)(t1 - t0) / (double)n;
+	return NULL;
+}
+
+/* Runs @threads loops of @n iterations; returns the mean per-thread ns/iteration. */
+static double run_loops(int threads, enum loop_kind kind, uint64_t n)
+{
+	struct worker w[MAX_THREADS];
+	pthread_barrier_t barrier;
+	double sum = 0;
+
+	pthread_barrier_init(&barrier, NULL, (unsigned int)threads);
+	for (int i = 0; i < threads; i++) {
+		w[i] = (struct worker){ .idx = i, .kind = kind, .n = n, .barrier = &barrier };
+		pthread_create(&w[i].th, NULL, worker_main, &w[i]);
+	}
+	for (int i = 0; i < threads; i++) {
+		pthread_join(w[i].th, NULL);
+		sum += w[i].ns;
+	}
+	pthread_barrier_destroy(&barrier);
+	return sum / threads;
+}
+
+/* ---- the concurrent reader ---- */
+
+struct drain {
+	pthread_t th;
+	int n;
+	struct evr_reader *r[MAX_SESSIONS];
+	uint64_t received[MAX_SESSIONS];
+	uint64_t lost[MAX_SESSIONS];
+	uint64_t checksum;
+};
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	struct evr_record rec;
+	int ended = 0;
+
+	while (ended < d->n) {
+		bool progress = false;
+
+		ended = 0;
+		for (int s = 0; s < d->n; s++) {
+			int k = 0;
+
+			while (k < 4096 && evr_reader_next(d->r[s], &rec) > 0) {
+				if (rec.type == EVR_REC_EVENT) {
+					uint64_t a;
+
+					memcpy(&a, rec.payload, sizeof(a));
+					d->checksum += a;
+					d->received[s]++;
+				} else {
+					d->lost[s] += rec.lost;
+				}
+				k++;
+			}
+			if (k)
+				progress = true;
+			evr_reader_release(d->r[s]);
+			ended += evr_reader_ended(d->r[s]);
+		}
+		if (!progress && ended < d->n) {
+			for (int s = 0; s < d->n; s++) {
+				if (!evr_reader_ended(d->r[s])) {
+					evr_reader_wait(d->r[s], 2);
+					break;
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+static void die(const char *what, const char *err)
+{
+	fprintf(stderr, "evring-bench: %s: %s\n", what, err);
+	exit(1);
+}
+
+/* One enabled run: returns ns/event; adds losses to *lost; checks conservation. */
+static double enabled_run(const struct opts *o, int threads, int sessions, uint64_t *lost)
+{
+	struct evr_session *s[MAX_SESSIONS];
+	struct drain d = { .n = sessions };
+	char err[256];
+	double ns;
+
+	for (int i = 0; i < sessions; i++) {
+		struct evr_session_opts so = {
+			.providers = "Bench:0x1:4",
+			.ring_size = o->ring_size,
+			.mode = EVR_MODE_DISCARD,
+		};
+
+		if (evr_session_start(&so, &s[i], err, sizeof(err)) < 0)
+			die("cannot start a session", err);
+		if (evr_session_reader_new(s[i], EVR_READER_GATING, &d.r[i]) < 0)
+			die("cannot read a session", "out of memory");
+	}
+	pthread_create(&d.th, NULL, drain_main, &d);
+	ns = run_loops(threads, LOOP_EVRING, o->events);
+	for (int i = 0; i < sessions; i++)
+		evr_session_stop(s[i]);
+	pthread_join(d.th, NULL);
+	for (int i = 0; i < sessions; i++) {
+		uint64_t emitted = o->events * (uint64_t)threads;
+
+		if (d.received[i] + d.lost[i] != emitted) {
+			fprintf(stderr,
+				"evring-bench: conservation violated in session %d: emitted %" PRIu64
+				", received %" PRIu64 ", lost %" PRIu64 "\n",
+				i, emitted, d.received[i], d.lost[i]);
+			exit(1);
+		}
+		*lost += d.lost[i];
+		evr_reader_free(d.r[i]);
+		evr_session_free(s[i]);
+	}
+	return ns;
+}
+
+/* Fill one ring, then time a reader over it. Returns ns/record; sets *rps. */
+static double reader_run(const struct opts *o, double *rps)
+{
+	struct evr_session_opts so = { .providers = "Bench:0x1:4", .mode = EVR_MODE_DISCARD };
+	struct evr_session *s;
+	struct evr_reader *r;
+	struct evr_record rec;
+	uint64_t got = 0, sum = 0, t0, t1;
+	char err[256];
+
+	/* Room for every record (40 bytes each) plus packet overhead. */
+	so.ring_size = 1u << 20;
+	while (so.ring_size < o->reader_events * 48)
+		so.ring_size <<= 1;
+	if (evr_session_start(&so, &s, err, sizeof(err)) < 0)
+		die("cannot start a session", err);
+	run_loops(1, LOOP_EVRING, o->reader_events);
+	evr_session_stop(s);
+	if (evr_session_reader_new(s, EVR_READER_GATING, &r) < 0)
+		die("cannot read a session", "out of memory");
+	t0 = now_ns();
+	while (evr_reader_next(r, &rec) > 0) {
+		if (rec.type == EVR_REC_EVENT) {
+			uint64_t a;
+
+			memcpy(&a, rec.payload, sizeof(a));
+			sum += a;
+			got++;
+		}
+	}
+	t1 = now_ns();
+	if (got != o->reader_events || sum != o->reader_events * (o->reader_events - 1) / 2) {
+		fprintf(stderr, "evring-bench: reader got %" PRIu64 " of %" PRIu64 " records\n",
+			got, o->reader_events);
+		exit(1);
+	}
+	evr_reader_free(r);
+	evr_session_free(s);
+	*rps = (double)got * 1e9 / (double)(t1 - t0);
+	return (double)(t1 - t0) / (double)got;
+}
+
+#ifdef EVR_HAVE_LTTNG
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* The anchor's channel: per-UID per-CPU, 8 x 1 MiB sub-buffers, discard, tmpfs. */
+static double lttng_run(const struct opts *o)
+{
+	int pid = getpid();
+	double ns;
+
+	if (sh("lttng create evring-bench-%d --output=/dev/shm/evring-bench-lttng-%d >/dev/null 2>&1",
+	       pid, pid) != 0)
+		die("--vs-lttng", "cannot create an LTTng session (is lttng-sessiond running?)");
+	if (sh("lttng enable-channel -s evring-bench-%d --userspace --subbuf-size=1M --num-subbuf=8 ch"
+	       " >/dev/null 2>&1 && lttng enable-event -s evring-bench-%d --userspace -c ch"
+	       " 'evring_bench:*' >/dev/null 2>&1 && lttng start evring-bench-%d >/dev/null 2>&1",
+	       pid, pid, pid) != 0) {
+		sh("lttng destroy evring-bench-%d >/dev/null 2>&1", pid);
+		die("--vs-lttng", "cannot enable the LTTng channel and event");
+	}
+	ns = run_loops(1, LOOP_LTTNG, o->events);
+	sh("lttng stop evring-bench-%d >/dev/null 2>&1; lttng destroy evring-bench-%d >/dev/null 2>&1;"
+	   " rm -rf /dev/shm/evring-bench-lttng-%d", pid, pid, pid);
+	return ns;
+}
+#endif
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n, double *min, double *max)
+{
+	double s[MAX_RUNS];
+
+	memcpy(s, v, sizeof(double) * (size_t)n);
+	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	if (min)
+		*min = s[0];
+	if (max)
+		*max = s[n - 1];
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void report(const struct opts *o, const struct result *r)
+{
+	double min, max, med = median(r->ns, r->runs, &min, &max);
+
+	if (o->json) {
+		printf("{\"scenario\":\"%s\",\"threads\":%d,\"sessions\":%d,\"payload_bytes\":20,"
+		       "\"runs\":%d,\"events_per_thread\":%" PRIu64 ",\"ns_per_event_median\":%.2f,"
+		       "\"ns_per_event_min\":%.2f,\"ns_per_event_max\":%.2f,\"events_lost\":%" PRIu64,
+		       r->scenario, r->threads, r->sessions, r->runs, r->events, med, min, max, r->lost);
+		if (strcmp(r->scenario, "reader") == 0)
+			printf(",\"records_per_s_median\":%.0f", median(r->rps, r->runs, NULL, NULL));
+		if (r->lttng_runs) {
+			double l = median(r->lttng_ns, r->lttng_runs, NULL, NULL);
+
+			printf(",\"lttng_ns_per_event_median\":%.2f,\"ratio\":%.2f", l, l / med);
+		}
+		printf("}\n");
+	} else {
+		printf("%-12s %7d %8d %5d %12.2f %8.2f %8.2f %10" PRIu64, r->scenario, r->threads,
+		       r->sessions, r->runs, med, min, max, r->lost);
+		if (strcmp(r->scenario, "reader") == 0)
+			printf("   %.1f M records/s", median(r->rps, r->runs, NULL, NULL) / 1e6);
+		if (r->lttng_runs) {
+			double l = median(r->lttng_ns, r->lttng_runs, NULL, NULL);
+
+			printf("   LTTng-UST %.2f ns: %.1fx faster", l, l / med);
+		}
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static bool wanted(const struct opts *o, const char *name)
+{
+	return !o->only || strcmp(o->only, name) == 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: evring-bench [OPTIONS]\n"
+		"Cost of an evring event (payload u64,u64,u32) with a reader draining concurrently.\n\n"
+		"  --json               one JSON object per scenario\n"
+		"  --vs-lttng           also run the loop through LTTng-UST (needs lttng-sessiond)\n"
+		"  --runs N             runs per scenario, median reported (default 5)\n"
+		"  --events N           events per thread in enabled runs (default 5000000)\n"
+		"  --disabled-events N  iterations per thread in disabled runs (default 500000000)\n"
+		"  --reader-events N    records in the reader run (default 1000000)\n"
+		"  --ring-size BYTES    per-CPU ring size (default 8388608)\n"
+		"  --scenario NAME      only this one: baseline disabled enabled_1t enabled_nt\n"
+		"                       sessions_4 reader\n"
+		"  -h, --help           this text\n");
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || v == 0) {
+		fprintf(stderr, "evring-bench: %s: \"%s\" is not a positive number\n", opt, s);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+static int parse_argv(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "vs-lttng", no_argument, NULL, 'L' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "disabled-events", required_argument, NULL, 'd' },
+		{ "reader-events", required_argument, NULL, 'R' },
+		{ "ring-size", required_argument, NULL, 's' },
+		{ "scenario", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static const char *const scenarios[] = {
+		"baseline", "disabled", "enabled_1t", "enabled_nt", "sessions_4", "reader", NULL,
+	};
+	uint64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': o->json = true; break;
+		case 'L': o->vs_lttng = true; break;
+		case 'r':
+			if (parse_u64("--runs", optarg, &v) < 0)
+				return -EINVAL;
+			if (v > MAX_RUNS) {
+				fprintf(stderr, "evring-bench: --runs: at most %d\n", MAX_RUNS);
+				return -EINVAL;
+			}
+			o->runs = (int)v;
+			break;
+		case 'e':
+			if (parse_u64("--events", optarg, &o->events) < 0)
+				return -EINVAL;
+			break;
+		case 'd':
+			if (parse_u64("--disabled-events", optarg, &o->disabled_events) < 0)
+				return -EINVAL;
+			break;
+		case 'R':
+			if (parse_u64("--reader-events", optarg, &o->reader_events) < 0)
+				return -EINVAL;
+			break;
+		case 's':
+			if (parse_u64("--ring-size", optarg, &o->ring_size) < 0)
+				return -EINVAL;
+			break;
+		case 'S':
+			o->only = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "evring-bench: unexpected argument \"%s\"\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->only) {
+		bool ok = false;
+
+		for (int i = 0; scenarios[i]; i++)
+			ok |= strcmp(scenarios[i], o->only) == 0;
+		if (!ok) {
+			fprintf(stderr, "evring-bench: --scenario: unknown scenario \"%s\"\n", o->only);
+			return -EINVAL;
+		}
+	}
+#ifndef EVR_HAVE_LTTNG
+	if (o->vs_lttng) {
+		fprintf(stderr, "evring-bench: --vs-lttng: built without LTTng-UST "
+				"(install liblttng-ust-dev and rebuild)\n");
+		return -ENOTSUP;
+	}
+#endif
+	return 0;
+}
+
+static int run(const struct opts *o)
+{
+	int ncpu = get_nprocs();
+	struct result r;
+
+	if (!o->json)
+		printf("%-12s %7s %8s %5s %12s %8s %8s %10s\n", "scenario", "threads", "sessions",
+		       "runs", "ns/ev median", "min", "max", "lost");
+	if (wanted(o, "baseline")) {
+		r = (struct result){ .scenario = "baseline", .threads = 1, .sessions = 0, .runs = o->runs, .events = o->disabled_events };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = run_loops(1, LOOP_EMPTY, o->disabled_events);
+		report(o, &r);
+	}
+	if (wanted(o, "disabled")) {
+		r = (struct result){ .scenario = "disabled", .threads = 1, .sessions = 0, .runs = o->runs, .events = o->disabled_events };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = run_loops(1, LOOP_EVRING, o->disabled_events);
+		report(o, &r);
+	}
+	if (wanted(o, "enabled_1t")) {
+		r = (struct result){ .scenario = "enabled_1t", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->events };
+		for (int i = 0; i < o->runs; i++) {
+			r.ns[i] = enabled_run(o, 1, 1, &r.lost);
+#ifdef EVR_HAVE_LTTNG
+			/* Interleaved, so that machine noise hits both alike. */
+			if (o->vs_lttng)
+				r.lttng_ns[r.lttng_runs++] = lttng_run(o);
+#endif
+		}
+		report(o, &r);
+	}
+	if (wanted(o, "enabled_nt")) {
+		r = (struct result){ .scenario = "enabled_nt", .threads = ncpu, .sessions = 1, .runs = o->runs, .events = o->events };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = enabled_run(o, ncpu, 1, &r.lost);
+		report(o, &r);
+	}
+	if (wanted(o, "sessions_4")) {
+		r = (struct result){ .scenario = "sessions_4", .threads = 1, .sessions = 4, .runs = o->runs, .events = o->events };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = enabled_run(o, 1, 4, &r.lost);
+		report(o, &r);
+	}
+	if (wanted(o, "reader")) {
+		r = (struct result){ .scenario = "reader", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->reader_events };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = reader_run(o, &r.rps[i]);
+		report(o, &r);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {
+		.runs = 5,
+		.events = 5000000,
+		.disabled_events = 500000000,
+		.reader_events = 1000000,
+		.ring_size = 8u << 20,
+	};
+
+	if (parse_argv(argc, argv, &o) < 0)
+		return 2;
+	return run(&o) < 0 ? 1 : 0;
+}

@@ -42,6 +42,10 @@
 
 #include <evring/abi.h>
 
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the record encoding assumes a little-endian CPU"
+#endif
+
 #define EVR_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define EVR_UNLIKELY(x)	__builtin_expect(!!(x), 0)
 
@@ -112,9 +116,21 @@ static inline void evr_ring_store_bytes(uint8_t *dst, const void *src, uint32_t 
 		__atomic_store_n((uint64_t *)(void *)(dst + i), v, __ATOMIC_RELAXED);
 	}
 	if (i < len) {
+		uint32_t rem = len - i;
 		uint64_t v = 0;
 
-		memcpy(&v, s + i, len - i);
+		/*
+		 * The tail, without copying it into a zeroed word byte by byte (that
+		 * stalls store forwarding): re-load the last 8 bytes, overlapping, and
+		 * shift off what was already stored. Little endian (x86-64).
+		 */
+		if (len >= 8) {
+			memcpy(&v, s + len - 8, 8);
+			v >>= 8 * (8 - rem);
+		} else {
+			for (uint32_t k = 0; k < rem; k++)
+				v |= (uint64_t)s[k] << (8 * k);
+		}
 		__atomic_store_n((uint64_t *)(void *)(dst + i), v, __ATOMIC_RELAXED);
 	}
 }
@@ -233,6 +249,7 @@ struct evr_ring_reader {
 	uint32_t flags;
 	uint32_t tid;			/* from the last THREAD record of the current packet */
 	uint64_t pos;			/* next byte to read */
+	uint64_t head_cache;		/* last head loaded; re-loaded when pos reaches it */
 	uint64_t events;		/* event records consumed or accounted as lost */
 	uint64_t lost;			/* losses consumed or accounted */
 	uint64_t corrupt;		/* packets abandoned because they failed validation */
@@ -270,5 +287,9 @@ void evr_ring_reader_release(struct evr_ring_reader *r);
 
 /* True when nothing is published beyond the reader's position. */
 bool evr_ring_reader_empty(const struct evr_ring_reader *r);
+
+/* True when a whole packet (or the rest of the current one) is published
+ * beyond the reader's position. */
+bool evr_ring_reader_packet_ready(const struct evr_ring_reader *r);
 
 #endif /* EVR_RING_H */

@@ -106,8 +106,9 @@ void evr_reader_release(struct evr_reader *r);
 
 /**
  * evr_reader_wait() - sleep until a packet completes, the session ends, or
- * @timeout_ms passes (-1: no limit). Uses the doorbell handshake: at most one
- * wake-up per completed packet, none per event.
+ * @timeout_ms passes (-1: no limit). Data in a packet still being written does
+ * not end the wait: callers that want it read it after the timeout. Uses the
+ * doorbell handshake: at most one wake-up per completed packet, none per event.
  * Return: 1 woken by the doorbell, 0 timeout or data already there, -errno.
  */
 int evr_reader_wait(struct evr_reader *r, int timeout_ms);

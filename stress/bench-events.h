@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The benchmark's event: u64, u64, u32 (20 bytes), as in the LTTng-UST anchor. */
+#ifndef EVR_BENCH_EVENTS_H
+#define EVR_BENCH_EVENTS_H
+
+#include <evring/evring.h>
+
+#define BENCH_EVENTS(EVENT) \
+	EVENT(bench_ev, "Ev", 1, EVR_LEVEL_INFO, 0x1, (u64, a), (u64, b), (u32, c))
+
+EVR_PROVIDER_DECLARE(bench_provider, BENCH_EVENTS)
+
+#endif
