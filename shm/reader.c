@@ -107,8 +107,14 @@ int evr_reader_next(struct evr_reader *r, struct evr_record *ret)
 
 	if (r->final_done)
 		return 0;
+	/* Fast path: the ring being read still has records. */
+	if (r->batch < EVR_READER_BATCH && evr_ring_reader_next(&r->rings[r->cur], ret) > 0) {
+		r->batch++;
+		return count(r, ret);
+	}
 	/* Pairs with the store-release of ended in the producer's session stop:
-	 * the heads and counters we read next are the final ones. */
+	 * loaded before the rings are scanned, so if it is set, the heads and
+	 * counters we read next are the final ones. */
 	ended = __atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE);
 	for (uint32_t tried = 0; tried <= r->nr; tried++) {
 		struct evr_ring_reader *rr = &r->rings[r->cur];

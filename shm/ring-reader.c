@@ -238,7 +238,6 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 			r->tid = t.tid;
 			continue;
 		}
-		memset(ret, 0, sizeof(*ret));
 		ret->type = type;
 		ret->ring = r->index;
 		memcpy(&ret->ts, rec + 8, 8);
@@ -248,10 +247,15 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 			memcpy(&l, rec + EVR_REC_HDR_SIZE, sizeof(l));
 			r->lost += l.count;
 			ret->lost = l.count;
+			ret->event_id = 0;
+			ret->tid = 0;
+			ret->payload = NULL;
+			ret->len = 0;
 			return 1;
 		}
-		memcpy(&ret->event_id, rec + 4, 4);
+		ret->event_id = (uint32_t)(w0 >> 32);
 		ret->tid = r->tid;
+		ret->lost = 0;
 		ret->payload = rec + EVR_REC_HDR_SIZE;
 		ret->len = size - EVR_REC_HDR_SIZE;
 		r->events++;
