@@ -66,14 +66,20 @@ static uint64_t first_safe(const struct evr_ring_reader *r, uint64_t h)
 	return h > margin ? h - margin : 0;
 }
 
-/* Passive readers: after copying bytes at @pos, are they still intact? */
-static bool still_intact(const struct evr_ring_reader *r, uint64_t pos)
+/*
+ * Passive readers: after copying bytes at @pos, are they still intact? The head
+ * loaded here also refreshes the cached one, so that a reader that was lapped
+ * resynchronizes instead of retrying the same overwritten record.
+ */
+static bool still_intact(struct evr_ring_reader *r, uint64_t pos)
 {
 	uint64_t h;
 
 	/* Pairs with the writer's release fence F1 (<evring/ring.h>). */
 	atomic_thread_fence(memory_order_acquire);
 	h = __atomic_load_n(&r->ctl->head, __ATOMIC_RELAXED);
+	if (h > r->head_cache)
+		r->head_cache = h;
 	return pos >= first_safe(r, h);
 }
 
