@@ -25,6 +25,7 @@ int main(int argc, char **argv)
 	struct evr_session *s;
 	struct evr_reader *r;
 	struct evr_record rec;
+	uint64_t events = 0, lost = 0;
 	char err[256];
 	int ret;
 
@@ -49,13 +50,15 @@ int main(int argc, char **argv)
 		const struct evr_event *ev;
 
 		if (rec.type == EVR_REC_LOST) {
-			printf("lost %" PRIu64 "\n", rec.lost);
+			lost += rec.lost;
 			continue;
 		}
+		events++;
 		ev = evr_event_by_rid(rec.event_id);
 		printf("%s/%s tid=%u ring=%u %u bytes\n", ev->provider->name, ev->desc->name,
 		       rec.tid, rec.ring, rec.len);
 	}
+	printf("read %" PRIu64 " events, %" PRIu64 " lost\n", events, lost);
 	evr_reader_free(r);
 	evr_session_free(s);
 	return 0;

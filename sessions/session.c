@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Session memory and rings, and the RCU-published session table. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,8 +87,25 @@ void evr_session_flush_and_end(struct evr_session *s, uint64_t ts)
 	uint64_t one = 1;
 	ssize_t n;
 
-	for (uint32_t i = 0; i < s->nr_rings; i++)
-		evr_ring_writer_flush_locked(&s->rings[i], ts);
+	for (uint32_t i = 0; i < s->nr_rings; i++) {
+		struct evr_ring_writer *w = &s->rings[i];
+		uint32_t unlocked = 0;
+		bool took;
+
+		/*
+		 * After the grace period no writer holds the lock, so this cannot fail.
+		 * Taking it anyway orders the flush after the last holder in C11 terms
+		 * (acquire pairs with its release in evr_ring_try_write()), which
+		 * ThreadSanitizer can see; it cannot see liburcu's grace period.
+		 */
+		took = atomic_compare_exchange_strong_explicit(&w->lock, &unlocked, 1,
+							       memory_order_acquire,
+							       memory_order_relaxed);
+		assert(took);
+		(void)took;
+		evr_ring_writer_flush_locked(w, ts);
+		atomic_store_explicit(&w->lock, 0, memory_order_release);
+	}
 	/* Pairs with the load-acquire of ended in evr_reader_next(): the final heads
 	 * and counters are visible to a reader that sees ended. */
 	__atomic_store_n(&s->shm->ended, 1, __ATOMIC_RELEASE);
@@ -104,10 +122,12 @@ void evr_session_destroy(struct evr_session *s)
 		close(s->memfd);
 	if (s->doorbell_fd >= 0)
 		close(s->doorbell_fd);
-	free(s->rings);
+	/* Writers used the rings and *s until the grace period that unpublished
+	 * the session (or never saw them, if it was never published). */
+	evr_reclaim_after_grace_period(s->rings, free);
 	free(s->stop_table);
 	evr_provider_spec_list_free(s->cfg.providers);
-	free(s);
+	evr_reclaim_after_grace_period(s, free);
 }
 
 void evr_reclaim_after_grace_period(void *p, void (*fn)(void *))

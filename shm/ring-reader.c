@@ -19,6 +19,8 @@
 
 #include <evring/ring.h>
 
+static void baseline_now(struct evr_ring_reader *r);
+
 int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *shm, uint32_t index,
 			 uint32_t flags)
 {
@@ -37,10 +39,15 @@ int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *sh
 		r->pos = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
 	/*
 	 * A reader that attaches after the first write takes its loss baseline from
-	 * the first packet header it reads: what was written before it came is not
-	 * "lost" to it. A passive reader starting late resyncs in evr_ring_reader_next().
+	 * a packet header: what was written before it came is not "lost" to it. A
+	 * gating reader takes it at its first read (the writer waits for it, so
+	 * nothing it could read is overwritten before). A passive reader may be
+	 * lapped before its first read, so it takes it now, from the oldest intact
+	 * packet, where it starts; from there on every overwritten event counts.
 	 */
 	r->late = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE) != 0;
+	if (r->late && !(flags & EVR_READER_GATING))
+		baseline_now(r);
 	return 0;
 }
 
@@ -77,15 +84,52 @@ static bool still_intact(struct evr_ring_reader *r, uint64_t pos)
 
 	/* Pairs with the writer's release fence F1 (<evring/ring.h>). */
 	atomic_thread_fence(memory_order_acquire);
-	h = __atomic_load_n(&r->ctl->head, __ATOMIC_RELAXED);
+	/* Acquire as well: this head may become the cached one, below which later
+	 * records are read (pairs with the writer's store-release of head). */
+	h = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
 	if (h > r->head_cache)
 		r->head_cache = h;
 	return pos >= first_safe(r, h);
 }
 
+/*
+ * Late passive readers, at attach: position at the oldest intact packet and take
+ * the baseline from its header. If the header cannot be read intact or is not
+ * plausible, the baseline is left to the first read (r->late stays set).
+ */
+static void baseline_now(struct evr_ring_reader *r)
+{
+	const uint64_t pmask = r->packet_size - 1;
+
+	for (int tries = 0; tries < 4; tries++) {
+		/* Pairs with the store-release of head by the writer. */
+		uint64_t h = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t p = (first_safe(r, h) + pmask) & ~pmask;
+		struct evr_packet_hdr ph;
+
+		if (h < p || h - p < EVR_PACKET_HDR_SIZE)
+			return;
+		copy_in((uint8_t *)&ph, r->data + (p & (r->ring_size - 1)), sizeof(ph));
+		if (!still_intact(r, p))
+			continue;	/* lapped while reading it: again, further on */
+		if (ph.magic != EVR_PACKET_MAGIC || ph.seq != p / r->packet_size ||
+		    ph.ring_index != r->index)
+			return;
+		r->pos = p;
+		r->events = ph.events_before;
+		r->lost = ph.lost_before;
+		r->late = false;
+		return;
+	}
+}
+
 static void skip_packet(struct evr_ring_reader *r)
 {
-	r->pos = (r->pos | (r->packet_size - 1)) + 1;
+	uint64_t next = (r->pos | (r->packet_size - 1)) + 1;
+
+	/* Saturate rather than wrap to 0 under a hostile head near 2^64: from 0 the
+	 * reader would resync to the same packets and skip them again, forever. */
+	r->pos = next ? next : UINT64_MAX;
 	r->in_packet = false;
 }
 
@@ -138,9 +182,14 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 				return 0;
 		}
 		if (head < pos) {
-			/* Impossible from a sane writer; start over from its head. */
+			/*
+			 * We skipped past head, out of a packet still being written (a bad
+			 * record, or a gating reader attached mid-packet), or head went back.
+			 * Resume at head itself: going back to the start of its packet would
+			 * re-read the header just rejected and skip past head again, forever.
+			 */
 			r->corrupt++;
-			r->pos = head & ~(uint64_t)pmask;
+			r->pos = head;
 			r->in_packet = false;
 			continue;
 		}

@@ -388,6 +388,17 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__TYPE_str EVR_TYPE_STR
 #define EVR__TYPE_json EVR_TYPE_JSON
 #define EVR__TYPE_bytes EVR_TYPE_BYTES
+
+/*
+ * In C before C23, <stdbool.h> defines bool as a macro for _Bool, and a field
+ * (bool, n) reaches the pastes above already expanded: give _Bool the same
+ * meaning.
+ */
+#define EVR__PARAM__Bool(n) EVR__PARAM_bool(n)
+#define EVR__ARG__Bool(n) EVR__ARG_bool(n)
+#define EVR__SIZE__Bool(n) EVR__SIZE_bool(n)
+#define EVR__PACK__Bool(n) EVR__PACK_bool(n)
+#define EVR__TYPE__Bool EVR__TYPE_bool
 #define EVR__FIELD(t, n) { #n, EVR__TYPE_##t },
 #define EVR__ONE(t, n) +1u
 
