@@ -76,7 +76,4 @@ extern pthread_mutex_t evr_registry_lock EVR_HIDDEN;
 /* Recompute every event's session mask and every provider's aggregate from @t. */
 EVR_HIDDEN void evr_registry_recompute_locked(const struct evr_session_table *t);
 
-/* Number of rings per session: possible CPUs. */
-EVR_HIDDEN uint32_t evr_nr_rings(void);
-
 #endif /* EVR_PRODUCER_INTERNAL_H */

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysinfo.h>
 
 #include "producer-internal.h"
 #include "registry-internal.h"
@@ -61,13 +60,6 @@ uint32_t evr_type_size(uint32_t type)
 const char *evr_type_name(uint32_t type)
 {
 	return type > 0 && type < EVR_TYPE_MAX_ ? type_info[type].name : NULL;
-}
-
-uint32_t evr_nr_rings(void)
-{
-	int n = get_nprocs_conf();
-
-	return n < 1 ? 1 : n > (int)EVR_MAX_RINGS ? EVR_MAX_RINGS : (uint32_t)n;
 }
 
 static void reset_tid_in_child(void)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/sysinfo.h>
 
 #include "producer-internal.h"
 
@@ -29,6 +30,14 @@ int evr_session_doorbell_fd(const struct evr_session *s)
 const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s)
 {
 	return s ? s->shm : NULL;
+}
+
+/* One ring per possible CPU, so that a CPU brought online later has its own. */
+static uint32_t nr_rings(void)
+{
+	int n = get_nprocs_conf();
+
+	return n < 1 ? 1 : n > (int)EVR_MAX_RINGS ? EVR_MAX_RINGS : (uint32_t)n;
 }
 
 static int err_line(char *errbuf, size_t errlen, int err, const char *msg)
@@ -67,7 +76,7 @@ int evr_session_start(const struct evr_session_opts *opts, struct evr_session **
 			cfg.packet_size /= 2;
 	}
 	cfg.mode = opts->mode;
-	cfg.nr_rings = evr_nr_rings();
+	cfg.nr_rings = nr_rings();
 	evr_clock_calibrate(&clock);
 
 	pthread_mutex_lock(&evr_registry_lock);

@@ -147,27 +147,28 @@ int evr_event_writev(struct evr_event *ev, const union evr_value *values, uint32
 	return evr_event_write(ev, buf, (uint32_t)len);
 }
 
+/*
+ * Dynamic and Json events: encoded by their built-in schema (name, keywords,
+ * level, then @last: the data or the JSON document), filtered per session by
+ * this write's own level and keywords.
+ */
 static int builtin_write(struct evr_provider *p, struct evr_event *ev, const char *name,
-			 uint8_t level, uint64_t keywords, const void *data, uint32_t len)
+			 uint8_t level, uint64_t keywords, union evr_value last)
 {
-	uint32_t nlen = evr__strlen(name);
-	uint64_t size;
+	const union evr_value v[4] = { { .s = name }, { .u = keywords }, { .u = level }, last };
+	uint64_t len;
 	int ret;
 
 	if (!evr_provider_enabled(p, level, keywords))
 		return 0;
-	size = 4 + (uint64_t)nlen + 8 + 1 + 4 + (data ? len : 0);
-	if (size > EVR_MAX_PAYLOAD)
+	len = encoded_size(ev->desc, v);
+	if (len > EVR_MAX_PAYLOAD)
 		return evr_event_write_too_big(ev);
-	uint8_t buf[size];
-	uint8_t *q = buf;
+	uint8_t buf[len];
 
-	evr__put_var(&q, name, nlen);
-	evr__put_u64(&q, keywords);
-	evr__put_u8(&q, level);
-	evr__put_var(&q, data, data ? len : 0);
+	encode(ev->desc, v, buf);
 	urcu_bp_read_lock();
-	ret = write_rcu(ev, buf, (uint32_t)size, true, level, keywords);
+	ret = write_rcu(ev, buf, (uint32_t)len, true, level, keywords);
 	urcu_bp_read_unlock();
 	return ret;
 }
@@ -182,7 +183,8 @@ int evr_dynamic_write(struct evr_provider *p, const char *name, uint8_t level,
 	pp = p->priv;
 	if (!pp)
 		return -EINVAL;
-	return builtin_write(p, pp->dynamic_ev, name, level, keywords, data, len);
+	return builtin_write(p, pp->dynamic_ev, name, level, keywords,
+			     (union evr_value){ .b = { data, len } });
 }
 
 int evr_json_write(struct evr_provider *p, const char *name, uint8_t level, uint64_t keywords,
@@ -195,5 +197,5 @@ int evr_json_write(struct evr_provider *p, const char *name, uint8_t level, uint
 	pp = p->priv;
 	if (!pp)
 		return -EINVAL;
-	return builtin_write(p, pp->json_ev, name, level, keywords, json, evr__strlen(json));
+	return builtin_write(p, pp->json_ev, name, level, keywords, (union evr_value){ .s = json });
 }

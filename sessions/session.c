@@ -64,7 +64,6 @@ int evr_session_create(const struct evr_session_config *cfg, uint32_t slot, uint
 	for (uint32_t i = 0; i < s->nr_rings; i++)
 		evr_ring_writer_init(&s->rings[i], s->shm, i, s->doorbell_fd);
 	s->cfg = *cfg;
-	atomic_init(&s->lost_too_big, 0);
 	*ret = s;
 	return 0;
 
@@ -78,7 +77,6 @@ void evr_session_count_lost_rcu(struct evr_session *s, uint32_t cpu)
 {
 	uint32_t i = cpu < s->nr_rings ? cpu : cpu % s->nr_rings;
 
-	atomic_fetch_add_explicit(&s->lost_too_big, 1, memory_order_relaxed);
 	evr_ring_count_lost(&s->rings[i], 1);
 }
 

@@ -123,6 +123,29 @@ static void baseline_now(struct evr_ring_reader *r)
 	}
 }
 
+/*
+ * Is a record of @type and @size plausible? @in_packet: it ends inside its
+ * packet; @published: it ends at or below head. An END record pads the packet,
+ * may be only 8 bytes long and may extend past head.
+ */
+static bool record_valid(uint32_t type, uint32_t size, bool in_packet, bool published)
+{
+	if (size < 8 || !in_packet)
+		return false;
+	switch (type) {
+	case EVR_REC_END:
+		return true;
+	case EVR_REC_EVENT:
+		return published && size >= EVR_REC_HDR_SIZE && size <= EVR_MAX_RECORD;
+	case EVR_REC_LOST:
+		return published && size >= EVR_REC_LOST_SIZE && size <= EVR_MAX_RECORD;
+	case EVR_REC_THREAD:
+		return published && size >= EVR_REC_THREAD_SIZE && size <= EVR_MAX_RECORD;
+	default:
+		return false;
+	}
+}
+
 static void skip_packet(struct evr_ring_reader *r)
 {
 	uint64_t next = (r->pos | (r->packet_size - 1)) + 1;
@@ -168,6 +191,7 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 		const uint8_t *rec;
 		uint32_t size, type, asize;
 		uint64_t w0;
+		bool bad;
 
 		if (pos >= head) {
 			/*
@@ -252,27 +276,12 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 		size = (uint32_t)(w0 & 0xffff);
 		type = (uint32_t)(w0 >> 16) & 0xff;
 		asize = (uint32_t)evr_align8(size);
-		if (size < 8 || off + asize > r->packet_size ||
-		    (type != EVR_REC_END && pos + asize > head)) {
+		bad = !record_valid(type, size, off + asize <= r->packet_size, pos + asize <= head);
+		if (bad || type == EVR_REC_END) {
+			/* A passive reader first checks it was not reading overwritten bytes. */
 			if (passive && !still_intact(r, pos))
 				continue;
-			r->corrupt++;
-			skip_packet(r);
-			continue;
-		}
-		if (type == EVR_REC_END) {
-			if (passive && !still_intact(r, pos))
-				continue;
-			skip_packet(r);
-			continue;
-		}
-		if (size < EVR_REC_HDR_SIZE || size > EVR_MAX_RECORD ||
-		    (type == EVR_REC_LOST && size < EVR_REC_LOST_SIZE) ||
-		    (type == EVR_REC_THREAD && size < EVR_REC_THREAD_SIZE) ||
-		    (type != EVR_REC_EVENT && type != EVR_REC_LOST && type != EVR_REC_THREAD)) {
-			if (passive && !still_intact(r, pos))
-				continue;
-			r->corrupt++;
+			r->corrupt += bad;
 			skip_packet(r);
 			continue;
 		}

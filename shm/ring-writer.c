@@ -89,10 +89,10 @@ static void ring_absorb_async_losses(struct evr_ring_writer *w)
  * @rec_asize aligned bytes (0 for none): an END record closing the packet if
  * the rest does not fit, the next packet's header, a LOST record for pending
  * losses, a THREAD record if the thread changed. Checks room first in discard
- * mode. Returns the position where the record goes, or 0 with -ENOSPC in *err.
+ * mode. Sets *ret_pos to where the record goes; returns 0 or -ENOSPC.
  */
-static uint64_t ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t tid,
-			     uint32_t rec_asize, int *err)
+static int ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, uint32_t rec_asize,
+			uint64_t *ret_pos)
 {
 	uint32_t psize = w->packet_mask + 1;
 	uint64_t pos = w->head;
@@ -110,10 +110,8 @@ static uint64_t ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t ti
 	}
 	total = pad + (new_packet ? EVR_PACKET_HDR_SIZE : 0) + lost_sz + thr_sz + rec_asize;
 	if (w->mode == EVR_MODE_DISCARD && pos + total - w->tail_cache > w->ring_mask + 1 &&
-	    pos + total - ring_load_tail(w) > w->ring_mask + 1) {
-		*err = -ENOSPC;
-		return 0;
-	}
+	    pos + total - ring_load_tail(w) > w->ring_mask + 1)
+		return -ENOSPC;
 
 	/* F1, see <evring/ring.h>. */
 	atomic_thread_fence(memory_order_release);
@@ -167,51 +165,40 @@ static uint64_t ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t ti
 		w->last_tid = tid;
 		pos += thr_sz;
 	}
-	return pos;
+	*ret_pos = pos;
+	return 0;
 }
 
-int evr_ring_write_slow(struct evr_ring_writer *w, uint32_t event_id, uint64_t ts, uint32_t tid,
-			const void *payload, uint32_t len)
+int evr_ring_prepare_slow(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, uint32_t rec_asize,
+			  uint64_t *ret_pos)
 {
-	uint32_t size = EVR_REC_HDR_SIZE + len;
-	uint64_t pos;
-	uint8_t *dst;
-	int err = 0;
+	int err;
 
-	assert(len <= EVR_MAX_PAYLOAD);
+	assert(rec_asize <= evr_align8(EVR_MAX_RECORD));
 	assert(tid != 0);
 	ring_absorb_async_losses(w);
 	if (ts < w->last_ts)
 		ts = w->last_ts;
-	pos = ring_prepare(w, ts, tid, evr_align8(size), &err);
+	err = ring_prepare(w, ts, tid, rec_asize, ret_pos);
 	if (err) {
 		w->lost_pending++;
 		return err;
 	}
 	w->last_ts = ts;
-	dst = w->data + (pos & w->ring_mask);
-	evr_ring_store_hdr(dst, size, EVR_REC_EVENT, event_id, ts);
-	evr_ring_store_bytes(dst + EVR_REC_HDR_SIZE, payload, len);
-	w->events++;
-	ring_publish(w, pos + evr_align8(size));
 	return 0;
 }
 
 void evr_ring_writer_flush_locked(struct evr_ring_writer *w, uint64_t ts)
 {
 	uint64_t pos;
-	int err = 0;
 
 	ring_absorb_async_losses(w);
 	if (ts < w->last_ts)
 		ts = w->last_ts;
-	if (w->lost_pending) {
-		/* tid 0: no THREAD record; a LOST record carries no thread. */
-		pos = ring_prepare(w, ts, 0, 0, &err);
-		if (!err) {
-			w->last_ts = ts;
-			ring_publish(w, pos);
-		}
+	/* tid 0: no THREAD record; a LOST record carries no thread. */
+	if (w->lost_pending && ring_prepare(w, ts, 0, 0, &pos) == 0) {
+		w->last_ts = ts;
+		ring_publish(w, pos);
 	}
 	ring_publish_counters(w);
 }

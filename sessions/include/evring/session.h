@@ -39,7 +39,6 @@ struct evr_session {
 	struct evr_shm_hdr *shm;
 	uint32_t nr_rings;
 	struct evr_ring_writer *rings;
-	_Atomic uint64_t lost_too_big;	/* events rejected for size (also counted in-band) */
 	struct evr_session_table *stop_table;	/* preallocated for removing this session */
 };
 

@@ -89,9 +89,18 @@ struct evr_ring_writer {
 void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, uint32_t index,
 			  int doorbell_fd);
 
-/* Slow path of evr_ring_write_locked(): packet switch, pending losses, full ring. */
-int evr_ring_write_slow(struct evr_ring_writer *w, uint32_t event_id, uint64_t ts, uint32_t tid,
-			const void *payload, uint32_t len);
+/**
+ * evr_ring_prepare_slow() - slow path of evr_ring_write_locked(): lay out what
+ * must precede a record of @rec_asize aligned bytes (an END record and the next
+ * packet's header, a LOST record for pending losses, a THREAD record) and say
+ * where the record goes.
+ * @ret_pos: position of the record; untouched on failure.
+ *
+ * Return: 0, or -ENOSPC when the gating reader is behind (the event is counted
+ * as lost and reported in-band later).
+ */
+int evr_ring_prepare_slow(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, uint32_t rec_asize,
+			  uint64_t *ret_pos);
 
 /**
  * evr_ring_writer_flush_locked() - report pending losses in-band and publish.
@@ -162,18 +171,22 @@ static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t even
 					uint32_t tid, const void *payload, uint32_t len)
 {
 	uint32_t size = EVR_REC_HDR_SIZE + len;
+	uint32_t asize = (uint32_t)evr_align8(size);
 	uint64_t pos = w->head;
 	uint32_t off = (uint32_t)pos & w->packet_mask;
-	uint64_t end = pos + evr_align8(size);
+	uint64_t end = pos + asize;
 	uint8_t *dst;
 
 	/* Fast path: inside a started packet, same thread, nothing pending, fits. */
 	if (EVR_UNLIKELY(off == 0 || tid != w->last_tid || w->lost_pending ||
 			 ((end - 1) & ~(uint64_t)w->packet_mask) != (pos & ~(uint64_t)w->packet_mask) ||
-			 atomic_load_explicit(&w->lost_async, memory_order_relaxed)))
-		return evr_ring_write_slow(w, event_id, ts, tid, payload, len);
-	if (w->mode == EVR_MODE_DISCARD && EVR_UNLIKELY(end - w->tail_cache > w->ring_mask + 1))
-		return evr_ring_write_slow(w, event_id, ts, tid, payload, len);
+			 atomic_load_explicit(&w->lost_async, memory_order_relaxed) ||
+			 (w->mode == EVR_MODE_DISCARD && end - w->tail_cache > w->ring_mask + 1))) {
+		int err = evr_ring_prepare_slow(w, ts, tid, asize, &pos);
+
+		if (err)
+			return err;
+	}
 
 	if (EVR_UNLIKELY(ts < w->last_ts))
 		ts = w->last_ts;
@@ -183,10 +196,10 @@ static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t even
 	dst = w->data + (pos & w->ring_mask);
 	evr_ring_store_hdr(dst, size, EVR_REC_EVENT, event_id, ts);
 	evr_ring_store_bytes(dst + EVR_REC_HDR_SIZE, payload, len);
-	w->head = end;
+	w->head = pos + asize;
 	w->events++;
 	/* Pairs with the load-acquire of head in evr_ring_reader_next(). */
-	__atomic_store_n(&w->ctl->head, end, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->ctl->head, w->head, __ATOMIC_RELEASE);
 	return 0;
 }
 
