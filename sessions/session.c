@@ -25,6 +25,7 @@ int evr_session_create(const struct evr_session_config *cfg, uint32_t slot, uint
 		.packet_size = cfg->packet_size,
 		.ring_size = cfg->ring_size,
 		.mode = cfg->mode,
+		.meta_size = cfg->meta_size,
 		.session_id = slot,
 		.session_serial = serial,
 		.clock = *clock,

@@ -2,6 +2,7 @@
 /* Session memory: memfd creation and sealing, mapping, header validation. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,13 +51,18 @@ int evr_shm_geometry_check(const struct evr_shm_geometry *g, char *errbuf, size_
 			    (unsigned long long)g->ring_size);
 	if (g->mode != EVR_MODE_DISCARD && g->mode != EVR_MODE_OVERWRITE)
 		return fail(errbuf, errlen, "mode %u is neither discard nor overwrite", g->mode);
+	if (g->meta_size && (g->meta_size % 4096 || g->meta_size < EVR_META_SIZE_MIN ||
+			     g->meta_size > EVR_META_SIZE_MAX))
+		return fail(errbuf, errlen,
+			    "metadata size %u is not a multiple of 4 KiB between 4 KiB and 16 MiB",
+			    g->meta_size);
 	if ((uint64_t)g->nr_rings * g->ring_size > (1ull << 40))
 		return fail(errbuf, errlen, "session of %llu bytes is too large",
 			    (unsigned long long)(g->nr_rings * g->ring_size));
 	return 0;
 }
 
-static uint64_t ring_data_off(uint32_t nr_rings)
+static uint64_t meta_off(uint32_t nr_rings)
 {
 	uint64_t page = 4096;
 	uint64_t end = EVR_SHM_HDR_SIZE + (uint64_t)nr_rings * EVR_RING_CTL_SIZE;
@@ -68,7 +74,7 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 			   struct evr_shm_hdr **ret_hdr)
 {
 	struct evr_shm_hdr *h;
-	uint64_t total;
+	uint64_t total, meta_size;
 	void *map;
 	int fd, ret;
 
@@ -77,7 +83,8 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 	ret = evr_shm_geometry_check(g, NULL, 0);
 	if (ret < 0)
 		return ret;
-	total = ring_data_off(g->nr_rings) + (uint64_t)g->nr_rings * g->ring_size;
+	meta_size = g->meta_size ? g->meta_size : EVR_META_SIZE_DEFAULT;
+	total = meta_off(g->nr_rings) + meta_size + (uint64_t)g->nr_rings * g->ring_size;
 
 	fd = memfd_create("evring-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -102,7 +109,9 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 	h->packet_size = g->packet_size;
 	h->ring_ctl_size = EVR_RING_CTL_SIZE;
 	h->ring_ctl_off = EVR_SHM_HDR_SIZE;
-	h->ring_data_off = ring_data_off(g->nr_rings);
+	h->meta_off = meta_off(g->nr_rings);
+	h->meta_size = meta_size;
+	h->ring_data_off = h->meta_off + meta_size;
 	h->producer_pid = (uint32_t)getpid();
 	h->session_id = g->session_id;
 	h->session_serial = g->session_serial;
@@ -147,7 +156,11 @@ int evr_shm_session_validate(const struct evr_shm_hdr *h, uint64_t map_size)
 	};
 	if (evr_shm_geometry_check(&g, NULL, 0) < 0)
 		return -EBADMSG;
-	if (h->ring_ctl_off != EVR_SHM_HDR_SIZE || h->ring_data_off != ring_data_off(h->nr_rings) ||
+	if (h->meta_size % 4096 || h->meta_size < EVR_META_SIZE_MIN ||
+	    h->meta_size > EVR_META_SIZE_MAX)
+		return -EBADMSG;
+	if (h->ring_ctl_off != EVR_SHM_HDR_SIZE || h->meta_off != meta_off(h->nr_rings) ||
+	    h->ring_data_off != h->meta_off + h->meta_size ||
 	    h->total_size != h->ring_data_off + (uint64_t)h->nr_rings * h->ring_size ||
 	    h->total_size > map_size)
 		return -EBADMSG;
@@ -189,4 +202,63 @@ void evr_shm_session_unmap(struct evr_shm_hdr *h)
 {
 	if (h)
 		munmap(h, h->total_size);
+}
+
+/*
+ * Metadata area protocol: the producer is the only writer (under its registry
+ * lock). It writes an entry's header and payload below meta_size, then
+ * store-releases meta_head past it. Readers load-acquire meta_head and parse only
+ * below it; they never trust an entry's size beyond what was published.
+ */
+int evr_shm_meta_append(struct evr_shm_hdr *h, uint32_t kind, const void *data, uint32_t len)
+{
+	uint64_t head, need;
+	struct evr_meta_entry *e;
+
+	if (!h || (len && !data))
+		return -EINVAL;
+	head = atomic_load_explicit((_Atomic uint64_t *)&h->meta_head, memory_order_relaxed);
+	need = evr_align8(sizeof(*e) + (uint64_t)len);
+	if (head + need > h->meta_size) {
+		atomic_fetch_add_explicit((_Atomic uint64_t *)&h->meta_dropped, 1,
+					  memory_order_relaxed);
+		return -ENOSPC;
+	}
+	e = (struct evr_meta_entry *)((uint8_t *)h + h->meta_off + head);
+	e->size = len;
+	e->kind = kind;
+	if (len)
+		memcpy(e + 1, data, len);
+	/* Pairs with the acquire load of meta_head in evr_shm_meta_next(). */
+	atomic_store_explicit((_Atomic uint64_t *)&h->meta_head, head + need, memory_order_release);
+	return 0;
+}
+
+int evr_shm_meta_next(const struct evr_shm_hdr *h, uint64_t *pos, uint32_t *ret_kind,
+		      const void **ret_data, uint32_t *ret_len)
+{
+	const struct evr_meta_entry *e;
+	uint64_t head, p;
+
+	if (!h || !pos || !ret_kind || !ret_data || !ret_len)
+		return -EINVAL;
+	/* Pairs with the store-release in evr_shm_meta_append(). */
+	head = atomic_load_explicit((_Atomic uint64_t *)&h->meta_head, memory_order_acquire);
+	if (head > h->meta_size)
+		return -EBADMSG;
+	p = *pos;
+	if (p % 8 || p > head)
+		return -EBADMSG;
+	if (p == head)
+		return 0;
+	if (head - p < sizeof(*e))
+		return -EBADMSG;
+	e = (const struct evr_meta_entry *)((const uint8_t *)h + h->meta_off + p);
+	if (e->size > head - p - sizeof(*e))
+		return -EBADMSG;
+	*ret_kind = e->kind;
+	*ret_len = e->size;
+	*ret_data = e + 1;
+	*pos = p + evr_align8(sizeof(*e) + (uint64_t)e->size);
+	return 1;
 }

@@ -28,6 +28,7 @@ struct evr_session_config {
 	uint32_t packet_size;
 	uint32_t mode;					/* enum evr_mode */
 	uint32_t nr_rings;				/* usually the number of possible CPUs */
+	uint32_t meta_size;				/* metadata area; 0: default */
 };
 
 struct evr_session {

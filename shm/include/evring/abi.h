@@ -10,6 +10,7 @@
  *
  *   [0, 4096)                      struct evr_shm_hdr
  *   [ring_ctl_off, +nr_rings*256)  struct evr_ring_ctl, one per ring
+ *   [meta_off, +meta_size)         the metadata area (page aligned), see below
  *   [ring_data_off + i*ring_size)  ring i data, ring_size bytes (page aligned)
  *
  * A ring is cut into packets of packet_size bytes (both powers of two). Every
@@ -28,6 +29,17 @@
  *  - overwrite mode: tail is ignored; readers copy, then re-load head, and drop
  *    what the writer may have reached (position < head + packet_size - ring_size).
  *
+ * Metadata area: an append-only sequence of struct evr_meta_entry, each followed
+ * by its payload and padded to 8 bytes, written only by the producer under its
+ * registry lock. The producer appends the description of every event the session
+ * may receive, then publishes the end of the valid bytes with a store-release of
+ * evr_shm_hdr.meta_head, and only then lets writers write that event into this
+ * session. So a consumer that meets an unknown event id in a ring load-acquires
+ * meta_head and finds its description below it: metadata always arrives before
+ * the first record that needs it, even if the producer has died since.
+ * An event whose description does not fit is never written to the session; it is
+ * counted in meta_dropped instead.
+ *
  * Loss accounting is exact: the packet header carries the cumulative number of
  * event records written to the ring before it and the cumulative number of
  * events lost before it. A reader that skips from one packet to another (lapped
@@ -41,7 +53,7 @@
 
 #define EVR_SHM_MAGIC		0x5652455645524e47ULL	/* "GNREVERV" little-endian: "evring" tag */
 #define EVR_PACKET_MAGIC	0x45565231u		/* "1RVE" */
-#define EVR_ABI_VERSION		1u
+#define EVR_ABI_VERSION		2u
 
 #define EVR_SHM_HDR_SIZE	4096u
 #define EVR_RING_CTL_SIZE	256u
@@ -53,6 +65,8 @@
 #define EVR_RING_PACKETS_MIN	4u
 #define EVR_RING_SIZE_MAX	(1ull << 32)
 #define EVR_MAX_RINGS		1024u
+#define EVR_META_SIZE_MIN	4096u
+#define EVR_META_SIZE_MAX	(16u << 20)
 
 /*
  * Largest record a writer accepts: a packet of the smallest size must still
@@ -108,7 +122,9 @@ struct evr_shm_hdr {
 	uint32_t session_id;		/* slot in the producer's session table, 0..63 */
 	uint64_t session_serial;	/* unique per producer process */
 	struct evr_clock_calib clock;
-	uint8_t pad0[EVR_CACHELINE * 4 - 128];
+	uint64_t meta_off;		/* metadata area, page aligned */
+	uint64_t meta_size;		/* multiple of 4096, EVR_META_SIZE_MIN..MAX */
+	uint8_t pad0[EVR_CACHELINE * 4 - 144];
 	/* live, written by the producer: set to 1 (release) once the session is stopped
 	 * and every ring has been flushed; readers may then drain to head and finish. */
 	uint32_t ended;
@@ -120,7 +136,23 @@ struct evr_shm_hdr {
 	uint32_t waiting;
 	uint32_t pad3;
 	uint8_t pad4[EVR_CACHELINE - 8];
-	uint8_t reserved[EVR_SHM_HDR_SIZE - EVR_CACHELINE * 6];
+	/* live, producer: bytes of valid entries in the metadata area (store-release,
+	 * after the entries are written), and the number of event descriptions that
+	 * did not fit (those events are never written to this session). */
+	uint64_t meta_head;
+	uint64_t meta_dropped;
+	uint8_t pad5[EVR_CACHELINE - 16];
+	uint8_t reserved[EVR_SHM_HDR_SIZE - EVR_CACHELINE * 7];
+};
+
+enum evr_meta_kind {
+	EVR_META_EVENT = 1,	/* payload: a packed protobuf evr.EventDesc (proto/evring.proto) */
+};
+
+/* Header of one metadata entry; the next entry starts at align8(8 + size). */
+struct evr_meta_entry {
+	uint32_t size;			/* payload bytes */
+	uint32_t kind;			/* enum evr_meta_kind; readers skip kinds they do not know */
 };
 
 /* Per-ring control block: each live field on its own cache line. */
@@ -211,7 +243,9 @@ _Static_assert(sizeof(struct evr_clock_calib) == 48, "clock calib layout");
 _Static_assert(offsetof(struct evr_shm_hdr, clock) == 80, "shm hdr layout");
 _Static_assert(offsetof(struct evr_shm_hdr, ended) == EVR_CACHELINE * 4, "ended on its own line");
 _Static_assert(offsetof(struct evr_shm_hdr, waiting) == EVR_CACHELINE * 5, "waiting on its own line");
+_Static_assert(offsetof(struct evr_shm_hdr, meta_head) == EVR_CACHELINE * 6, "meta_head on its own line");
 _Static_assert(sizeof(struct evr_shm_hdr) == EVR_SHM_HDR_SIZE, "shm hdr size");
+_Static_assert(sizeof(struct evr_meta_entry) == 8, "meta entry header");
 _Static_assert(offsetof(struct evr_ring_ctl, tail) == EVR_CACHELINE, "tail on its own line");
 _Static_assert(offsetof(struct evr_ring_ctl, events_total) == 2 * EVR_CACHELINE, "counters line");
 _Static_assert(sizeof(struct evr_ring_ctl) == EVR_RING_CTL_SIZE, "ring ctl size");

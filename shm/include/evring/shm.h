@@ -13,11 +13,14 @@
 #include <evring/abi.h>
 #include <evring/ring.h>
 
+#define EVR_META_SIZE_DEFAULT	(256u << 10)
+
 struct evr_shm_geometry {
 	uint32_t nr_rings;
 	uint32_t packet_size;
 	uint64_t ring_size;
 	uint32_t mode;			/* enum evr_mode */
+	uint32_t meta_size;		/* metadata area bytes; 0: EVR_META_SIZE_DEFAULT */
 	uint32_t session_id;
 	uint64_t session_serial;
 	struct evr_clock_calib clock;
@@ -60,6 +63,27 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr);
  * Return: 0, or -EBADMSG.
  */
 int evr_shm_session_validate(const struct evr_shm_hdr *h, uint64_t map_size);
+
+/**
+ * evr_shm_meta_append() - append one metadata entry and publish it.
+ * @h: the producer's mapping.
+ * @kind: enum evr_meta_kind.
+ * @data: @len payload bytes.
+ * Return: 0, or -ENOSPC (counted in meta_dropped).
+ * Context: the producer's single metadata writer (the registry lock).
+ */
+int evr_shm_meta_append(struct evr_shm_hdr *h, uint32_t kind, const void *data, uint32_t len);
+
+/**
+ * evr_shm_meta_next() - iterate the published metadata entries.
+ * @h: a validated mapping.
+ * @pos: in: where to start (0 at first); out: where the next entry starts.
+ * @ret_kind, @ret_data, @ret_len: the entry; @ret_data points into the mapping.
+ * Return: 1 an entry, 0 none published past @pos, -EBADMSG an entry that
+ * overruns the published bytes (a hostile or broken producer).
+ */
+int evr_shm_meta_next(const struct evr_shm_hdr *h, uint64_t *pos, uint32_t *ret_kind,
+		      const void **ret_data, uint32_t *ret_len);
 
 /* Unmap a session mapping; accepts NULL. */
 void evr_shm_session_unmap(struct evr_shm_hdr *h);

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libevring-consumer: attach to a running process by PID, start a session on
+ * it, and read its rings in place.
+ *
+ * A struct evr_client is one connection to one process's agent (the thread
+ * libevring runs in every instrumented process). It carries at most one
+ * session, which lives exactly as long as the connection: evr_client_free(), or
+ * the consumer dying, ends it and the producer frees its memory at once.
+ *
+ * The socket of process PID is $EVR_RUNTIME_DIR/PID.sock, where EVR_RUNTIME_DIR
+ * defaults to /tmp/evring-UID (UID: the process owner's), a directory of mode
+ * 0700: only its owner (and root) can even reach the socket, and the agent checks
+ * the peer's uid with SO_PEERCRED as well.
+ *
+ * Errors are -errno with a one-line reason in @errbuf, e.g.
+ *   -ESRCH   "no process 4242"
+ *   -EACCES  "process 4242 belongs to user bob (uid 1001); you can attach only to your own processes"
+ *   -ENOENT  "process 4242 (sleep) does not run libevring's agent"
+ *   -EPROTO  "process 4242 answered with a malformed message"
+ */
+#ifndef EVR_CONSUMER_H
+#define EVR_CONSUMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <evring/abi.h>
+#include <evring/schema.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EVR_PROTOCOL_VERSION 1u
+
+struct evr_process_info {
+	uint32_t pid, ppid, uid;
+	uint32_t nr_cpus;
+	uint32_t sessions_active;
+	uint32_t argc;
+	char **argv;			/* argc strings */
+	char *exe;
+	char *hostname;
+	char *evring_version;
+	uint64_t start_realtime_ns;
+	struct evr_clock_calib clock;
+	const void *pb;			/* the packed evr.ProcessInfo, as received */
+	size_t pb_len;
+};
+
+struct evr_session_info {
+	uint32_t session_id;
+	uint64_t serial;
+	uint32_t mode;
+	uint64_t ring_size;
+	uint32_t client_pid;
+	char *providers;
+	char *client;
+};
+
+struct evr_client;
+
+/**
+ * evr_client_connect() - connect to process @pid's agent and say hello.
+ * @client_name: shown by `evring ps` ("evring record"); may be NULL.
+ * @ret: free with evr_client_free().
+ * Return: 0 or -errno (see above), with @errbuf set.
+ */
+int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **ret,
+		       char *errbuf, size_t errlen);
+
+/**
+ * evr_client_listen() / evr_client_accept() - the reverse connection used to
+ * trace a program from its first event: evr_client_listen() creates a private
+ * listening socket and returns the value to put in the child's EVR_CONNECT
+ * environment variable; the child's libevring connects to it before main() and
+ * waits (at most EVR_CONNECT_TIMEOUT_MS, default 10 s) for evr_client_resume().
+ * @ret_fd: the listening socket (close-on-exec); @ret_path: malloc'ed, unlink
+ * and free it when done.
+ */
+int evr_client_listen(int *ret_fd, char **ret_path, char *errbuf, size_t errlen);
+int evr_client_accept(int listen_fd, int timeout_ms, const char *client_name,
+		      struct evr_client **ret, char *errbuf, size_t errlen);
+/* Let a reverse-connected program run (after starting the session). */
+int evr_client_resume(struct evr_client *c, char *errbuf, size_t errlen);
+
+/* Closes the connection, which ends its session. Accepts NULL. */
+void evr_client_free(struct evr_client *c);
+
+/* Borrowed until evr_client_free(). */
+const struct evr_process_info *evr_client_process(const struct evr_client *c);
+
+/* @ret: array of @ret_n, free with evr_session_info_free(). */
+int evr_client_list_sessions(struct evr_client *c, struct evr_session_info **ret,
+			     uint32_t *ret_n, char *errbuf, size_t errlen);
+void evr_session_info_free(struct evr_session_info *v, uint32_t n);
+
+/* Every event the process has registered, added to @into. */
+int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, char *errbuf,
+			   size_t errlen);
+
+/**
+ * evr_process_list() - processes the caller may attach to: every live socket in
+ * the caller's runtime directory (root: every user's).
+ * @ret: malloc'ed array of pids, sorted; @ret_n its length.
+ */
+int evr_process_list(pid_t **ret, uint32_t *ret_n);
+
+/* ---- the session ------------------------------------------------------- */
+
+struct evr_attach_opts {
+	const char *providers;		/* "Name[:0xKW[:LEVEL[:k=v;...]]],..." */
+	uint64_t ring_size;		/* per CPU ring; 0: the producer's default */
+	uint32_t packet_size;		/* 0: default */
+	uint32_t mode;			/* EVR_MODE_DISCARD or EVR_MODE_OVERWRITE */
+	uint32_t meta_size;		/* 0: default */
+	uint32_t counter_interval_ms;	/* 0: no counters */
+};
+
+/**
+ * evr_client_start() - start this connection's session and map its memory.
+ * The consumer is the session's gating reader (discard mode).
+ * Return: 0, -EINVAL (bad options; @errbuf says which), -EBUSY (already a
+ * session on this connection, or 64 sessions live in the process), -errno.
+ */
+int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, char *errbuf,
+		     size_t errlen);
+
+/**
+ * evr_client_stop() - ask the producer to stop the session; on success it has
+ * been flushed and marked ended, and reading drains it to the end.
+ */
+int evr_client_stop(struct evr_client *c, char *errbuf, size_t errlen);
+
+/**
+ * evr_client_next() - the next record of the session, in ring order (not time
+ * order), decoded against the session's metadata.
+ * Return: 1 a record in @ret (payload borrowed until the next call), 0 nothing
+ * now, -errno.
+ */
+int evr_client_next(struct evr_client *c, struct evr_event_view *ret);
+
+/* Discard mode: give everything read so far back to the writers. */
+void evr_client_release(struct evr_client *c);
+
+/**
+ * evr_client_wait() - sleep until a packet completes, the session ends, the
+ * producer dies, or @timeout_ms passes (-1: no limit).
+ * Return: 1 something to do, 0 timeout, -errno.
+ */
+int evr_client_wait(struct evr_client *c, int timeout_ms);
+
+enum evr_client_state {
+	EVR_CLIENT_IDLE = 0,	/* no session yet */
+	EVR_CLIENT_LIVE,	/* session running */
+	EVR_CLIENT_ENDED,	/* producer flushed and ended it; drain then done */
+	EVR_CLIENT_GONE,	/* producer died: drain what it published, then done */
+};
+enum evr_client_state evr_client_state(const struct evr_client *c);
+
+/* True once the session is ended or gone and every record was returned. */
+bool evr_client_drained(const struct evr_client *c);
+
+/* The session's metadata seen so far (grows as events register). */
+const struct evr_schema_set *evr_client_schemas(const struct evr_client *c);
+
+/**
+ * evr_client_meta_next() - raw metadata entries, for writers of trace files.
+ * @pos: 0 at first; advanced past each entry returned.
+ * Return: 1 an entry (borrowed from the mapping), 0 none new, -EBADMSG.
+ */
+int evr_client_meta_next(struct evr_client *c, uint64_t *pos, uint32_t *ret_kind,
+			 const void **ret_data, uint32_t *ret_len);
+
+/* The mapped session: geometry and clock for tools that read rings raw. */
+const struct evr_shm_hdr *evr_client_shm(const struct evr_client *c);
+
+/* ---- raw spans, for zero-copy recorders ---------------------------------- */
+
+/*
+ * A run of whole published records in one ring, inside one packet: a recorder
+ * writes it to its file straight from the mapping. Packet headers are included
+ * when a span starts at a packet boundary.
+ */
+struct evr_span {
+	uint32_t ring;
+	uint64_t pos;			/* ring byte position of data[0] */
+	const void *data;		/* points into the mapping */
+	uint32_t len;
+};
+
+/**
+ * evr_client_span_next() - the next span from any ring (round robin).
+ * Return: 1 a span, 0 nothing published, -errno.
+ * Does not consume: call evr_client_span_done() once the span is written.
+ */
+int evr_client_span_next(struct evr_client *c, struct evr_span *ret);
+
+/**
+ * evr_client_span_done() - consume @sp. In discard mode this hands its space
+ * back to the writers. In overwrite mode it checks that the writers did not
+ * reach the span while it was being used.
+ * Return: 0 intact, -ESTALE the span may have been overwritten (drop what was
+ * written from it; the loss is reported by the next span's packet header).
+ */
+int evr_client_span_done(struct evr_client *c, const struct evr_span *sp);
+
+/**
+ * evr_client_span_final_lost() - once the session is ended and every span was
+ * consumed: the events lost on @ring that no record in the spans accounts for
+ * (the ring was full when the session ended, or the producer died). A recorder
+ * stores them so that its file's loss count is exact.
+ * Return: 0 and @ret_count, -EAGAIN (not drained yet), -EINVAL.
+ */
+int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count);
+
+/*
+ * Use either records (evr_client_next) or spans (evr_client_span_*) on one
+ * client, not both.
+ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVR_CONSUMER_H */
