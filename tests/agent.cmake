@@ -1,0 +1,1 @@
+# Tests of the agent part (see tests/CMakeLists.txt for evr_unit()).
