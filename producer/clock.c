@@ -5,11 +5,16 @@
  * non-decreasing per ring). It is used only when the CPU says the TSC is
  * invariant and the kernel itself trusts it as its clocksource; otherwise
  * CLOCK_MONOTONIC. EVR_CLOCK=monotonic forces the latter.
+ *
+ * Also the CPU side of the write path, decided once at load: whether sessions
+ * may use per-CPU rings written in rseq critical sections (<evring/ring-rseq.h>).
  */
 #include <cpuid.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <evring/ring-rseq.h>
 
 #include "producer-internal.h"
 
@@ -45,8 +50,65 @@ static bool tsc_usable(void)
 	return strncmp(cs, "tsc", 3) == 0;
 }
 
+#if EVR_HAVE_RSEQ
+/* Highest possible CPU number + 1, from the kernel's list ("0-3,8-11"); 0 if unknown. */
+static uint32_t possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	char buf[256];
+	const char *p = buf;
+	unsigned long max = 0;
+	bool any = false;
+
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	while (*p >= '0' && *p <= '9') {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (*end == '-') {
+			p = end + 1;
+			v = strtoul(p, &end, 10);
+		}
+		if (end == p || v >= EVR_MAX_RINGS)
+			return 0;
+		if (v > max)
+			max = v;
+		any = true;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return any ? (uint32_t)max + 1 : 0;
+}
+#endif
+
+/*
+ * Per-CPU mode needs glibc's rseq registration (every thread has one when the
+ * main thread has, glibc >= 2.35 and no glibc.pthread.rseq=0 tunable) and a ring
+ * for every CPU the kernel may report. EVR_RSEQ=0 forces the try-lock.
+ */
+static void percpu_init(void)
+{
+#if EVR_HAVE_RSEQ
+	const char *env = getenv("EVR_RSEQ");
+	uint32_t n;
+
+	if (env && strcmp(env, "0") == 0)
+		return;
+	if (__rseq_size < offsetof(struct rseq, rseq_cs) + sizeof(uint64_t) ||
+	    evr_rseq_cpu(evr_rseq_area()) < 0)
+		return;
+	n = possible_cpus();
+	if (n)
+		evr_ring_percpu_min = n;
+#endif
+}
+
 void evr_clock_init(void)
 {
+	percpu_init();
 	evr_clock_tsc = tsc_usable();
 	base_mono = ts_ns(CLOCK_MONOTONIC);
 	base_tsc = __rdtsc();

@@ -76,4 +76,33 @@ extern pthread_mutex_t evr_registry_lock EVR_HIDDEN;
 /* Recompute every event's session mask and every provider's aggregate from @t. */
 EVR_HIDDEN void evr_registry_recompute_locked(const struct evr_session_table *t);
 
+/* ---- sessions (session-api.c) ---- */
+
+/* Rings per session: one per possible CPU. */
+EVR_HIDDEN uint32_t evr_session_nr_rings(void);
+
+/**
+ * evr_session_start_owned() - evr_session_start() for a consumer: @client and
+ * @client_pid are what ListSessions shows (NULL: an in-process session).
+ * @meta_size is the metadata area size (0: default).
+ */
+EVR_HIDDEN int evr_session_start_owned(const struct evr_session_opts *opts, const char *client,
+				       uint32_t client_pid, struct evr_session **ret, char *errbuf,
+				       size_t errlen);
+
+/* Who started the session in @slot; borrowed under the registry lock. */
+EVR_HIDDEN const char *evr_session_client_locked(uint32_t slot, uint32_t *ret_pid);
+
+/*
+ * In a child after fork(), with the registry lock held since the prepare
+ * handler: publish an empty session table and recompute the masks (to zero),
+ * so the child never writes into its parent's sessions.
+ */
+EVR_HIDDEN void evr_sessions_reset_in_child_locked(void);
+
+/* ---- the agent (agent.c) ---- */
+
+/* From the library constructor: fork handlers, then the agent unless EVR_AGENT=0. */
+EVR_HIDDEN void evr_agent_library_init(void);
+
 #endif /* EVR_PRODUCER_INTERNAL_H */

@@ -10,9 +10,23 @@
 #define EVR_EVENT_F_BUILTIN	0x1u	/* Dynamic/Json: filtered per write */
 #define EVR_EVENT_F_OWNED	0x2u	/* allocated by the registry */
 
+/*
+ * Registry-private metadata of one event: its packed evr.EventDesc (what goes
+ * into session metadata areas and ListEvents replies) and the sessions whose
+ * metadata area holds it. An event is only ever enabled in a session whose bit
+ * is set here (the mask computation ANDs it in), so a consumer always finds the
+ * description of a record's event (see <evring/abi.h>).
+ */
+struct evr_event_meta {
+	uint8_t *pb;				/* packed evr.EventDesc, malloc'ed */
+	uint32_t pb_len;
+	uint64_t described;			/* bit i: in the metadata area of slot i */
+};
+
 struct evr_provider_priv {
 	struct evr_provider *next;		/* registry list */
 	struct evr_event **events;		/* every event, built-ins first */
+	struct evr_event_meta *meta;		/* parallel to events */
 	uint32_t nr, cap;
 	struct evr_event *dynamic_ev;
 	struct evr_event *json_ev;
@@ -20,5 +34,35 @@ struct evr_provider_priv {
 	_Atomic uint64_t sess_keywords[EVR_MAX_SESSIONS];
 	_Atomic uint32_t sess_level[EVR_MAX_SESSIONS];
 };
+
+/* The first registered provider (list through priv->next). Context: registry lock. */
+struct evr_provider *evr_registry_providers_locked(void) __attribute__((visibility("hidden")));
+
+/* ---- metadata.c ---- */
+
+/**
+ * evr_meta_event_pack() - pack the evr.EventDesc of @ev (registered in @p).
+ * @ret: filled on success; ret->described is 0.
+ * Return: 0, -ENOMEM.
+ */
+int evr_meta_event_pack(const struct evr_provider *p, const struct evr_event *ev,
+			struct evr_event_meta *ret) __attribute__((visibility("hidden")));
+
+/**
+ * evr_meta_describe_session_locked() - write the description of every event of
+ * every provider @s names into its metadata area and set or clear @s's bit in
+ * each event's described set. Before @s is published.
+ * Context: registry lock.
+ */
+void evr_meta_describe_session_locked(struct evr_session *s) __attribute__((visibility("hidden")));
+
+/**
+ * evr_meta_describe_events_locked() - events [@first, nr) of @p were just
+ * registered: append their descriptions to every live session that names @p,
+ * before the masks are recomputed.
+ * Context: registry lock.
+ */
+void evr_meta_describe_events_locked(struct evr_provider *p, uint32_t first)
+	__attribute__((visibility("hidden")));
 
 #endif /* EVR_REGISTRY_INTERNAL_H */

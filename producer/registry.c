@@ -71,6 +71,9 @@ __attribute__((constructor)) static void evr_library_init(void)
 {
 	evr_clock_init();
 	pthread_atfork(NULL, NULL, reset_tid_in_child);
+	/* After the clock: a reverse-connected consumer may start a session before
+	 * this returns (EVR_CONNECT). */
+	evr_agent_library_init();
 }
 
 static int rid_assign_locked(struct evr_event *ev)
@@ -97,15 +100,25 @@ static int provider_add_event_locked(struct evr_provider *p, struct evr_event *e
 	if (pp->nr == pp->cap) {
 		uint32_t cap = pp->cap ? pp->cap * 2 : 16;
 		struct evr_event **n = realloc(pp->events, sizeof(*n) * cap);
+		struct evr_event_meta *m;
 
 		if (!n)
 			return -ENOMEM;
 		pp->events = n;
+		m = realloc(pp->meta, sizeof(*m) * cap);
+		if (!m)
+			return -ENOMEM;
+		pp->meta = m;
 		pp->cap = cap;
 	}
 	ret = rid_assign_locked(ev);
 	if (ret < 0)
 		return ret;
+	ret = evr_meta_event_pack(p, ev, &pp->meta[pp->nr]);
+	if (ret < 0) {
+		by_rid[ev->rid] = NULL;
+		return ret;
+	}
 	ev->provider = p;
 	pp->events[pp->nr++] = ev;
 	return 0;
@@ -135,9 +148,12 @@ static void provider_priv_free(struct evr_provider_priv *pp)
 {
 	if (!pp)
 		return;
-	for (uint32_t i = 0; i < pp->nr; i++)
+	for (uint32_t i = 0; i < pp->nr; i++) {
 		event_free(pp->events[i]);
+		free(pp->meta[i].pb);
+	}
 	free(pp->events);
+	free(pp->meta);
 	free(pp);
 }
 
@@ -190,6 +206,8 @@ int evr_provider_register(struct evr_provider *p)
 	}
 	pp->next = providers;
 	providers = p;
+	/* Descriptions first: a session may receive an event once its mask is set. */
+	evr_meta_describe_events_locked(p, 0);
 	evr_registry_recompute_locked(evr_session_table_get_rcu());
 out:
 	pthread_mutex_unlock(&evr_registry_lock);
@@ -277,8 +295,10 @@ int evr_event_define(struct evr_provider *p, const struct evr_event_desc *desc,
 		err = -EINVAL;
 	} else {
 		err = provider_add_event_locked(p, ev);
-		if (err == 0)
+		if (err == 0) {
+			evr_meta_describe_events_locked(p, p->priv->nr - 1);
 			evr_registry_recompute_locked(evr_session_table_get_rcu());
+		}
 	}
 	pthread_mutex_unlock(&evr_registry_lock);
 	if (err < 0) {
@@ -340,6 +360,8 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 			     evr_level_match(spec[i]->level, ev->desc->level)))
 				m |= 1ull << i;
 		}
+		/* Never enable an event in a session that lacks its description. */
+		m &= pp->meta[e].described;
 		atomic_store_explicit(&ev->mask, m, memory_order_relaxed);
 	}
 	changed = pmask != atomic_load_explicit(&p->mask, memory_order_relaxed) ||
@@ -351,6 +373,11 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 	if (changed && p->callback)
 		p->callback(p, pmask != 0, (uint8_t)level, kw, pmask ? newest : NULL,
 			    p->callback_ctx);
+}
+
+struct evr_provider *evr_registry_providers_locked(void)
+{
+	return providers;
 }
 
 void evr_registry_recompute_locked(const struct evr_session_table *t)

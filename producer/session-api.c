@@ -7,14 +7,22 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/sysinfo.h>
 
 #include "producer-internal.h"
+#include "registry-internal.h"
 
 #define EVR_DEFAULT_RING_SIZE	(4u << 20)
 #define EVR_DEFAULT_PACKET	(64u << 10)
 
 static uint64_t next_serial = 1;
+
+/* Who started each live slot, for ListSessions. Registry lock. */
+static struct {
+	char *client;			/* NULL: in-process */
+	uint32_t pid;
+} owners[EVR_MAX_SESSIONS];
 
 /* Readers and tests get at the session through these accessors only. */
 int evr_session_memfd(const struct evr_session *s)
@@ -33,7 +41,7 @@ const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s)
 }
 
 /* One ring per possible CPU, so that a CPU brought online later has its own. */
-static uint32_t nr_rings(void)
+uint32_t evr_session_nr_rings(void)
 {
 	int n = get_nprocs_conf();
 
@@ -50,6 +58,22 @@ static int err_line(char *errbuf, size_t errlen, int err, const char *msg)
 int evr_session_start(const struct evr_session_opts *opts, struct evr_session **ret,
 		      char *errbuf, size_t errlen)
 {
+	return evr_session_start_owned(opts, NULL, (uint32_t)getpid(), ret, errbuf, errlen);
+}
+
+const char *evr_session_client_locked(uint32_t slot, uint32_t *ret_pid)
+{
+	if (slot >= EVR_MAX_SESSIONS)
+		return NULL;
+	*ret_pid = owners[slot].pid;
+	return owners[slot].client ? owners[slot].client : "in-process";
+}
+
+int evr_session_start_owned(const struct evr_session_opts *opts, const char *client,
+			    uint32_t client_pid, struct evr_session **ret, char *errbuf,
+			    size_t errlen)
+{
+	char *client_copy = NULL;
 	struct evr_session_config cfg = { 0 };
 	struct evr_session_table *cur, *next;
 	struct evr_clock_calib clock;
@@ -76,7 +100,15 @@ int evr_session_start(const struct evr_session_opts *opts, struct evr_session **
 			cfg.packet_size /= 2;
 	}
 	cfg.mode = opts->mode;
-	cfg.nr_rings = nr_rings();
+	if (client) {
+		client_copy = strdup(client);
+		if (!client_copy) {
+			evr_provider_spec_list_free(cfg.providers);
+			return err_line(errbuf, errlen, -ENOMEM, "out of memory");
+		}
+	}
+	cfg.nr_rings = evr_session_nr_rings();
+	cfg.meta_size = opts->meta_size;
 	evr_clock_calibrate(&clock);
 
 	pthread_mutex_lock(&evr_registry_lock);
@@ -105,6 +137,10 @@ int evr_session_start(const struct evr_session_opts *opts, struct evr_session **
 	}
 	s->stop_table = spare;
 	cfg.providers = NULL;	/* owned by s now */
+	/* Descriptions before anything can be enabled (see metadata.c). */
+	evr_meta_describe_session_locked(s);
+	owners[slot].client = client_copy;
+	owners[slot].pid = client_pid;
 	*next = *cur;
 	next->slot[slot] = s;
 	next->live |= 1ull << slot;
@@ -119,6 +155,7 @@ int evr_session_start(const struct evr_session_opts *opts, struct evr_session **
 err_unlock:
 	pthread_mutex_unlock(&evr_registry_lock);
 	evr_provider_spec_list_free(cfg.providers);
+	free(client_copy);
 	return err;
 }
 
@@ -136,6 +173,8 @@ void evr_session_stop(struct evr_session *s)
 	}
 	next = s->stop_table;
 	s->stop_table = NULL;
+	free(owners[s->slot].client);
+	owners[s->slot].client = NULL;
 	*next = *cur;
 	next->slot[s->slot] = NULL;
 	next->live &= ~(1ull << s->slot);
@@ -144,6 +183,24 @@ void evr_session_stop(struct evr_session *s)
 	evr_registry_recompute_locked(next);
 	evr_session_flush_and_end(s, evr_clock_now());
 	pthread_mutex_unlock(&evr_registry_lock);
+}
+
+void evr_sessions_reset_in_child_locked(void)
+{
+	struct evr_session_table *t = evr_session_table_get_rcu();
+
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
+		free(owners[i].client);
+		owners[i].client = NULL;
+	}
+	/*
+	 * Only the forking thread exists in the child and it is not inside an RCU
+	 * read-side section, so the table can be emptied in place: no reader can
+	 * see it change, and no allocation can fail here. The parent's sessions
+	 * stay mapped; in-process ones are still their owner's to free.
+	 */
+	memset(t, 0, sizeof(*t));
+	evr_registry_recompute_locked(t);
 }
 
 void evr_session_free(struct evr_session *s)

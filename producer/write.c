@@ -5,11 +5,15 @@
  * and a compiler barrier when sys_membarrier is available), load the session
  * table, re-read the mask inside the critical section (a mask bit read before it
  * could belong to a session slot that has since been reused), then one write per
- * interested session into its ring for this CPU. No lock is waited on, nothing is
- * allocated, no system call is made.
+ * interested session into its ring for this CPU: in per-CPU mode an rseq
+ * critical section (<evring/ring-rseq.h>), otherwise the try-lock. The timestamp,
+ * thread id and the record's header are computed once for all sessions. No lock
+ * is waited on, nothing is allocated, no system call is made.
  */
 #define _LGPL_SOURCE
 #include <urcu-bp.h>
+
+#include <evring/ring-rseq.h>
 
 #include "producer-internal.h"
 #include "registry-internal.h"
@@ -24,26 +28,34 @@ static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned in
 }
 
 /* @filter: for built-in events, the level and keywords of this write. */
-static inline int write_rcu(struct evr_event *ev, const void *payload, uint32_t len,
-			    bool filter, uint8_t level, uint64_t keywords)
+static inline __attribute__((always_inline)) int
+write_rcu(struct evr_event *ev, const void *payload, uint32_t len, bool filter, uint8_t level,
+	  uint64_t keywords)
 {
 	struct evr_session_table *t = evr_session_table_get_rcu();
 	uint64_t mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
-	uint64_t ts;
-	uint32_t cpu, tid;
+	uint32_t cpu = UINT32_MAX;
+	struct evr_rseq_rec rec;
+	struct rseq *rs;
 
 	if (!mask)
 		return 0;
-	ts = evr_clock_now();
-	cpu = evr_cpu_current();
-	tid = evr_thread_id();
+	evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(), payload, len);
+	rs = evr_rseq_area();
 	do {
 		unsigned int i = (unsigned int)__builtin_ctzll(mask);
+		struct evr_session *s = t->slot[i];
 
 		mask &= mask - 1;
 		if (filter && !builtin_wants(ev->provider->priv, i, level, keywords))
 			continue;
-		(void)evr_session_write_rcu(t->slot[i], cpu, ev->rid, ts, tid, payload, len);
+		if (EVR_LIKELY(s->nr_rings >= evr_ring_percpu_min)) {
+			(void)evr_ring_rseq_write(s->rings, s->nr_rings, rs, &rec);
+			continue;
+		}
+		if (cpu == UINT32_MAX)
+			cpu = evr_cpu_current();
+		(void)evr_session_write_rcu(s, cpu, ev->rid, rec.ts, rec.tid, payload, len);
 	} while (mask);
 	return 0;
 }

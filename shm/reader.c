@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reader over every ring of a session, with the doorbell wait. */
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@ struct evr_reader {
 	uint32_t flags;
 	bool final_done;		/* end-of-session losses were reported */
 	bool ended;
+	bool gone;			/* the producer died: treat the session as ended */
 	uint32_t final_next;		/* next ring whose final losses to report */
 	struct evr_reader_stats stats;
 	struct evr_ring_reader *rings;	/* nr entries, each large (copy buffer) */
@@ -115,7 +117,8 @@ int evr_reader_next(struct evr_reader *r, struct evr_record *ret)
 	/* Pairs with the store-release of ended in the producer's session stop:
 	 * loaded before the rings are scanned, so if it is set, the heads and
 	 * counters we read next are the final ones. */
-	ended = __atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE);
+	ended = __atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE) ||
+		__atomic_load_n(&r->gone, __ATOMIC_RELAXED);
 	for (uint32_t tried = 0; tried <= r->nr; tried++) {
 		struct evr_ring_reader *rr = &r->rings[r->cur];
 
@@ -145,14 +148,38 @@ void evr_reader_get_stats(const struct evr_reader *r, struct evr_reader_stats *r
 		ret->corrupt += r->rings[i].corrupt;
 }
 
+void evr_reader_producer_gone(struct evr_reader *r)
+{
+	/*
+	 * The caller saw the producer's death (pidfd, EOF): nothing is written
+	 * after it, so the heads loaded from now on are final. Relaxed: the flag
+	 * is only read by this reader's own thread.
+	 */
+	__atomic_store_n(&r->gone, true, __ATOMIC_RELAXED);
+}
+
 int evr_reader_wait(struct evr_reader *r, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = r->doorbell_fd, .events = POLLIN };
+	return evr_reader_wait_fds(r, NULL, 0, timeout_ms);
+}
+
+int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int nextra,
+			int timeout_ms)
+{
+	struct pollfd pfd[1 + 8];
 	uint64_t v;
 	int n;
 
-	if (r->doorbell_fd < 0)
+	if (r->doorbell_fd < 0 || nextra > 8 || (nextra && !extra))
 		return -EINVAL;
+	if (__atomic_load_n(&r->gone, __ATOMIC_RELAXED))
+		return 0;	/* nothing will ring any more: drain */
+	pfd[0] = (struct pollfd){ .fd = r->doorbell_fd, .events = POLLIN };
+	for (unsigned int i = 0; i < nextra; i++) {
+		pfd[1 + i] = extra[i];
+		pfd[1 + i].revents = 0;
+		extra[i].revents = 0;
+	}
 	__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
 	/* Pairs with the full fence in the writer's ring_doorbell(): either a writer
 	 * closing a packet sees waiting == 1, or we see its head below. */
@@ -168,13 +195,16 @@ int evr_reader_wait(struct evr_reader *r, int timeout_ms)
 		if (evr_ring_reader_packet_ready(&r->rings[i]))
 			return 0;
 	}
-	n = poll(&pfd, 1, timeout_ms);
+	n = poll(pfd, 1 + nextra, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (n == 0)
 		return 0;
+	for (unsigned int i = 0; i < nextra; i++)
+		extra[i].revents = pfd[1 + i].revents;
 	/* Drain the eventfd counter; it is non-blocking. */
-	if (read(r->doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if ((pfd[0].revents & POLLIN) && read(r->doorbell_fd, &v, sizeof(v)) < 0 &&
+	    errno != EAGAIN)
 		return -errno;
 	return 1;
 }

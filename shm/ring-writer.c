@@ -7,7 +7,9 @@
 #include <assert.h>
 #include <unistd.h>
 
-#include <evring/ring.h>
+#include <evring/ring-rseq.h>
+
+uint32_t evr_ring_percpu_min = UINT32_MAX;
 
 void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, uint32_t index,
 			  int doorbell_fd)
@@ -32,13 +34,11 @@ void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, ui
  * with the one a reader issues between storing waiting = 1 and re-checking the
  * heads (evr_reader_wait()): either the reader sees our head, or we see its flag.
  */
-static void ring_doorbell(struct evr_ring_writer *w)
+void evr_ring_doorbell(struct evr_ring_writer *w)
 {
 	uint64_t one = 1;
 	ssize_t n;
 
-	if (w->doorbell_fd < 0)
-		return;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!__atomic_load_n(&w->shm->waiting, __ATOMIC_RELAXED))
 		return;
@@ -52,13 +52,15 @@ static void ring_doorbell(struct evr_ring_writer *w)
 
 static void ring_publish_counters(struct evr_ring_writer *w)
 {
-	__atomic_store_n(&w->ctl->events_total, w->events, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->ctl->events_total, evr_ring_events(w), __ATOMIC_RELAXED);
 	__atomic_store_n(&w->ctl->lost_total, w->lost_reported + w->lost_pending, __ATOMIC_RELAXED);
 }
 
 static void ring_publish(struct evr_ring_writer *w, uint64_t pos)
 {
-	w->head = pos;
+	/* Relaxed atomic: a per-CPU writer that migrated may read it to publish
+	 * (evr_ring_rseq_publish_from_afar()). */
+	__atomic_store_n(&w->head, pos, __ATOMIC_RELAXED);
 	/* Pairs with the load-acquire of head in evr_ring_reader_next(). */
 	__atomic_store_n(&w->ctl->head, pos, __ATOMIC_RELEASE);
 }
@@ -99,14 +101,15 @@ static int ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, ui
 	uint32_t off = (uint32_t)pos & w->packet_mask;
 	bool new_packet = off == 0;
 	uint32_t lost_sz = w->lost_pending ? evr_align8(EVR_REC_LOST_SIZE) : 0;
-	uint32_t thr_sz = tid && (new_packet || tid != w->last_tid) ? evr_align8(EVR_REC_THREAD_SIZE) : 0;
+	uint32_t last_tid = (uint32_t)(w->tid_events >> 32);
+	uint32_t thr_sz = tid && (new_packet || tid != last_tid) ? EVR_REC_THREAD_ASIZE : 0;
 	uint32_t pad = 0;
 	uint64_t total;
 
 	if (!new_packet && off + lost_sz + thr_sz + rec_asize > psize) {
 		pad = psize - off;
 		new_packet = true;
-		thr_sz = tid ? evr_align8(EVR_REC_THREAD_SIZE) : 0;
+		thr_sz = tid ? EVR_REC_THREAD_ASIZE : 0;
 	}
 	total = pad + (new_packet ? EVR_PACKET_HDR_SIZE : 0) + lost_sz + thr_sz + rec_asize;
 	if (w->mode == EVR_MODE_DISCARD && pos + total - w->tail_cache > w->ring_mask + 1 &&
@@ -134,17 +137,20 @@ static int ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, ui
 			.ring_index = w->index,
 			.seq = pos / psize,
 			.ts_begin = ts,
-			.events_before = w->events,
+			.events_before = evr_ring_events(w),
 			.lost_before = w->lost_reported,
 		};
 
 		if (pos) {
 			ring_publish_counters(w);
-			ring_doorbell(w);
+			/* Rung by whoever unlocks (evr_ring_take_bell_locked()). */
+			w->bell = w->doorbell_fd >= 0;
 		}
 		evr_ring_store_bytes(w->data + (pos & w->ring_mask), &ph, sizeof(ph));
 		pos += EVR_PACKET_HDR_SIZE;
-		w->last_tid = 0;
+		/* A new packet names its thread again, and counts its own events. */
+		w->events_base = ph.events_before;
+		w->tid_events = 0;
 	}
 	if (lost_sz) {
 		struct evr_rec_lost l = { .count = w->lost_pending };
@@ -162,11 +168,26 @@ static int ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, ui
 
 		evr_ring_store_hdr(dst, EVR_REC_THREAD_SIZE, EVR_REC_THREAD, 0, ts);
 		evr_ring_store_bytes(dst + EVR_REC_HDR_SIZE, &t, sizeof(t));
-		w->last_tid = tid;
+		w->tid_events = (uint64_t)tid << 32 | (uint32_t)w->tid_events;
 		pos += thr_sz;
 	}
 	*ret_pos = pos;
 	return 0;
+}
+
+/*
+ * The bound below which the fast path may append at @next (the next record's
+ * position): the end of @next's packet, or @next itself at a packet boundary
+ * (the next packet needs its header); in discard mode no further than the
+ * gating reader allows; 0 while a loss waits to be reported in-band.
+ */
+static void ring_set_fast_end(struct evr_ring_writer *w, uint64_t next)
+{
+	uint64_t end = ((uint32_t)next & w->packet_mask) ? (next | w->packet_mask) + 1 : next;
+
+	if (w->mode == EVR_MODE_DISCARD && end > w->tail_cache + w->ring_mask + 1)
+		end = w->tail_cache + w->ring_mask + 1;
+	w->fast_end = w->lost_pending ? 0 : end;
 }
 
 int evr_ring_prepare_slow(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, uint32_t rec_asize,
@@ -182,9 +203,11 @@ int evr_ring_prepare_slow(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, 
 	err = ring_prepare(w, ts, tid, rec_asize, ret_pos);
 	if (err) {
 		w->lost_pending++;
+		w->fast_end = 0;
 		return err;
 	}
 	w->last_ts = ts;
+	ring_set_fast_end(w, *ret_pos);
 	return 0;
 }
 
@@ -200,5 +223,92 @@ void evr_ring_writer_flush_locked(struct evr_ring_writer *w, uint64_t ts)
 		w->last_ts = ts;
 		ring_publish(w, pos);
 	}
+	ring_set_fast_end(w, w->head);
 	ring_publish_counters(w);
 }
+
+/*
+ * A per-CPU writer committed on ring @w's CPU and migrated before it could
+ * publish there (<evring/ring-rseq.h>, CS2). It may not store head from here:
+ * the ring's CPU may be publishing a later head at the same moment. Instead it
+ * raises ctl->head to the committed head it sees, never lowering it; the
+ * ring's own publishes only ever store the latest committed head, which is at
+ * least what we saw.
+ */
+void evr_ring_rseq_publish_from_afar(struct evr_ring_writer *w)
+{
+	/* Acquire pairs with the commit of {head, events} (a plain x86 store after
+	 * the record's stores), so the bytes below it are ours to publish. */
+	uint64_t h = __atomic_load_n(&w->head, __ATOMIC_ACQUIRE);
+	uint64_t cur = __atomic_load_n(&w->ctl->head, __ATOMIC_RELAXED);
+
+	/* Release pairs with the readers' load-acquire of head. */
+	while (cur < h && !__atomic_compare_exchange_n(&w->ctl->head, &cur, h, false,
+						       __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+#if EVR_HAVE_RSEQ
+/*
+ * ring_rseq_lock() - CS3: take @w's lock while running on @cpu.
+ * Return: 0 taken, -EBUSY held, -EAGAIN restart (preempted, migrated, signal).
+ */
+static int ring_rseq_lock(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu)
+{
+	__asm__ goto(EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")
+		 ".pushsection __rseq_failure, \"ax\"\n\t"
+		 EVR_RSEQ_ABORT_SIG
+		 "4:\n\t"
+		 "jmp %l[restart]\n\t"
+		 ".popsection\n\t"
+		 EVR_RSEQ_ARM("3b")
+		 "1:\n\t"
+		 "cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"
+		 "jne 4b\n\t"
+		 "cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"
+		 "jne %l[busy]\n\t"
+		 "movl $1, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"	/* commit */
+		 "2:\n\t"
+		 "movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
+		 :
+		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [sig] "i"(RSEQ_SIG)
+		 : "rax", "memory", "cc"
+		 : restart, busy);
+	return 0;
+restart:
+	return -EAGAIN;
+busy:
+	evr_rseq_clear_cs(rs);
+	return -EBUSY;
+}
+
+int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
+			     const struct evr_rseq_rec *r)
+{
+	int ret = ring_rseq_lock(w, rs, cpu);
+	bool bell;
+
+	if (ret == -EAGAIN)
+		return ret;
+	if (ret == -EBUSY) {
+		/* A slow path of this CPU was preempted or interrupted (by us): we
+		 * may not write another CPU's ring. */
+		evr_ring_count_lost(w, 1);
+		return -EBUSY;
+	}
+	ret = evr_ring_write_locked(w, r->event_id, r->ts, r->tid, r->src, r->len);
+	/*
+	 * A fast path that committed just before we took the lock and then found it
+	 * held left its publish to us; a successful write above published past it
+	 * already. Pairs with the readers' load-acquire of head.
+	 */
+	if (ret)
+		__atomic_store_n(&w->ctl->head, w->head, __ATOMIC_RELEASE);
+	bell = evr_ring_take_bell_locked(w);
+	/* Pairs with the lock checks of CS1/CS2/CS3, plain x86 loads (acquire). */
+	atomic_store_explicit(&w->lock, 0, memory_order_release);
+	if (bell)
+		evr_ring_doorbell(w);
+	return ret;
+}
+#endif

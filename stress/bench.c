@@ -234,6 +234,49 @@ static double enabled_run(const struct opts *o, int threads, int sessions, uint6
 	return ns;
 }
 
+/*
+ * The writer alone: no reader runs while it writes (overwrite mode, so it never
+ * waits for one). A passive reader attached before the first write then checks
+ * conservation: what it finds plus what it was lapped by (counted exactly from
+ * the packet headers) is everything emitted.
+ */
+static double writer_only_run(const struct opts *o)
+{
+	struct evr_session_opts so = {
+		.providers = "Bench:0x1:4",
+		.ring_size = o->ring_size,
+		.mode = EVR_MODE_OVERWRITE,
+	};
+	struct evr_session *s;
+	struct evr_reader *r;
+	struct evr_record rec;
+	uint64_t got = 0, lost = 0;
+	char err[256];
+	double ns;
+
+	if (evr_session_start(&so, &s, err, sizeof(err)) < 0)
+		die("cannot start a session", err);
+	if (evr_session_reader_new(s, 0, &r) < 0)
+		die("cannot read a session", "out of memory");
+	ns = run_loops(1, LOOP_EVRING, o->events);
+	evr_session_stop(s);
+	while (evr_reader_next(r, &rec) > 0) {
+		if (rec.type == EVR_REC_EVENT)
+			got++;
+		else
+			lost += rec.lost;
+	}
+	if (got + lost != o->events) {
+		fprintf(stderr,
+			"evring-bench: conservation violated (writer_only): emitted %" PRIu64
+			", received %" PRIu64 ", lost %" PRIu64 "\n", o->events, got, lost);
+		exit(1);
+	}
+	evr_reader_free(r);
+	evr_session_free(s);
+	return ns;
+}
+
 /* Fill one ring, then time a reader over it. Returns ns/record; sets *rps. */
 static double reader_run(const struct opts *o, double *rps)
 {
@@ -381,8 +424,8 @@ static void usage(FILE *f)
 		"  --disabled-events N  iterations per thread in disabled runs (default 500000000)\n"
 		"  --reader-events N    records in the reader run (default 1000000)\n"
 		"  --ring-size BYTES    per-CPU ring size (default 8388608)\n"
-		"  --scenario NAME      only this one: baseline disabled enabled_1t enabled_nt\n"
-		"                       sessions_4 reader\n"
+		"  --scenario NAME      only this one: baseline disabled writer_only enabled_1t\n"
+		"                       enabled_nt sessions_4 reader\n"
 		"  -h, --help           this text\n");
 }
 
@@ -416,7 +459,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ 0 },
 	};
 	static const char *const scenarios[] = {
-		"baseline", "disabled", "enabled_1t", "enabled_nt", "sessions_4", "reader", NULL,
+		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_nt", "sessions_4",
+		"reader", NULL,
 	};
 	uint64_t v;
 	int c;
@@ -503,6 +547,12 @@ static int run(const struct opts *o)
 		r = (struct result){ .scenario = "disabled", .threads = 1, .sessions = 0, .runs = o->runs, .events = o->disabled_events };
 		for (int i = 0; i < o->runs; i++)
 			r.ns[i] = run_loops(1, LOOP_EVRING, o->disabled_events);
+		report(o, &r);
+	}
+	if (wanted(o, "writer_only")) {
+		r = (struct result){ .scenario = "writer_only", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->events };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = writer_only_run(o);
 		report(o, &r);
 	}
 	if (wanted(o, "enabled_1t")) {

@@ -1,1 +1,19 @@
 # Tests of the cli part (see tests/CMakeLists.txt for evr_unit()).
+
+# The command's option parsers and output helpers, compiled in from the tool's sources.
+evr_unit(test_cli_util)
+target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/util.c)
+target_include_directories(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
+
+# Integration tests of the evring command against real workload processes: each is a bash
+# script in tests/cli/ run as `bash SCRIPT EVRING WORKLOAD` (helpers in tests/cli/lib.sh,
+# output checks in tests/cli/check_dump.py). Exit 77: skipped (no python3, not root...).
+set(EVR_CLI_TESTS ps record_pid record_launch record_two record_loss producer_killed
+    record_killed truncated errors other_user sandbox)
+foreach(t IN LISTS EVR_CLI_TESTS)
+  add_test(NAME cli_${t}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/${t}.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:workload>)
+  set_tests_properties(cli_${t} PROPERTIES LABELS integration TIMEOUT 180
+    SKIP_RETURN_CODE 77)
+endforeach()

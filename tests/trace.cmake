@@ -1,1 +1,13 @@
 # Tests of the trace part (see tests/CMakeLists.txt for evr_unit()).
+evr_unit(test_decode LIBS evring-consumer)
+evr_unit(test_json LIBS evring-consumer m)
+
+# The trace tests build files from real ring bytes (the ring writer of
+# evring-shm), pack a ProcessInfo with the generated protobuf-c code, and test
+# both CRC-32C implementations directly: crc32c.c is compiled in so that they
+# do not depend on what the library exports.
+foreach(t test_trace test_trace_fuzz)
+  evr_unit(${t} LIBS evring-consumer evring-shm evring-proto)
+  target_sources(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib/crc32c.c)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib)
+endforeach()

@@ -217,6 +217,16 @@ int evr_client_span_done(struct evr_client *c, const struct evr_span *sp);
  */
 int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count);
 
+/**
+ * evr_span_count() - count what a span holds, for a recorder's progress
+ * counters: its EVENT records and the events its LOST records report. Walks
+ * the record headers with every size checked against the span.
+ * @sp: a span from evr_client_span_next() (or read back from a file).
+ * Return: 0, or -EBADMSG (a record overruns the span or is malformed; the
+ * counts are then untouched).
+ */
+int evr_span_count(const struct evr_span *sp, uint64_t *ret_events, uint64_t *ret_lost);
+
 /*
  * Use either records (evr_client_next) or spans (evr_client_span_*) on one
  * client, not both.

@@ -220,6 +220,7 @@ struct evr_session_opts {
 	uint64_t ring_size;	/* bytes per CPU ring, power of two; 0: 4 MiB */
 	uint32_t packet_size;	/* power of two, 16-64 KiB; 0: 64 KiB (16 KiB for small rings) */
 	uint32_t mode;		/* EVR_MODE_DISCARD or EVR_MODE_OVERWRITE */
+	uint32_t meta_size;	/* metadata area bytes, multiple of 4 KiB; 0: 256 KiB */
 };
 
 /**

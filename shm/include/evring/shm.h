@@ -142,4 +142,109 @@ bool evr_reader_ended(const struct evr_reader *r);
 
 void evr_reader_get_stats(const struct evr_reader *r, struct evr_reader_stats *ret);
 
+/* ------------------------------------------------------------------------- */
+/* Consumers in another process (libevring-consumer).                         */
+
+struct pollfd;
+
+/**
+ * evr_reader_wait_fds() - evr_reader_wait() that also wakes up for @extra
+ * (e.g. the producer's pidfd and the control socket).
+ * @extra: @nextra entries, their revents are set on return; may be NULL.
+ * Return: 1 woken by the doorbell or an @extra fd, 0 timeout or data already
+ * there, -errno.
+ */
+int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int nextra,
+			int timeout_ms);
+
+/**
+ * evr_reader_producer_gone() - the producer died without ending the session:
+ * read what it published, then report the losses its ring counters show and
+ * finish as if the session had ended (evr_reader_ended() turns true).
+ */
+void evr_reader_producer_gone(struct evr_reader *r);
+
+/*
+ * Raw spans: runs of whole published records of one ring inside one packet,
+ * handed out in place for zero-copy recorders (shm/span.c). A span that starts
+ * at a packet boundary includes the packet header.
+ */
+struct evr_shm_span {
+	uint32_t ring;
+	uint64_t pos;			/* ring byte position of data[0] */
+	const void *data;		/* points into the mapping */
+	uint32_t len;
+	/* What the span holds, counted when it was handed out. */
+	uint64_t events;		/* EVENT records */
+	uint64_t lost;			/* events reported lost in it (LOST records, and a
+					 * packet header's jump for a lapped reader) */
+};
+
+struct evr_span_reader;
+
+/**
+ * evr_span_reader_new() - iterate the spans of every ring of a session.
+ * @hdr: validated mapping; borrowed until evr_span_reader_free().
+ * @flags: EVR_READER_GATING for the session's gating reader (discard mode):
+ *         evr_span_reader_done() then hands the space back to the writers.
+ *         Without it (overwrite mode) spans are checked against head after
+ *         use, since the writers may lap the reader.
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+int evr_span_reader_new(struct evr_shm_hdr *hdr, uint32_t flags, struct evr_span_reader **ret);
+/* Accepts NULL. */
+void evr_span_reader_free(struct evr_span_reader *sr);
+
+/**
+ * evr_span_reader_next() - the next span, rings taken round robin. Does not
+ * consume it: evr_span_reader_done() does.
+ * Return: 1 a span, 0 nothing published now, -EBUSY the previous span was not
+ * done yet.
+ */
+int evr_span_reader_next(struct evr_span_reader *sr, struct evr_shm_span *ret);
+
+/**
+ * evr_span_reader_done() - consume the span evr_span_reader_next() returned.
+ * Return: 0 intact, -ESTALE (overwrite mode) the writers may have reached it
+ * while it was used: drop it; the reader resumes at the oldest intact packet,
+ * whose header accounts for what was skipped. -EINVAL not the pending span.
+ */
+int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *sp);
+
+/**
+ * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
+ * completes on some ring (doorbell handshake on @doorbell_fd), the session
+ * ends, an @extra fd is ready, or @timeout_ms passes.
+ * Return: 1 woken, 0 timeout or data already there, -errno.
+ */
+int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
+			     unsigned int nextra, int timeout_ms);
+
+/* The producer died: finish once what it published is consumed. */
+void evr_span_reader_producer_gone(struct evr_span_reader *sr);
+
+/* True once the session ended (or the producer is gone) and every span is done. */
+bool evr_span_reader_drained(struct evr_span_reader *sr);
+
+/**
+ * evr_span_reader_final_lost() - once drained: events lost on @ring that no
+ * record in the spans accounts for (losses still pending in the producer when
+ * the session ended, as its ring counters show).
+ * Return: 0, -EAGAIN (not drained), -EINVAL (no such ring).
+ */
+int evr_span_reader_final_lost(struct evr_span_reader *sr, uint32_t ring, uint64_t *ret_count);
+
+/* Packets abandoned because they failed validation. */
+uint64_t evr_span_reader_corrupt(const struct evr_span_reader *sr);
+
+/**
+ * evr_span_walk() - count the EVENT records and the events reported by LOST
+ * records in @len bytes of records that start at ring position @pos (a packet
+ * header at @pos, recognized by its magic on a 16 KiB boundary, is skipped).
+ * Every record size is checked against @len; an END record ends the walk.
+ * Return: 0, or -EBADMSG (outputs untouched).
+ */
+int evr_span_walk(const void *data, uint32_t len, uint64_t pos, uint64_t *ret_events,
+		  uint64_t *ret_lost);
+
 #endif /* EVR_SHM_H */

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared parts of the evring command: exit codes, messages, option value
+ * parsers, and the seccomp sandbox. Each subcommand lives in its own file and
+ * follows the house pattern: parse_argv() into an options struct, then run(),
+ * returning -errno that main() maps to an exit status.
+ */
+#ifndef EVR_CLI_H
+#define EVR_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses (docs/cli.md). */
+enum {
+	EVR_EXIT_OK = 0,
+	EVR_EXIT_FAILURE = 1,	/* the work failed: attach refused, I/O error, corrupt file */
+	EVR_EXIT_USAGE = 2,	/* bad command line */
+};
+
+/* Subcommands: @argv[0] is the subcommand name. Return an exit status. */
+int evr_cmd_ps(int argc, char **argv);
+int evr_cmd_record(int argc, char **argv);
+int evr_cmd_dump(int argc, char **argv);
+
+/* "evring record: <message>\n" on stderr. */
+__attribute__((format(printf, 2, 3)))
+void evr_cli_error(const char *cmd, const char *fmt, ...);
+__attribute__((format(printf, 2, 3)))
+void evr_cli_warn(const char *cmd, const char *fmt, ...);
+
+/*
+ * The message for getopt_long()'s @c ('?' unknown option, ':' missing value;
+ * the optstring must start with "+:"). Return: -EINVAL.
+ */
+int evr_cli_getopt_error(const char *cmd, int c, char **argv);
+
+/* An error -errno to an exit status: -EINVAL from option parsing is a usage error. */
+int evr_cli_exit_status(int err);
+
+/*
+ * Option values. Each returns 0 or -EINVAL after printing one line that names
+ * @opt and the accepted forms.
+ *  duration: "500ms", "30s", "5m", "2h", or a bare number of seconds.
+ *  size: "4096", "64K", "64M", "1G" (binary multiples; "KiB"/"MiB"/"GiB" too).
+ */
+int evr_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns);
+int evr_parse_size(const char *cmd, const char *opt, const char *s, uint64_t *ret_bytes);
+
+/* "12.3 MiB", "512 B" into @buf. */
+const char *evr_fmt_bytes(uint64_t n, char *buf, size_t len);
+/* "1.25 M", "987" into @buf: events counts and rates. */
+const char *evr_fmt_count(double n, char *buf, size_t len);
+
+uint64_t evr_now_ns(void);
+
+/* @s as a JSON string: quoted, escaped, invalid UTF-8 replaced by U+FFFD. */
+void evr_json_fputs(FILE *f, const char *s);
+
+/* ---- sandbox (sandbox.c) ------------------------------------------------ */
+
+enum evr_sandbox_profile {
+	EVR_SANDBOX_DUMP,	/* read the open trace file, write stdout/stderr */
+	EVR_SANDBOX_RECORD,	/* + the agent socket, the session mapping, child status */
+};
+
+/**
+ * evr_sandbox_enter() - allow only the system calls @profile needs from now on.
+ * Every other call fails with EPERM (see sandbox.c for why not a kill).
+ * Return: 0, or -errno with a one-line reason in @errbuf.
+ * Context: call once every file and socket is open; affects the whole process.
+ */
+int evr_sandbox_enter(enum evr_sandbox_profile profile, char *errbuf, size_t errlen);
+
+/*
+ * The hidden --debug-sandbox-probe: try to open a file as an attacker who took
+ * over the process would, and say on stderr what happened ("sandbox probe:
+ * open(/etc/passwd): Operation not permitted"). Return: 0 if the open was
+ * refused with EPERM, -EACCES otherwise.
+ */
+int evr_sandbox_probe(const char *cmd);
+
+#endif /* EVR_CLI_H */

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring dump: every event of a trace file in timestamp order, one per line,
+ * each field decoded by name; or, with --json, exactly evr_event_to_json() per
+ * line (the JSON lines format of <evring/schema.h>).
+ *
+ * A truncated file (recorder killed, disk full) is dumped up to its last
+ * complete chunk with a warning on stderr, and the exit status is 0: what the
+ * file holds was dumped. A file that is not a trace, or is corrupt before its
+ * first events, is a one-line error and exit status 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <evring/trace.h>
+
+#include "cli.h"
+
+#define CMD "dump"
+
+struct dump_opts {
+	const char *path;
+	bool json;
+	bool absolute;
+	bool no_sandbox;
+	bool sandbox_probe;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: evring dump [--json] [--absolute] [--no-sandbox] FILE\n"
+		"Print every event of trace FILE in timestamp order.\n"
+		"  --json         one JSON object per line (see docs/cli.md)\n"
+		"  --absolute     wall-clock time (seconds.nanoseconds since the epoch) instead of\n"
+		"                 the time since the first event\n"
+		"  --no-sandbox   do not confine evring with seccomp once the file is open\n");
+}
+
+static int parse_argv(int argc, char **argv, struct dump_opts *o)
+{
+	enum { OPT_ABSOLUTE = 0x100, OPT_NO_SANDBOX, OPT_PROBE };
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "absolute", no_argument, NULL, OPT_ABSOLUTE },
+		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
+		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case OPT_ABSOLUTE:
+			o->absolute = true;
+			break;
+		case OPT_NO_SANDBOX:
+			o->no_sandbox = true;
+			break;
+		case OPT_PROBE:
+			o->sandbox_probe = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return evr_cli_getopt_error(CMD, c, argv);
+		}
+	}
+	if (optind >= argc) {
+		evr_cli_error(CMD, "which file? (evring dump FILE)");
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		evr_cli_error(CMD, "unexpected argument '%s' (one file at a time)", argv[optind + 1]);
+		return -EINVAL;
+	}
+	o->path = argv[optind];
+	return 1;
+}
+
+static void put_hex(FILE *f, const void *data, uint32_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *p = data;
+
+	for (uint32_t i = 0; i < len; i++) {
+		putc(digits[p[i] >> 4], f);
+		putc(digits[p[i] & 15], f);
+	}
+}
+
+/* Bytes of a str or json field, escaped so that one event stays one line. */
+static void put_escaped(FILE *f, const void *data, uint32_t len)
+{
+	const unsigned char *p = data;
+
+	for (uint32_t i = 0; i < len; i++) {
+		if (p[i] == '"' || p[i] == '\\')
+			fprintf(f, "\\%c", p[i]);
+		else if (p[i] == '\n')
+			fputs("\\n", f);
+		else if (p[i] == '\t')
+			fputs("\\t", f);
+		else if (p[i] < 0x20 || p[i] == 0x7f)
+			fprintf(f, "\\x%02x", p[i]);
+		else
+			putc(p[i], f);
+	}
+}
+
+/* Shortest of %.15g / %.17g that reads back exactly. */
+static void put_double(FILE *f, double v)
+{
+	char buf[40];
+
+	if (isnan(v) || isinf(v)) {
+		fputs(isnan(v) ? "nan" : v < 0 ? "-inf" : "inf", f);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	fputs(buf, f);
+}
+
+static void put_value(FILE *f, const struct evr_field_value *v)
+{
+	switch (v->type) {
+	case EVR_FT_U8: case EVR_FT_U16: case EVR_FT_U32: case EVR_FT_U64:
+		fprintf(f, "%" PRIu64, v->u);
+		break;
+	case EVR_FT_I8: case EVR_FT_I16: case EVR_FT_I32: case EVR_FT_I64:
+		fprintf(f, "%" PRId64, v->i);
+		break;
+	case EVR_FT_F32: case EVR_FT_F64:
+		put_double(f, v->f);
+		break;
+	case EVR_FT_BOOL:
+		fputs(v->u ? "true" : "false", f);
+		break;
+	case EVR_FT_PTR:
+		fprintf(f, "0x%" PRIx64, v->u);
+		break;
+	case EVR_FT_STR:
+		putc('"', f);
+		put_escaped(f, v->b.data, v->b.len);
+		putc('"', f);
+		break;
+	case EVR_FT_JSON:
+		put_escaped(f, v->b.data, v->b.len);
+		break;
+	case EVR_FT_BYTES:
+		put_hex(f, v->b.data, v->b.len);
+		break;
+	default:
+		fputs("?", f);
+		break;
+	}
+}
+
+static void put_time(FILE *f, const struct dump_opts *o, const struct evr_event_view *v,
+		     uint64_t t0, int64_t mono_to_real)
+{
+	uint64_t t = o->absolute ? v->ts_ns + (uint64_t)mono_to_real : v->ts_ns - t0;
+
+	fprintf(f, "%" PRIu64 ".%09" PRIu64, t / 1000000000u, t % 1000000000u);
+}
+
+static void put_text(FILE *f, const struct evr_event_view *v)
+{
+	struct evr_field_value vals[EVR_SCHEMA_MAX_FIELDS];
+	const struct evr_schema_event *s = v->schema;
+	int n;
+
+	if (v->type == EVR_REC_LOST) {
+		fprintf(f, " cpu=%u LOST %" PRIu64 " events\n", v->ring, v->lost);
+		return;
+	}
+	fprintf(f, " cpu=%u tid=%u ", v->ring, v->tid);
+	if (!s) {
+		fprintf(f, "?/? rid=%u payload=", v->rid);
+		put_hex(f, v->payload, v->len);
+		putc('\n', f);
+		return;
+	}
+	fprintf(f, "%s/%s", s->provider, s->name);
+	n = s->nfields <= EVR_SCHEMA_MAX_FIELDS ? evr_decode_fields(s, v->payload, v->len, vals)
+						: -EBADMSG;
+	if (n < 0) {
+		fprintf(f, " <payload does not match the schema> payload=");
+		put_hex(f, v->payload, v->len);
+		putc('\n', f);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		fprintf(f, " %s=", s->fields[i].name);
+		put_value(f, &vals[i]);
+	}
+	putc('\n', f);
+}
+
+static int run(const struct dump_opts *o)
+{
+	struct evr_trace_reader *r = NULL;
+	const struct evr_trace_session *sess;
+	struct evr_strbuf sb = { 0 };
+	struct evr_trace_stats st;
+	struct evr_event_view v;
+	int64_t mono_to_real = 0;
+	uint64_t t0 = 0;
+	bool first = true;
+	char err[512];
+	int ret;
+
+	ret = evr_trace_reader_open(o->path, &r, err, sizeof(err));
+	if (ret < 0) {
+		/* The reader's message names the file when it could not open it. */
+		if (strstr(err, o->path))
+			evr_cli_error(CMD, "%s", err);
+		else
+			evr_cli_error(CMD, "%s: %s", o->path, err);
+		return ret == -EINVAL ? -EBADMSG : ret;
+	}
+	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
+	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
+	if (!o->no_sandbox) {
+		ret = evr_sandbox_enter(EVR_SANDBOX_DUMP, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			goto out;
+		}
+	}
+	if (o->sandbox_probe)
+		evr_sandbox_probe(CMD);
+	sess = evr_trace_reader_session(r);
+	if (sess)
+		mono_to_real = (int64_t)(sess->clock.real_base - sess->clock.mono_base);
+
+	while ((ret = evr_trace_reader_next(r, &v)) == 1) {
+		if (first) {
+			t0 = v.ts_ns;
+			first = false;
+		}
+		if (o->json) {
+			sb.len = 0;
+			ret = evr_event_to_json(&v, &sb);
+			if (ret < 0)
+				break;
+			fwrite(sb.buf, 1, sb.len, stdout);
+			putchar('\n');
+			continue;
+		}
+		put_time(stdout, o, &v, t0, mono_to_real);
+		put_text(stdout, &v);
+	}
+	if (ret < 0) {
+		fflush(stdout);
+		evr_cli_error(CMD, "%s: %s", o->path,
+			      ret == -ENOMEM ? "out of memory" : evr_trace_reader_errmsg(r));
+		goto out;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		ret = errno ? -errno : -EIO;
+		evr_cli_error(CMD, "cannot write the output: %s", strerror(-ret));
+		goto out;
+	}
+	evr_trace_reader_stats(r, &st);
+	if (st.truncated)
+		evr_cli_warn(CMD, "%s is truncated after byte %" PRIu64 " (%s): dumped up to its "
+			     "last complete chunk", o->path, st.bytes,
+			     *st.truncated_why ? st.truncated_why : "cut short");
+	if (st.corrupt_chunks || st.corrupt_packets)
+		evr_cli_warn(CMD, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
+			     "were skipped", o->path, st.corrupt_chunks, st.corrupt_packets);
+	ret = 0;
+out:
+	free(sb.buf);
+	evr_trace_reader_free(r);
+	return ret;
+}
+
+int evr_cmd_dump(int argc, char **argv)
+{
+	struct dump_opts o = { 0 };
+	int ret;
+
+	ret = parse_argv(argc, argv, &o);
+	if (ret <= 0)
+		return evr_cli_exit_status(ret);
+	/* Only -EINVAL from option parsing is a usage error. */
+	return run(&o) < 0 ? EVR_EXIT_FAILURE : EVR_EXIT_OK;
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring: the command-line front end. `evring SUBCOMMAND [OPTIONS]`; each
+ * subcommand is in its own file (ps.c, record.c, dump.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "ps", evr_cmd_ps, "list the processes you can attach to" },
+	{ "record", evr_cmd_record, "record a process's events into a trace file" },
+	{ "dump", evr_cmd_dump, "print the events of a trace file" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: evring COMMAND [OPTIONS]   (evring COMMAND --help for its options)\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EVR_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EVR_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "evring: unknown command '%s' (try evring --help)\n", argv[1]);
+	return EVR_EXIT_USAGE;
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring ps: the processes the caller may attach to, with the number of
+ * sessions each has and its command line, as its agent reports them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <evring/consumer.h>
+
+#include "cli.h"
+
+#define CMD "ps"
+
+struct ps_opts {
+	bool json;
+	bool sessions;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: evring ps [--json] [--sessions]\n"
+		"List the processes running libevring's agent that you may attach to.\n"
+		"  --json       one JSON object per process and line\n"
+		"  --sessions   also list each process's sessions\n");
+}
+
+static int parse_argv(int argc, char **argv, struct ps_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "sessions", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:jsh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case 's':
+			o->sessions = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return evr_cli_getopt_error(CMD, c, argv);
+		}
+	}
+	if (optind < argc) {
+		evr_cli_error(CMD, "unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+static const char *mode_name(uint32_t mode)
+{
+	return mode == EVR_MODE_OVERWRITE ? "overwrite" : "discard";
+}
+
+static void print_text(const struct evr_process_info *pi, const struct evr_session_info *s,
+		       uint32_t ns, bool with_sessions)
+{
+	printf("%7u %4u ", pi->pid, pi->sessions_active);
+	for (uint32_t i = 0; i < pi->argc; i++)
+		printf(i ? " %s" : "%s", pi->argv[i]);
+	if (pi->argc == 0)
+		printf("[%s]", pi->exe ? pi->exe : "?");
+	putchar('\n');
+	for (uint32_t i = 0; with_sessions && i < ns; i++)
+		printf("%7s   session %u: %s, %s, %llu KiB/ring, client %s (pid %u)\n", "",
+		       s[i].session_id, s[i].providers ? s[i].providers : "",
+		       mode_name(s[i].mode), (unsigned long long)(s[i].ring_size >> 10),
+		       s[i].client && *s[i].client ? s[i].client : "in-process",
+		       s[i].client_pid);
+}
+
+static void print_json(const struct evr_process_info *pi, const struct evr_session_info *s,
+		       uint32_t ns, bool with_sessions)
+{
+	printf("{\"pid\":%u,\"ppid\":%u,\"uid\":%u,\"sessions\":%u,\"exe\":", pi->pid, pi->ppid,
+	       pi->uid, pi->sessions_active);
+	evr_json_fputs(stdout, pi->exe ? pi->exe : "");
+	printf(",\"argv\":[");
+	for (uint32_t i = 0; i < pi->argc; i++) {
+		if (i)
+			putchar(',');
+		evr_json_fputs(stdout, pi->argv[i]);
+	}
+	printf("],\"evring_version\":");
+	evr_json_fputs(stdout, pi->evring_version ? pi->evring_version : "");
+	if (with_sessions) {
+		printf(",\"session_list\":[");
+		for (uint32_t i = 0; i < ns; i++) {
+			printf("%s{\"id\":%u,\"mode\":\"%s\",\"ring_size\":%llu,\"client_pid\":%u,"
+			       "\"providers\":",
+			       i ? "," : "", s[i].session_id, mode_name(s[i].mode),
+			       (unsigned long long)s[i].ring_size, s[i].client_pid);
+			evr_json_fputs(stdout, s[i].providers ? s[i].providers : "");
+			printf(",\"client\":");
+			evr_json_fputs(stdout, s[i].client ? s[i].client : "");
+			putchar('}');
+		}
+		putchar(']');
+	}
+	printf("}\n");
+}
+
+/* A process that exited or stopped serving between listing and asking. */
+static bool vanished(int err)
+{
+	return err == -ESRCH || err == -ENOENT || err == -ECONNREFUSED || err == -ECONNRESET ||
+	       err == -EPIPE || err == -ETIMEDOUT;
+}
+
+static int run(const struct ps_opts *o)
+{
+	pid_t *pids = NULL;
+	uint32_t n = 0;
+	char err[512];
+	int ret;
+
+	ret = evr_process_list(&pids, &n);
+	if (ret < 0) {
+		evr_cli_error(CMD, "cannot list processes: %s", strerror(-ret));
+		return ret;
+	}
+	if (!o->json)
+		printf("%7s %4s %s\n", "PID", "SESS", "COMMAND");
+	for (uint32_t i = 0; i < n; i++) {
+		struct evr_session_info *sessions = NULL;
+		struct evr_client *c = NULL;
+		uint32_t ns = 0;
+		int r;
+
+		r = evr_client_connect(pids[i], "evring ps", &c, err, sizeof(err));
+		if (r == 0 && o->sessions)
+			r = evr_client_list_sessions(c, &sessions, &ns, err, sizeof(err));
+		if (r < 0) {
+			if (!vanished(r))
+				evr_cli_warn(CMD, "%s", err);
+			evr_client_free(c);
+			continue;
+		}
+		if (o->json)
+			print_json(evr_client_process(c), sessions, ns, o->sessions);
+		else
+			print_text(evr_client_process(c), sessions, ns, o->sessions);
+		evr_session_info_free(sessions, ns);
+		evr_client_free(c);
+	}
+	free(pids);
+	if (fflush(stdout) != 0) {
+		evr_cli_error(CMD, "cannot write the list: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+int evr_cmd_ps(int argc, char **argv)
+{
+	struct ps_opts o = { 0 };
+	int ret;
+
+	ret = parse_argv(argc, argv, &o);
+	if (ret <= 0)
+		return evr_cli_exit_status(ret);
+	return evr_cli_exit_status(run(&o));
+}

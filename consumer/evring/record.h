@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* evring record: state shared by record.c and record-launch.c (-- PROGRAM). */
+#ifndef EVR_CLI_RECORD_H
+#define EVR_CLI_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct evr_client;
+struct evr_trace_writer;
+
+struct record_opts {
+	pid_t pid;			/* -p, or 0 */
+	char **program;			/* after --, or NULL */
+	const char *providers;
+	const char *output;
+	uint64_t duration_ns;		/* 0: until stopped */
+	uint64_t buffer_size;		/* in all; 0: the producer's default */
+	const char *buffer_arg;		/* as typed, for messages */
+	uint32_t mode;			/* enum evr_mode */
+	bool no_sandbox;
+	bool sandbox_probe;
+};
+
+enum record_stop {
+	STOP_NONE = 0,
+	STOP_SIGNAL,		/* Ctrl-C, SIGTERM, SIGHUP */
+	STOP_DURATION,
+	STOP_ENDED,		/* the producer ended the session */
+	STOP_GONE,		/* the producer died or exited */
+};
+
+struct recorder {
+	const struct record_opts *o;
+	struct evr_client *c;
+	struct evr_trace_writer *w;
+	int out_fd;
+	bool created;			/* we created the output file */
+	bool tty;			/* stderr is a terminal: show progress */
+	bool write_failed;
+	enum record_stop stop;
+	uint64_t meta_pos;		/* evr_client_meta_next() cursor */
+	uint32_t nr_rings;
+	uint64_t *ring_seen;		/* per ring: events + losses accounted so far */
+	uint64_t events, lost, spans_retracted;
+	uint64_t t_start, t_end, t_progress;
+	uint64_t progress_events;	/* events at t_progress */
+	/* -- PROGRAM */
+	pid_t child;
+	int child_pidfd;
+	bool child_reaped;
+	int child_status;		/* as waitpid() reports it, once reaped */
+};
+
+/* Report a trace writer error (naming the file), mark the recorder failed. */
+int evr_record_write_error(struct recorder *r, int err);
+
+/*
+ * Start r->o->program with EVR_CONNECT set and accept its connection into r->c
+ * (the program waits in libevring's constructor until evr_client_resume()).
+ * Return: 0, or -errno after printing why.
+ */
+int evr_record_launch(struct recorder *r);
+
+/* After recording: reap the program if it has ended (bounded wait). */
+void evr_record_child_wait(struct recorder *r);
+
+/* Recording failed before the program was let run: kill and reap it. */
+void evr_record_child_abandon(struct recorder *r);
+
+/* The summary line about the program: its exit status, or that it still runs. */
+void evr_record_child_summary(const struct recorder *r, const char *why);
+
+#endif /* EVR_CLI_RECORD_H */

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Messages, exit statuses and option value parsers shared by the subcommands. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void vmsg(const char *cmd, const char *kind, const char *fmt, va_list ap)
+{
+	/* One write per line, so lines from two tools on one terminal never mix. */
+	char line[1024];
+	int n;
+
+	n = snprintf(line, sizeof(line), "evring %s: %s", cmd, kind);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = 0;
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+void evr_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(cmd, "", fmt, ap);
+	va_end(ap);
+}
+
+void evr_cli_warn(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(cmd, "warning: ", fmt, ap);
+	va_end(ap);
+}
+
+int evr_cli_exit_status(int err)
+{
+	if (err >= 0)
+		return EVR_EXIT_OK;
+	return err == -EINVAL ? EVR_EXIT_USAGE : EVR_EXIT_FAILURE;
+}
+
+int evr_cli_getopt_error(const char *cmd, int c, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	char shortopt[3] = { '-', (char)optopt, 0 };
+
+	/* For a short option inside a group ("-jx"), argv[optind - 1] is the group. */
+	if (optopt && !(arg[0] == '-' && arg[1] == '-'))
+		arg = shortopt;
+	if (c == ':')
+		evr_cli_error(cmd, "option '%s' needs a value (try evring %s --help)", arg, cmd);
+	else
+		evr_cli_error(cmd, "unknown option '%s' (try evring %s --help)", arg, cmd);
+	return -EINVAL;
+}
+
+/* A non-negative decimal number with an optional fraction; @ret_end: the suffix. */
+static int parse_number(const char *s, double *ret, const char **ret_end)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v != v || v < 0)
+		return -EINVAL;
+	/* strtod also takes "inf", "nan" and hex floats: not durations or sizes. */
+	for (const char *p = s; p < end; p++)
+		if ((*p < '0' || *p > '9') && *p != '.')
+			return -EINVAL;
+	*ret = v;
+	*ret_end = end;
+	return 0;
+}
+
+int evr_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns)
+{
+	static const struct {
+		const char *suffix;
+		double ns;
+	} units[] = {
+		{ "", 1e9 }, { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+		{ "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
+	};
+	const char *suffix;
+	double v;
+
+	if (parse_number(s, &v, &suffix) == 0) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			double ns = v * units[i].ns;
+
+			if (strcmp(suffix, units[i].suffix) != 0)
+				continue;
+			if (ns < 1 || ns > 1e18)
+				break;
+			*ret_ns = (uint64_t)ns;
+			return 0;
+		}
+	}
+	evr_cli_error(cmd, "%s: invalid duration '%s' (use e.g. 500ms, 30s, 5m, 1h)", opt, s);
+	return -EINVAL;
+}
+
+int evr_parse_size(const char *cmd, const char *opt, const char *s, uint64_t *ret_bytes)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {
+		{ "", 1 }, { "b", 1 }, { "k", 1024.0 }, { "kb", 1024.0 }, { "kib", 1024.0 },
+		{ "m", 1048576.0 }, { "mb", 1048576.0 }, { "mib", 1048576.0 },
+		{ "g", 1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
+	};
+	const char *suffix;
+	double v;
+
+	if (parse_number(s, &v, &suffix) == 0) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			double b = v * units[i].mult;
+
+			if (strcasecmp(suffix, units[i].suffix) != 0)
+				continue;
+			if (b < 1 || b > 0x1p62)
+				break;
+			*ret_bytes = (uint64_t)b;
+			return 0;
+		}
+	}
+	evr_cli_error(cmd, "%s: invalid size '%s' (use e.g. 4096, 512K, 64M, 1G)", opt, s);
+	return -EINVAL;
+}
+
+const char *evr_fmt_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	int u = -1;
+
+	while (v >= 1024.0 && u < 3) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *evr_fmt_count(double n, char *buf, size_t len)
+{
+	if (n >= 1e9)
+		snprintf(buf, len, "%.2f G", n / 1e9);
+	else if (n >= 1e6)
+		snprintf(buf, len, "%.2f M", n / 1e6);
+	else if (n >= 1e4)
+		snprintf(buf, len, "%.1f k", n / 1e3);
+	else
+		snprintf(buf, len, "%.0f", n);
+	return buf;
+}
+
+uint64_t evr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Length of the valid UTF-8 sequence at @p (1..4), or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		cp = p[0] & 0x1fu;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		cp = p[0] & 0x0fu;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		cp = p[0] & 0x07u;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+void evr_json_fputs(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (n == 0) {
+			fputs("\\ufffd", f);
+			p++;
+			continue;
+		}
+		if (n > 1) {
+			fwrite(p, 1, n, f);
+		} else if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p);
+		} else if (*p == '\n') {
+			fputs("\\n", f);
+		} else if (*p == '\t') {
+			fputs("\\t", f);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", *p);
+		} else {
+			fputc(*p, f);
+		}
+		p += n;
+	}
+	fputc('"', f);
+}

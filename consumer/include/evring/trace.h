@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * evring trace files: the writer `evring record` uses and the reader behind
+ * `evring dump` and `convert`. The byte format is documented in
+ * docs/trace-format.md; the structures below are that format, little endian.
+ *
+ * A trace file is a file header followed by chunks. Every chunk has a length
+ * and two CRC-32C checksums (its header's and its payload's), so a file cut
+ * anywhere (recorder killed, disk full) reads up to its last complete chunk.
+ * Event records are stored exactly as the producer wrote them into its rings:
+ * the writer never decodes or reformats them (zero copy, one writev per span).
+ */
+#ifndef EVR_TRACE_H
+#define EVR_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <evring/abi.h>
+#include <evring/consumer.h>
+#include <evring/schema.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the file format ------------------------------------------------------ */
+
+#define EVR_TRACE_MAGIC		"EVRTRACE"	/* 8 bytes, no NUL */
+#define EVR_TRACE_VERSION	1u
+#define EVR_TRACE_CHUNK_MAGIC	0x43525645u	/* "EVRC" */
+#define EVR_TRACE_CHUNK_MAX	((16u << 20) + 4096u)	/* payload bytes of any chunk */
+
+struct evr_trace_file_hdr {
+	char magic[8];			/* EVR_TRACE_MAGIC */
+	uint32_t version;		/* EVR_TRACE_VERSION */
+	uint32_t hdr_size;		/* 64: the first chunk starts here */
+	uint32_t abi_version;		/* EVR_ABI_VERSION of the stored records */
+	uint32_t flags;			/* 0 */
+	uint64_t created_realtime_ns;
+	uint8_t reserved[28];		/* 0 */
+	uint32_t crc;			/* CRC-32C of the 60 bytes before it */
+};
+
+enum evr_trace_chunk_kind {
+	EVR_CHUNK_PROCESS = 1,		/* a packed evr.ProcessInfo, as the producer sent it */
+	EVR_CHUNK_SESSION = 2,		/* struct evr_trace_session_rec + strings */
+	EVR_CHUNK_METADATA = 3,		/* struct evr_meta_entry + payload, padded to 8, repeated */
+	EVR_CHUNK_EVENTS = 4,		/* struct evr_trace_events_rec + raw ring bytes */
+	EVR_CHUNK_LOST = 5,		/* struct evr_trace_lost_rec */
+	EVR_CHUNK_DISCARD = 6,		/* struct evr_trace_discard_rec */
+	EVR_CHUNK_END = 7,		/* struct evr_trace_end_rec */
+};
+
+/* Chunks start 8-byte aligned; the next one at offset + 24 + align8(len). */
+struct evr_trace_chunk_hdr {
+	uint32_t magic;			/* EVR_TRACE_CHUNK_MAGIC */
+	uint16_t kind;			/* enum evr_trace_chunk_kind; readers skip unknown kinds */
+	uint16_t flags;			/* 0 */
+	uint32_t len;			/* payload bytes, padding not included */
+	uint32_t seq;			/* 0 for the first chunk, +1 per chunk */
+	uint32_t data_crc;		/* CRC-32C of the len payload bytes */
+	uint32_t hdr_crc;		/* CRC-32C of the 20 bytes before it */
+};
+
+struct evr_trace_session_rec {
+	uint32_t mode;			/* enum evr_mode */
+	uint32_t packet_size;
+	uint64_t ring_size;
+	uint32_t nr_rings;
+	uint32_t session_id;
+	uint64_t session_serial;
+	uint64_t start_realtime_ns;
+	uint64_t start_mono_ns;
+	struct evr_clock_calib clock;	/* converts every raw timestamp of the file */
+	uint32_t providers_len;		/* then that many bytes of the provider list */
+	uint32_t client_len;		/* then that many bytes of the client name */
+};
+
+struct evr_trace_events_rec {
+	uint32_t ring;			/* ring index, < nr_rings */
+	uint32_t reserved;		/* 0 */
+	uint64_t pos;			/* ring byte position of the first stored byte */
+	/* then the raw bytes of ring positions [pos, pos + len - 16) */
+};
+
+struct evr_trace_lost_rec {
+	uint32_t ring;
+	uint32_t reserved;
+	uint64_t count;			/* events lost on this ring that no record shows */
+};
+
+struct evr_trace_discard_rec {
+	uint64_t chunk_off;		/* file offset of an earlier EVENTS chunk to ignore */
+};
+
+#define EVR_TRACE_END_PRODUCER_GONE	0x1u	/* the traced process died during recording */
+#define EVR_TRACE_END_INTERRUPTED	0x4u	/* stopped by a signal (Ctrl-C, SIGTERM) */
+
+struct evr_trace_end_rec {
+	uint64_t events;		/* event records the recorder stored (its own count) */
+	uint64_t lost;			/* events it knows were lost */
+	uint64_t end_realtime_ns;
+	uint64_t end_mono_ns;
+	uint32_t flags;			/* EVR_TRACE_END_* */
+	uint32_t reserved;
+	uint64_t chunks;		/* chunks before this one */
+	uint64_t bytes;			/* file bytes before this chunk */
+};
+
+_Static_assert(sizeof(struct evr_trace_file_hdr) == 64, "file header layout");
+_Static_assert(sizeof(struct evr_trace_chunk_hdr) == 24, "chunk header layout");
+_Static_assert(sizeof(struct evr_trace_session_rec) == 104, "session record layout");
+_Static_assert(sizeof(struct evr_trace_events_rec) == 16, "events record layout");
+_Static_assert(sizeof(struct evr_trace_lost_rec) == 16, "lost record layout");
+_Static_assert(sizeof(struct evr_trace_end_rec) == 56, "end record layout");
+
+/**
+ * evr_crc32c() - CRC-32C of @len bytes, continuing from @crc (0 to start).
+ * Return: the checksum; evr_crc32c(0, "123456789", 9) == 0xe3069283.
+ * Context: any thread.
+ */
+uint32_t evr_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* ---- session description (writer input, reader output) ------------------- */
+
+struct evr_trace_session {
+	uint32_t mode;			/* enum evr_mode */
+	uint32_t packet_size;
+	uint64_t ring_size;
+	uint32_t nr_rings;
+	uint32_t session_id;
+	uint64_t session_serial;
+	uint64_t start_realtime_ns;
+	uint64_t start_mono_ns;
+	struct evr_clock_calib clock;
+	const char *providers;		/* NUL-terminated; NULL means "" */
+	const char *client;		/* NUL-terminated; NULL means "" */
+};
+
+/* What the recorder knows at the end (the writer adds chunk and byte counts). */
+struct evr_trace_end {
+	uint64_t events;
+	uint64_t lost;
+	uint64_t end_realtime_ns;
+	uint64_t end_mono_ns;
+	uint32_t flags;			/* EVR_TRACE_END_* */
+	uint64_t chunks;		/* reader: as stored */
+	uint64_t bytes;			/* reader: as stored */
+};
+
+/* ---- writer ---------------------------------------------------------------- */
+
+struct evr_trace_writer;
+
+/**
+ * evr_trace_writer_new() - start a trace file on @fd: writes the file header.
+ * @fd: an open file (or pipe) positioned where the trace starts; borrowed, the
+ *      writer never closes it. Only write() and writev() are used on it, so it
+ *      may be opened before a seccomp sandbox is entered.
+ * @ret: free with evr_trace_writer_free().
+ *
+ * Every writer call writes one whole chunk with one writev() (retried on short
+ * writes and EINTR) and buffers nothing, so what a call wrote is on the file
+ * when it returns. After a failed write the writer is broken: every later call
+ * returns the same error and writes nothing, so the file holds whole chunks
+ * followed by at most one partial one, which readers report as truncated.
+ *
+ * Return: 0, -EINVAL, -ENOMEM, -ENOSPC (disk full or quota), -EIO, -errno.
+ * Context: one thread at a time per writer.
+ */
+int evr_trace_writer_new(int fd, struct evr_trace_writer **ret);
+
+/* Does not close the fd. Accepts NULL. Context: as evr_trace_writer_new(). */
+void evr_trace_writer_free(struct evr_trace_writer *w);
+
+/**
+ * evr_trace_writer_process() - a PROCESS chunk: the packed evr.ProcessInfo as
+ * received from the producer (struct evr_process_info's pb and pb_len).
+ * Return: 0, -EINVAL (empty or larger than 1 MiB), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_process(struct evr_trace_writer *w, const void *pb, size_t len);
+
+/**
+ * evr_trace_writer_session() - the SESSION chunk; exactly one, before any
+ * EVENTS or LOST chunk.
+ * @s: borrowed; its geometry must be valid (as the session memory header).
+ * Return: 0, -EINVAL (bad geometry or clock, or a second session), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_session(struct evr_trace_writer *w, const struct evr_trace_session *s);
+
+/* One metadata entry, as evr_client_meta_next() returns it. */
+struct evr_trace_meta {
+	uint32_t kind;			/* enum evr_meta_kind */
+	uint32_t len;
+	const void *data;		/* borrowed for the call */
+};
+
+/**
+ * evr_trace_writer_metadata() - a METADATA chunk holding @n entries, written as
+ * they are (a packed evr.EventDesc is not re-encoded). Write the descriptions a
+ * span may need before the span.
+ * Return: 0, -EINVAL (no entries, or more than EVR_TRACE_CHUNK_MAX bytes), or a
+ * write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_metadata(struct evr_trace_writer *w, const struct evr_trace_meta *v,
+			      uint32_t n);
+
+/**
+ * evr_trace_writer_events() - an EVENTS chunk: @len raw bytes of ring @ring
+ * starting at ring position @pos, written straight from @data (e.g. a struct
+ * evr_span: the session mapping) with writev, not copied.
+ * @data: whole records, starting with the packet header when @pos is at a
+ *        packet boundary; borrowed for the call.
+ * Return: 0, -EINVAL (no session yet, @ring out of range, @len 0, @pos not a
+ * multiple of 8, or the span leaves its packet), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_events(struct evr_trace_writer *w, uint32_t ring, uint64_t pos,
+			    const void *data, uint32_t len);
+
+/**
+ * evr_trace_writer_discard_last() - a DISCARD chunk retracting the last EVENTS
+ * chunk: call it when evr_client_span_done() says the span written last was
+ * reached by the writers while it was being written (-ESTALE). Readers ignore
+ * the retracted chunk; its events are counted as lost by the next packet header.
+ * Return: 0, -EINVAL (no EVENTS chunk since the last discard), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_discard_last(struct evr_trace_writer *w);
+
+/**
+ * evr_trace_writer_lost() - a LOST chunk: @count events lost on @ring that no
+ * record shows (evr_client_span_final_lost()). Nothing is written for 0.
+ * Return: 0, -EINVAL, or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_lost(struct evr_trace_writer *w, uint32_t ring, uint64_t count);
+
+/**
+ * evr_trace_writer_end() - the END chunk, the last of the file.
+ * @e: the recorder's totals; chunks and bytes are filled in by the writer.
+ * Return: 0, -EINVAL (already ended), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write (poll() while a
+ * non-blocking fd is full).
+ */
+int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end *e);
+
+/* Bytes written so far (whole chunks only), and chunks. Context: the writer's thread. */
+uint64_t evr_trace_writer_bytes(const struct evr_trace_writer *w);
+uint64_t evr_trace_writer_chunks(const struct evr_trace_writer *w);
+
+/* ---- reader ---------------------------------------------------------------- */
+
+struct evr_trace_reader;
+
+/**
+ * evr_trace_reader_open() / evr_trace_reader_open_fd() - open a trace file.
+ * @path: opened read-only, close-on-exec.
+ * @fd: an open trace file; borrowed, it must stay open until
+ *      evr_trace_reader_free(). Only pread() and fstat() are used on it.
+ * @ret: free with evr_trace_reader_free().
+ * @errbuf: one line naming the cause on failure, may be NULL.
+ *
+ * Scans the chunk headers of the whole file once (reading only the small chunks'
+ * payloads: process, session, metadata), so that events can then be merged in
+ * time order across rings with one chunk per ring in memory: memory use depends
+ * on the number of chunks and rings, not on the file size.
+ * A file that ends inside a chunk, or whose chunk header or small chunk fails
+ * its checks, opens: it is read up to the last good chunk and
+ * evr_trace_stats.truncated says where and why.
+ *
+ * Return: 0, -ENOENT/-EACCES (opening @path), -EBADMSG (not a trace file, or an
+ * inconsistent chunk), -EPROTONOSUPPORT (a newer format), -ENOMEM, -EIO.
+ * Context: the reader is used by one thread at a time.
+ */
+int evr_trace_reader_open(const char *path, struct evr_trace_reader **ret, char *errbuf,
+			  size_t errlen);
+int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf, size_t errlen);
+
+/* Accepts NULL. Does not close an fd given to evr_trace_reader_open_fd().
+ * Context: the reader's thread. */
+void evr_trace_reader_free(struct evr_trace_reader *r);
+
+/* The traced process, or NULL if the file has no PROCESS chunk. Borrowed until free. */
+const struct evr_process_info *evr_trace_reader_process(const struct evr_trace_reader *r);
+
+/* The session, or NULL if the file was cut before its SESSION chunk. Borrowed. */
+const struct evr_trace_session *evr_trace_reader_session(const struct evr_trace_reader *r);
+
+/* Every event description in the file. Borrowed until free. */
+const struct evr_schema_set *evr_trace_reader_schemas(const struct evr_trace_reader *r);
+
+/**
+ * evr_trace_reader_next() - the next EVENT or LOST record, in timestamp order
+ * across rings (ts_ns never decreases from one call to the next).
+ * @ret: an EVENT's payload is borrowed until the next call.
+ *
+ * Losses come out as EVR_REC_LOST views at their place in time: LOST records,
+ * gaps between what a packet header says was written before it and what the
+ * file holds, retracted or corrupt chunks, and the final LOST chunks (after the
+ * ring's last record).
+ * Return: 1 a record, 0 the end, -EBADMSG (an EVENTS chunk changed since open),
+ * -EIO, -ENOMEM; evr_trace_reader_errmsg() then says why. An error is final:
+ * later calls return it again.
+ * Context: the reader's thread; no system call but pread().
+ */
+int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret);
+
+/* One line about the last error of evr_trace_reader_next(), or "". */
+const char *evr_trace_reader_errmsg(const struct evr_trace_reader *r);
+
+struct evr_trace_stats {
+	/* What the views returned so far add up to (totals once next() returned 0). */
+	uint64_t events;		/* EVENT views */
+	uint64_t lost;			/* sum of the LOST views' counts */
+	uint64_t first_ts_ns;		/* of the first view, 0 if none */
+	uint64_t last_ts_ns;		/* of the last view */
+	uint64_t ts_clamped;		/* views whose ts was raised to keep the order */
+	uint64_t corrupt_chunks;	/* EVENTS chunks whose payload failed its CRC */
+	uint64_t corrupt_packets;	/* packets cut short by an invalid record */
+	/* The file, known at open. */
+	uint64_t file_size;
+	uint64_t chunks;		/* good chunks */
+	uint64_t bytes;			/* end of the last good chunk */
+	uint64_t last_chunk_off;	/* offset of the last good chunk */
+	bool truncated;			/* something follows the last good chunk */
+	char truncated_why[160];	/* one line if truncated, else "" */
+	bool has_end;			/* the file has an END chunk */
+	struct evr_trace_end end;	/* its contents when has_end */
+};
+
+/* Copy the statistics into @ret. Context: the reader's thread. */
+void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_stats *ret);
+
+/**
+ * evr_trace_reader_ring_stats() - events and losses returned so far for @ring.
+ * Return: 0, -EINVAL (@ring out of range or no session).
+ * Context: the reader's thread.
+ */
+int evr_trace_reader_ring_stats(const struct evr_trace_reader *r, uint32_t ring,
+				uint64_t *ret_events, uint64_t *ret_lost);
+
+/* ---- raw chunks, for converters ------------------------------------------- */
+
+struct evr_trace_chunk {
+	uint64_t off;			/* file offset of the chunk header */
+	uint32_t kind;			/* enum evr_trace_chunk_kind */
+	uint32_t len;
+	const void *data;		/* payload, borrowed until the next call */
+};
+
+/**
+ * evr_trace_reader_chunk_next() - the good chunks in file order, payload CRC
+ * checked, independent of evr_trace_reader_next().
+ * @pos: 0 at first; advanced past each chunk returned.
+ * Return: 1 a chunk, 0 past the last good chunk, -EBADMSG (payload CRC
+ * mismatch: *pos is still advanced), -EIO, -ENOMEM.
+ * Context: the reader's thread; the payload buffer is separate from
+ * evr_trace_reader_next()'s, so both iterations may be interleaved.
+ */
+int evr_trace_reader_chunk_next(struct evr_trace_reader *r, uint64_t *pos,
+				struct evr_trace_chunk *ret);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVR_TRACE_H */

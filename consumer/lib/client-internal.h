@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libevring-consumer: the client's private state, shared by client*.c. */
+#ifndef EVR_CLIENT_INTERNAL_H
+#define EVR_CLIENT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <evring/consumer.h>
+#include <evring/framing.h>
+#include <evring/shm.h>
+
+#define EVR_CLIENT_HELLO_TIMEOUT_MS	5000
+/* Starting a session allocates and populates its rings; stopping waits for an
+ * RCU grace period: give both more time than a plain question. */
+#define EVR_CLIENT_SESSION_TIMEOUT_MS	30000
+
+enum evr_client_reading {
+	EVR_CLIENT_READ_NONE = 0,
+	EVR_CLIENT_READ_RECORDS,
+	EVR_CLIENT_READ_SPANS,
+};
+
+struct evr_client {
+	pid_t pid;
+	int sock;			/* control connection, non-blocking, -1 once closed */
+	int pidfd;			/* the producer, -1 if the kernel has no pidfd_open */
+	bool sock_eof;			/* the agent closed the connection */
+	bool reverse;			/* accepted from evr_client_listen() */
+	struct evr_frame_rx rx;
+	struct evr_process_info info;
+	struct evr_schema_set *schemas;
+
+	/* the session */
+	enum evr_client_state state;
+	struct evr_shm_hdr *hdr;
+	struct evr_clock_calib clock;	/* copied and checked once */
+	int doorbell_fd;
+	enum evr_client_reading reading;
+	struct evr_reader *reader;
+	struct evr_span_reader *spans;
+	uint64_t meta_pos;		/* metadata area bytes already added to schemas */
+	bool meta_broken;		/* the area failed validation: read no further */
+};
+
+/* Write "fmt..." to @errbuf (may be NULL) and return @err. */
+int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/**
+ * evr_client_transact() - send @req, wait for its reply.
+ * @want: the reply body expected; an Error reply becomes -code with its message.
+ * @fds: receives @nfds fds that must come with the reply (owned by the caller).
+ * @ret: free with evr_pb_reply_free().
+ */
+int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Reply__BodyCase want,
+			int timeout_ms, int *fds, unsigned int nfds, Evr__Reply **ret, char *errbuf,
+			size_t errlen);
+
+/* Move LIVE to ENDED or GONE if the session ended or the producer went away. */
+void evr_client_refresh_state(struct evr_client *c);
+
+/* Add every new description in the metadata area to the schema set. */
+void evr_client_read_meta(struct evr_client *c);
+
+#endif /* EVR_CLIENT_INTERNAL_H */

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libevring-consumer: the session of a client connection. Start (map the
+ * memfd, which evr_shm_session_map() checks for seals and a consistent
+ * header), read records decoded against the metadata area, or raw spans, wait
+ * on doorbell + pidfd + control socket, and follow the producer's fate:
+ *
+ *   IDLE --start--> LIVE --stop, or the producer ended it--> ENDED
+ *                        --pidfd readable or control EOF--> GONE
+ *
+ * After ENDED or GONE everything published is drained; losses the producer
+ * could not report in-band come from its ring counters.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+
+#define fail evr_client_fail
+
+void evr_client_read_meta(struct evr_client *c)
+{
+	uint64_t pos = c->meta_pos;
+	const void *data;
+	uint32_t kind, len;
+	int ret;
+
+	if (!c->hdr || c->meta_broken)
+		return;
+	while ((ret = evr_shm_meta_next(c->hdr, &pos, &kind, &data, &len)) == 1) {
+		/* A description that does not validate is skipped: its events decode
+		 * as unknown, which evr_event_to_json() shows as raw payloads. */
+		if (kind == EVR_META_EVENT)
+			(void)evr_schema_set_add_pb(c->schemas, data, len);
+		c->meta_pos = pos;
+	}
+	if (ret < 0)
+		c->meta_broken = true;
+}
+
+int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, char *errbuf,
+		     size_t errlen)
+{
+	Evr__Request req = EVR__REQUEST__INIT;
+	Evr__StartSession m = EVR__START_SESSION__INIT;
+	struct evr_shm_hdr *hdr;
+	Evr__Reply *r;
+	int fds[2], err;
+
+	if (!c || !opts)
+		return -EINVAL;
+	if (c->state != EVR_CLIENT_IDLE)
+		return fail(errbuf, errlen, -EBUSY, "this connection already has a session");
+	if (!opts->providers || !*opts->providers)
+		return fail(errbuf, errlen, -EINVAL, "no providers given");
+	m.providers = (char *)opts->providers;
+	m.has_ring_size = opts->ring_size != 0;
+	m.ring_size = opts->ring_size;
+	m.has_packet_size = opts->packet_size != 0;
+	m.packet_size = opts->packet_size;
+	m.has_mode = true;
+	m.mode = opts->mode;
+	m.has_meta_size = opts->meta_size != 0;
+	m.meta_size = opts->meta_size;
+	m.has_counter_interval_ms = opts->counter_interval_ms != 0;
+	m.counter_interval_ms = opts->counter_interval_ms;
+	req.body_case = EVR__REQUEST__BODY_START;
+	req.start = &m;
+	err = evr_client_transact(c, &req, EVR__REPLY__BODY_START, EVR_CLIENT_SESSION_TIMEOUT_MS,
+				  fds, 2, &r, errbuf, errlen);
+	if (err < 0)
+		return err;
+	evr_pb_reply_free(r);
+	err = evr_shm_session_map(fds[0], &hdr);
+	close(fds[0]);
+	if (err < 0) {
+		close(fds[1]);
+		if (err == -EPERM)
+			return fail(errbuf, errlen, -EPERM,
+				    "process %d sent session memory that is not sealed", (int)c->pid);
+		return fail(errbuf, errlen, err == -EBADMSG ? -EBADMSG : err,
+			    "process %d sent session memory that does not validate: %s", (int)c->pid,
+			    strerror(-err));
+	}
+	/* The clock is used for every record: copy it once, and refuse a shift
+	 * that evr_clock_to_mono_ns() could not take. */
+	if (hdr->producer_pid != (uint32_t)c->pid || hdr->clock.shift > 63) {
+		evr_shm_session_unmap(hdr);
+		close(fds[1]);
+		return fail(errbuf, errlen, -EBADMSG,
+			    "process %d sent session memory that does not validate", (int)c->pid);
+	}
+	c->hdr = hdr;
+	c->clock = hdr->clock;
+	c->doorbell_fd = fds[1];
+	c->state = EVR_CLIENT_LIVE;
+	evr_client_read_meta(c);
+	return 0;
+}
+
+int evr_client_stop(struct evr_client *c, char *errbuf, size_t errlen)
+{
+	Evr__Request req = EVR__REQUEST__INIT;
+	Evr__StopSession m = EVR__STOP_SESSION__INIT;
+	Evr__Reply *r;
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	if (c->state == EVR_CLIENT_IDLE)
+		return fail(errbuf, errlen, -EINVAL, "no session to stop");
+	if (c->state != EVR_CLIENT_LIVE)
+		return 0;
+	req.body_case = EVR__REQUEST__BODY_STOP;
+	req.stop = &m;
+	err = evr_client_transact(c, &req, EVR__REPLY__BODY_STOP, EVR_CLIENT_SESSION_TIMEOUT_MS,
+				  NULL, 0, &r, errbuf, errlen);
+	if (err < 0) {
+		evr_client_refresh_state(c);
+		return err;
+	}
+	evr_pb_reply_free(r);
+	c->state = EVR_CLIENT_ENDED;
+	return 0;
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+static void set_gone(struct evr_client *c)
+{
+	c->state = EVR_CLIENT_GONE;
+	if (c->reader)
+		evr_reader_producer_gone(c->reader);
+	if (c->spans)
+		evr_span_reader_producer_gone(c->spans);
+}
+
+void evr_client_refresh_state(struct evr_client *c)
+{
+	struct pollfd pfd[2];
+	nfds_t n = 0;
+
+	if (c->state != EVR_CLIENT_LIVE)
+		return;
+	/* Pairs with the store-release of ended by the producer's session stop. */
+	if (__atomic_load_n(&c->hdr->ended, __ATOMIC_ACQUIRE)) {
+		c->state = EVR_CLIENT_ENDED;
+		return;
+	}
+	if (c->sock_eof) {
+		set_gone(c);
+		return;
+	}
+	if (c->pidfd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = c->pidfd, .events = POLLIN };
+	if (c->sock >= 0)
+		pfd[n++] = (struct pollfd){ .fd = c->sock, .events = POLLIN | POLLRDHUP };
+	if (!n || poll(pfd, n, 0) <= 0)
+		return;
+	if (c->pidfd >= 0 && (pfd[0].revents & POLLIN)) {
+		set_gone(c);
+		return;
+	}
+	if (c->sock >= 0 && pfd[n - 1].revents) {
+		/* The agent sends nothing unasked: this is EOF (or junk we keep). */
+		int ret = evr_frame_rx_read(&c->rx, c->sock);
+
+		evr_frame_rx_drop_fds(&c->rx);
+		if (ret == 0 || (ret < 0 && ret != -EAGAIN)) {
+			c->sock_eof = true;
+			/* The producer may have ended it just before closing. */
+			if (__atomic_load_n(&c->hdr->ended, __ATOMIC_ACQUIRE))
+				c->state = EVR_CLIENT_ENDED;
+			else
+				set_gone(c);
+		}
+	}
+}
+
+enum evr_client_state evr_client_state(const struct evr_client *c)
+{
+	if (!c)
+		return EVR_CLIENT_IDLE;
+	/* Pairs with the store-release of ended by the producer's session stop. */
+	if (c->state == EVR_CLIENT_LIVE && __atomic_load_n(&c->hdr->ended, __ATOMIC_ACQUIRE))
+		return EVR_CLIENT_ENDED;
+	return c->state;
+}
+
+bool evr_client_drained(const struct evr_client *c)
+{
+	if (!c || (c->state != EVR_CLIENT_ENDED && c->state != EVR_CLIENT_GONE))
+		return false;
+	if (c->reader)
+		return evr_reader_ended(c->reader);
+	if (c->spans)
+		return evr_span_reader_drained(c->spans);
+	return false;
+}
+
+const struct evr_schema_set *evr_client_schemas(const struct evr_client *c)
+{
+	return c ? c->schemas : NULL;
+}
+
+const struct evr_shm_hdr *evr_client_shm(const struct evr_client *c)
+{
+	return c ? c->hdr : NULL;
+}
+
+int evr_client_meta_next(struct evr_client *c, uint64_t *pos, uint32_t *ret_kind,
+			 const void **ret_data, uint32_t *ret_len)
+{
+	if (!c || !c->hdr)
+		return -EINVAL;
+	return evr_shm_meta_next(c->hdr, pos, ret_kind, ret_data, ret_len);
+}
+
+/* ---- records ----------------------------------------------------------------------------- */
+
+static int use_records(struct evr_client *c)
+{
+	uint32_t flags;
+	int err;
+
+	if (!c || c->state == EVR_CLIENT_IDLE || c->reading == EVR_CLIENT_READ_SPANS)
+		return -EINVAL;
+	if (c->reader)
+		return 0;
+	flags = c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0;
+	err = evr_reader_new(c->hdr, c->doorbell_fd, flags, &c->reader);
+	if (err < 0)
+		return err;
+	if (c->state == EVR_CLIENT_GONE)
+		evr_reader_producer_gone(c->reader);
+	c->reading = EVR_CLIENT_READ_RECORDS;
+	return 0;
+}
+
+int evr_client_next(struct evr_client *c, struct evr_event_view *ret)
+{
+	struct evr_record rec;
+	int n, err;
+
+	if (!ret)
+		return -EINVAL;
+	err = use_records(c);
+	if (err < 0)
+		return err;
+	n = evr_reader_next(c->reader, &rec);
+	if (n == 0 && c->state == EVR_CLIENT_LIVE) {
+		evr_client_refresh_state(c);
+		if (c->state != EVR_CLIENT_LIVE)
+			n = evr_reader_next(c->reader, &rec);
+	}
+	if (n <= 0)
+		return n;
+	memset(ret, 0, sizeof(*ret));
+	ret->type = rec.type;
+	ret->ring = rec.ring;
+	ret->tid = rec.tid;
+	ret->ts_ns = evr_clock_to_mono_ns(&c->clock, rec.ts);
+	if (rec.type == EVR_REC_LOST) {
+		ret->lost = rec.lost;
+		return 1;
+	}
+	ret->rid = rec.event_id;
+	ret->payload = rec.payload;
+	ret->len = rec.len;
+	ret->schema = evr_schema_set_lookup(c->schemas, rec.event_id);
+	if (!ret->schema) {
+		/* Described before its first record was written (<evring/abi.h>). */
+		evr_client_read_meta(c);
+		ret->schema = evr_schema_set_lookup(c->schemas, rec.event_id);
+	}
+	return 1;
+}
+
+void evr_client_release(struct evr_client *c)
+{
+	if (c && c->reader)
+		evr_reader_release(c->reader);
+}
+
+/* ---- waiting ------------------------------------------------------------------------------ */
+
+int evr_client_wait(struct evr_client *c, int timeout_ms)
+{
+	struct pollfd extra[2];
+	unsigned int n = 0;
+	int ret;
+
+	if (!c || c->state == EVR_CLIENT_IDLE)
+		return -EINVAL;
+	evr_client_refresh_state(c);
+	if (c->state != EVR_CLIENT_LIVE)
+		return 1;	/* drain what is left */
+	/* Nothing read yet: do not choose between records and spans here. */
+	if (c->reading == EVR_CLIENT_READ_NONE)
+		return 1;
+	if (c->pidfd >= 0)
+		extra[n++] = (struct pollfd){ .fd = c->pidfd, .events = POLLIN };
+	if (c->sock >= 0 && !c->sock_eof)
+		extra[n++] = (struct pollfd){ .fd = c->sock, .events = POLLIN | POLLRDHUP };
+	if (c->reading == EVR_CLIENT_READ_SPANS)
+		ret = evr_span_reader_wait_fds(c->spans, c->doorbell_fd, extra, n, timeout_ms);
+	else
+		ret = evr_reader_wait_fds(c->reader, extra, n, timeout_ms);
+	if (ret < 0)
+		return ret;
+	evr_client_refresh_state(c);
+	if (c->state != EVR_CLIENT_LIVE)
+		return 1;
+	return ret;
+}
+
+/* ---- spans ---------------------------------------------------------------------------------- */
+
+static int use_spans(struct evr_client *c)
+{
+	uint32_t flags;
+	int err;
+
+	if (!c || c->state == EVR_CLIENT_IDLE || c->reading == EVR_CLIENT_READ_RECORDS)
+		return -EINVAL;
+	if (c->spans)
+		return 0;
+	flags = c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0;
+	err = evr_span_reader_new(c->hdr, flags, &c->spans);
+	if (err < 0)
+		return err;
+	if (c->state == EVR_CLIENT_GONE)
+		evr_span_reader_producer_gone(c->spans);
+	c->reading = EVR_CLIENT_READ_SPANS;
+	return 0;
+}
+
+int evr_client_span_next(struct evr_client *c, struct evr_span *ret)
+{
+	struct evr_shm_span sp;
+	int n, err;
+
+	if (!ret)
+		return -EINVAL;
+	err = use_spans(c);
+	if (err < 0)
+		return err;
+	n = evr_span_reader_next(c->spans, &sp);
+	if (n == 0 && c->state == EVR_CLIENT_LIVE) {
+		evr_client_refresh_state(c);
+		if (c->state != EVR_CLIENT_LIVE)
+			n = evr_span_reader_next(c->spans, &sp);
+	}
+	if (n <= 0)
+		return n;
+	*ret = (struct evr_span){ .ring = sp.ring, .pos = sp.pos, .data = sp.data, .len = sp.len };
+	return 1;
+}
+
+int evr_client_span_done(struct evr_client *c, const struct evr_span *sp)
+{
+	struct evr_shm_span s;
+
+	if (!c || !sp || !c->spans)
+		return -EINVAL;
+	s = (struct evr_shm_span){ .ring = sp->ring, .pos = sp->pos, .data = sp->data,
+				   .len = sp->len };
+	return evr_span_reader_done(c->spans, &s);
+}
+
+int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count)
+{
+	if (!c || !c->spans)
+		return -EINVAL;
+	return evr_span_reader_final_lost(c->spans, ring, ret_count);
+}
+
+int evr_span_count(const struct evr_span *sp, uint64_t *ret_events, uint64_t *ret_lost)
+{
+	if (!sp || !ret_events || !ret_lost)
+		return -EINVAL;
+	return evr_span_walk(sp->data, sp->len, sp->pos, ret_events, ret_lost);
+}

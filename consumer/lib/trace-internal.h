@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared by the trace writer, the trace reader and the CRC-32C code. */
+#ifndef EVR_TRACE_INTERNAL_H
+#define EVR_TRACE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <evring/trace.h>
+
+#define EVR_TRACE_FILE_HDR_SIZE		((uint32_t)sizeof(struct evr_trace_file_hdr))
+#define EVR_TRACE_CHUNK_HDR_SIZE	((uint32_t)sizeof(struct evr_trace_chunk_hdr))
+/* The bytes of the headers each CRC covers: everything before the CRC itself. */
+#define EVR_TRACE_FILE_HDR_CRC_LEN	((uint32_t)offsetof(struct evr_trace_file_hdr, crc))
+#define EVR_TRACE_CHUNK_HDR_CRC_LEN	((uint32_t)offsetof(struct evr_trace_chunk_hdr, hdr_crc))
+
+/* Per-kind payload limits; a chunk outside them is invalid. */
+#define EVR_TRACE_PROCESS_MAX		(1u << 20)	/* EVR_FRAME_MAX */
+#define EVR_TRACE_STRING_MAX		(64u << 10)	/* providers and client of SESSION */
+#define EVR_TRACE_EVENTS_MAX		((uint32_t)sizeof(struct evr_trace_events_rec) + \
+					 EVR_PACKET_SIZE_MAX)
+
+/* The two implementations behind evr_crc32c(), exposed for the tests. */
+uint32_t evr_crc32c_sw(uint32_t crc, const void *data, size_t len);
+uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len);
+bool evr_crc32c_hw_available(void);
+
+static inline uint32_t evr_trace_chunk_hdr_crc(const struct evr_trace_chunk_hdr *h)
+{
+	return evr_crc32c(0, h, EVR_TRACE_CHUNK_HDR_CRC_LEN);
+}
+
+static inline uint64_t evr_trace_chunk_span(uint32_t len)
+{
+	return EVR_TRACE_CHUNK_HDR_SIZE + evr_align8(len);
+}
+
+/*
+ * Is @len a valid payload size for @kind? Unknown kinds: anything up to the
+ * general limit (readers skip them).
+ */
+static inline bool evr_trace_chunk_len_ok(uint32_t kind, uint32_t len)
+{
+	switch (kind) {
+	case EVR_CHUNK_PROCESS:
+		return len > 0 && len <= EVR_TRACE_PROCESS_MAX;
+	case EVR_CHUNK_SESSION:
+		return len >= sizeof(struct evr_trace_session_rec) &&
+		       len <= sizeof(struct evr_trace_session_rec) + 2 * EVR_TRACE_STRING_MAX;
+	case EVR_CHUNK_METADATA:
+		return len >= sizeof(struct evr_meta_entry) && len <= EVR_TRACE_CHUNK_MAX;
+	case EVR_CHUNK_EVENTS:
+		return len > sizeof(struct evr_trace_events_rec) && len <= EVR_TRACE_EVENTS_MAX;
+	case EVR_CHUNK_LOST:
+		return len == sizeof(struct evr_trace_lost_rec);
+	case EVR_CHUNK_DISCARD:
+		return len == sizeof(struct evr_trace_discard_rec);
+	case EVR_CHUNK_END:
+		return len == sizeof(struct evr_trace_end_rec);
+	default:
+		return len <= EVR_TRACE_CHUNK_MAX;
+	}
+}
+
+/* Checks shared by the writer (input) and the reader (file). */
+static inline bool evr_trace_geometry_ok(uint32_t mode, uint32_t packet_size, uint64_t ring_size,
+					 uint32_t nr_rings)
+{
+	return (mode == EVR_MODE_DISCARD || mode == EVR_MODE_OVERWRITE) &&
+	       packet_size >= EVR_PACKET_SIZE_MIN && packet_size <= EVR_PACKET_SIZE_MAX &&
+	       (packet_size & (packet_size - 1)) == 0 &&
+	       ring_size >= (uint64_t)EVR_RING_PACKETS_MIN * packet_size &&
+	       ring_size <= EVR_RING_SIZE_MAX && (ring_size & (ring_size - 1)) == 0 &&
+	       nr_rings >= 1 && nr_rings <= EVR_MAX_RINGS;
+}
+
+static inline bool evr_trace_clock_ok(const struct evr_clock_calib *c)
+{
+	/* shift < 64 keeps evr_clock_to_mono_ns()'s 128-bit shift defined and useful. */
+	return (c->kind == EVR_CLOCK_MONOTONIC || c->kind == EVR_CLOCK_TSC) && c->shift < 64;
+}
+
+/* ---- the reader, shared by trace-reader.c (open, scan) and trace-merge.c ---- */
+
+/* One record of a loaded EVENTS chunk, ready to be returned. */
+struct evr_trace_entry {
+	uint64_t ts_ns;
+	uint64_t lost;			/* LOST: count */
+	uint32_t type;			/* EVR_REC_EVENT or EVR_REC_LOST */
+	uint32_t rid;
+	uint32_t tid;
+	uint32_t off;			/* EVENT: payload offset in the ring's buf */
+	uint32_t len;
+	uint32_t idx;			/* order in the chunk, for a stable sort */
+};
+
+struct evr_trace_ring {
+	/* From the scan: file offsets of this ring's EVENTS chunks, in file order. */
+	uint64_t *chunks;
+	uint32_t nchunks, chunks_cap;
+	uint32_t next_chunk;		/* the next one to load */
+	uint64_t final_lost;		/* sum of the ring's LOST chunks */
+	bool final_lost_queued;
+	/* Decoding state, carried from chunk to chunk. */
+	uint64_t expect_pos;		/* where a contiguous next chunk starts */
+	bool in_packet;			/* records at expect_pos belong to a valid packet */
+	uint32_t tid;			/* from the last THREAD record; 0 unknown */
+	uint64_t dead_packet;		/* 1 + number of a packet given up on, 0 none */
+	uint64_t events_acc;		/* event records seen or accounted as lost */
+	uint64_t lost_acc;		/* losses seen in LOST records or accounted */
+	/* The loaded chunk and its records, sorted by time. */
+	uint8_t *buf;
+	uint32_t buf_cap;
+	struct evr_trace_entry *ents;
+	uint32_t nents, ents_cap, cur;
+	bool has_last_ts;
+	uint64_t last_ts_ns;		/* of the last entry returned from this ring */
+	/* Returned so far. */
+	uint64_t out_events, out_lost;
+};
+
+struct evr_trace_reader {
+	int fd;
+	bool own_fd;
+	uint64_t file_size;
+	uint32_t hdr_size;
+	/* Scan results. */
+	uint64_t good_end;		/* end of the last good chunk */
+	uint64_t read_limit;		/* chunks are read below it: file size, then good_end */
+	uint64_t last_chunk_off;
+	uint64_t chunks;
+	bool truncated;
+	char truncated_why[160];
+	bool has_process, has_session, has_end;
+	struct evr_process_info process;
+	uint8_t *process_pb;
+	struct evr_trace_session session;
+	char *session_strings;
+	struct evr_trace_end end;
+	struct evr_schema_set *schemas;
+	uint64_t last_events_off;	/* for DISCARD: the last EVENTS chunk */
+	uint32_t last_events_ring;
+	/* Merge state. */
+	struct evr_trace_ring *rings;	/* session.nr_rings */
+	uint32_t *heap;			/* ring indices, min-heap by current entry */
+	uint32_t nheap;
+	bool merge_started;
+	int64_t pending;		/* ring whose current entry was returned, or -1 */
+	uint64_t last_out_ts;
+	bool has_out;
+	/* Stats. */
+	uint64_t out_events, out_lost, first_ts, ts_clamped;
+	uint64_t corrupt_chunks, corrupt_packets;
+	int err;			/* sticky error of evr_trace_reader_next() */
+	char errmsg[160];
+	/* evr_trace_reader_chunk_next()'s buffer. */
+	uint8_t *cbuf;
+	uint32_t cbuf_cap;
+};
+
+/* pread exactly @len bytes at @off; -EIO if the file is shorter now. */
+int evr_trace_pread(struct evr_trace_reader *r, void *buf, size_t len, uint64_t off);
+
+/* Grow *@buf to hold @need bytes. */
+int evr_trace_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need);
+
+/*
+ * Read the chunk at @off (header and payload) into *@buf and check both CRCs,
+ * its kind and its length. Return: 0, -EBADMSG (@why says what), -EIO, -ENOMEM.
+ */
+int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind, uint8_t **buf,
+			 uint32_t *cap, uint32_t *ret_len, const char **why);
+
+void evr_trace_merge_free(struct evr_trace_reader *r);
+
+#endif /* EVR_TRACE_INTERNAL_H */

@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Trace file reader: open and scan (format: docs/trace-format.md). The time
+ * ordered merge of the rings is in trace-merge.c.
+ *
+ * The file is hostile input. It is read with pread() into buffers sized by
+ * validated lengths (never mmap: a file truncated under a mapping would raise
+ * SIGBUS), every length is checked against its kind's limit and the file size
+ * before anything is allocated, and every CRC is checked before a payload is
+ * used.
+ *
+ * Opening scans the chunk headers once. Small chunks (process, session,
+ * metadata, loss, discard, end) are read and decoded on the way; of an EVENTS
+ * chunk only its ring number is read, and its offset goes to that ring's list.
+ * The scan stops at the first chunk that is cut short or whose header (or
+ * small payload) fails its checks: what precedes it is the readable file, and
+ * the reader says the file is truncated, where and why. A chunk whose CRCs are
+ * right but whose content is impossible (an EVENTS chunk before the session, a
+ * bad session geometry) was written that way on purpose: that is -EBADMSG.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <evring/framing.h>
+
+#include "trace-internal.h"
+
+__attribute__((format(printf, 3, 4)))
+static void set_err(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!buf || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+int evr_trace_pread(struct evr_trace_reader *r, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(r->fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;	/* the file shrank since we measured it */
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int evr_trace_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need)
+{
+	uint8_t *n;
+
+	if (need <= *cap)
+		return 0;
+	n = realloc(*buf, need);
+	if (!n)
+		return -ENOMEM;
+	*buf = n;
+	*cap = need;
+	return 0;
+}
+
+static const char *kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case EVR_CHUNK_PROCESS: return "PROCESS";
+	case EVR_CHUNK_SESSION: return "SESSION";
+	case EVR_CHUNK_METADATA: return "METADATA";
+	case EVR_CHUNK_EVENTS: return "EVENTS";
+	case EVR_CHUNK_LOST: return "LOST";
+	case EVR_CHUNK_DISCARD: return "DISCARD";
+	case EVR_CHUNK_END: return "END";
+	default: return "unknown";
+	}
+}
+
+int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind, uint8_t **buf,
+			 uint32_t *cap, uint32_t *ret_len, const char **why)
+{
+	struct evr_trace_chunk_hdr h;
+	uint32_t crc;
+	int err;
+
+	if (off > r->read_limit || r->read_limit - off < EVR_TRACE_CHUNK_HDR_SIZE) {
+		*why = "chunk offset past the readable end";
+		return -EBADMSG;
+	}
+	err = evr_trace_pread(r, &h, sizeof(h), off);
+	if (err)
+		return err;
+	if (h.magic != EVR_TRACE_CHUNK_MAGIC || h.hdr_crc != evr_trace_chunk_hdr_crc(&h) ||
+	    (kind && h.kind != kind) || !evr_trace_chunk_len_ok(h.kind, h.len) ||
+	    r->read_limit - off - EVR_TRACE_CHUNK_HDR_SIZE < h.len) {
+		*why = "chunk header changed since the file was opened";
+		return -EBADMSG;
+	}
+	err = evr_trace_buf_reserve(buf, cap, h.len ? h.len : 1);
+	if (err)
+		return err;
+	err = evr_trace_pread(r, *buf, h.len, off + EVR_TRACE_CHUNK_HDR_SIZE);
+	if (err)
+		return err;
+	crc = evr_crc32c(0, *buf, h.len);
+	if (crc != h.data_crc) {
+		*why = "payload CRC mismatch";
+		return -EBADMSG;
+	}
+	*ret_len = h.len;
+	return 0;
+}
+
+/* ---- small chunks -------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* Decode a packed evr.ProcessInfo; @pb becomes the reader's (also on failure). */
+static int take_process(struct evr_trace_reader *r, uint8_t *pb, uint32_t len)
+{
+	struct evr_process_info *p = &r->process;
+	ProtobufCMessage *m;
+	Evr__ProcessInfo *pi;
+	int err;
+
+	r->process_pb = pb;
+	err = evr_pb_unpack(&evr__process_info__descriptor, pb, len, &m);
+	if (err)
+		return -EBADMSG;
+	pi = (Evr__ProcessInfo *)m;
+	err = -ENOMEM;
+	p->pid = pi->pid;
+	p->ppid = pi->has_ppid ? pi->ppid : 0;
+	p->uid = pi->has_uid ? pi->uid : 0;
+	p->nr_cpus = pi->has_nr_cpus ? pi->nr_cpus : 0;
+	p->sessions_active = pi->has_sessions_active ? pi->sessions_active : 0;
+	p->start_realtime_ns = pi->has_start_realtime_ns ? pi->start_realtime_ns : 0;
+	if (pi->clock) {
+		p->clock.kind = pi->clock->kind;
+		p->clock.shift = pi->clock->shift;
+		p->clock.mult = pi->clock->mult;
+		p->clock.ts_base = pi->clock->ts_base;
+		p->clock.mono_base = pi->clock->mono_base;
+		p->clock.real_base = pi->clock->real_base;
+		p->clock.ticks_per_sec = pi->clock->has_ticks_per_sec ? pi->clock->ticks_per_sec : 0;
+	}
+	p->argv = calloc(pi->n_argv + 1, sizeof(*p->argv));
+	if (!p->argv)
+		goto out;
+	for (size_t i = 0; i < pi->n_argv; i++) {
+		p->argv[i] = dup_str(pi->argv[i]);
+		if (!p->argv[i])
+			goto out;
+		p->argc++;
+	}
+	p->exe = dup_str(pi->exe);
+	p->hostname = dup_str(pi->hostname);
+	p->evring_version = dup_str(pi->evring_version);
+	if (!p->exe || !p->hostname || !p->evring_version)
+		goto out;
+	p->pb = pb;
+	p->pb_len = len;
+	err = 0;
+out:
+	evr_pb_free(m);
+	return err;
+}
+
+static void process_fini(struct evr_process_info *p)
+{
+	if (p->argv) {
+		for (uint32_t i = 0; i < p->argc; i++)
+			free(p->argv[i]);
+	}
+	free(p->argv);
+	free(p->exe);
+	free(p->hostname);
+	free(p->evring_version);
+}
+
+static int take_session(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
+			char *errbuf, size_t errlen, uint64_t off)
+{
+	struct evr_trace_session_rec rec;
+	struct evr_trace_session *s = &r->session;
+	char *str;
+
+	memcpy(&rec, data, sizeof(rec));
+	if (!evr_trace_geometry_ok(rec.mode, rec.packet_size, rec.ring_size, rec.nr_rings)) {
+		set_err(errbuf, errlen, "SESSION chunk at offset %llu: invalid geometry "
+			"(mode %u, packet size %u, ring size %llu, %u rings)",
+			(unsigned long long)off, rec.mode, rec.packet_size,
+			(unsigned long long)rec.ring_size, rec.nr_rings);
+		return -EBADMSG;
+	}
+	if (!evr_trace_clock_ok(&rec.clock)) {
+		set_err(errbuf, errlen, "SESSION chunk at offset %llu: invalid clock calibration",
+			(unsigned long long)off);
+		return -EBADMSG;
+	}
+	if ((uint64_t)rec.providers_len + rec.client_len != len - sizeof(rec)) {
+		set_err(errbuf, errlen, "SESSION chunk at offset %llu: string lengths do not add up",
+			(unsigned long long)off);
+		return -EBADMSG;
+	}
+	str = malloc((size_t)rec.providers_len + rec.client_len + 2);
+	if (!str)
+		return -ENOMEM;
+	memcpy(str, data + sizeof(rec), rec.providers_len);
+	str[rec.providers_len] = '\0';
+	memcpy(str + rec.providers_len + 1, data + sizeof(rec) + rec.providers_len, rec.client_len);
+	str[rec.providers_len + 1 + rec.client_len] = '\0';
+	r->session_strings = str;
+	s->mode = rec.mode;
+	s->packet_size = rec.packet_size;
+	s->ring_size = rec.ring_size;
+	s->nr_rings = rec.nr_rings;
+	s->session_id = rec.session_id;
+	s->session_serial = rec.session_serial;
+	s->start_realtime_ns = rec.start_realtime_ns;
+	s->start_mono_ns = rec.start_mono_ns;
+	s->clock = rec.clock;
+	s->providers = str;
+	s->client = str + rec.providers_len + 1;
+	r->rings = calloc(rec.nr_rings, sizeof(*r->rings));
+	r->heap = calloc(rec.nr_rings, sizeof(*r->heap));
+	if (!r->rings || !r->heap)
+		return -ENOMEM;
+	r->has_session = true;
+	return 0;
+}
+
+/*
+ * Metadata entries: a description that does not decode is skipped, like a
+ * live consumer would (its events then show as unknown), not fatal: the
+ * recorder stores what the producer wrote, and a broken producer must not make
+ * the rest of its trace unreadable. A frame that overruns the chunk is fatal.
+ */
+static int take_metadata(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
+			 char *errbuf, size_t errlen, uint64_t off)
+{
+	uint32_t pos = 0;
+
+	while (pos < len) {
+		struct evr_meta_entry e;
+		int err;
+
+		if (len - pos < sizeof(e))
+			goto bad;
+		memcpy(&e, data + pos, sizeof(e));
+		pos += sizeof(e);
+		if (e.size > len - pos)
+			goto bad;
+		if (e.kind == EVR_META_EVENT) {
+			err = evr_schema_set_add_pb(r->schemas, data + pos, e.size);
+			if (err == -ENOMEM)
+				return err;
+		}
+		if (evr_align8(e.size) > len - pos)
+			goto bad;
+		pos += (uint32_t)evr_align8(e.size);
+	}
+	return 0;
+bad:
+	set_err(errbuf, errlen, "METADATA chunk at offset %llu: entry at byte %u overruns the chunk",
+		(unsigned long long)off, pos);
+	return -EBADMSG;
+}
+
+static int ring_add_chunk(struct evr_trace_ring *ring, uint64_t off)
+{
+	if (ring->nchunks == ring->chunks_cap) {
+		uint32_t cap = ring->chunks_cap ? ring->chunks_cap * 2 : 64;
+		uint64_t *n;
+
+		if (cap < ring->chunks_cap)
+			return -ENOMEM;
+		n = realloc(ring->chunks, sizeof(*n) * cap);
+		if (!n)
+			return -ENOMEM;
+		ring->chunks = n;
+		ring->chunks_cap = cap;
+	}
+	ring->chunks[ring->nchunks++] = off;
+	return 0;
+}
+
+/* ---- the scan -------------------------------------------------------------- */
+
+/* Stop the scan at @off: the file is readable up to there. */
+__attribute__((format(printf, 3, 4)))
+static void stop_at(struct evr_trace_reader *r, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	r->truncated = true;
+	n = snprintf(r->truncated_why, sizeof(r->truncated_why), "offset %llu: ",
+		     (unsigned long long)off);
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < sizeof(r->truncated_why))
+		vsnprintf(r->truncated_why + n, sizeof(r->truncated_why) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct evr_trace_chunk_hdr *h,
+		       const uint8_t *rest, char *errbuf, size_t errlen)
+{
+	struct evr_trace_events_rec rec;
+	uint32_t pmask;
+
+	if (!r->has_session) {
+		set_err(errbuf, errlen, "EVENTS chunk at offset %llu precedes the SESSION chunk",
+			(unsigned long long)off);
+		return -EBADMSG;
+	}
+	memcpy(&rec, rest, sizeof(rec));
+	pmask = r->session.packet_size - 1;
+	if (rec.ring >= r->session.nr_rings || (rec.pos & 7u) ||
+	    (rec.pos & pmask) + (h->len - sizeof(rec)) > r->session.packet_size) {
+		/*
+		 * The payload CRC was not checked yet: a flipped bit is corruption,
+		 * to be skipped like any corrupt EVENTS chunk, not a hostile file.
+		 */
+		uint8_t *buf = NULL;
+		uint32_t cap = 0, len;
+		const char *why;
+		int err = evr_trace_load_chunk(r, off, EVR_CHUNK_EVENTS, &buf, &cap, &len, &why);
+
+		free(buf);
+		if (err == -EBADMSG) {
+			r->corrupt_chunks++;
+			r->last_events_off = off;
+			r->last_events_ring = UINT32_MAX;	/* nothing to retract */
+			return 0;
+		}
+		if (err)
+			return err;
+		set_err(errbuf, errlen, "EVENTS chunk at offset %llu: ring %u position %llu "
+			"does not fit the session (%u rings, %u-byte packets)",
+			(unsigned long long)off, rec.ring, (unsigned long long)rec.pos,
+			r->session.nr_rings, r->session.packet_size);
+		return -EBADMSG;
+	}
+	r->last_events_off = off;
+	r->last_events_ring = rec.ring;
+	return ring_add_chunk(&r->rings[rec.ring], off);
+}
+
+static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr_trace_chunk_hdr *h,
+		      const uint8_t *p, char *errbuf, size_t errlen)
+{
+	switch (h->kind) {
+	case EVR_CHUNK_PROCESS: {
+		uint8_t *copy;
+		int err;
+
+		if (r->has_process)
+			return 0;	/* the first one describes the process */
+		copy = malloc(h->len);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, p, h->len);
+		err = take_process(r, copy, h->len);
+		if (err == -EBADMSG)
+			set_err(errbuf, errlen, "PROCESS chunk at offset %llu does not decode",
+				(unsigned long long)off);
+		if (err)
+			return err;
+		r->has_process = true;
+		return 0;
+	}
+	case EVR_CHUNK_SESSION:
+		if (r->has_session) {
+			set_err(errbuf, errlen, "a second SESSION chunk at offset %llu",
+				(unsigned long long)off);
+			return -EBADMSG;
+		}
+		return take_session(r, p, h->len, errbuf, errlen, off);
+	case EVR_CHUNK_METADATA:
+		return take_metadata(r, p, h->len, errbuf, errlen, off);
+	case EVR_CHUNK_LOST: {
+		struct evr_trace_lost_rec rec;
+		struct evr_trace_ring *ring;
+
+		memcpy(&rec, p, sizeof(rec));
+		if (!r->has_session || rec.ring >= r->session.nr_rings) {
+			set_err(errbuf, errlen, "LOST chunk at offset %llu names ring %u, "
+				"which the session does not have", (unsigned long long)off, rec.ring);
+			return -EBADMSG;
+		}
+		ring = &r->rings[rec.ring];
+		ring->final_lost = ring->final_lost + rec.count < ring->final_lost ?
+				   UINT64_MAX : ring->final_lost + rec.count;
+		return 0;
+	}
+	case EVR_CHUNK_DISCARD: {
+		struct evr_trace_discard_rec rec;
+		struct evr_trace_ring *ring;
+
+		memcpy(&rec, p, sizeof(rec));
+		if (!r->has_session || rec.chunk_off == UINT64_MAX ||
+		    rec.chunk_off != r->last_events_off) {
+			set_err(errbuf, errlen, "DISCARD chunk at offset %llu names offset %llu, "
+				"not the last EVENTS chunk", (unsigned long long)off,
+				(unsigned long long)rec.chunk_off);
+			return -EBADMSG;
+		}
+		/* The last EVENTS chunk is the last of its ring's list, unless it was
+		 * skipped as corrupt, in which case there is nothing to retract. */
+		if (r->last_events_ring != UINT32_MAX) {
+			ring = &r->rings[r->last_events_ring];
+			if (ring->nchunks && ring->chunks[ring->nchunks - 1] == rec.chunk_off)
+				ring->nchunks--;
+		}
+		r->last_events_off = UINT64_MAX;
+		return 0;
+	}
+	case EVR_CHUNK_END: {
+		struct evr_trace_end_rec rec;
+
+		memcpy(&rec, p, sizeof(rec));
+		r->end = (struct evr_trace_end){
+			.events = rec.events, .lost = rec.lost,
+			.end_realtime_ns = rec.end_realtime_ns, .end_mono_ns = rec.end_mono_ns,
+			.flags = rec.flags, .chunks = rec.chunks, .bytes = rec.bytes,
+		};
+		r->has_end = true;
+		return 0;
+	}
+	default:
+		return 0;	/* unknown kinds are skipped */
+	}
+}
+
+/* Small enough to read (and CRC-check) during the scan. */
+static bool small_kind(uint32_t kind)
+{
+	return kind >= EVR_CHUNK_PROCESS && kind <= EVR_CHUNK_END && kind != EVR_CHUNK_EVENTS;
+}
+
+static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
+{
+	uint64_t off = r->hdr_size;
+	uint8_t *buf = NULL;
+	uint32_t cap = 0;
+	uint32_t seq = 0;
+	int err = 0;
+
+	r->good_end = off;
+	r->read_limit = r->file_size;
+	r->last_events_off = UINT64_MAX;
+	while (off < r->file_size) {
+		uint8_t hb[EVR_TRACE_CHUNK_HDR_SIZE + sizeof(struct evr_trace_events_rec)];
+		struct evr_trace_chunk_hdr h;
+		uint64_t avail = r->file_size - off;
+		uint64_t span;
+
+		if (avail < EVR_TRACE_CHUNK_HDR_SIZE) {
+			stop_at(r, off, "the file ends inside a chunk header");
+			break;
+		}
+		err = evr_trace_pread(r, hb, avail < sizeof(hb) ? (size_t)avail : sizeof(hb), off);
+		if (err)
+			goto out;
+		memcpy(&h, hb, sizeof(h));
+		if (h.magic != EVR_TRACE_CHUNK_MAGIC || h.hdr_crc != evr_trace_chunk_hdr_crc(&h)) {
+			stop_at(r, off, "invalid chunk header (magic or CRC)");
+			break;
+		}
+		if (h.seq != seq) {
+			stop_at(r, off, "chunk number %u where %u was expected", h.seq, seq);
+			break;
+		}
+		if (!evr_trace_chunk_len_ok(h.kind, h.len)) {
+			stop_at(r, off, "chunk (%s) of impossible length %u", kind_name(h.kind), h.len);
+			break;
+		}
+		if (avail - EVR_TRACE_CHUNK_HDR_SIZE < h.len) {
+			stop_at(r, off, "the file ends inside a chunk (%s, %u of %u bytes)",
+				kind_name(h.kind), (uint32_t)(avail - EVR_TRACE_CHUNK_HDR_SIZE), h.len);
+			break;
+		}
+		if (h.kind == EVR_CHUNK_EVENTS) {
+			err = scan_events(r, off, &h, hb + sizeof(h), errbuf, errlen);
+		} else if (small_kind(h.kind)) {
+			uint32_t len;
+			const char *why;
+
+			err = evr_trace_load_chunk(r, off, h.kind, &buf, &cap, &len, &why);
+			if (err == -EBADMSG) {
+				stop_at(r, off, "chunk (%s): %s", kind_name(h.kind), why);
+				err = 0;
+				break;
+			}
+			if (!err)
+				err = scan_small(r, off, &h, buf, errbuf, errlen);
+		}
+		if (err)
+			goto out;
+		span = evr_trace_chunk_span(h.len);
+		r->chunks++;
+		r->last_chunk_off = off;
+		seq++;
+		if (avail < span) {
+			/* Only padding is missing: the chunk is whole, nothing follows. */
+			r->good_end = r->file_size;
+			stop_at(r, off, "the file ends inside the padding of a chunk (%s)",
+				kind_name(h.kind));
+			break;
+		}
+		off += span;
+		r->good_end = off;
+	}
+out:
+	free(buf);
+	r->read_limit = r->good_end;
+	return err;
+}
+
+/* ---- open / close ------------------------------------------------------------ */
+
+static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
+{
+	struct evr_trace_file_hdr fh;
+	struct stat st;
+	int err;
+
+	if (fstat(r->fd, &st) < 0) {
+		err = -errno;
+		set_err(errbuf, errlen, "cannot stat the trace file: %s", strerror(-err));
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		set_err(errbuf, errlen, "not a regular file");
+		return -EBADMSG;
+	}
+	r->file_size = (uint64_t)st.st_size;
+	if (r->file_size < sizeof(fh)) {
+		set_err(errbuf, errlen, "not an evring trace file (%llu bytes, shorter than its header)",
+			(unsigned long long)r->file_size);
+		return -EBADMSG;
+	}
+	err = evr_trace_pread(r, &fh, sizeof(fh), 0);
+	if (err) {
+		set_err(errbuf, errlen, "cannot read the trace file: %s", strerror(-err));
+		return err;
+	}
+	if (memcmp(fh.magic, EVR_TRACE_MAGIC, sizeof(fh.magic)) != 0) {
+		set_err(errbuf, errlen, "not an evring trace file (bad magic)");
+		return -EBADMSG;
+	}
+	if (fh.crc != evr_crc32c(0, &fh, EVR_TRACE_FILE_HDR_CRC_LEN)) {
+		set_err(errbuf, errlen, "corrupt trace file header (CRC mismatch)");
+		return -EBADMSG;
+	}
+	if (fh.version > EVR_TRACE_VERSION || fh.abi_version > EVR_ABI_VERSION) {
+		set_err(errbuf, errlen, "trace format %u (records ABI %u) is newer than this reader "
+			"(%u, ABI %u)", fh.version, fh.abi_version, EVR_TRACE_VERSION, EVR_ABI_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (fh.version != EVR_TRACE_VERSION || fh.abi_version != EVR_ABI_VERSION ||
+	    fh.hdr_size < sizeof(fh) || fh.hdr_size > 4096 || (fh.hdr_size & 7u) ||
+	    fh.hdr_size > r->file_size) {
+		set_err(errbuf, errlen, "corrupt trace file header (version %u, ABI %u, size %u)",
+			fh.version, fh.abi_version, fh.hdr_size);
+		return -EBADMSG;
+	}
+	r->hdr_size = fh.hdr_size;
+	err = evr_schema_set_new(&r->schemas);
+	if (err)
+		return err;
+	err = scan(r, errbuf, errlen);
+	if (err == -ENOMEM)
+		set_err(errbuf, errlen, "out of memory reading the trace file");
+	else if (err && err != -EBADMSG)
+		set_err(errbuf, errlen, "cannot read the trace file: %s", strerror(-err));
+	if (err)
+		return err;
+	r->pending = -1;
+	return 0;
+}
+
+int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf, size_t errlen)
+{
+	struct evr_trace_reader *r;
+	int err;
+
+	if (fd < 0 || !ret)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		set_err(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	err = open_common(r, errbuf, errlen);
+	if (err) {
+		evr_trace_reader_free(r);
+		return err;
+	}
+	*ret = r;
+	return 0;
+}
+
+int evr_trace_reader_open(const char *path, struct evr_trace_reader **ret, char *errbuf,
+			  size_t errlen)
+{
+	struct evr_trace_reader *r = NULL;
+	int fd, err;
+
+	if (!path || !ret)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		set_err(errbuf, errlen, "cannot open %s: %s", path, strerror(-err));
+		return err;
+	}
+	err = evr_trace_reader_open_fd(fd, &r, errbuf, errlen);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	r->own_fd = true;
+	*ret = r;
+	return 0;
+}
+
+void evr_trace_reader_free(struct evr_trace_reader *r)
+{
+	if (!r)
+		return;
+	evr_trace_merge_free(r);
+	if (r->has_process || r->process.argv)
+		process_fini(&r->process);
+	free(r->process_pb);
+	free(r->session_strings);
+	evr_schema_set_free(r->schemas);
+	free(r->cbuf);
+	if (r->own_fd)
+		close(r->fd);
+	free(r);
+}
+
+const struct evr_process_info *evr_trace_reader_process(const struct evr_trace_reader *r)
+{
+	return r && r->has_process ? &r->process : NULL;
+}
+
+const struct evr_trace_session *evr_trace_reader_session(const struct evr_trace_reader *r)
+{
+	return r && r->has_session ? &r->session : NULL;
+}
+
+const struct evr_schema_set *evr_trace_reader_schemas(const struct evr_trace_reader *r)
+{
+	return r ? r->schemas : NULL;
+}
+
+const char *evr_trace_reader_errmsg(const struct evr_trace_reader *r)
+{
+	return r ? r->errmsg : "";
+}
+
+void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_stats *ret)
+{
+	if (!r || !ret)
+		return;
+	memset(ret, 0, sizeof(*ret));
+	ret->events = r->out_events;
+	ret->lost = r->out_lost;
+	ret->first_ts_ns = r->has_out ? r->first_ts : 0;
+	ret->last_ts_ns = r->has_out ? r->last_out_ts : 0;
+	ret->ts_clamped = r->ts_clamped;
+	ret->corrupt_chunks = r->corrupt_chunks;
+	ret->corrupt_packets = r->corrupt_packets;
+	ret->file_size = r->file_size;
+	ret->chunks = r->chunks;
+	ret->bytes = r->good_end;
+	ret->last_chunk_off = r->last_chunk_off;
+	ret->truncated = r->truncated;
+	memcpy(ret->truncated_why, r->truncated_why, sizeof(ret->truncated_why));
+	ret->has_end = r->has_end;
+	if (r->has_end)
+		ret->end = r->end;
+}
+
+int evr_trace_reader_ring_stats(const struct evr_trace_reader *r, uint32_t ring,
+				uint64_t *ret_events, uint64_t *ret_lost)
+{
+	if (!r || !r->has_session || ring >= r->session.nr_rings)
+		return -EINVAL;
+	if (ret_events)
+		*ret_events = r->rings[ring].out_events;
+	if (ret_lost)
+		*ret_lost = r->rings[ring].out_lost;
+	return 0;
+}
+
+int evr_trace_reader_chunk_next(struct evr_trace_reader *r, uint64_t *pos,
+				struct evr_trace_chunk *ret)
+{
+	struct evr_trace_chunk_hdr h;
+	uint64_t off;
+	uint32_t len;
+	const char *why;
+	int err;
+
+	if (!r || !pos || !ret)
+		return -EINVAL;
+	off = *pos < r->hdr_size ? r->hdr_size : *pos;
+	if (off >= r->good_end || r->good_end - off < EVR_TRACE_CHUNK_HDR_SIZE)
+		return 0;
+	err = evr_trace_pread(r, &h, sizeof(h), off);
+	if (err)
+		return err;
+	err = evr_trace_load_chunk(r, off, 0, &r->cbuf, &r->cbuf_cap, &len, &why);
+	if (err == -EBADMSG) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "chunk at offset %llu: %s",
+			 (unsigned long long)off, why);
+		if (h.magic == EVR_TRACE_CHUNK_MAGIC && evr_trace_chunk_len_ok(h.kind, h.len))
+			*pos = off + evr_trace_chunk_span(h.len);
+		else
+			*pos = r->good_end;
+		return err;
+	}
+	if (err)
+		return err;
+	ret->off = off;
+	ret->kind = h.kind;
+	ret->len = len;
+	ret->data = r->cbuf;
+	*pos = off + evr_trace_chunk_span(len);
+	return 1;
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * minirt's JIT: modules, a method table and a static call graph, compilation
+ * on first call, and tier-up of hot methods on a background thread.
+ *
+ * A method's state goes COLD -> JITTING -> READY under jit.lock; the first
+ * caller compiles it (in preemptive mode, as .NET's JIT runs), later callers
+ * that find it JITTING wait on jit.cond. The "compiler" makes optimization
+ * passes over the method's synthetic IL and writes the result into a code
+ * buffer, so compile time grows with IL size and tier, as it does for real.
+ * After RT_TIER1_CALLS calls a method is queued for the tier-1 thread, which
+ * compiles it again with more passes and publishes the new code.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "runtime.h"
+
+#define RT_TIER1_CALLS 30u
+#define RT_MAX_CALLEES 3u
+#define RT_CALLEE_SPAN 48u
+#define RT_TIER0_PASSES 12u
+#define RT_TIER1_PASSES 48u
+
+enum { M_COLD, M_JITTING, M_READY };
+
+struct rt_module {
+	const char *name;
+	const char *classes[6];
+	bool loaded;			/* under jit.lock */
+};
+
+struct rt_method {
+	uint32_t id;
+	uint32_t module;
+	uint32_t token;
+	uint32_t il_size;
+	uint32_t ncallees;
+	uint32_t callees[RT_MAX_CALLEES];
+	bool has_handler;
+	_Atomic uint32_t state;
+	_Atomic uint32_t calls;
+	_Atomic(uint8_t *) code;	/* current code, for EIPs */
+	uint8_t *tier_code[2];		/* owned, freed at exit */
+	struct rt_method *tier_next;	/* tier-1 queue, under jit.lock */
+	char ns[64];			/* declaring type, namespace included */
+	char name[32];
+	char sig[96];
+	char full[128];			/* "Type::Method" */
+};
+
+static struct rt_module modules[] = {
+	{ .name = "MiniRT.Web", .classes = { "OrdersController", "CustomersController", "RequestPipeline",
+			   "Router", "ResponseWriter", "AuthMiddleware" } },
+	{ .name = "MiniRT.Services", .classes = { "OrderService", "CustomerService", "PricingService",
+				"InventoryService", "NotificationService", "AuditService" } },
+	{ .name = "MiniRT.Data", .classes = { "OrderRepository", "CustomerRepository", "SqlCommandBuilder",
+			    "ConnectionPool", "RowMapper", "UnitOfWork" } },
+	{ .name = "MiniRT.Caching", .classes = { "MemoryCache", "CacheEntry", "ExpirationScanner", "CacheKeyBuilder",
+			       "SizeTracker", "EvictionPolicy" } },
+	{ .name = "System.Text.Json", .classes = { "Utf8JsonWriter", "Utf8JsonReader", "JsonSerializer",
+				 "JsonDocument", "JsonElement", "JsonPropertyInfo" } },
+	{ .name = "System.Private.CoreLib", .classes = { "String", "StringBuilder", "Dictionary`2", "List`1",
+				       "Number", "Buffer" } },
+};
+
+#define NMODULES (sizeof(modules) / sizeof(modules[0]))
+#define METHODS_PER_CLASS 8u
+#define NMETHODS (NMODULES * 6u * METHODS_PER_CLASS)
+/* The first two Web classes are the entry points: controller actions. */
+#define NENTRIES (2u * METHODS_PER_CLASS)
+
+static const char *const verbs[] = { "Get", "Find", "Create", "Update", "Validate", "Serialize",
+				     "Parse", "Compute", "Load", "Save", "Format", "Dispatch",
+				     "Handle", "Resolve", "Build", "Merge" };
+static const char *const nouns[] = { "Order", "Customer", "Invoice", "Item", "Session",
+				     "Token", "Price", "Address", "Cart", "Report" };
+static const char *const sigs[] = {
+	"instance void ()",
+	"instance bool (int32)",
+	"instance class System.String (class System.String)",
+	"instance class System.Threading.Tasks.Task`1<class MiniRT.Data.Order> (int64,bool)",
+	"class System.Collections.Generic.List`1<!!0> (class System.Collections.Generic.IEnumerable`1<!!0>)",
+	"instance valuetype System.ReadOnlySpan`1<uint8> (int32,int32)",
+	"instance int32 (class System.Object,class System.Object)",
+	"void (class MiniRT.Web.HttpContext)",
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a method became READY; tier-1 work queued */
+	struct rt_method *tier_head, *tier_tail;
+	bool stop;
+	bool tier_thread_started;
+	pthread_t tier_thread;
+} jit;
+
+static struct rt_method methods[NMETHODS];
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* Compile @m at @tier: passes over its IL into a fresh code buffer. */
+static void compile(struct rt_method *m, uint32_t tier)
+{
+	uint32_t passes = tier ? RT_TIER1_PASSES : RT_TIER0_PASSES;
+	uint32_t size = m->il_size * (tier ? 2u : 3u) + 16u;
+	uint64_t module_id = (uint64_t)(uintptr_t)&modules[m->module];
+	uint64_t h = mix64(m->id + 1);
+	uint8_t *code;
+
+	ev_method_jitting_started((uint64_t)(uintptr_t)m, module_id, m->token, m->il_size, m->ns,
+				  m->name, m->sig);
+	code = malloc(size);
+	if (!code)
+		rt_oom("JIT-compiled code");
+	memset(code, 0xcc, size);
+	for (uint32_t p = 0; p < passes; p++) {
+		for (uint32_t i = 0; i < m->il_size; i++) {
+			uint8_t il = (uint8_t)mix64(((uint64_t)m->id << 32) | i);
+
+			h = (h ^ il) * 0x100000001b3ull;
+			code[(i * 3u + p) % size] ^= (uint8_t)(h >> 29);
+		}
+	}
+	m->tier_code[tier] = code;
+	/* Pairs with the acquire load in rt_method_code(). */
+	atomic_store_explicit(&m->code, code, memory_order_release);
+	rt_stat_add(&minirt_stats.methods_jitted, 1);
+	/* MethodFlags: 0x8 jitted, optimization tier in bits 7..9 as .NET does. */
+	ev_method_load_verbose((uint64_t)(uintptr_t)m, module_id, code, size, m->token,
+			       0x8u | ((tier ? 4u : 2u) << 7), m->ns, m->name, m->sig);
+}
+
+static void load_module_locked(uint32_t i)
+{
+	struct rt_module *mod = &modules[i];
+	char path[128];
+
+	if (mod->loaded)
+		return;
+	mod->loaded = true;
+	if (ev_module_load_enabled()) {
+		snprintf(path, sizeof(path), "/usr/lib/minirt/%s.dll", mod->name);
+		ev_module_load((uint64_t)(uintptr_t)mod, (uint64_t)(uintptr_t)&mod->classes, 0x8u,
+			       path, "");
+	}
+}
+
+static void jit_slow(struct rt_thread *t, struct rt_method *m)
+{
+	rt_coop_leave(t);
+	pthread_mutex_lock(&jit.lock);
+	while (atomic_load_explicit(&m->state, memory_order_relaxed) == M_JITTING)
+		pthread_cond_wait(&jit.cond, &jit.lock);
+	if (atomic_load_explicit(&m->state, memory_order_relaxed) == M_COLD) {
+		atomic_store_explicit(&m->state, M_JITTING, memory_order_relaxed);
+		load_module_locked(m->module);
+		pthread_mutex_unlock(&jit.lock);
+		compile(m, 0);
+		pthread_mutex_lock(&jit.lock);
+		/* Pairs with the acquire load in rt_call(): READY means compiled. */
+		atomic_store_explicit(&m->state, M_READY, memory_order_release);
+		pthread_cond_broadcast(&jit.cond);
+	}
+	pthread_mutex_unlock(&jit.lock);
+	rt_coop_enter(t);
+}
+
+const struct rt_method *rt_call(struct rt_thread *t, uint32_t id)
+{
+	struct rt_method *m = &methods[id % NMETHODS];
+	uint32_t calls;
+
+	/* Pairs with the release store of M_READY in jit_slow(). */
+	if (atomic_load_explicit(&m->state, memory_order_acquire) != M_READY)
+		jit_slow(t, m);
+	else
+		rt_safepoint(t);
+	calls = atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed) + 1;
+	if (calls == RT_TIER1_CALLS) {
+		pthread_mutex_lock(&jit.lock);
+		if (jit.tier_tail)
+			jit.tier_tail->tier_next = m;
+		else
+			jit.tier_head = m;
+		jit.tier_tail = m;
+		pthread_cond_broadcast(&jit.cond);
+		pthread_mutex_unlock(&jit.lock);
+	}
+	return m;
+}
+
+static void *tier_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&jit.lock);
+	for (;;) {
+		struct rt_method *m;
+
+		while (!jit.tier_head && !jit.stop)
+			pthread_cond_wait(&jit.cond, &jit.lock);
+		if (jit.stop)
+			break;
+		m = jit.tier_head;
+		jit.tier_head = m->tier_next;
+		if (!jit.tier_head)
+			jit.tier_tail = NULL;
+		pthread_mutex_unlock(&jit.lock);
+		compile(m, 1);
+		pthread_mutex_lock(&jit.lock);
+	}
+	pthread_mutex_unlock(&jit.lock);
+	return NULL;
+}
+
+int rt_jit_init(void)
+{
+	uint32_t id = 0;
+	int err;
+
+	pthread_mutex_init(&jit.lock, NULL);
+	pthread_cond_init(&jit.cond, NULL);
+	for (uint32_t mod = 0; mod < NMODULES; mod++) {
+		for (uint32_t c = 0; c < 6; c++) {
+			for (uint32_t k = 0; k < METHODS_PER_CLASS; k++, id++) {
+				struct rt_method *m = &methods[id];
+				uint64_t r = mix64(id * 7919u + 17u);
+				const char *verb = verbs[(r >> 24) % 16];
+				const char *noun = nouns[(r >> 28) % 10];
+				const char *suffix = (r >> 20) % 3 == 0 ? "Async" : "";
+
+				m->id = id;
+				m->module = mod;
+				m->token = 0x06000000u | (c * METHODS_PER_CLASS + k + 1);
+				/* Most methods are small, a few are large. */
+				m->il_size = 16u + (uint32_t)(r % 64) * (1u + (uint32_t)((r >> 8) % 24));
+				m->has_handler = id < NENTRIES || (r >> 16) % 4 == 0;
+				snprintf(m->ns, sizeof(m->ns), "%s.%s", modules[mod].name,
+					 modules[mod].classes[c]);
+				snprintf(m->name, sizeof(m->name), "%s%s%s", verb, noun, suffix);
+				snprintf(m->sig, sizeof(m->sig), "%s", sigs[(r >> 32) % 8]);
+				snprintf(m->full, sizeof(m->full), "%s.%s::%s%s%s", modules[mod].name,
+					 modules[mod].classes[c], verb, noun, suffix);
+				/* Calls go "down" the table: the graph is acyclic. */
+				for (uint32_t i = 0; i < RT_MAX_CALLEES; i++) {
+					uint32_t callee =
+						id + 1 + (uint32_t)((r >> (40 + 8 * i)) % RT_CALLEE_SPAN);
+
+					if (callee < NMETHODS && (((r >> (36 + i)) & 1) || i == 0))
+						m->callees[m->ncallees++] = callee;
+				}
+			}
+		}
+	}
+	err = pthread_create(&jit.tier_thread, NULL, tier_main, NULL);
+	if (err)
+		return -err;
+	jit.tier_thread_started = true;
+	return 0;
+}
+
+void rt_jit_fini(void)
+{
+	if (jit.tier_thread_started) {
+		pthread_mutex_lock(&jit.lock);
+		jit.stop = true;
+		pthread_cond_broadcast(&jit.cond);
+		pthread_mutex_unlock(&jit.lock);
+		pthread_join(jit.tier_thread, NULL);
+		jit.tier_thread_started = false;
+	}
+	for (uint32_t i = 0; i < NMETHODS; i++) {
+		free(methods[i].tier_code[0]);
+		free(methods[i].tier_code[1]);
+	}
+	pthread_cond_destroy(&jit.cond);
+	pthread_mutex_destroy(&jit.lock);
+}
+
+uint32_t rt_method_count(void)
+{
+	return NMETHODS;
+}
+
+uint32_t rt_entry_method_count(void)
+{
+	return NENTRIES;
+}
+
+const char *rt_method_name(const struct rt_method *m)
+{
+	return m->full;
+}
+
+const void *rt_method_code(const struct rt_method *m)
+{
+	/* Pairs with the release store in compile(). */
+	return atomic_load_explicit(&m->code, memory_order_acquire);
+}
+
+bool rt_method_has_handler(const struct rt_method *m)
+{
+	return m->has_handler;
+}
+
+uint32_t rt_method_ncallees(const struct rt_method *m)
+{
+	return m->ncallees;
+}
+
+uint32_t rt_method_callee(const struct rt_method *m, uint32_t i)
+{
+	return m->callees[i];
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The agent thread of libevring: connections and request handling. */
+#ifndef EVR_AGENT_INTERNAL_H
+#define EVR_AGENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <evring/framing.h>
+
+#include "producer-internal.h"
+
+#ifndef EVR_PROTOCOL_VERSION
+#define EVR_PROTOCOL_VERSION 1u
+#endif
+
+#define EVR_AGENT_MAX_CLIENTS	256u
+/* Replies queued for one consumer that does not read: two maximal frames. */
+#define EVR_AGENT_TXQ_CAP	(2u * (EVR_FRAME_HDR + EVR_FRAME_MAX))
+
+/* One consumer connection (accepted, or the reverse one of EVR_CONNECT). */
+struct evr_agent_conn {
+	struct evr_agent_conn *next;
+	int fd;				/* non-blocking, -1 once closed */
+	struct evr_frame_rx rx;
+	struct evr_frame_txq tx;
+	struct evr_session *session;	/* at most one, lives as long as the connection */
+	char *client;			/* from Hello */
+	uint32_t peer_pid;		/* SO_PEERCRED */
+	uint32_t peer_uid;
+	bool hello;			/* Hello answered */
+	bool reverse;			/* EVR_CONNECT: Resume lets the constructor return */
+	bool closing;			/* read nothing more; close once the replies are out */
+	bool dead;			/* closed; freed at the end of the event batch */
+	bool want_out;			/* EPOLLOUT registered */
+};
+
+/**
+ * evr_agent_handle() - answer one request: queue exactly one reply on @c.
+ * May set @c->closing (protocol errors). Returns 0, or -errno when the reply
+ * could not be queued (the connection must be dropped).
+ * Context: the agent thread, agent lock held, registry lock not held.
+ */
+EVR_HIDDEN int evr_agent_handle(struct evr_agent_conn *c, const Evr__Request *req);
+
+/* Queue Error{@code, message} on @c. Return as evr_agent_handle(). */
+EVR_HIDDEN int evr_agent_error(struct evr_agent_conn *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Resume arrived on the reverse connection: let the constructor return. */
+EVR_HIDDEN void evr_agent_resume_constructor(void);
+
+#endif /* EVR_AGENT_INTERNAL_H */

@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The agent: one thread per instrumented process that lets consumers attach by
+ * PID. It listens on $EVR_RUNTIME_DIR/<pid>.sock (default /tmp/evring-<euid>, a
+ * directory of mode 0700 that only we own), checks every peer's uid with
+ * SO_PEERCRED, and serves the control protocol (proto/evring.proto, framed by
+ * proto/framing.c) over non-blocking sockets from one epoll loop.
+ *
+ * Rules it keeps:
+ *  - it never blocks on a consumer: replies go to a bounded queue per
+ *    connection, and a consumer that lets it overflow is disconnected;
+ *  - a session lives exactly as long as its connection: EOF, an error or a
+ *    protocol violation stops and destroys it at once;
+ *  - the library never prints: a directory it cannot trust means no agent,
+ *    silently (consumers then say "does not run libevring's agent").
+ *
+ * Locking: agent.lock covers the connection list and the sockets; the agent
+ * thread holds it while it handles one batch of epoll events, never while it
+ * sleeps. Lock order: agent.lock, then evr_registry_lock. fork() takes both
+ * (prepare handler) so that the child copies a consistent state, and the
+ * child then drops its parent's sessions and starts its own agent.
+ *
+ * EVR_CONNECT=<path> (the reverse connection of `evring record -- prog`): the
+ * constructor connects to that socket, hands the connection to the agent like
+ * an accepted one, and waits until the consumer sends Resume, the connection
+ * fails, or EVR_CONNECT_TIMEOUT_MS (default 10000) passes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu-bp.h>
+
+#include "agent-internal.h"
+
+#define EVR_CONNECT_TIMEOUT_DEFAULT_MS 10000
+
+static struct {
+	pthread_mutex_t lock;
+	bool enabled;			/* EVR_AGENT is not 0: restart in fork children */
+	bool running;			/* the thread exists (in this process) */
+	pthread_t thread;
+	pid_t pid;
+	int epfd, stopfd, listen_fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct evr_agent_conn *conns;
+	uint32_t nconns;
+	bool listen_paused;		/* out of fds: stop polling the listen socket */
+} agent = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.epfd = -1,
+	.stopfd = -1,
+	.listen_fd = -1,
+};
+
+/* The constructor's wait for Resume on the reverse connection. */
+static pthread_mutex_t resume_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t resume_cond;
+static bool resume_done;
+
+/* epoll tags for the two fds that are not connections. */
+static int tag_listen, tag_stop;
+
+void evr_agent_resume_constructor(void)
+{
+	pthread_mutex_lock(&resume_lock);
+	resume_done = true;
+	pthread_cond_broadcast(&resume_cond);
+	pthread_mutex_unlock(&resume_lock);
+}
+
+/* ---- runtime directory ------------------------------------------------------- */
+
+static int runtime_dir(char *buf, size_t len)
+{
+	const char *env = secure_getenv("EVR_RUNTIME_DIR");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else
+		n = snprintf(buf, len, "/tmp/evring-%u", (unsigned int)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Create the directory if missing; trust it only if it is a real directory
+ * (lstat: no symlinks), owned by us, mode 0700. Anything else could let
+ * another user see or replace our socket.
+ */
+static int runtime_dir_check(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+		return -EPERM;
+	return 0;
+}
+
+/* Remove <dir>/N.sock of processes that no longer exist. */
+static void remove_stale_sockets(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long pid;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		errno = 0;
+		pid = strtoul(e->d_name, &end, 10);
+		if (errno || strcmp(end, ".sock") != 0 || pid == 0 || pid > INT_MAX ||
+		    (pid_t)pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+static int listen_socket(void)
+{
+	char dir[sizeof(agent.path)];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, n;
+
+	if (runtime_dir(dir, sizeof(dir)) < 0 || runtime_dir_check(dir) < 0)
+		return -EPERM;
+	remove_stale_sockets(dir);
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* A socket left by an earlier process with our pid. */
+	(void)unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	memcpy(agent.path, sa.sun_path, sizeof(agent.path));
+	return fd;
+}
+
+/* ---- connections --------------------------------------------------------------- */
+
+static void conn_set_events(struct evr_agent_conn *c)
+{
+	struct epoll_event ev = { .data.ptr = c };
+
+	ev.events = (c->closing ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0);
+	(void)epoll_ctl(agent.epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/*
+ * Close @c now: its session is stopped (flushed, marked ended) and destroyed,
+ * so the process's fds and mappings go back to what they were. The struct
+ * itself lives until the end of the batch (later events may name it).
+ */
+static void conn_kill(struct evr_agent_conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	evr_session_free(c->session);
+	c->session = NULL;
+	if (c->fd >= 0) {
+		if (agent.epfd >= 0)
+			(void)epoll_ctl(agent.epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+	}
+	evr_frame_rx_fini(&c->rx);
+	evr_frame_txq_fini(&c->tx);
+	if (c->reverse)
+		evr_agent_resume_constructor();	/* the connection failed: run */
+}
+
+static void conn_free(struct evr_agent_conn *c)
+{
+	free(c->client);
+	free(c);
+}
+
+static void listen_poll(bool on)
+{
+	struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &tag_listen };
+
+	if (agent.listen_fd < 0 || agent.epfd < 0 || agent.listen_paused == !on)
+		return;
+	agent.listen_paused = !on;
+	(void)epoll_ctl(agent.epfd, EPOLL_CTL_MOD, agent.listen_fd, &ev);
+}
+
+static void reap_dead(void)
+{
+	struct evr_agent_conn **pc = &agent.conns;
+	bool freed = false;
+
+	while (*pc) {
+		struct evr_agent_conn *c = *pc;
+
+		if (c->dead) {
+			*pc = c->next;
+			agent.nconns--;
+			conn_free(c);
+			freed = true;
+		} else {
+			pc = &c->next;
+		}
+	}
+	/* A closed connection gave an fd back: accept again. */
+	if (freed)
+		listen_poll(true);
+}
+
+static void conn_flush(struct evr_agent_conn *c)
+{
+	int ret;
+
+	if (c->dead)
+		return;
+	ret = evr_frame_txq_flush(&c->tx, c->fd);
+	if (ret < 0 || (ret == 0 && c->closing)) {
+		conn_kill(c);
+		return;
+	}
+	if ((ret == 1) != c->want_out) {
+		c->want_out = ret == 1;
+		conn_set_events(c);
+	}
+}
+
+/* The peer broke the protocol: tell it why (if the queue takes it) and close. */
+static void conn_protocol_error(struct evr_agent_conn *c, const char *what)
+{
+	evr_session_free(c->session);
+	c->session = NULL;
+	if (evr_agent_error(c, EPROTO, "%s; closing the connection", what) < 0) {
+		conn_kill(c);
+		return;
+	}
+	c->closing = true;
+	conn_set_events(c);
+}
+
+static void conn_read(struct evr_agent_conn *c)
+{
+	const uint8_t *payload;
+	uint32_t len;
+	int ret;
+
+	ret = evr_frame_rx_read(&c->rx, c->fd);
+	/* Requests never carry fds: do not let a peer park its fds with us. */
+	evr_frame_rx_drop_fds(&c->rx);
+	if (ret == -EAGAIN)
+		return;
+	if (ret <= 0) {
+		conn_kill(c);	/* EOF or error: the consumer is gone */
+		return;
+	}
+	while (!c->closing && !c->dead) {
+		Evr__Request *req;
+
+		ret = evr_frame_rx_next(&c->rx, &payload, &len);
+		if (ret == 0)
+			break;
+		if (ret < 0) {
+			conn_protocol_error(c, "malformed frame (length over 1 MiB)");
+			break;
+		}
+		ret = evr_pb_unpack_request(payload, len, &req);
+		evr_frame_rx_pop(&c->rx);
+		if (ret < 0) {
+			conn_protocol_error(c, "malformed request (not an evr.Request)");
+			break;
+		}
+		ret = evr_agent_handle(c, req);
+		evr_pb_request_free(req);
+		if (ret < 0)
+			conn_kill(c);	/* the reply could not even be queued */
+	}
+	conn_flush(c);
+}
+
+static void conn_event(struct evr_agent_conn *c, uint32_t events)
+{
+	if (c->dead)
+		return;
+	if ((events & EPOLLIN) && !c->closing)
+		conn_read(c);
+	if (c->dead)
+		return;
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		conn_kill(c);
+		return;
+	}
+	if (events & EPOLLOUT)
+		conn_flush(c);
+}
+
+/* Send one small frame without waiting, then close @fd (refused peers). */
+static void refuse(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void refuse(int fd, int code, const char *fmt, ...)
+{
+	Evr__Reply r = EVR__REPLY__INIT;
+	Evr__Error e = EVR__ERROR__INIT;
+	char msg[256];
+	uint8_t *frame;
+	size_t len;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e.code = code;
+	e.message = msg;
+	r.body_case = EVR__REPLY__BODY_ERROR;
+	r.error = &e;
+	if (evr_frame_build(&r.base, &frame, &len) == 0) {
+		(void)evr_frame_send(fd, frame, len, NULL, 0, 0);
+		free(frame);
+	}
+	close(fd);
+}
+
+/* Adopt connected socket @fd (non-blocking, close-on-exec). Takes ownership. */
+static int conn_add(int fd, bool reverse)
+{
+	struct evr_agent_conn *c;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct epoll_event ev;
+	uid_t me = geteuid();
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		close(fd);
+		return -errno;
+	}
+	if (cred.uid != me && cred.uid != 0) {
+		refuse(fd, EACCES, "uid %u may not attach to process %d owned by uid %u",
+		       (unsigned int)cred.uid, (int)getpid(), (unsigned int)me);
+		return -EACCES;
+	}
+	if (agent.nconns >= EVR_AGENT_MAX_CLIENTS) {
+		refuse(fd, EUSERS, "process %d already serves %u consumers, the maximum",
+		       (int)getpid(), EVR_AGENT_MAX_CLIENTS);
+		return -EUSERS;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->fd = fd;
+	c->peer_pid = (uint32_t)cred.pid;
+	c->peer_uid = (uint32_t)cred.uid;
+	c->reverse = reverse;
+	evr_frame_rx_init(&c->rx);
+	evr_frame_txq_init(&c->tx, EVR_AGENT_TXQ_CAP);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
+	if (epoll_ctl(agent.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int err = -errno;
+
+		close(fd);
+		free(c);
+		return err;
+	}
+	c->next = agent.conns;
+	agent.conns = c;
+	agent.nconns++;
+	return 0;
+}
+
+static void accept_clients(void)
+{
+	/* Bounded, so that a flood of connects cannot starve the connections. */
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(agent.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0) {
+			/*
+			 * Out of fds, the pending connection stays queued and the
+			 * socket readable: stop polling it (level-triggered epoll would
+			 * spin) until one of ours closes.
+			 */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				listen_poll(false);
+			return;
+		}
+		(void)conn_add(fd, false);
+	}
+}
+
+/* ---- the thread -------------------------------------------------------------------- */
+
+static void *agent_main(void *arg)
+{
+	struct epoll_event evs[32];
+	bool stop = false;
+
+	(void)arg;
+	while (!stop) {
+		int n = epoll_wait(agent.epfd, evs, 32, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		pthread_mutex_lock(&agent.lock);
+		for (int i = 0; i < n; i++) {
+			void *tag = evs[i].data.ptr;
+
+			if (tag == &tag_stop)
+				stop = true;
+			else if (tag == &tag_listen)
+				accept_clients();
+			else
+				conn_event(tag, evs[i].events);
+		}
+		reap_dead();
+		pthread_mutex_unlock(&agent.lock);
+	}
+	return NULL;
+}
+
+/* Close every fd of the agent's; @child: after fork, where sessions are the
+ * parent's and the socket path too. Agent lock held (or single-threaded). */
+static void agent_teardown(bool child)
+{
+	struct evr_agent_conn *c;
+
+	if (child && agent.epfd >= 0) {
+		/*
+		 * The epoll instance is shared with the parent: removing a socket from
+		 * it here would remove it from the parent's agent too. Only close.
+		 */
+		close(agent.epfd);
+		agent.epfd = -1;
+	}
+	for (c = agent.conns; c; c = c->next) {
+		if (child) {
+			/* Unpublished by evr_sessions_reset_in_child_locked(). */
+			evr_session_destroy(c->session);
+			c->session = NULL;
+			c->reverse = false;
+		}
+		conn_kill(c);
+	}
+	reap_dead();
+	if (agent.listen_fd >= 0) {
+		close(agent.listen_fd);
+		if (!child)
+			(void)unlink(agent.path);
+	}
+	if (agent.epfd >= 0)
+		close(agent.epfd);
+	if (agent.stopfd >= 0)
+		close(agent.stopfd);
+	agent.listen_fd = agent.epfd = agent.stopfd = -1;
+	agent.running = false;
+}
+
+/*
+ * Start the agent thread. @reverse_fd: a connected socket to adopt (EVR_CONNECT),
+ * or -1. Without a trusted runtime directory the thread still serves the
+ * reverse connection, if any; with neither, there is no agent.
+ */
+static int agent_start(int reverse_fd)
+{
+	struct epoll_event ev;
+	sigset_t all, old;
+	int err;
+
+	agent.pid = getpid();
+	agent.listen_paused = false;
+	agent.listen_fd = listen_socket();
+	if (agent.listen_fd < 0 && reverse_fd < 0)
+		return agent.listen_fd;
+	agent.epfd = epoll_create1(EPOLL_CLOEXEC);
+	agent.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (agent.epfd < 0 || agent.stopfd < 0)
+		goto err;
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_stop };
+	if (epoll_ctl(agent.epfd, EPOLL_CTL_ADD, agent.stopfd, &ev) < 0)
+		goto err;
+	if (agent.listen_fd >= 0) {
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &tag_listen };
+		if (epoll_ctl(agent.epfd, EPOLL_CTL_ADD, agent.listen_fd, &ev) < 0)
+			goto err;
+	}
+	if (reverse_fd >= 0) {
+		err = conn_add(reverse_fd, true);
+		reverse_fd = -1;
+		if (err < 0) {
+			/* Refused (another user's listener) or no memory: do not wait. */
+			evr_agent_resume_constructor();
+			if (agent.listen_fd < 0)
+				goto err;
+		}
+	}
+	/* The thread inherits a full signal mask: signals are the application's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&agent.thread, NULL, agent_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		goto err;
+	(void)pthread_setname_np(agent.thread, "evring-agent");
+	agent.running = true;
+	return 0;
+
+err:
+	if (reverse_fd >= 0)
+		close(reverse_fd);
+	agent_teardown(false);
+	return -EAGAIN;
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&agent.lock);
+	pthread_mutex_lock(&evr_registry_lock);
+	urcu_bp_before_fork();
+}
+
+static void fork_parent(void)
+{
+	urcu_bp_after_fork_parent();
+	pthread_mutex_unlock(&evr_registry_lock);
+	pthread_mutex_unlock(&agent.lock);
+}
+
+static void fork_child(void)
+{
+	bool restart = agent.enabled;
+
+	urcu_bp_after_fork_child();
+	evr_sessions_reset_in_child_locked();
+	/* The parent's agent thread does not exist here; its fds and sessions do. */
+	agent_teardown(true);
+	pthread_mutex_unlock(&evr_registry_lock);
+	if (restart)
+		(void)agent_start(-1);
+	pthread_mutex_unlock(&agent.lock);
+}
+
+/* ---- constructor and destructor ------------------------------------------------------- */
+
+static int reverse_connect(const char *path, long timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A listener with a full backlog must not hold the program forever. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static long connect_timeout_ms(void)
+{
+	const char *env = getenv("EVR_CONNECT_TIMEOUT_MS");
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return EVR_CONNECT_TIMEOUT_DEFAULT_MS;
+	errno = 0;
+	v = strtol(env, &end, 10);
+	if (errno || *end || v < 0)
+		return EVR_CONNECT_TIMEOUT_DEFAULT_MS;
+	return v;
+}
+
+/* Wait for Resume (or the connection's end) at most @ms milliseconds. */
+static void wait_for_resume(long ms)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&resume_lock);
+	while (!resume_done) {
+		if (pthread_cond_timedwait(&resume_cond, &resume_lock, &dl) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&resume_lock);
+}
+
+void evr_agent_library_init(void)
+{
+	const char *env = getenv("EVR_AGENT");
+	const char *conn = secure_getenv("EVR_CONNECT");
+	char *reverse_path = NULL;
+	pthread_condattr_t ca;
+	bool running;
+	int rfd = -1;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&resume_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+
+	/* Our children must not connect to the same consumer again. */
+	if (conn) {
+		reverse_path = strdup(conn);
+		unsetenv("EVR_CONNECT");
+	}
+	if (env && strcmp(env, "0") == 0) {
+		free(reverse_path);
+		return;
+	}
+	agent.enabled = true;
+	if (reverse_path)
+		rfd = reverse_connect(reverse_path, connect_timeout_ms());
+	free(reverse_path);
+	pthread_mutex_lock(&agent.lock);
+	(void)agent_start(rfd);
+	running = agent.running;
+	pthread_mutex_unlock(&agent.lock);
+	if (rfd >= 0 && running)
+		wait_for_resume(connect_timeout_ms());
+}
+
+__attribute__((destructor)) static void agent_library_fini(void)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	pthread_mutex_lock(&agent.lock);
+	if (!agent.running || agent.pid != getpid()) {
+		pthread_mutex_unlock(&agent.lock);
+		return;
+	}
+	n = write(agent.stopfd, &one, sizeof(one));
+	(void)n;
+	pthread_mutex_unlock(&agent.lock);
+	pthread_join(agent.thread, NULL);
+	pthread_mutex_lock(&agent.lock);
+	/* Sessions are stopped and flushed: their consumers see them ended. */
+	agent_teardown(false);
+	pthread_mutex_unlock(&agent.lock);
+}

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Per-CPU ring ownership with restartable sequences (rseq): the write path
+ * without an atomic read-modify-write. Producer side only; private to libevring
+ * (not installed).
+ *
+ * Why: the try-lock of <evring/ring.h> is a `lock cmpxchg`, which waits for the
+ * store buffer to drain. With a reader draining concurrently, the stores of the
+ * previous records miss (the reader holds their lines), so the locked operation
+ * of the next event waits for those misses: measured as ~40% of a write.
+ *
+ * Protocol
+ * --------
+ * A session is in per-CPU mode when rseq is usable in this process and it has a
+ * ring for every possible CPU (evr_ring_percpu_min). Then ring i is written only
+ * by threads running on CPU i, and only inside an rseq critical section that the
+ * kernel aborts (restarts at its abort handler) if the thread is preempted,
+ * migrated or interrupted by a signal before the section's last instruction.
+ * Everything a section stores before that last instruction is speculative: the
+ * record bytes at [head, head + size) (unpublished, so no reader looks at them)
+ * and last_ts (only a clamp floor; an aborted value is a timestamp that was
+ * really read). The last instruction commits.
+ *
+ *   CS1 (append): check cpu_id == i, lock == 0, lost_async == 0 and that the
+ *       record (preceded by a THREAD record if the thread changed) ends at or
+ *       below fast_end; store the records; commit {head, tid_events} with one
+ *       16-byte store (one instruction: the kernel aborts before it or not at
+ *       all).
+ *   CS2 (publish): check cpu_id == i and lock == 0; load head; commit it to
+ *       ctl->head. CS2 may only store the latest committed head (a commit by
+ *       anyone else on CPU i would have preempted it), so ctl->head never goes
+ *       back. If the thread migrated after CS1, CS2 cannot run on CPU i: it
+ *       publishes from afar with a compare-and-swap that only raises ctl->head
+ *       (evr_ring_rseq_publish_from_afar()).
+ *
+ * x86 is TSO: the record stores, the commit and the publish become visible in
+ * program order, which is what the release store of head and the release fence
+ * F1 give in the try-lock path; the acquire side is the readers' (unchanged).
+ *
+ * The slow path (packet switch, THREAD and LOST records, the discard tail check,
+ * the doorbell) is plain C and may be preempted, so it runs under w->lock, which
+ * a per-CPU writer takes in a third critical section (CS3: cpu_id == i,
+ * lock == 0, commit lock = 1): nobody else can take it while the thread runs on
+ * CPU i, and every fast path on CPU i sees it held and stays out. The holder may
+ * then migrate; it publishes with a release store and releases the lock with a
+ * store-release (pairs with the lock checks of CS1/CS2/CS3, plain x86 loads,
+ * which are acquire loads).
+ *
+ * A writer that finds the lock held (a holder preempted in the slow path, or a
+ * signal handler nested on it) cannot write another CPU's ring: it counts the
+ * event in lost_async, reported in-band by the next slow path. So does a thread
+ * without an rseq registration in a per-CPU session.
+ *
+ * A process never mixes the modes on one ring: the mode is a function of the
+ * session's ring count and a process-wide constant set before any session
+ * exists. Under ThreadSanitizer (which cannot see this ordering) and on other
+ * architectures every session uses the try-lock.
+ */
+#ifndef EVR_RING_RSEQ_H
+#define EVR_RING_RSEQ_H
+
+#include <sys/rseq.h>
+
+
+
+
+
+
+#include <evring/ring.h>
+
+#if defined(__x86_64__) && defined(RSEQ_SIG) && !defined(__SANITIZE_THREAD__)
+#define EVR_HAVE_RSEQ 1
+#else
+#define EVR_HAVE_RSEQ 0
+#endif
+
+/*
+ * Sessions with at least this many rings are in per-CPU mode; UINT32_MAX when
+ * rseq is not usable. Set by the producer before the first session starts.
+ */
+extern uint32_t evr_ring_percpu_min __attribute__((visibility("hidden")));
+
+/* Restarts of one write before it gives up and counts the event lost. */
+#define EVR_RSEQ_MAX_RESTARTS 1024
+
+/* One EVENT record, prepared once and appended to each session's ring. */
+struct evr_rseq_rec {
+	uint64_t w0;		/* record header word 0: size, type, event_id */
+	uint64_t ts;
+	uint64_t asize;		/* aligned record size */
+	uint64_t tid_hi;	/* (uint64_t)tid << 32, the high half of w->tid_events */
+	const uint8_t *src;	/* payload, borrowed */
+	uint64_t nq;		/* whole 8-byte words of payload */
+	uint64_t tail;		/* the last len % 8 payload bytes, zero-extended */
+	uint64_t has_tail;
+	uint32_t event_id;	/* for the slow path */
+	uint32_t tid;
+	uint32_t len;
+	uint32_t pad;
+};
+
+/*
+ * evr_rseq_rec_init() - describe one EVENT record of @len payload bytes.
+ * @payload: borrowed until the writes are done.
+ */
+static inline void evr_rseq_rec_init(struct evr_rseq_rec *r, uint32_t event_id, uint64_t ts,
+				     uint32_t tid, const void *payload, uint32_t len)
+{
+	const uint8_t *s = payload;
+	uint32_t size = EVR_REC_HDR_SIZE + len;
+	uint32_t rem = len & 7u;
+
+	r->w0 = (uint64_t)size | (uint64_t)EVR_REC_EVENT << 16 | (uint64_t)event_id << 32;
+	r->ts = ts;
+	r->asize = evr_align8(size);
+	r->tid_hi = (uint64_t)tid << 32;
+	r->src = s;
+	r->nq = len / 8;
+	r->tail = evr_load_tail(s + (len & ~7u), rem);
+	r->has_tail = rem != 0;
+	r->event_id = event_id;
+	r->tid = tid;
+	r->len = len;
+	r->pad = 0;
+}
+
+/* This thread's rseq area, as registered by glibc. */
+static inline struct rseq *evr_rseq_area(void)
+{
+#if defined(__GNUC__) && !defined(__clang__)
+	char *tp = __builtin_thread_pointer();
+#else
+	char *tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+#endif
+	return (struct rseq *)(tp + __rseq_offset);
+}
+
+static inline int32_t evr_rseq_cpu(const struct rseq *rs)
+{
+	return (int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+}
+
+/* Leave no pointer to our descriptors behind (the kernel would otherwise clear it lazily). */
+static inline void evr_rseq_clear_cs(struct rseq *rs)
+{
+	__atomic_store_n((uint64_t *)(void *)((char *)rs + offsetof(struct rseq, rseq_cs)), 0,
+			 __ATOMIC_RELAXED);
+}
+
+__attribute__((visibility("hidden"))) void
+evr_ring_rseq_publish_from_afar(struct evr_ring_writer *w);
+
+#if EVR_HAVE_RSEQ
+/*
+ * Slow path of evr_ring_rseq_write(): take w->lock on @cpu (CS3), then append
+ * with the C code of the try-lock path. Return: as evr_ring_rseq_write(), or
+ * -EAGAIN to restart (preempted, migrated or interrupted before the lock).
+ */
+__attribute__((visibility("hidden"))) int
+evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
+			 const struct evr_rseq_rec *r);
+#endif
+
+#if EVR_HAVE_RSEQ
+
+/*
+ * Offsets the assembly below uses, as literals (an asm statement takes at most
+ * 30 operands); each is checked against the C layout.
+ */
+#define EVR_RSEQ_S_(x) #x
+#define EVR_RSEQ_S(x) EVR_RSEQ_S_(x)
+#define EVR_OFF_RS_CS 8
+#define EVR_OFF_RS_CPU 4
+#define EVR_OFF_W_LOCK 0
+#define EVR_OFF_W_FAST_END 8
+#define EVR_OFF_W_HEAD 16
+#define EVR_OFF_W_TID_EVENTS 24
+#define EVR_OFF_W_LAST_TS 32
+#define EVR_OFF_W_RING_MASK 40
+#define EVR_OFF_W_DATA 48
+#define EVR_OFF_W_CTL 56
+#define EVR_OFF_W_LOST_ASYNC 128
+#define EVR_OFF_CTL_HEAD 0
+#define EVR_OFF_R_W0 0
+#define EVR_OFF_R_TS 8
+#define EVR_OFF_R_ASIZE 16
+#define EVR_OFF_R_TID_HI 24
+#define EVR_OFF_R_SRC 32
+#define EVR_OFF_R_NQ 40
+#define EVR_OFF_R_TAIL 48
+#define EVR_OFF_R_HAS_TAIL 56
+#define EVR_OFF_R_TID 68
+
+_Static_assert(offsetof(struct rseq, rseq_cs) == EVR_OFF_RS_CS, "EVR_OFF_RS_CS");
+_Static_assert(offsetof(struct rseq, cpu_id) == EVR_OFF_RS_CPU, "EVR_OFF_RS_CPU");
+_Static_assert(offsetof(struct evr_ring_writer, lock) == EVR_OFF_W_LOCK, "EVR_OFF_W_LOCK");
+_Static_assert(offsetof(struct evr_ring_writer, fast_end) == EVR_OFF_W_FAST_END, "EVR_OFF_W_FAST_END");
+_Static_assert(offsetof(struct evr_ring_writer, head) == EVR_OFF_W_HEAD, "EVR_OFF_W_HEAD");
+_Static_assert(offsetof(struct evr_ring_writer, tid_events) == EVR_OFF_W_TID_EVENTS, "EVR_OFF_W_TID_EVENTS");
+_Static_assert(offsetof(struct evr_ring_writer, last_ts) == EVR_OFF_W_LAST_TS, "EVR_OFF_W_LAST_TS");
+_Static_assert(offsetof(struct evr_ring_writer, ring_mask) == EVR_OFF_W_RING_MASK, "EVR_OFF_W_RING_MASK");
+_Static_assert(offsetof(struct evr_ring_writer, data) == EVR_OFF_W_DATA, "EVR_OFF_W_DATA");
+_Static_assert(offsetof(struct evr_ring_writer, ctl) == EVR_OFF_W_CTL, "EVR_OFF_W_CTL");
+_Static_assert(offsetof(struct evr_ring_writer, lost_async) == EVR_OFF_W_LOST_ASYNC, "EVR_OFF_W_LOST_ASYNC");
+_Static_assert(offsetof(struct evr_ring_ctl, head) == EVR_OFF_CTL_HEAD, "EVR_OFF_CTL_HEAD");
+_Static_assert(offsetof(struct evr_rseq_rec, w0) == EVR_OFF_R_W0, "EVR_OFF_R_W0");
+_Static_assert(offsetof(struct evr_rseq_rec, ts) == EVR_OFF_R_TS, "EVR_OFF_R_TS");
+_Static_assert(offsetof(struct evr_rseq_rec, asize) == EVR_OFF_R_ASIZE, "EVR_OFF_R_ASIZE");
+_Static_assert(offsetof(struct evr_rseq_rec, tid_hi) == EVR_OFF_R_TID_HI, "EVR_OFF_R_TID_HI");
+_Static_assert(offsetof(struct evr_rseq_rec, src) == EVR_OFF_R_SRC, "EVR_OFF_R_SRC");
+_Static_assert(offsetof(struct evr_rseq_rec, nq) == EVR_OFF_R_NQ, "EVR_OFF_R_NQ");
+_Static_assert(offsetof(struct evr_rseq_rec, tail) == EVR_OFF_R_TAIL, "EVR_OFF_R_TAIL");
+_Static_assert(offsetof(struct evr_rseq_rec, has_tail) == EVR_OFF_R_HAS_TAIL, "EVR_OFF_R_HAS_TAIL");
+_Static_assert(offsetof(struct evr_rseq_rec, tid) == EVR_OFF_R_TID, "EVR_OFF_R_TID");
+
+/*
+ * The abort signature precedes every abort handler: the 4 bytes before the
+ * handler must be RSEQ_SIG. The three bytes before it make the whole an
+ * undefined instruction (ud1 RSEQ_SIG(%rip), %edi), so that a disassembler stays
+ * in step and a stray jump there traps (see <bits/rseq.h>).
+ */
+#define EVR_RSEQ_ABORT_SIG ".byte 0x0f, 0xb9, 0x3d\n\t.long %c[sig]\n\t"
+
+/*
+ * A struct rseq_cs: version 0, flags 0, start, post-commit offset, abort. The
+ * kernel validates the abort address against the signature and requires it
+ * outside [start, post-commit).
+ */
+#define EVR_RSEQ_CS_DESC(label, start, post, abort)                                        \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                               \
+	".balign 32\n\t"                                                                   \
+	label ":\n\t"                                                                      \
+	".long 0, 0\n\t"                                                                   \
+	".quad " start ", " post " - " start ", " abort "\n\t"                             \
+	".popsection\n\t"
+
+/*
+ * Arm the critical section described at @desc: the store of its address is the
+ * last instruction before the section's start label, so a preemption after it
+ * finds the IP inside the section and aborts, and one before it finds the IP
+ * outside and leaves it alone.
+ */
+#define EVR_RSEQ_ARM(desc)                                                                  \
+	"leaq " desc "(%%rip), %%rax\n\t"                                                  \
+	"movq %%rax, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
+
+/*
+ * evr_ring_rseq_append() - CS1 then CS2 on ring @w, which belongs to @cpu.
+ *
+ * Return: 0 written and published (or left to a lock holder to publish),
+ * 1 restart (preempted, migrated before the commit, or signal), 2 slow path
+ * needed, 3 written but the thread migrated before publishing.
+ * Context: per-CPU session, RCU read side.
+ */
+static inline __attribute__((always_inline)) int
+evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
+		     const struct evr_rseq_rec *r)
+{
+	__asm__ goto(EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")
+		 EVR_RSEQ_CS_DESC("5", "6f", "7f", "8f")
+		 ".pushsection __rseq_failure, \"ax\"\n\t"
+		 EVR_RSEQ_ABORT_SIG
+		 "4:\n\t"
+		 "jmp %l[restart]\n\t"
+		 EVR_RSEQ_ABORT_SIG
+		 "8:\n\t"
+		 "jmp 9f\n\t"
+		 ".popsection\n\t"
+		 /* CS1: append. */
+		 EVR_RSEQ_ARM("3b")
+		 "1:\n\t"
+		 "cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"
+		 "jne 4b\n\t"
+		 "cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"
+		 "jne %l[slow]\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %%rdx\n\t"	/* rdx = head */
+		 "movq " EVR_RSEQ_S(EVR_OFF_W_TID_EVENTS) "(%[w]), %%r8\n\t"	/* r8 = tid_events */
+		 "movq " EVR_RSEQ_S(EVR_OFF_R_ASIZE) "(%[r]), %%rcx\n\t"
+		 "addq %%rdx, %%rcx\n\t"
+		 "xorl %%r9d, %%r9d\n\t"		/* r9 = THREAD record size, 0 or 24 */
+		 "movq %%r8, %%rax\n\t"
+		 "shrq $32, %%rax\n\t"
+		 "cmpl " EVR_RSEQ_S(EVR_OFF_R_TID) "(%[r]), %%eax\n\t"
+		 "je 13f\n\t"
+		 "movl %[thr_asize], %%r9d\n\t"
+		 "13:\n\t"
+		 "addq %%r9, %%rcx\n\t"		/* rcx = end */
+		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %%rcx\n\t"
+		 "ja %l[slow]\n\t"
+		 "cmpq $0, " EVR_RSEQ_S(EVR_OFF_W_LOST_ASYNC) "(%[w])\n\t"
+		 "jne %l[slow]\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_R_TS) "(%[r]), %%rsi\n\t"	/* rsi = ts, clamped to last_ts */
+		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %%rsi\n\t"
+		 "cmovbq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %%rsi\n\t"
+		 "movq %%rsi, " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w])\n\t"
+		 "movq %%rcx, %%rdi\n\t"		/* own the line ahead */
+		 "addq %[pf], %%rdi\n\t"
+		 "andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %%rdi\n\t"
+		 "addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %%rdi\n\t"
+		 "prefetchw (%%rdi)\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %%rax\n\t"
+		 "andq %%rdx, %%rax\n\t"
+		 "addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %%rax\n\t"	/* rax = destination */
+		 "testl %%r9d, %%r9d\n\t"
+		 "jz 14f\n\t"
+		 "movq %[thr_w0], (%%rax)\n\t"	/* THREAD record: header, ts, {tid, 0} */
+		 "movq %%rsi, 8(%%rax)\n\t"
+		 "movl " EVR_RSEQ_S(EVR_OFF_R_TID) "(%[r]), %%edi\n\t"
+		 "movq %%rdi, 16(%%rax)\n\t"
+		 "addq %%r9, %%rax\n\t"
+		 "14:\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_R_W0) "(%[r]), %%rdi\n\t"	/* EVENT record: header, ts, payload */
+		 "movq %%rdi, (%%rax)\n\t"
+		 "movq %%rsi, 8(%%rax)\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_R_SRC) "(%[r]), %%rsi\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_R_NQ) "(%[r]), %%r10\n\t"
+		 "xorl %%edx, %%edx\n\t"
+		 "testq %%r10, %%r10\n\t"
+		 "jz 11f\n\t"
+		 "10:\n\t"
+		 "movq (%%rsi,%%rdx,8), %%r9\n\t"
+		 "movq %%r9, 16(%%rax,%%rdx,8)\n\t"
+		 "incq %%rdx\n\t"
+		 "cmpq %%r10, %%rdx\n\t"
+		 "jb 10b\n\t"
+		 "11:\n\t"
+		 "cmpq $0, " EVR_RSEQ_S(EVR_OFF_R_HAS_TAIL) "(%[r])\n\t"
+		 "je 12f\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_R_TAIL) "(%[r]), %%r9\n\t"
+		 "movq %%r9, 16(%%rax,%%r10,8)\n\t"
+		 "12:\n\t"
+		 "movl %%r8d, %%edi\n\t"		/* events in packet + 1, under this tid */
+		 "incq %%rdi\n\t"
+		 "orq " EVR_RSEQ_S(EVR_OFF_R_TID_HI) "(%[r]), %%rdi\n\t"
+		 "movq %%rcx, %%xmm0\n\t"
+		 "movq %%rdi, %%xmm1\n\t"
+		 "punpcklqdq %%xmm1, %%xmm0\n\t"
+		 "movdqa %%xmm0, " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w])\n\t"	/* commit {head, tid_events} */
+		 "2:\n\t"
+		 /* CS2: publish; its abort handler comes back here. */
+		 "9:\n\t"
+		 EVR_RSEQ_ARM("5b")
+		 "6:\n\t"
+		 "cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"
+		 "jne %l[afar]\n\t"
+		 "cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"
+		 "jne %l[done]\n\t"			/* the holder publishes */
+		 "movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %%rdx\n\t"
+		 "movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %%rcx\n\t"
+		 "movq %%rdx, " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%%rcx)\n\t"	/* commit: publish */
+		 "7:\n\t"
+		 "movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
+		 :
+		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [r] "r"(r), [sig] "i"(RSEQ_SIG),
+		   [pf] "i"(EVR_RING_PREFETCH),
+		   [thr_asize] "i"(EVR_REC_THREAD_ASIZE),
+		   [thr_w0] "i"(EVR_REC_THREAD_SIZE | EVR_REC_THREAD << 16)
+		 : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "xmm0", "xmm1", "memory",
+		   "cc"
+		 : restart, slow, afar, done);
+	return 0;
+done:
+	evr_rseq_clear_cs(rs);
+	return 0;
+restart:
+	return 1;
+slow:
+	evr_rseq_clear_cs(rs);
+	return 2;
+afar:
+	evr_rseq_clear_cs(rs);
+	return 3;
+}
+
+#endif /* EVR_HAVE_RSEQ */
+
+/**
+ * evr_ring_rseq_write() - append one EVENT record to the ring of the CPU the
+ * thread runs on, in a per-CPU session.
+ * @rings: the session's rings, @nr of them, one per possible CPU.
+ * @rs: this thread's rseq area (evr_rseq_area()).
+ * @r: the record (evr_rseq_rec_init()); borrowed.
+ *
+ * Return: 0 written; -ENOSPC dropped (gating reader behind), -EBUSY dropped
+ * (ring locked by a preempted slow path or an interrupted one of this thread),
+ * -EAGAIN dropped (no rseq registration in this thread, or restarted
+ * EVR_RSEQ_MAX_RESTARTS times); every drop is counted and reported in-band.
+ * Context: any thread, signal handlers included; RCU read side; never blocks,
+ * allocates or enters the kernel (except the doorbell at a packet switch).
+ */
+static inline __attribute__((always_inline)) int
+evr_ring_rseq_write(struct evr_ring_writer *rings, uint32_t nr,
+		    struct rseq *rs, const struct evr_rseq_rec *r)
+{
+#if EVR_HAVE_RSEQ
+	for (int restarts = 0; restarts < EVR_RSEQ_MAX_RESTARTS; restarts++) {
+		int32_t cpu = evr_rseq_cpu(rs);
+		struct evr_ring_writer *w;
+		int ret;
+
+		if (EVR_UNLIKELY(cpu < 0 || (uint32_t)cpu >= nr)) {
+			evr_ring_count_lost(&rings[0], 1);
+			return -EAGAIN;
+		}
+		w = &rings[cpu];
+		switch (evr_ring_rseq_append(w, rs, (uint32_t)cpu, r)) {
+		case 0:
+			return 0;
+		case 1:
+			continue;
+		case 3:
+			evr_ring_rseq_publish_from_afar(w);
+			return 0;
+		default:
+			break;
+		}
+		ret = evr_ring_rseq_write_slow(w, rs, (uint32_t)cpu, r);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	evr_ring_count_lost(&rings[(uint32_t)evr_rseq_cpu(rs) % nr], 1);
+#else
+	(void)rs;
+	(void)r;
+	evr_ring_count_lost(&rings[0], 1);
+	(void)nr;
+#endif
+	return -EAGAIN;
+}
+
+#endif /* EVR_RING_RSEQ_H */

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Raw spans for zero-copy recorders: runs of whole published records of one
+ * ring, inside one packet, handed out where they lie in the mapping.
+ *
+ * Protocol (see <evring/ring.h> for the writer's side):
+ *  - a span ends at min(head, end of its packet), head load-acquired (pairs
+ *    with the writer's store-release of head), so every byte in it is a
+ *    complete record; records never straddle packets, so neither do spans;
+ *  - gating reader (discard mode): writers never pass tail + ring_size, so a
+ *    span stays intact until evr_span_reader_done() store-releases tail past
+ *    it (pairs with the writer's load-acquire of tail);
+ *  - passive reader (overwrite mode): writers may lap it. A writer only
+ *    touches positions below head + packet_size, so bytes below
+ *    head - (ring_size - packet_size) may be rewritten at any time. After
+ *    using a span the reader issues an acquire fence (pairs with the writer's
+ *    release fence F1) and re-loads head; if the span start fell below that
+ *    bound, it may have been overwritten: -ESTALE, and the reader resumes at
+ *    the oldest packet surely intact. That packet's header carries the
+ *    cumulative event and loss counts, so what was skipped stays exact.
+ * Records are read with relaxed 8-byte atomic loads: a lapped reader races
+ * with the writer by design, and validates afterwards.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <evring/shm.h>
+
+struct span_ring {
+	struct evr_ring_ctl *ctl;
+	const uint8_t *data;
+	uint64_t pos;			/* next byte to hand out */
+	uint64_t events;		/* event records accounted (headers + records done) */
+	uint64_t lost;			/* losses accounted */
+	bool in_packet;			/* pos is inside a packet whose header was seen */
+};
+
+struct evr_span_reader {
+	struct evr_shm_hdr *hdr;
+	uint64_t ring_size;
+	uint32_t packet_size;
+	uint32_t nr, cur, flags;
+	bool gone;
+	bool drained;
+	bool pending;			/* a span is out, not done yet */
+	struct evr_shm_span out;
+	/* ring state to apply when the pending span is done */
+	uint64_t next_pos, next_events, next_lost;
+	bool next_in_packet;
+	uint64_t corrupt;
+	struct span_ring *rings;
+};
+
+static uint64_t load_u64(const uint8_t *p)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED);
+}
+
+int evr_span_reader_new(struct evr_shm_hdr *hdr, uint32_t flags, struct evr_span_reader **ret)
+{
+	struct evr_span_reader *sr;
+
+	if (!hdr || !ret || hdr->nr_rings == 0)
+		return -EINVAL;
+	sr = calloc(1, sizeof(*sr));
+	if (!sr)
+		return -ENOMEM;
+	sr->rings = calloc(hdr->nr_rings, sizeof(*sr->rings));
+	if (!sr->rings) {
+		free(sr);
+		return -ENOMEM;
+	}
+	/* Geometry copied once: the mapping is validated, but stays writable by a
+	 * hostile producer. */
+	sr->hdr = hdr;
+	sr->ring_size = hdr->ring_size;
+	sr->packet_size = hdr->packet_size;
+	sr->nr = hdr->nr_rings;
+	sr->flags = flags;
+	for (uint32_t i = 0; i < sr->nr; i++) {
+		struct span_ring *rg = &sr->rings[i];
+
+		rg->ctl = (struct evr_ring_ctl *)((uint8_t *)hdr + hdr->ring_ctl_off +
+						  (uint64_t)i * EVR_RING_CTL_SIZE);
+		rg->data = (const uint8_t *)hdr + hdr->ring_data_off + (uint64_t)i * sr->ring_size;
+		if (flags & EVR_READER_GATING)
+			rg->pos = __atomic_load_n(&rg->ctl->tail, __ATOMIC_ACQUIRE);
+	}
+	*ret = sr;
+	return 0;
+}
+
+void evr_span_reader_free(struct evr_span_reader *sr)
+{
+	if (!sr)
+		return;
+	free(sr->rings);
+	free(sr);
+}
+
+static bool passive(const struct evr_span_reader *sr)
+{
+	return !(sr->flags & EVR_READER_GATING);
+}
+
+/* Oldest position a passive reader may trust given head @h. */
+static uint64_t first_safe(const struct evr_span_reader *sr, uint64_t h)
+{
+	uint64_t margin = sr->ring_size - sr->packet_size;
+
+	return h > margin ? h - margin : 0;
+}
+
+static uint64_t packet_end(const struct evr_span_reader *sr, uint64_t pos)
+{
+	uint64_t end = (pos | (sr->packet_size - 1)) + 1;
+
+	/* Saturate under a hostile head near 2^64 rather than wrap to 0. */
+	return end ? end : UINT64_MAX;
+}
+
+/* Passive readers: after reading at @pos, were those bytes still intact? */
+static bool still_intact(const struct evr_span_reader *sr, const struct span_ring *rg,
+			 uint64_t pos)
+{
+	/* Pairs with the writer's release fence F1 (<evring/ring.h>). */
+	atomic_thread_fence(memory_order_acquire);
+	/* Pairs with the writer's store-release of head. */
+	return pos >= first_safe(sr, __atomic_load_n(&rg->ctl->head, __ATOMIC_ACQUIRE));
+}
+
+static void release_tail(const struct evr_span_reader *sr, struct span_ring *rg)
+{
+	if (sr->flags & EVR_READER_GATING)
+		/* Pairs with the writer's load-acquire of tail: we are done with the
+		 * bytes below pos before it may reuse them. */
+		__atomic_store_n(&rg->ctl->tail, rg->pos, __ATOMIC_RELEASE);
+}
+
+static void skip_packet(struct evr_span_reader *sr, struct span_ring *rg, bool bad)
+{
+	sr->corrupt += bad;
+	rg->pos = packet_end(sr, rg->pos);
+	rg->in_packet = false;
+	release_tail(sr, rg);
+}
+
+/*
+ * Walk the records in [@p, @limit) of @rg, all inside one packet and below
+ * head. Stops at an END record (the packet is then complete up to its end) or
+ * at the first record that is not valid. Returns where the valid records end.
+ */
+static uint64_t walk(const struct evr_span_reader *sr, const struct span_ring *rg, uint64_t p,
+		     uint64_t limit, bool *ret_end, bool *ret_bad, uint64_t *events, uint64_t *lost)
+{
+	const uint64_t rmask = sr->ring_size - 1;
+
+	*ret_end = false;
+	*ret_bad = false;
+	while (p < limit) {
+		uint64_t w0 = load_u64(rg->data + (p & rmask));
+		uint32_t size = (uint32_t)(w0 & 0xffff);
+		uint32_t type = (uint32_t)(w0 >> 16) & 0xff;
+		uint64_t asize = evr_align8(size);
+
+		if (type == EVR_REC_END && size >= 8) {
+			/* The writer publishes the packet's end right after its END. */
+			if (packet_end(sr, p) > limit) {
+				*ret_bad = true;
+				return p;
+			}
+			*ret_end = true;
+			return packet_end(sr, p);
+		}
+		if (size < EVR_REC_HDR_SIZE || size > EVR_MAX_RECORD || asize > limit - p) {
+			*ret_bad = true;
+			return p;
+		}
+		switch (type) {
+		case EVR_REC_EVENT:
+			(*events)++;
+			break;
+		case EVR_REC_LOST:
+			if (size < EVR_REC_HDR_SIZE + sizeof(struct evr_rec_lost)) {
+				*ret_bad = true;
+				return p;
+			}
+			*lost += load_u64(rg->data + ((p + EVR_REC_HDR_SIZE) & rmask));
+			break;
+		case EVR_REC_THREAD:
+			if (size < EVR_REC_HDR_SIZE + sizeof(struct evr_rec_thread)) {
+				*ret_bad = true;
+				return p;
+			}
+			break;
+		default:
+			*ret_bad = true;
+			return p;
+		}
+		p += asize;
+	}
+	return p;
+}
+
+/* Try to cut the next span from @rg. Return 1 (in sr->out), 0 nothing now. */
+static int ring_span(struct evr_span_reader *sr, uint32_t index)
+{
+	struct span_ring *rg = &sr->rings[index];
+	const uint64_t pmask = sr->packet_size - 1;
+
+	for (;;) {
+		/* Pairs with the writer's store-release of head. */
+		uint64_t head = __atomic_load_n(&rg->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t pos = rg->pos, start, limit, end;
+		uint64_t events = rg->events, lost = rg->lost, ev_in = 0, lost_in = 0, missed = 0;
+		bool at_end, bad;
+
+		if (pos == head)
+			return 0;
+		if (head < pos) {
+			/* Skipped past head out of a bad packet, or head went back. */
+			sr->corrupt++;
+			rg->pos = head;
+			rg->in_packet = false;
+			release_tail(sr, rg);
+			return 0;
+		}
+		if ((passive(sr) && pos < first_safe(sr, head)) || head - pos > sr->ring_size) {
+			/* Lapped: resume at the oldest packet surely intact. */
+			rg->pos = (first_safe(sr, head) + pmask) & ~pmask;
+			rg->in_packet = false;
+			if (rg->pos >= head)
+				return 0;
+			continue;
+		}
+		start = pos;
+		if ((pos & pmask) == 0) {
+			struct evr_packet_hdr ph;
+
+			if (head - pos < EVR_PACKET_HDR_SIZE) {
+				skip_packet(sr, rg, true);
+				continue;
+			}
+			for (uint32_t i = 0; i < EVR_PACKET_HDR_SIZE; i += 8) {
+				uint64_t v = load_u64(rg->data + ((pos + i) & (sr->ring_size - 1)));
+
+				memcpy((uint8_t *)&ph + i, &v, 8);
+			}
+			if (passive(sr) && !still_intact(sr, rg, pos))
+				continue;
+			if (ph.magic != EVR_PACKET_MAGIC || ph.seq != pos / sr->packet_size ||
+			    ph.ring_index != index || ph.events_before < rg->events ||
+			    ph.lost_before < rg->lost) {
+				skip_packet(sr, rg, true);
+				continue;
+			}
+			/* What a lapped reader skipped, exactly, from the cumulative counts. */
+			missed = (ph.events_before - rg->events) + (ph.lost_before - rg->lost);
+			events = ph.events_before;
+			lost = ph.lost_before;
+			pos += EVR_PACKET_HDR_SIZE;
+		} else if (!rg->in_packet) {
+			skip_packet(sr, rg, false);
+			continue;
+		}
+		limit = packet_end(sr, pos);
+		if (limit > head)
+			limit = head;
+		end = walk(sr, rg, pos, limit, &at_end, &bad, &ev_in, &lost_in);
+		if (passive(sr) && !still_intact(sr, rg, start))
+			continue;	/* what we walked may be garbage: resync */
+		if (end == start) {
+			/* Nothing valid here: the first record is bad. */
+			skip_packet(sr, rg, true);
+			continue;
+		}
+		sr->out = (struct evr_shm_span){
+			.ring = index,
+			.pos = start,
+			.data = rg->data + (start & (sr->ring_size - 1)),
+			.len = (uint32_t)(end - start),
+			.events = ev_in,
+			.lost = missed + lost_in,
+		};
+		sr->next_events = events + ev_in;
+		sr->next_lost = lost + lost_in;
+		sr->next_pos = bad ? packet_end(sr, end) : end;
+		sr->next_in_packet = !bad && !at_end && (end & pmask) != 0;
+		sr->corrupt += bad;
+		return 1;
+	}
+}
+
+int evr_span_reader_next(struct evr_span_reader *sr, struct evr_shm_span *ret)
+{
+	bool ended;
+
+	if (!sr || !ret)
+		return -EINVAL;
+	if (sr->pending)
+		return -EBUSY;
+	if (sr->drained)
+		return 0;
+	/* Pairs with the store-release of ended when the producer stops the
+	 * session: if set, the heads loaded below are final. */
+	ended = __atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE) || sr->gone;
+	for (uint32_t tried = 0; tried < sr->nr; tried++) {
+		uint32_t i = sr->cur;
+
+		sr->cur = sr->cur + 1 == sr->nr ? 0 : sr->cur + 1;
+		if (ring_span(sr, i)) {
+			sr->pending = true;
+			*ret = sr->out;
+			return 1;
+		}
+	}
+	if (ended)
+		sr->drained = true;
+	return 0;
+}
+
+int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *sp)
+{
+	struct span_ring *rg;
+
+	if (!sr || !sp || !sr->pending || sp->ring != sr->out.ring || sp->pos != sr->out.pos)
+		return -EINVAL;
+	sr->pending = false;
+	rg = &sr->rings[sp->ring];
+	if (passive(sr) && !still_intact(sr, rg, sp->pos)) {
+		/* Resync at the oldest intact packet: its header accounts for the
+		 * events of this span too, since rg->events was not advanced. */
+		uint64_t head = __atomic_load_n(&rg->ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t pmask = sr->packet_size - 1;
+
+		rg->pos = (first_safe(sr, head) + pmask) & ~pmask;
+		rg->in_packet = false;
+		return -ESTALE;
+	}
+	rg->pos = sr->next_pos;
+	rg->events = sr->next_events;
+	rg->lost = sr->next_lost;
+	rg->in_packet = sr->next_in_packet;
+	release_tail(sr, rg);
+	return 0;
+}
+
+int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
+			     unsigned int nextra, int timeout_ms)
+{
+	struct pollfd pfd[1 + 8];
+	uint64_t v;
+	int n;
+
+	if (!sr || doorbell_fd < 0 || nextra > 8 || (nextra && !extra))
+		return -EINVAL;
+	for (unsigned int i = 0; i < nextra; i++)
+		extra[i].revents = 0;
+	if (sr->pending || sr->gone || sr->drained)
+		return 0;
+	__atomic_store_n(&sr->hdr->waiting, 1, __ATOMIC_RELAXED);
+	/* Pairs with the full fence in the writer's doorbell: either a writer
+	 * closing a packet sees waiting == 1, or we see its head below. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (__atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE))
+		return 0;
+	for (uint32_t i = 0; i < sr->nr; i++) {
+		uint64_t head = __atomic_load_n(&sr->rings[i].ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t pos = sr->rings[i].pos;
+
+		/* A packet boundary in (pos, head]: a complete packet waits. */
+		if (head > pos && (head - 1) / sr->packet_size != pos / sr->packet_size)
+			return 0;
+	}
+	pfd[0] = (struct pollfd){ .fd = doorbell_fd, .events = POLLIN };
+	for (unsigned int i = 0; i < nextra; i++) {
+		pfd[1 + i] = extra[i];
+		pfd[1 + i].revents = 0;
+	}
+	n = poll(pfd, 1 + nextra, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return 0;
+	for (unsigned int i = 0; i < nextra; i++)
+		extra[i].revents = pfd[1 + i].revents;
+	/* Drain the eventfd counter; it is non-blocking. */
+	if ((pfd[0].revents & POLLIN) && read(doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 1;
+}
+
+void evr_span_reader_producer_gone(struct evr_span_reader *sr)
+{
+	if (sr)
+		sr->gone = true;
+}
+
+bool evr_span_reader_drained(struct evr_span_reader *sr)
+{
+	return sr && sr->drained;
+}
+
+int evr_span_reader_final_lost(struct evr_span_reader *sr, uint32_t ring, uint64_t *ret_count)
+{
+	uint64_t total;
+
+	if (!sr || !ret_count || ring >= sr->nr)
+		return -EINVAL;
+	if (!sr->drained)
+		return -EAGAIN;
+	total = __atomic_load_n(&sr->rings[ring].ctl->lost_total, __ATOMIC_RELAXED);
+	*ret_count = total > sr->rings[ring].lost ? total - sr->rings[ring].lost : 0;
+	return 0;
+}
+
+uint64_t evr_span_reader_corrupt(const struct evr_span_reader *sr)
+{
+	return sr ? sr->corrupt : 0;
+}
+
+int evr_span_walk(const void *data, uint32_t len, uint64_t pos, uint64_t *ret_events,
+		  uint64_t *ret_lost)
+{
+	const uint8_t *d = data;
+	uint64_t events = 0, lost = 0;
+	uint32_t p = 0;
+
+	if ((len && !data) || !ret_events || !ret_lost)
+		return -EINVAL;
+	if (pos % EVR_PACKET_SIZE_MIN == 0 && len >= EVR_PACKET_HDR_SIZE) {
+		uint32_t magic;
+
+		/* A record header never looks like this: its type byte would be 0x56. */
+		memcpy(&magic, d, sizeof(magic));
+		if (magic == EVR_PACKET_MAGIC)
+			p = EVR_PACKET_HDR_SIZE;
+	}
+	while (p < len) {
+		struct evr_rec_hdr h;
+		uint32_t asize;
+
+		if (len - p < 8)
+			return -EBADMSG;
+		memcpy(&h, d + p, 8);
+		if (h.type == EVR_REC_END)
+			break;
+		asize = (uint32_t)evr_align8(h.size);
+		if (h.size < EVR_REC_HDR_SIZE || asize > len - p)
+			return -EBADMSG;
+		if (h.type == EVR_REC_EVENT) {
+			events++;
+		} else if (h.type == EVR_REC_LOST && h.size >= EVR_REC_LOST_SIZE) {
+			uint64_t n;
+
+			memcpy(&n, d + p + EVR_REC_HDR_SIZE, sizeof(n));
+			lost += n;
+		} else if (!(h.type == EVR_REC_THREAD && h.size >= EVR_REC_THREAD_SIZE)) {
+			return -EBADMSG;
+		}
+		p += asize;
+	}
+	*ret_events = events;
+	*ret_lost = lost;
+	return 0;
+}

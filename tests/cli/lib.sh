@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Helpers for the evring command-line tests: sourced by tests/cli/*.sh, which ctest runs as
+#   bash tests/cli/NAME.sh EVRING WORKLOAD
+# Every wait is for the thing itself (a line on a pipe, a process exit); the only timeouts
+# are generous upper bounds that turn a hang into a failure. Exit 77 means skipped.
+set -euo pipefail
+
+EVRING=$(realpath "${1:?usage: $0 EVRING WORKLOAD}")
+WORKLOAD=$(realpath "${2:?usage: $0 EVRING WORKLOAD}")
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+T=$(mktemp -d /tmp/evring-cli.XXXXXX)
+# A private runtime directory: this test's processes are the only ones evring ps sees
+# (when not root: root lists every user's directory as well), and tests running in
+# parallel never meet.
+export EVR_RUNTIME_DIR=$T/run
+mkdir -m 0700 "$EVR_RUNTIME_DIR"
+KILL_AT_EXIT=()
+
+cleanup() {
+	local p
+	for p in "${KILL_AT_EXIT[@]}"; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+need_python() {
+	command -v python3 >/dev/null 2>&1 || skip "python3 is needed to check the output"
+}
+
+# expect FD REGEX [WHAT]: read lines from FD until one matches REGEX; sets LINE.
+expect() {
+	local fd=$1 re=$2 what=${3:-"a line matching '$2'"}
+	while IFS= read -r -t 120 -u "$fd" LINE; do
+		[[ $LINE =~ $re ]] && return 0
+	done
+	fail "never saw $what"
+}
+
+# start_workload NAME ARGS...: run the workload in the background, its stdout on a fifo
+# (file descriptor in WL_FD), and wait for its "ready PID" line. Sets WL_PID.
+start_workload() {
+	local name=$1
+	shift
+	mkfifo "$T/$name.out"
+	"$WORKLOAD" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+	WL_PID=$!
+	KILL_AT_EXIT+=("$WL_PID")
+	exec {WL_FD}<"$T/$name.out"
+	expect "$WL_FD" "^ready $WL_PID\$" "'ready $WL_PID' from the workload"
+}
+
+# start_record NAME ARGS...: evring record in the background, stderr on a fifo (REC_FD);
+# waits for the line saying the session started and the sandbox is in place. Sets REC_PID.
+start_record() {
+	local name=$1
+	shift
+	mkfifo "$T/$name.err"
+	"$EVRING" record "$@" 2>"$T/$name.err" &
+	REC_PID=$!
+	KILL_AT_EXIT+=("$REC_PID")
+	exec {REC_FD}<"$T/$name.err"
+	expect "$REC_FD" "^evring record: recording " "evring record starting"
+}
+
+# finish_record FD FILE: copy the rest of a record's stderr to FILE (until it exits); FILE
+# must not be the fifo itself.
+finish_record() {
+	cat <&"$1" >"$2"
+}
+
+# Number of open file descriptors of process $1.
+fd_count() {
+	local n=0 f
+	for f in /proc/"$1"/fd/*; do
+		[[ -e $f || -L $f ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+check_dump() {
+	python3 "$HERE/check_dump.py" "$@"
+}

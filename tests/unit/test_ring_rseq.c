@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Unit tests for per-CPU ring writes in rseq critical sections
+ * (<evring/ring-rseq.h>): more writer threads than CPUs, signal handlers that
+ * write events at random points of the interrupted write (inside its critical
+ * sections, inside its slow path under the ring lock), the lock-held and
+ * no-registration drops, and the publish of a writer that migrated. Payloads
+ * check themselves and conservation is exact: emitted == received + lost.
+ *
+ * Tests that need rseq are skipped where it is unavailable (another
+ * architecture, ThreadSanitizer, glibc.pthread.rseq=0, a kernel without it).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/sysinfo.h>
+#include <ucontext.h>
+
+#include <evring/ring-rseq.h>
+
+#include "ring-fixture.h"
+
+/* The abort handlers' section; the linker defines its bounds when it exists. */
+extern const char __start___rseq_failure[] __attribute__((weak));
+extern const char __stop___rseq_failure[] __attribute__((weak));
+
+static bool rseq_usable(void)
+{
+	return EVR_HAVE_RSEQ && __rseq_size > 0 && evr_rseq_cpu(evr_rseq_area()) >= 0;
+}
+
+static uint32_t event_id_of(uint64_t seq)
+{
+	return (uint32_t)(seq * 2654435761u) | 1u;
+}
+
+static int rseq_write_seq(struct ring_fx *f, struct rseq *rs, uint64_t seq, uint64_t stream,
+			  uint32_t len)
+{
+	uint8_t buf[256];
+	struct evr_rseq_rec rec;
+
+	pl_fill(buf, len, seq, stream);
+	evr_rseq_rec_init(&rec, event_id_of(seq), seq, (uint32_t)stream + 1, buf, len);
+	return evr_ring_rseq_write(f->w, f->nr, rs, &rec);
+}
+
+/* Every ring: take the lock as the session's stop does, report losses in-band. */
+static void flush_all(struct ring_fx *f, uint64_t ts)
+{
+	for (uint32_t i = 0; i < f->nr; i++) {
+		uint32_t unlocked = 0;
+
+		assert_true(atomic_compare_exchange_strong(&f->w[i].lock, &unlocked, 1));
+		evr_ring_writer_flush_locked(&f->w[i], ts);
+		atomic_store_explicit(&f->w[i].lock, 0, memory_order_release);
+	}
+}
+
+/* ---- threads and signal handlers, exact accounting --------------------------------- */
+
+#define RS_MAX_WRITERS 32u
+#define RS_HANDLER_CAP 200000u	/* events one thread's signal handler may write */
+#if defined(__SANITIZE_ADDRESS__)
+#define RS_EVENTS 100000u
+#else
+#define RS_EVENTS 300000u
+#endif
+
+struct rs_ctx {
+	struct ring_fx *f;
+	uint32_t writers;	/* streams 0..writers-1: threads; writers..2*writers-1: handlers */
+	uint64_t n;		/* events per writer thread */
+	atomic_uint writers_left;
+	atomic_bool flushed;
+	atomic_ullong drop_nospc, drop_busy, drop_again;
+	atomic_ullong aborted_by_signal;	/* handler found the thread in an abort handler */
+	atomic_ullong signals;
+	uint64_t handler_emitted[RS_MAX_WRITERS];
+	struct thread_err err;
+	/* reader */
+	uint8_t *seen[2 * RS_MAX_WRITERS];
+	int64_t *last;		/* [stream][ring]: -1 none */
+	uint64_t received, lost;
+};
+
+static struct rs_ctx *rs_cur;
+static _Thread_local int rs_me = -1;
+static _Thread_local uint64_t rs_hseq;
+
+static void rs_count(struct rs_ctx *c, int ret)
+{
+	if (ret == -ENOSPC)
+		atomic_fetch_add(&c->drop_nospc, 1);
+	else if (ret == -EBUSY)
+		atomic_fetch_add(&c->drop_busy, 1);
+	else if (ret != 0)
+		atomic_fetch_add(&c->drop_again, 1);
+}
+
+static void rs_handler(int sig, siginfo_t *si, void *uc_)
+{
+	struct rs_ctx *c = rs_cur;
+	ucontext_t *uc = uc_;
+	const char *ip = (const char *)uc->uc_mcontext.gregs[REG_RIP];
+	int saved = errno;
+
+	(void)sig;
+	(void)si;
+	/* The kernel moved the interrupted thread to an abort handler: a critical
+	 * section was cut short and will be restarted after we return. */
+	if (__start___rseq_failure && ip >= __start___rseq_failure && ip < __stop___rseq_failure)
+		atomic_fetch_add_explicit(&c->aborted_by_signal, 1, memory_order_relaxed);
+	if (rs_me >= 0 && rs_hseq < RS_HANDLER_CAP) {
+		uint64_t seq = rs_hseq++;
+
+		rs_count(c, rseq_write_seq(c->f, evr_rseq_area(), seq,
+					   c->writers + (uint32_t)rs_me, PL_HDR + (uint32_t)(seq % 29)));
+	}
+	errno = saved;
+}
+
+static void *rs_writer(void *arg)
+{
+	struct rs_ctx *c = rs_cur;
+	int me = (int)(intptr_t)arg;
+	sigset_t set;
+
+	rs_me = me;
+	for (uint64_t seq = 0; seq < c->n; seq++)
+		rs_count(c, rseq_write_seq(c->f, evr_rseq_area(), seq, (uint64_t)me,
+					   PL_HDR + (uint32_t)(seq % 37)));
+	/* No handler runs after its count is taken. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	c->handler_emitted[me] = rs_hseq;
+	atomic_fetch_sub_explicit(&c->writers_left, 1, memory_order_release);
+	return NULL;
+}
+
+static bool rs_account(struct rs_ctx *c, uint32_t ring, const struct evr_record *rec)
+{
+	uint32_t streams = 2 * c->writers;
+	uint64_t seq, stream;
+	int64_t *last;
+
+	if (rec->type == EVR_REC_LOST) {
+		c->lost += rec->lost;
+		return true;
+	}
+	if (!pl_check(rec->payload, rec->len, &seq, &stream) || stream >= streams ||
+	    rec->tid != stream + 1 || rec->ring != ring || rec->event_id != event_id_of(seq) ||
+	    seq >= (stream < c->writers ? c->n : RS_HANDLER_CAP)) {
+		thread_fail(&c->err, "bad record on ring %u", ring);
+		return false;
+	}
+	last = &c->last[stream * c->f->nr + ring];
+	if ((int64_t)seq <= *last) {
+		thread_fail(&c->err, "stream %llu ring %u: seq %llu after %lld",
+			    (unsigned long long)stream, ring, (unsigned long long)seq,
+			    (long long)*last);
+		return false;
+	}
+	if (c->seen[stream][seq / 8] & (1u << (seq % 8))) {
+		thread_fail(&c->err, "stream %llu: seq %llu twice", (unsigned long long)stream,
+			    (unsigned long long)seq);
+		return false;
+	}
+	c->seen[stream][seq / 8] |= (uint8_t)(1u << (seq % 8));
+	*last = (int64_t)seq;
+	c->received++;
+	return true;
+}
+
+/* One gating reader per ring, drained round-robin until the rings are flushed. */
+static void *rs_reader(void *arg)
+{
+	struct rs_ctx *c = arg;
+	struct evr_ring_reader *r[EVR_MAX_RINGS];
+	struct evr_record rec;
+	bool last_pass = false;
+
+	for (uint32_t i = 0; i < c->f->nr; i++)
+		r[i] = reader_new(c->f, i, EVR_READER_GATING);
+	for (;;) {
+		bool progress = false;
+
+		for (uint32_t i = 0; i < c->f->nr; i++) {
+			for (int k = 0; k < 256 && evr_ring_reader_next(r[i], &rec) > 0; k++) {
+				progress = true;
+				if (!rs_account(c, i, &rec))
+					goto out;
+			}
+			evr_ring_reader_release(r[i]);
+		}
+		if (last_pass && !progress)
+			break;
+		/* Pairs with the store-release after the final flush. */
+		if (!progress && atomic_load_explicit(&c->flushed, memory_order_acquire))
+			last_pass = true;
+		if (!progress)
+			sched_yield();
+	}
+out:
+	for (uint32_t i = 0; i < c->f->nr; i++) {
+		if (r[i]->corrupt)
+			thread_fail(&c->err, "ring %u: %llu corrupt packets", i,
+				    (unsigned long long)r[i]->corrupt);
+		free(r[i]);
+	}
+	return NULL;
+}
+
+static void test_ring_rseq_write_threads_and_signals_account_exactly(void **state)
+{
+	struct rs_ctx c = {.n = RS_EVENTS};
+	struct sigaction sa = {.sa_sigaction = rs_handler, .sa_flags = SA_SIGINFO | SA_RESTART};
+	pthread_t tw[RS_MAX_WRITERS], tr;
+	uint64_t emitted = 0;
+	uint32_t ncpu = (uint32_t)get_nprocs_conf();
+	struct ring_fx f;
+
+	(void)state;
+	if (!rseq_usable())
+		skip();
+	fx_setup(&f, ncpu, PSIZE_MIN, 16 * PSIZE_MIN, EVR_MODE_DISCARD);
+	c.f = &f;
+	c.writers = 2 * (uint32_t)get_nprocs() + 1;
+	if (c.writers > RS_MAX_WRITERS)
+		c.writers = RS_MAX_WRITERS;
+	c.last = malloc(sizeof(*c.last) * 2 * c.writers * f.nr);
+	assert_non_null(c.last);
+	for (uint32_t i = 0; i < 2 * c.writers * f.nr; i++)
+		c.last[i] = -1;
+	for (uint32_t s = 0; s < 2 * c.writers; s++) {
+		c.seen[s] = calloc((s < c.writers ? c.n : RS_HANDLER_CAP) / 8 + 1, 1);
+		assert_non_null(c.seen[s]);
+	}
+	rs_cur = &c;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&c.writers_left, c.writers);
+
+	assert_int_equal(pthread_create(&tr, NULL, rs_reader, &c), 0);
+	for (uint32_t i = 0; i < c.writers; i++)
+		assert_int_equal(pthread_create(&tw[i], NULL, rs_writer, (void *)(intptr_t)i), 0);
+	/* Interrupt the writers wherever they are until they are all done. */
+	for (uint32_t k = 0; atomic_load_explicit(&c.writers_left, memory_order_acquire); k++) {
+		if (pthread_kill(tw[k % c.writers], SIGUSR1) == 0)
+			atomic_fetch_add_explicit(&c.signals, 1, memory_order_relaxed);
+		if (k % 8 == 0)
+			sched_yield();
+	}
+	for (uint32_t i = 0; i < c.writers; i++)
+		assert_int_equal(pthread_join(tw[i], NULL), 0);
+	flush_all(&f, UINT64_MAX);
+	/* Pairs with the acquire load in rs_reader(). */
+	atomic_store_explicit(&c.flushed, true, memory_order_release);
+	assert_int_equal(pthread_join(tr, NULL), 0);
+	signal(SIGUSR1, SIG_DFL);
+
+	for (uint32_t i = 0; i < c.writers; i++)
+		emitted += c.n + c.handler_emitted[i];
+	print_message("%u writers on %d CPUs, %llu signals (%llu found a section aborted): "
+		      "emitted %llu received %llu lost %llu (ring full %llu, ring locked %llu, "
+		      "other %llu)\n",
+		      c.writers, get_nprocs(), (unsigned long long)c.signals,
+		      (unsigned long long)c.aborted_by_signal, (unsigned long long)emitted,
+		      (unsigned long long)c.received, (unsigned long long)c.lost,
+		      (unsigned long long)c.drop_nospc, (unsigned long long)c.drop_busy,
+		      (unsigned long long)c.drop_again);
+	assert_no_thread_error(&c.err);
+	assert_true(c.received + c.lost == emitted);
+	assert_true(c.lost == c.drop_nospc + c.drop_busy + c.drop_again);
+	for (uint32_t s = 0; s < 2 * c.writers; s++)
+		free(c.seen[s]);
+	free(c.last);
+	fx_teardown(&f);
+}
+
+/* ---- deterministic paths ------------------------------------------------------------ */
+
+/* Run the calling thread on CPU 0 only; returns false if that is not allowed here. */
+static bool pin_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		return false;
+	sched_yield();
+	return evr_rseq_cpu(evr_rseq_area()) == 0;
+}
+
+static void unpin(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; i < get_nprocs_conf() && i < CPU_SETSIZE; i++)
+		CPU_SET(i, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void expect_event_seq(struct evr_ring_reader *r, uint64_t seq, uint64_t stream)
+{
+	struct evr_record rec;
+	uint64_t s = 0, t = 0;
+
+	assert_int_equal(evr_ring_reader_next(r, &rec), 1);
+	assert_int_equal(rec.type, EVR_REC_EVENT);
+	assert_true(pl_check(rec.payload, rec.len, &s, &t));
+	assert_true(s == seq && t == stream);
+	assert_int_equal(rec.tid, stream + 1);
+}
+
+static void expect_lost_n(struct evr_ring_reader *r, uint64_t n)
+{
+	struct evr_record rec;
+
+	assert_int_equal(evr_ring_reader_next(r, &rec), 1);
+	assert_int_equal(rec.type, EVR_REC_LOST);
+	assert_true(rec.lost == n);
+}
+
+static void test_ring_rseq_write_locked_ring_counts_lost(void **state)
+{
+	struct evr_ring_reader *r;
+	struct evr_record rec;
+	struct ring_fx f;
+
+	(void)state;
+	if (!rseq_usable() || !pin_cpu0()) {
+		unpin();
+		skip();
+	}
+	fx_setup(&f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
+	r = reader_new(&f, 0, EVR_READER_GATING);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 0, 3, PL_HDR + 5), 0);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 1, 3, PL_HDR), 0);
+	/* A slow path holding the lock (preempted, or interrupted by us). */
+	atomic_store(&f.w[0].lock, 1);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 2, 3, PL_HDR), -EBUSY);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 3, 3, PL_HDR), -EBUSY);
+	atomic_store(&f.w[0].lock, 0);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 4, 3, PL_HDR + 1), 0);
+	unpin();
+	expect_event_seq(r, 0, 3);
+	expect_event_seq(r, 1, 3);
+	expect_lost_n(r, 2);
+	expect_event_seq(r, 4, 3);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
+	assert_int_equal(r->corrupt, 0);
+	free(r);
+	fx_teardown(&f);
+}
+
+static void test_ring_rseq_write_without_registration_counts_lost(void **state)
+{
+	struct rseq fake = {.cpu_id = (uint32_t)RSEQ_CPU_ID_UNINITIALIZED};
+	struct rseq *rs = &fake;
+	struct evr_ring_reader *r;
+	struct ring_fx f;
+
+	(void)state;
+	/* Without glibc's registration (glibc.pthread.rseq=0), the real area says so. */
+	if (__rseq_size == 0)
+		rs = evr_rseq_area();
+	assert_true(evr_rseq_cpu(rs) < 0);
+	fx_setup(&f, 2, PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
+	r = reader_new(&f, 0, EVR_READER_GATING);
+	assert_int_equal(rseq_write_seq(&f, rs, 0, 1, PL_HDR), -EAGAIN);
+	assert_int_equal(rseq_write_seq(&f, rs, 1, 1, PL_HDR), -EAGAIN);
+	flush_all(&f, 10);
+	expect_lost_n(r, 2);
+	free(r);
+	fx_teardown(&f);
+}
+
+static void test_ring_rseq_publish_from_afar_only_raises_head(void **state)
+{
+	uint8_t buf[64];
+	struct ring_fx f;
+	uint64_t h;
+
+	(void)state;
+	fx_setup(&f, 1, PSIZE_MIN, RING_MIN, EVR_MODE_OVERWRITE);
+	pl_fill(buf, PL_HDR, 0, 0);
+	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 1, 1, buf, PL_HDR), 0);
+	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 2, 1, buf, PL_HDR), 0);
+	h = f.w[0].head;
+	/* Committed on the ring's CPU, not yet published there. */
+	__atomic_store_n(&f.w[0].ctl->head, h - 40, __ATOMIC_RELAXED);
+	evr_ring_rseq_publish_from_afar(&f.w[0]);
+	assert_true(__atomic_load_n(&f.w[0].ctl->head, __ATOMIC_RELAXED) == h);
+	/* The ring's CPU published further meanwhile: never lowered. */
+	__atomic_store_n(&f.w[0].ctl->head, h + 4096, __ATOMIC_RELAXED);
+	evr_ring_rseq_publish_from_afar(&f.w[0]);
+	assert_true(__atomic_load_n(&f.w[0].ctl->head, __ATOMIC_RELAXED) == h + 4096);
+	fx_teardown(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ring_rseq_write_threads_and_signals_account_exactly),
+		cmocka_unit_test(test_ring_rseq_write_locked_ring_counts_lost),
+		cmocka_unit_test(test_ring_rseq_write_without_registration_counts_lost),
+		cmocka_unit_test(test_ring_rseq_publish_from_afar_only_raises_head),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Unit tests for raw spans (shm/span.c): discard mode hands space back on
+ * done; overwrite mode resynchronizes when lapped and reports -ESTALE for a
+ * span the writers reached while it was in use, with the loss exact either
+ * way; final losses after the end; a concurrent writer (conservation:
+ * written == events + lost); and hostile records for evr_span_walk().
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <evring/shm.h>
+
+#define NR 2
+#define PACKET 16384u
+
+struct sess {
+	struct evr_shm_hdr *h;
+	int fd;
+	uint64_t ts;
+	struct evr_ring_writer w[NR];
+};
+
+static void sess_new(struct sess *s, uint32_t mode, uint64_t ring_size)
+{
+	struct evr_shm_geometry g = {
+		.nr_rings = NR, .packet_size = PACKET, .ring_size = ring_size, .mode = mode,
+		.meta_size = 4096, .clock = { .kind = EVR_CLOCK_MONOTONIC, .mult = 1 },
+	};
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(evr_shm_session_create(&g, &s->fd, &s->h), 0);
+	for (uint32_t i = 0; i < NR; i++)
+		evr_ring_writer_init(&s->w[i], s->h, i, -1);
+}
+
+static void sess_free(struct sess *s)
+{
+	evr_shm_session_unmap(s->h);
+	close(s->fd);
+}
+
+/* One event of @len payload bytes (>= 8) carrying @seq in its first 8 bytes. */
+static int emit(struct sess *s, uint32_t ring, uint64_t seq, uint32_t len)
+{
+	uint8_t payload[256] = { 0 };
+
+	memcpy(payload, &seq, 8);
+	return evr_ring_try_write(&s->w[ring], 5, ++s->ts, 100 + ring, payload, len);
+}
+
+/* What a producer does when it stops a session (no writer runs any more). */
+static void sess_end(struct sess *s)
+{
+	for (uint32_t i = 0; i < NR; i++)
+		evr_ring_writer_flush_locked(&s->w[i], ++s->ts);
+	__atomic_store_n(&s->h->ended, 1, __ATOMIC_RELEASE);
+}
+
+struct tally {
+	uint64_t events, lost, spans;
+	uint64_t next_seq[NR];		/* discard mode: events come in order */
+	bool check_order;
+};
+
+/* Check a span against its own counts, and the event order. */
+static void tally_span(struct tally *t, const struct evr_shm_span *sp)
+{
+	const uint8_t *d = sp->data;
+	uint64_t ev, lost;
+	uint32_t p = 0;
+
+	assert_int_equal(evr_span_walk(sp->data, sp->len, sp->pos, &ev, &lost), 0);
+	assert_int_equal(ev, sp->events);
+	assert_true(lost <= sp->lost);	/* plus a lapped reader's skip, from the header */
+	assert_true(sp->len > 0 && sp->pos / PACKET == (sp->pos + sp->len - 1) / PACKET);
+	if (sp->pos % PACKET == 0)
+		p = 40;
+	while (t->check_order && p < sp->len) {
+		struct evr_rec_hdr h;
+		uint64_t seq;
+
+		memcpy(&h, d + p, sizeof(h));
+		if (h.type == EVR_REC_END)
+			break;
+		if (h.type == EVR_REC_EVENT) {
+			memcpy(&seq, d + p + 16, 8);
+			assert_int_equal(seq, t->next_seq[sp->ring]);
+			t->next_seq[sp->ring]++;
+		}
+		p += (uint32_t)evr_align8(h.size);
+	}
+	t->events += sp->events;
+	t->lost += sp->lost;
+	t->spans++;
+}
+
+/* Consume every span there is now; returns how many. */
+static uint64_t drain(struct evr_span_reader *sr, struct tally *t)
+{
+	struct evr_shm_span sp;
+	uint64_t n = 0;
+	int ret;
+
+	while ((ret = evr_span_reader_next(sr, &sp)) == 1) {
+		tally_span(t, &sp);
+		assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+		n++;
+	}
+	assert_int_equal(ret, 0);
+	return n;
+}
+
+static void test_span_discard_in_order(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = true };
+	struct evr_shm_span sp;
+	uint64_t lost;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	assert_int_equal(evr_span_reader_next(sr, &sp), 0);
+	for (uint64_t i = 0; i < 600; i++)
+		assert_int_equal(emit(&s, 0, i, 40), 0);
+	for (uint64_t i = 0; i < 300; i++)
+		assert_int_equal(emit(&s, 1, i, 8 + (uint32_t)(i % 100)), 0);
+	/* One span out at a time. */
+	assert_int_equal(evr_span_reader_next(sr, &sp), 1);
+	assert_int_equal(sp.pos, 0);
+	assert_int_equal(evr_span_reader_next(sr, &sp), -EBUSY);
+	{
+		struct evr_shm_span other = sp;
+
+		other.pos += 8;
+		assert_int_equal(evr_span_reader_done(sr, &other), -EINVAL);
+	}
+	tally_span(&t, &sp);
+	assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+	drain(sr, &t);
+	assert_int_equal(t.events, 900);
+	assert_int_equal(t.lost, 0);
+	assert_true(t.spans >= 4);	/* 600 * 56 bytes span three packets of ring 0 */
+	assert_false(evr_span_reader_drained(sr));
+	assert_int_equal(evr_span_reader_final_lost(sr, 0, &lost), -EAGAIN);
+	/* Released: the writers may fill the ring again. */
+	for (uint64_t i = 600; i < 1600; i++) {
+		assert_int_equal(emit(&s, 0, i, 40), 0);
+		if (i % 200 == 0)
+			drain(sr, &t);
+	}
+	sess_end(&s);
+	drain(sr, &t);
+	assert_true(evr_span_reader_drained(sr));
+	assert_int_equal(t.events, 1900);
+	assert_int_equal(evr_span_reader_final_lost(sr, 0, &lost), 0);
+	assert_int_equal(lost, 0);
+	assert_int_equal(evr_span_reader_final_lost(sr, NR, &lost), -EINVAL);
+	assert_int_equal(evr_span_reader_corrupt(sr), 0);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/* A full ring drops and counts; the loss comes back in-band or as final loss. */
+static void test_span_discard_loss_exact(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = false };
+	uint64_t written = 0, dropped = 0, final0 = 0, final1 = 0;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	for (uint64_t i = 0; i < 3000; i++) {
+		int ret = emit(&s, 0, i, 100);
+
+		assert_true(ret == 0 || ret == -ENOSPC);
+		written += ret == 0;
+		dropped += ret == -ENOSPC;
+	}
+	assert_true(dropped > 0);
+	drain(sr, &t);
+	assert_int_equal(t.events, written);
+	/* The next event that fits is preceded by a LOST record. */
+	assert_int_equal(emit(&s, 0, 0, 100), 0);
+	written++;
+	drain(sr, &t);
+	assert_int_equal(t.lost, dropped);
+	/* Fill again and end with the ring full: the final loss is not in-band. */
+	for (uint64_t i = 0; i < 3000; i++) {
+		int ret = emit(&s, 0, i, 100);
+
+		written += ret == 0;
+		dropped += ret == -ENOSPC;
+	}
+	sess_end(&s);
+	drain(sr, &t);
+	assert_true(evr_span_reader_drained(sr));
+	assert_int_equal(evr_span_reader_final_lost(sr, 0, &final0), 0);
+	assert_int_equal(evr_span_reader_final_lost(sr, 1, &final1), 0);
+	assert_int_equal(final1, 0);
+	assert_int_equal(t.events, written);
+	assert_int_equal(t.lost + final0, dropped);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/* A reader that starts after the writers lapped the ring: every event is
+ * either in a span or counted lost, exactly. */
+static void test_span_overwrite_lapped(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = false };
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_OVERWRITE, 4 * PACKET);
+	for (uint64_t i = 0; i < 10000; i++)
+		assert_int_equal(emit(&s, 0, i, 64), 0);
+	assert_int_equal(evr_span_reader_new(s.h, 0, &sr), 0);
+	drain(sr, &t);
+	assert_true(t.lost > 0 && t.events > 0);
+	sess_end(&s);
+	drain(sr, &t);
+	assert_true(evr_span_reader_drained(sr));
+	assert_int_equal(t.events + t.lost, 10000);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/* The writers reach a span while it is in use: -ESTALE, then exact loss. */
+static void test_span_overwrite_stale(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = false };
+	struct evr_shm_span sp;
+	uint64_t total = 0;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_OVERWRITE, 4 * PACKET);
+	assert_int_equal(evr_span_reader_new(s.h, 0, &sr), 0);
+	for (; total < 100; total++)
+		assert_int_equal(emit(&s, 0, total, 64), 0);
+	assert_int_equal(evr_span_reader_next(sr, &sp), 1);
+	assert_int_equal(sp.pos, 0);
+	assert_int_equal(sp.events, 100);
+	/* Two laps while the recorder "writes the span to its file". */
+	for (; total < 2100; total++)
+		assert_int_equal(emit(&s, 0, total, 64), 0);
+	assert_int_equal(evr_span_reader_done(sr, &sp), -ESTALE);
+	/* A span taken and finished before the writers come back is intact. */
+	assert_int_equal(evr_span_reader_next(sr, &sp), 1);
+	tally_span(&t, &sp);
+	assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+	assert_true(t.lost >= 100);	/* the stale span's events are among them */
+	drain(sr, &t);
+	for (; total < 2500; total++)
+		assert_int_equal(emit(&s, 0, total, 64), 0);
+	sess_end(&s);
+	drain(sr, &t);
+	assert_int_equal(t.events + t.lost, total);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/* A corrupt packet header is skipped and counted, not trusted. */
+static void test_span_corrupt_packet(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = false };
+	struct sess s;
+	uint8_t *ring0;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	for (uint64_t i = 0; i < 400; i++)	/* two packets and a bit */
+		assert_int_equal(emit(&s, 0, i, 100), 0);
+	ring0 = (uint8_t *)s.h + s.h->ring_data_off;
+	ring0[PACKET] ^= 0xff;	/* the second packet's magic */
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	drain(sr, &t);
+	assert_int_equal(evr_span_reader_corrupt(sr), 1);
+	assert_true(t.events > 0 && t.events < 400);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+struct race {
+	struct sess *s;
+	uint64_t attempts;
+	_Atomic int done;
+};
+
+static void *race_writer(void *arg)
+{
+	struct race *r = arg;
+
+	for (uint64_t i = 0; i < r->attempts; i++)
+		(void)emit(r->s, (uint32_t)(i % NR), i, 8 + (uint32_t)(i % 64));
+	atomic_store_explicit(&r->done, 1, memory_order_release);
+	return NULL;
+}
+
+/* A writer thread and a span reader: written == events + lost, exactly. */
+static void test_span_concurrent_conservation(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = false };
+	struct race r;
+	struct sess s;
+	pthread_t th;
+	uint64_t fl;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	r.s = &s;
+	r.attempts = 200000;
+	atomic_init(&r.done, 0);
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	assert_int_equal(pthread_create(&th, NULL, race_writer, &r), 0);
+	while (!atomic_load_explicit(&r.done, memory_order_acquire)) {
+		if (drain(sr, &t) == 0)
+			sched_yield();
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	sess_end(&s);
+	drain(sr, &t);
+	assert_true(evr_span_reader_drained(sr));
+	for (uint32_t i = 0; i < NR; i++) {
+		assert_int_equal(evr_span_reader_final_lost(sr, i, &fl), 0);
+		t.lost += fl;
+	}
+	assert_int_equal(t.events + t.lost, r.attempts);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+static void put_rec(uint8_t *p, uint16_t size, uint8_t type, uint64_t extra)
+{
+	struct evr_rec_hdr h = { .size = size, .type = type, .event_id = 1, .ts = 2 };
+
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + 16, &extra, 8);
+}
+
+static void test_span_walk_hostile(void **state)
+{
+	uint8_t buf[256] __attribute__((aligned(8)));
+	uint64_t ev = 99, lost = 99;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	put_rec(buf, 24, EVR_REC_EVENT, 0);
+	put_rec(buf + 24, 24, EVR_REC_LOST, 5);
+	put_rec(buf + 48, 24, EVR_REC_THREAD, 7);
+	put_rec(buf + 72, 17, EVR_REC_EVENT, 0);	/* 24 bytes aligned */
+	assert_int_equal(evr_span_walk(buf, 96, 8, &ev, &lost), 0);
+	assert_int_equal(ev, 2);
+	assert_int_equal(lost, 5);
+	/* An END record stops the walk: what follows is padding. */
+	put_rec(buf + 96, 8, EVR_REC_END, 0xffffffffffffffffull);
+	assert_int_equal(evr_span_walk(buf, 200, 8, &ev, &lost), 0);
+	assert_int_equal(ev, 2);
+
+	ev = lost = 99;
+	assert_int_equal(evr_span_walk(buf, 95, 8, &ev, &lost), -EBADMSG);	/* cut record */
+	assert_int_equal(evr_span_walk(buf, 4, 8, &ev, &lost), -EBADMSG);	/* cut header */
+	assert_true(ev == 99 && lost == 99);					/* untouched */
+	put_rec(buf, 8, EVR_REC_EVENT, 0);					/* too small */
+	assert_int_equal(evr_span_walk(buf, 96, 8, &ev, &lost), -EBADMSG);
+	put_rec(buf, 0, EVR_REC_EVENT, 0);					/* zero size */
+	assert_int_equal(evr_span_walk(buf, 96, 8, &ev, &lost), -EBADMSG);
+	put_rec(buf, 24, 77, 0);						/* unknown type */
+	assert_int_equal(evr_span_walk(buf, 96, 8, &ev, &lost), -EBADMSG);
+	put_rec(buf, 16, EVR_REC_LOST, 0);					/* LOST without count */
+	assert_int_equal(evr_span_walk(buf, 96, 8, &ev, &lost), -EBADMSG);
+	put_rec(buf, 65535, EVR_REC_EVENT, 0);					/* beyond the span */
+	assert_int_equal(evr_span_walk(buf, 96, 8, &ev, &lost), -EBADMSG);
+	assert_int_equal(evr_span_walk(buf, 0, 0, &ev, &lost), 0);
+	assert_int_equal(ev, 0);
+	assert_int_equal(evr_span_walk(NULL, 8, 0, &ev, &lost), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_span_discard_in_order),
+		cmocka_unit_test(test_span_discard_loss_exact),
+		cmocka_unit_test(test_span_overwrite_lapped),
+		cmocka_unit_test(test_span_overwrite_stale),
+		cmocka_unit_test(test_span_corrupt_packet),
+		cmocka_unit_test(test_span_concurrent_conservation),
+		cmocka_unit_test(test_span_walk_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

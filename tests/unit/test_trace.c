@@ -1,0 +1,814 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Unit tests for trace files: CRC-32C, the writer, and the reader.
+ *
+ * Files are written from real ring bytes (a sealed session memfd filled by
+ * the real ring writer, see trace_gen.h) and read back: every event once, in
+ * time order across rings, with its thread, converted timestamp and payload;
+ * and losses exact (emitted == received + lost) through LOST records, packet
+ * header gaps, retracted chunks and final LOST chunks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "trace_gen.h"
+#include "trace-internal.h"
+
+/* ---- CRC-32C ------------------------------------------------------------- */
+
+static uint32_t crc_bitwise(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+	}
+	return ~c;
+}
+
+static void *crc_thread(void *arg)
+{
+	uint32_t *out = arg;
+
+	*out = evr_crc32c_sw(0, "123456789", 9);
+	return NULL;
+}
+
+/* The software tables are built on first use, by whichever threads get there. */
+static void test_crc32c_first_use_from_threads(void **state)
+{
+	pthread_t t[4];
+	uint32_t out[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, crc_thread, &out[i]), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(out[i], 0xe3069283u);
+	}
+}
+
+static void test_crc32c_known_values(void **state)
+{
+	uint8_t zeros[32] = {0}, ones[32];
+
+	(void)state;
+	memset(ones, 0xff, sizeof(ones));
+	/* The check value of CRC-32C, and the iSCSI (RFC 3720) test vectors. */
+	assert_int_equal(evr_crc32c(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(evr_crc32c(0, zeros, 32), 0x8a9136aau);
+	assert_int_equal(evr_crc32c(0, ones, 32), 0x62a8ab43u);
+	assert_int_equal(evr_crc32c_sw(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(evr_crc32c(0, "", 0), 0);
+}
+
+static void test_crc32c_implementations_agree(void **state)
+{
+	static uint8_t buf[4096 + 16];
+	uint64_t s = 99;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)gen_rnd(&s);
+	for (int iter = 0; iter < 2000; iter++) {
+		size_t off = gen_rnd(&s) % 16, len = gen_rnd(&s) % 4096, cut = len ? gen_rnd(&s) % len : 0;
+		uint32_t want = crc_bitwise(buf + off, len);
+
+		assert_int_equal(evr_crc32c_sw(0, buf + off, len), want);
+		assert_int_equal(evr_crc32c(0, buf + off, len), want);
+		/* Incremental: continuing from a prefix's CRC gives the whole CRC. */
+		assert_int_equal(evr_crc32c(evr_crc32c(0, buf + off, cut), buf + off + cut, len - cut),
+				 want);
+		if (evr_crc32c_hw_available())
+			assert_int_equal(evr_crc32c_hw(0, buf + off, len), want);
+	}
+}
+
+/* ---- reading back what trace_gen wrote ------------------------------------- */
+
+static uint64_t conv(const struct gen *g, uint64_t raw)
+{
+	return evr_clock_to_mono_ns(&g->clock, raw);
+}
+
+struct verify_result {
+	uint64_t events, lost, lost_views, tid_unknown;
+	struct evr_trace_stats st;
+};
+
+/* Read the whole file and check every view against the model. */
+static void verify(struct gen *g, struct verify_result *res)
+{
+	struct evr_trace_reader *r;
+	struct evr_event_view v;
+	char err[256] = "";
+	uint64_t last_ts = 0, sum_ev = 0, sum_lost = 0;
+	const struct evr_process_info *pi;
+	const struct evr_trace_session *s;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	for (uint64_t i = 0; i < g->nev; i++)
+		g->ev[i].seen = 0;
+	rc = evr_trace_reader_open_fd(g->out_fd, &r, err, sizeof(err));
+	if (rc)
+		print_error("open: %s\n", err);
+	assert_int_equal(rc, 0);
+	pi = evr_trace_reader_process(r);
+	assert_non_null(pi);
+	assert_int_equal(pi->pid, 4242);
+	assert_int_equal(pi->argc, 3);
+	assert_string_equal(pi->argv[0], "./workload");
+	assert_string_equal(pi->argv[2], "100");
+	assert_string_equal(pi->hostname, "testhost");
+	assert_true(pi->clock.mult == 3 && pi->clock.shift == 1);
+	s = evr_trace_reader_session(r);
+	assert_non_null(s);
+	assert_int_equal(s->nr_rings, g->nr);
+	assert_string_equal(s->providers, "Gen:0x1:5");
+	assert_string_equal(s->client, "test_trace");
+	assert_int_equal(evr_schema_set_count(evr_trace_reader_schemas(r)), 3);
+
+	while ((rc = evr_trace_reader_next(r, &v)) == 1) {
+		assert_true(v.ts_ns >= last_ts);
+		last_ts = v.ts_ns;
+		assert_true(v.ring < g->nr);
+		if (v.type == EVR_REC_LOST) {
+			assert_true(v.lost > 0);
+			res->lost += v.lost;
+			res->lost_views++;
+			continue;
+		}
+		assert_int_equal(v.type, EVR_REC_EVENT);
+		assert_non_null(v.schema);
+		{
+			struct evr_field_value f[3];
+			uint8_t want[1024];
+			struct gen_event *e;
+			uint64_t seq;
+
+			assert_int_equal(evr_decode_fields(v.schema, v.payload, v.len, f),
+					 (int)v.schema->nfields);
+			seq = f[0].u;
+			assert_true(seq < g->nev);
+			e = &g->ev[seq];
+			assert_true(e->kept);
+			assert_false(e->seen);
+			e->seen = 1;
+			assert_int_equal(v.rid, e->rid);
+			assert_int_equal(v.ring, e->ring);
+			assert_int_equal(v.tid, e->exp_tid);
+			if (v.tid == 0)
+				res->tid_unknown++;
+			assert_true(f[1].u == e->tid);
+			assert_true(v.ts_ns == conv(g, e->ts_raw));
+			assert_int_equal(v.len, gen_payload(seq, e->rid, e->tid, want));
+			assert_memory_equal(v.payload, want, v.len);
+			res->events++;
+		}
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(evr_trace_reader_next(r, &v), 0);
+	for (uint64_t i = 0; i < g->nev; i++)
+		assert_int_equal(g->ev[i].seen, g->ev[i].kept);
+	evr_trace_reader_stats(r, &res->st);
+	assert_true(res->st.events == res->events);
+	assert_true(res->st.lost == res->lost);
+	for (uint32_t i = 0; i < g->nr; i++) {
+		uint64_t e, l;
+
+		assert_int_equal(evr_trace_reader_ring_stats(r, i, &e, &l), 0);
+		sum_ev += e;
+		sum_lost += l;
+	}
+	assert_true(sum_ev == res->events && sum_lost == res->lost);
+	assert_int_equal(evr_trace_reader_ring_stats(r, g->nr, NULL, NULL), -EINVAL);
+	evr_trace_reader_free(r);
+}
+
+/* Several rings, several threads per ring, phantom losses, a full ring. */
+static void test_trace_roundtrip_rings(void **state)
+{
+	struct verify_result res;
+	struct gen g;
+
+	(void)state;
+	assert_int_equal(gen_init(&g, 3, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 7), 0);
+	for (int round = 0; round < 60; round++) {
+		for (int k = 0; k < 40; k++) {
+			uint32_t ring = (uint32_t)(gen_rnd(&g.rng) % 3);
+			/* Runs of the same thread, then a switch: THREAD records. */
+			uint32_t tid = 100 + ring * 10 + (uint32_t)(k / 7 % 3);
+
+			gen_emit(&g, ring, tid, 1 + (uint32_t)(gen_rnd(&g.rng) % 3));
+		}
+		if (round % 9 == 4) {
+			evr_ring_count_lost(&g.w[round % 3], 5 + (uint64_t)round);
+			g.phantom_lost += 5 + (uint64_t)round;
+		}
+		for (uint32_t i = 0; i < 3; i++)
+			assert_int_equal(gen_drain(&g, i), 0);
+	}
+	/* A burst no reader drains: the ring fills up, the writer drops and
+	 * reports the drops in-band with a LOST record. */
+	for (int k = 0; k < 300; k++)
+		gen_emit(&g, 1, 111, GEN_RID_BLOB);
+	assert_int_equal(gen_drain(&g, 1), 0);
+	for (int k = 0; k < 20; k++)
+		gen_emit(&g, 1, 112, GEN_RID_TICK);
+	assert_int_equal(gen_finish(&g, 0), 0);
+
+	verify(&g, &res);
+	{
+		uint64_t dropped = 0;
+
+		for (uint64_t i = 0; i < g.nev; i++)
+			dropped += !g.ev[i].written;
+		assert_true(dropped > 0);
+	}
+	assert_true(res.events == g.kept && res.events > 2000);
+	assert_true(res.lost == gen_expected_lost(&g));
+	assert_true(res.st.ts_clamped == 0);
+	assert_true(res.st.corrupt_chunks == 0 && res.st.corrupt_packets == 0);
+	assert_false(res.st.truncated);
+	assert_true(res.st.has_end);
+	assert_true(res.st.end.events == g.kept);
+	assert_true(res.tid_unknown == 0);
+	gen_fini(&g);
+}
+
+/*
+ * A recorder that skipped spans (lapped) and retracted others (stale): the
+ * gaps are found in the packet headers; events after a gap inside a packet
+ * have no known thread until the next THREAD record. Final LOST chunks add
+ * losses no record shows.
+ */
+static void test_trace_gaps_and_final_losses(void **state)
+{
+	struct verify_result res;
+	struct gen g;
+
+	(void)state;
+	assert_int_equal(gen_init(&g, 2, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 11), 0);
+	g.omit_pct = 15;
+	g.discard_pct = 10;
+	for (int round = 0; round < 80; round++) {
+		for (int k = 0; k < 30; k++) {
+			uint32_t ring = (uint32_t)(gen_rnd(&g.rng) % 2);
+
+			gen_emit(&g, ring, 200 + (uint32_t)(gen_rnd(&g.rng) % 4),
+				 1 + (uint32_t)(gen_rnd(&g.rng) % 3));
+		}
+		for (uint32_t i = 0; i < 2; i++)
+			assert_int_equal(gen_drain(&g, i), 0);
+	}
+	/* Then more than a packet per ring with nothing skipped, so that every
+	 * skipped span is followed by a packet header that accounts for it. */
+	g.omit_pct = g.discard_pct = 0;
+	for (int k = 0; k < 200; k++) {
+		gen_emit(&g, (uint32_t)k % 2, 300, GEN_RID_BLOB);
+		if (k % 20 == 19) {
+			assert_int_equal(gen_drain(&g, 0), 0);
+			assert_int_equal(gen_drain(&g, 1), 0);
+		}
+	}
+	assert_int_equal(gen_finish(&g, 1000), 0);
+
+	verify(&g, &res);
+	assert_true(res.events == g.kept);
+	assert_true(g.kept < g.nev);
+	assert_true(res.lost == gen_expected_lost(&g));
+	assert_true(res.tid_unknown > 0);
+	assert_true(res.st.ts_clamped == 0);
+	gen_fini(&g);
+}
+
+/* Overwrite mode: the writers lap a recorder that reads only at the end. */
+static void test_trace_overwrite_lapped(void **state)
+{
+	struct verify_result res;
+	struct gen g;
+
+	(void)state;
+	assert_int_equal(gen_init(&g, 2, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_OVERWRITE, 5), 0);
+	for (int k = 0; k < 1500; k++)
+		gen_emit(&g, (uint32_t)k % 2, 400 + (uint32_t)(k / 50 % 2), GEN_RID_BLOB);
+	for (uint32_t i = 0; i < 2; i++) {
+		gen_skip_to_intact(&g, i);
+		assert_true(g.m[i].tail > 0);
+	}
+	assert_int_equal(gen_finish(&g, 0), 0);
+	verify(&g, &res);
+	assert_true(res.events == g.kept && g.kept > 0 && g.kept < g.nev);
+	assert_true(res.lost == gen_expected_lost(&g));
+	gen_fini(&g);
+}
+
+/* ---- hand-made records --------------------------------------------------------- */
+
+struct pk {
+	uint8_t b[EVR_PACKET_SIZE_MIN];
+	uint32_t n;
+};
+
+static void pk_header(struct pk *p, uint32_t ring, uint64_t seq, uint64_t ts, uint64_t ev_before,
+		      uint64_t lost_before)
+{
+	struct evr_packet_hdr h = {
+		.magic = EVR_PACKET_MAGIC, .ring_index = ring, .seq = seq, .ts_begin = ts,
+		.events_before = ev_before, .lost_before = lost_before,
+	};
+
+	memcpy(p->b + p->n, &h, sizeof(h));
+	p->n += sizeof(h);
+}
+
+static void pk_rec(struct pk *p, uint32_t type, uint32_t id, uint64_t ts, const void *pl,
+		   uint32_t len)
+{
+	struct evr_rec_hdr h = {.size = (uint16_t)(EVR_REC_HDR_SIZE + len), .type = (uint8_t)type,
+				.event_id = id, .ts = ts};
+
+	memcpy(p->b + p->n, &h, sizeof(h));
+	memcpy(p->b + p->n + sizeof(h), pl, len);
+	p->n += (uint32_t)evr_align8(sizeof(h) + len);
+}
+
+static void pk_thread(struct pk *p, uint32_t tid, uint64_t ts)
+{
+	struct evr_rec_thread t = {.tid = tid};
+
+	pk_rec(p, EVR_REC_THREAD, 0, ts, &t, sizeof(t));
+}
+
+static void pk_event(struct pk *p, uint64_t ts, uint32_t tag)
+{
+	pk_rec(p, EVR_REC_EVENT, 1, ts, &tag, sizeof(tag));
+}
+
+static void pk_lost(struct pk *p, uint64_t ts, uint64_t count)
+{
+	struct evr_rec_lost l = {.count = count};
+
+	pk_rec(p, EVR_REC_LOST, 0, ts, &l, sizeof(l));
+}
+
+/* A trace with a monotonic clock (ts == ns) and @nr rings, no chunks yet. */
+static struct evr_trace_writer *hand_writer(int fd, uint32_t nr)
+{
+	const struct evr_trace_session s = {
+		.mode = EVR_MODE_DISCARD, .packet_size = EVR_PACKET_SIZE_MIN,
+		.ring_size = 4 * EVR_PACKET_SIZE_MIN, .nr_rings = nr,
+		.clock = {.kind = EVR_CLOCK_MONOTONIC, .mult = 1},
+		.providers = "H",
+	};
+	struct evr_trace_writer *w;
+
+	assert_int_equal(evr_trace_writer_new(fd, &w), 0);
+	assert_int_equal(evr_trace_writer_session(w, &s), 0);
+	return w;
+}
+
+static int next_event(struct evr_trace_reader *r, struct evr_event_view *v)
+{
+	int rc = evr_trace_reader_next(r, v);
+
+	assert_true(rc >= 0);
+	return rc;
+}
+
+/* Two threads sharing a ring wrote out of time order: the reader sorts each
+ * chunk, keeps each record's thread, and clamps disorder across chunks. */
+static void test_trace_reader_orders_within_ring(void **state)
+{
+	static const struct {
+		uint64_t ts;
+		uint32_t ring, tid, tag;
+	} want[] = {
+		{50, 0, 2, 2}, {60, 1, 9, 10}, {70, 0, 2, 3}, {80, 0, 1, 4},
+		{90, 1, 9, 11}, {100, 0, 1, 1}, {100, 0, 1, 5} /* 65, clamped */,
+	};
+	int fd = memfd_create("t", MFD_CLOEXEC);
+	struct evr_trace_writer *w = hand_writer(fd, 2);
+	struct evr_trace_reader *r;
+	struct evr_trace_stats st;
+	struct evr_event_view v;
+	struct pk a = {.n = 0}, b = {.n = 0}, c = {.n = 0};
+	uint32_t tag;
+
+	(void)state;
+	pk_header(&a, 0, 0, 100, 0, 0);
+	pk_thread(&a, 1, 100);
+	pk_event(&a, 100, 1);
+	pk_thread(&a, 2, 50);
+	pk_event(&a, 50, 2);
+	pk_event(&a, 70, 3);
+	pk_thread(&a, 1, 80);
+	pk_event(&a, 80, 4);
+	assert_int_equal(evr_trace_writer_events(w, 0, 0, a.b, a.n), 0);
+	pk_header(&b, 1, 0, 60, 0, 0);
+	pk_thread(&b, 9, 60);
+	pk_event(&b, 60, 10);
+	pk_event(&b, 90, 11);
+	assert_int_equal(evr_trace_writer_events(w, 1, 0, b.b, b.n), 0);
+	/* The same packet of ring 0 goes on in a second chunk, same thread. */
+	pk_event(&c, 65, 5);
+	assert_int_equal(evr_trace_writer_events(w, 0, a.n, c.b, c.n), 0);
+	evr_trace_writer_free(w);
+
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, NULL, 0), 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		assert_int_equal(next_event(r, &v), 1);
+		assert_int_equal(v.type, EVR_REC_EVENT);
+		assert_null(v.schema);	/* no METADATA in this file */
+		memcpy(&tag, v.payload, 4);
+		assert_int_equal(tag, want[i].tag);
+		assert_true(v.ts_ns == want[i].ts);
+		assert_int_equal(v.ring, want[i].ring);
+		assert_int_equal(v.tid, want[i].tid);
+	}
+	assert_int_equal(next_event(r, &v), 0);
+	evr_trace_reader_stats(r, &st);
+	assert_true(st.ts_clamped == 1);
+	assert_true(st.events == 7 && st.lost == 0);
+	assert_true(st.first_ts_ns == 50 && st.last_ts_ns == 100);
+	assert_false(st.truncated);
+	assert_false(st.has_end);
+	evr_trace_reader_free(r);
+	close(fd);
+}
+
+/* Losses in a hand-made ring: LOST records, a packet gap, final LOST chunks,
+ * a corrupt record (the rest of its packet is abandoned and accounted by the
+ * next header), and where each LOST view lands in time. */
+static void test_trace_reader_loss_accounting(void **state)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC);
+	struct evr_trace_writer *w = hand_writer(fd, 1);
+	const uint64_t P = EVR_PACKET_SIZE_MIN;
+	struct evr_trace_reader *r;
+	struct evr_trace_stats st;
+	struct evr_event_view v;
+	struct pk p = {.n = 0};
+	uint64_t lost = 0, events = 0;
+	struct {
+		uint32_t type;
+		uint64_t ts, n;
+	} got[32];
+	int ngot = 0;
+
+	(void)state;
+	/* Packet 0: 2 events, a LOST record of 3, 1 event, then a bad record. */
+	pk_header(&p, 0, 0, 10, 0, 0);
+	pk_thread(&p, 5, 10);
+	pk_event(&p, 10, 1);
+	pk_event(&p, 11, 2);
+	pk_lost(&p, 12, 3);
+	pk_event(&p, 13, 3);
+	{
+		struct evr_rec_hdr bad = {.size = 4, .type = EVR_REC_EVENT, .ts = 14};
+
+		memcpy(p.b + p.n, &bad, sizeof(bad));
+		p.n += 16;
+	}
+	assert_int_equal(evr_trace_writer_events(w, 0, 0, p.b, p.n), 0);
+	/* Packet 2 (packet 1 never recorded): the producer wrote 20 events and
+	 * lost 7 before it. Seen: 3 events, 3 lost. Missing: 17 + 4 = 21. */
+	p.n = 0;
+	pk_header(&p, 0, 2, 500, 20, 7);
+	pk_thread(&p, 6, 500);
+	pk_event(&p, 500, 4);
+	assert_int_equal(evr_trace_writer_events(w, 0, 2 * P, p.b, p.n), 0);
+	assert_int_equal(evr_trace_writer_lost(w, 0, 9), 0);
+	assert_int_equal(evr_trace_writer_lost(w, 0, 0), 0);	/* writes nothing */
+	evr_trace_writer_free(w);
+
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, NULL, 0), 0);
+	while (next_event(r, &v) == 1) {
+		assert_true(ngot < 32);
+		got[ngot].type = v.type;
+		got[ngot].ts = v.ts_ns;
+		got[ngot].n = v.type == EVR_REC_LOST ? v.lost : 1;
+		if (v.type == EVR_REC_LOST)
+			lost += v.lost;
+		else
+			events++;
+		ngot++;
+	}
+	assert_int_equal(ngot, 7);
+	assert_true(got[2].type == EVR_REC_LOST && got[2].ts == 12 && got[2].n == 3);
+	assert_true(got[4].type == EVR_REC_LOST && got[4].ts == 500 && got[4].n == 21);
+	assert_true(got[5].type == EVR_REC_EVENT && got[5].ts == 500);
+	assert_true(got[6].type == EVR_REC_LOST && got[6].ts == 500 && got[6].n == 9);
+	assert_true(events == 4 && lost == 33);
+	evr_trace_reader_stats(r, &st);
+	assert_true(st.corrupt_packets == 1);
+	evr_trace_reader_free(r);
+	close(fd);
+}
+
+/* ---- truncation, corruption, errors -------------------------------------- */
+
+/* A small complete file from the generator; returns its size. */
+static uint64_t small_file(struct gen *g)
+{
+	struct stat st;
+
+	assert_int_equal(gen_init(g, 2, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 3), 0);
+	for (int k = 0; k < 300; k++)
+		gen_emit(g, (uint32_t)k % 2, 7 + (uint32_t)(k / 10 % 2), 1 + (uint32_t)k % 3);
+	assert_int_equal(gen_finish(g, 2), 0);
+	assert_int_equal(fstat(g->out_fd, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+static void count_all(int fd, int *ret_rc, uint64_t *ret_events, struct evr_trace_stats *st)
+{
+	struct evr_trace_reader *r;
+	struct evr_event_view v;
+	uint64_t n = 0;
+	int rc;
+
+	rc = evr_trace_reader_open_fd(fd, &r, NULL, 0);
+	*ret_rc = rc;
+	if (rc)
+		return;
+	while ((rc = evr_trace_reader_next(r, &v)) == 1)
+		n += v.type == EVR_REC_EVENT;
+	*ret_rc = rc;
+	*ret_events = n;
+	evr_trace_reader_stats(r, st);
+	evr_trace_reader_free(r);
+}
+
+static void test_trace_reader_truncated(void **state)
+{
+	struct evr_trace_stats st;
+	uint64_t size, full, n;
+	struct gen g;
+	int rc;
+
+	(void)state;
+	size = small_file(&g);
+	count_all(g.out_fd, &rc, &full, &st);
+	assert_int_equal(rc, 0);
+	assert_true(full == g.kept);
+	assert_false(st.truncated);
+	assert_true(st.bytes == size && st.file_size == size);
+
+	/* Cut in the middle of the last EVENTS chunk's payload. */
+	{
+		struct evr_trace_reader *r;
+		struct evr_trace_chunk c;
+		uint64_t pos = 0, last_ev = 0;
+
+		assert_int_equal(evr_trace_reader_open_fd(g.out_fd, &r, NULL, 0), 0);
+		while (evr_trace_reader_chunk_next(r, &pos, &c) == 1) {
+			if (c.kind == EVR_CHUNK_EVENTS)
+				last_ev = c.off;
+		}
+		evr_trace_reader_free(r);
+		assert_true(last_ev > 0);
+		assert_int_equal(ftruncate(g.out_fd, (off_t)last_ev + 50), 0);
+		count_all(g.out_fd, &rc, &n, &st);
+		assert_int_equal(rc, 0);
+		assert_true(st.truncated);
+		assert_true(st.bytes == last_ev);
+		assert_non_null(strstr(st.truncated_why, "the file ends inside a chunk (EVENTS"));
+		assert_false(st.has_end);
+		assert_true(n < full && n > 0);
+	}
+	gen_fini(&g);
+}
+
+static void test_trace_reader_corrupt_events_chunk(void **state)
+{
+	struct evr_trace_reader *r;
+	struct evr_trace_chunk c;
+	struct evr_trace_stats st;
+	uint64_t pos = 0, target = 0, n;
+	int rc, seen = 0;
+	uint8_t byte;
+	struct gen g;
+
+	(void)state;
+	small_file(&g);
+	assert_int_equal(evr_trace_reader_open_fd(g.out_fd, &r, NULL, 0), 0);
+	while (evr_trace_reader_chunk_next(r, &pos, &c) == 1) {
+		if (c.kind == EVR_CHUNK_EVENTS && ++seen == 3)
+			target = c.off + EVR_TRACE_CHUNK_HDR_SIZE + 16 + 20;
+	}
+	evr_trace_reader_free(r);
+	assert_int_equal(pread(g.out_fd, &byte, 1, (off_t)target), 1);
+	byte ^= 0x40;
+	assert_int_equal(pwrite(g.out_fd, &byte, 1, (off_t)target), 1);
+	count_all(g.out_fd, &rc, &n, &st);
+	assert_int_equal(rc, 0);
+	assert_true(st.corrupt_chunks == 1);
+	assert_false(st.truncated);
+	/* Nothing vanishes silently: what the chunk held is counted lost. */
+	assert_true(n < g.kept);
+	assert_true(n + st.lost == g.nev + g.final_lost);
+	gen_fini(&g);
+}
+
+static void test_trace_reader_not_a_trace(void **state)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC);
+	struct evr_trace_reader *r = NULL;
+	struct evr_trace_file_hdr fh;
+	char err[256];
+	char junk[200];
+
+	(void)state;
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "shorter than its header"));
+	memset(junk, 'x', sizeof(junk));
+	assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, err, sizeof(err)), -EBADMSG);
+	assert_string_equal(err, "not an evring trace file (bad magic)");
+	/* A valid header of a newer format version. */
+	memset(&fh, 0, sizeof(fh));
+	memcpy(fh.magic, EVR_TRACE_MAGIC, 8);
+	fh.version = EVR_TRACE_VERSION + 1;
+	fh.hdr_size = 64;
+	fh.abi_version = EVR_ABI_VERSION;
+	fh.crc = evr_crc32c(0, &fh, 60);
+	assert_int_equal(pwrite(fd, &fh, sizeof(fh), 0), (ssize_t)sizeof(fh));
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, err, sizeof(err)), -EPROTONOSUPPORT);
+	assert_non_null(strstr(err, "newer than this reader"));
+	fh.version = EVR_TRACE_VERSION;
+	assert_int_equal(pwrite(fd, &fh, sizeof(fh), 0), (ssize_t)sizeof(fh));
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, err, sizeof(err)), -EBADMSG);
+	assert_string_equal(err, "corrupt trace file header (CRC mismatch)");
+	assert_null(r);
+	assert_int_equal(evr_trace_reader_open("/nonexistent/x.evtrace", &r, err, sizeof(err)),
+			 -ENOENT);
+	assert_non_null(strstr(err, "cannot open /nonexistent/x.evtrace"));
+	close(fd);
+}
+
+/* Only the header: opens, no session, no events. Then by path. */
+static void test_trace_reader_header_only_by_path(void **state)
+{
+	char path[] = "/tmp/evr-test-trace-XXXXXX";
+	int fd = mkostemp(path, O_CLOEXEC);
+	struct evr_trace_writer *w;
+	struct evr_trace_reader *r;
+	struct evr_event_view v;
+	struct evr_trace_stats st;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(evr_trace_writer_new(fd, &w), 0);
+	assert_true(evr_trace_writer_bytes(w) == 64);
+	evr_trace_writer_free(w);
+	close(fd);
+	assert_int_equal(evr_trace_reader_open(path, &r, NULL, 0), 0);
+	unlink(path);
+	assert_null(evr_trace_reader_session(r));
+	assert_null(evr_trace_reader_process(r));
+	assert_int_equal(evr_trace_reader_next(r, &v), 0);
+	evr_trace_reader_stats(r, &st);
+	assert_false(st.truncated);
+	assert_true(st.chunks == 0 && st.bytes == 64);
+	evr_trace_reader_free(r);
+}
+
+static void test_trace_writer_bad_args(void **state)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC);
+	struct evr_trace_writer *w;
+	struct evr_trace_session s = {
+		.mode = EVR_MODE_DISCARD, .packet_size = EVR_PACKET_SIZE_MIN,
+		.ring_size = 4 * EVR_PACKET_SIZE_MIN, .nr_rings = 2,
+		.clock = {.kind = EVR_CLOCK_MONOTONIC, .mult = 1},
+	};
+	const struct evr_trace_end e = {0};
+	uint8_t data[64] = {0};
+
+	(void)state;
+	assert_int_equal(evr_trace_writer_new(-1, &w), -EINVAL);
+	assert_int_equal(evr_trace_writer_new(fd, &w), 0);
+	assert_int_equal(evr_trace_writer_events(w, 0, 0, data, 64), -EINVAL);	/* no session */
+	assert_int_equal(evr_trace_writer_lost(w, 0, 1), -EINVAL);
+	assert_int_equal(evr_trace_writer_discard_last(w), -EINVAL);
+	assert_int_equal(evr_trace_writer_process(w, data, 0), -EINVAL);
+	s.packet_size = 1000;
+	assert_int_equal(evr_trace_writer_session(w, &s), -EINVAL);
+	s.packet_size = EVR_PACKET_SIZE_MIN;
+	s.clock.shift = 64;
+	assert_int_equal(evr_trace_writer_session(w, &s), -EINVAL);
+	s.clock.shift = 0;
+	assert_int_equal(evr_trace_writer_session(w, &s), 0);
+	assert_int_equal(evr_trace_writer_session(w, &s), -EINVAL);	/* a second one */
+	assert_int_equal(evr_trace_writer_events(w, 2, 0, data, 64), -EINVAL);	/* ring */
+	assert_int_equal(evr_trace_writer_events(w, 0, 4, data, 64), -EINVAL);	/* unaligned */
+	assert_int_equal(evr_trace_writer_events(w, 0, EVR_PACKET_SIZE_MIN - 32, data, 64),
+			 -EINVAL);	/* crosses a packet boundary */
+	assert_int_equal(evr_trace_writer_metadata(w, NULL, 0), -EINVAL);
+	assert_int_equal(evr_trace_writer_end(w, &e), 0);
+	assert_int_equal(evr_trace_writer_lost(w, 0, 1), -EINVAL);	/* after END */
+	assert_true(evr_trace_writer_chunks(w) == 2);
+	evr_trace_writer_free(w);
+	close(fd);
+}
+
+/* A full disk: nothing written at all, or a chunk cut in the middle; the
+ * error is -ENOSPC, sticky, and the file reads up to its last whole chunk. */
+static void test_trace_writer_enospc(void **state)
+{
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	char path[] = "/tmp/evr-test-trace-XXXXXX";
+	struct evr_trace_stats st;
+	struct evr_trace_writer *w;
+	struct rlimit old, lim;
+	uint64_t n, good;
+	int fd, rc;
+	struct gen g;
+
+	(void)state;
+	if (full >= 0) {
+		assert_int_equal(evr_trace_writer_new(full, &w), -ENOSPC);
+		close(full);
+	}
+	/* A file size limit makes write() fail with EFBIG past it, like a disk
+	 * that fills up in the middle of a chunk. */
+	assert_int_equal(gen_init(&g, 2, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 9), 0);
+	fd = mkostemp(path, O_CLOEXEC);
+	assert_true(fd >= 0);
+	unlink(path);
+	evr_trace_writer_free(g.tw);
+	close(g.out_fd);
+	g.out_fd = fd;
+	assert_int_equal(evr_trace_writer_new(fd, &g.tw), 0);
+	assert_int_equal(gen_write_process(&g), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 3000;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	{
+		const struct evr_trace_session s = {
+			.mode = EVR_MODE_DISCARD, .packet_size = EVR_PACKET_SIZE_MIN,
+			.ring_size = 4 * EVR_PACKET_SIZE_MIN, .nr_rings = 2,
+			.clock = {.kind = EVR_CLOCK_MONOTONIC, .mult = 1},
+		};
+		assert_int_equal(evr_trace_writer_session(g.tw, &s), 0);
+	}
+	for (int k = 0; k < 40; k++)
+		gen_emit(&g, 0, 1, GEN_RID_BLOB);
+	rc = gen_drain(&g, 0);
+	good = evr_trace_writer_bytes(g.tw);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(rc, -ENOSPC);
+	/* Sticky: no later chunk lands behind the partial one. */
+	assert_int_equal(evr_trace_writer_lost(g.tw, 0, 5), -ENOSPC);
+	assert_true(evr_trace_writer_bytes(g.tw) == good);
+	count_all(fd, &rc, &n, &st);
+	assert_int_equal(rc, 0);
+	assert_true(st.truncated);
+	assert_true(st.bytes == good);
+	assert_true(st.file_size == 3000);
+	gen_fini(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c_first_use_from_threads),
+		cmocka_unit_test(test_crc32c_known_values),
+		cmocka_unit_test(test_crc32c_implementations_agree),
+		cmocka_unit_test(test_trace_roundtrip_rings),
+		cmocka_unit_test(test_trace_gaps_and_final_losses),
+		cmocka_unit_test(test_trace_overwrite_lapped),
+		cmocka_unit_test(test_trace_reader_orders_within_ring),
+		cmocka_unit_test(test_trace_reader_loss_accounting),
+		cmocka_unit_test(test_trace_reader_truncated),
+		cmocka_unit_test(test_trace_reader_corrupt_events_chunk),
+		cmocka_unit_test(test_trace_reader_not_a_trace),
+		cmocka_unit_test(test_trace_reader_header_only_by_path),
+		cmocka_unit_test(test_trace_writer_bad_args),
+		cmocka_unit_test(test_trace_writer_enospc),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
