@@ -112,21 +112,30 @@ void evr_session_flush_and_end(struct evr_session *s, uint64_t ts)
 	(void)n;
 }
 
+static void session_free_cb(void *p)
+{
+	struct evr_session *s = p;
+
+	evr_shm_session_unmap(s->shm);
+	if (s->memfd >= 0)
+		close(s->memfd);
+	/* Writers rang the doorbell until the grace period that unpublished the
+	 * session: closing it is part of the same reclamation. */
+	if (s->doorbell_fd >= 0)
+		close(s->doorbell_fd);
+	free(s->rings);
+	free(s->stop_table);
+	evr_provider_spec_list_free(s->cfg.providers);
+	free(s);
+}
+
 void evr_session_destroy(struct evr_session *s)
 {
 	if (!s)
 		return;
-	evr_shm_session_unmap(s->shm);
-	if (s->memfd >= 0)
-		close(s->memfd);
-	if (s->doorbell_fd >= 0)
-		close(s->doorbell_fd);
-	/* Writers used the rings and *s until the grace period that unpublished
-	 * the session (or never saw them, if it was never published). */
-	evr_reclaim_after_grace_period(s->rings, free);
-	free(s->stop_table);
-	evr_provider_spec_list_free(s->cfg.providers);
-	evr_reclaim_after_grace_period(s, free);
+	/* Writers used the rings, the doorbell and *s until the grace period that
+	 * unpublished the session (or never saw them, if it was never published). */
+	evr_reclaim_after_grace_period(s, session_free_cb);
 }
 
 void evr_reclaim_after_grace_period(void *p, void (*fn)(void *))
