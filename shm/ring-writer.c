@@ -24,6 +24,10 @@ void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, ui
 					 (uint64_t)index * EVR_RING_CTL_SIZE);
 	w->shm = shm;
 	w->doorbell_fd = doorbell_fd;
+	w->bell_due = UINT64_MAX;
+	/* 0 when the clock rate is unknown: every packet close may ring. */
+	w->bell_ticks = shm->clock.ticks_per_sec / 1000000u * EVR_RING_BELL_INTERVAL_US;
+	w->bell_bytes = shm->ring_size / 4;
 	w->index = index;
 	atomic_init(&w->lock, 0);
 	atomic_init(&w->lost_async, 0);
@@ -48,6 +52,26 @@ void evr_ring_doorbell(struct evr_ring_writer *w)
 	 * the reader has plenty of wake-ups pending already. */
 	n = write(w->doorbell_fd, &one, sizeof(one));
 	(void)n;
+}
+
+/* Under the lock: ask for a wake-up (rung after unlocking), see <evring/ring.h>. */
+static void ring_ask_bell(struct evr_ring_writer *w, uint64_t ts, uint64_t pos)
+{
+	w->bell = 1;
+	w->bell_due = UINT64_MAX;
+	w->bell_next = ts + w->bell_ticks;
+	w->bell_pos = pos;
+}
+
+/* A packet closed at @pos: wake a waiting reader now, or owe it a wake-up. */
+static void ring_pace_bell(struct evr_ring_writer *w, uint64_t ts, uint64_t pos)
+{
+	if (w->doorbell_fd < 0)
+		return;
+	if (ts >= w->bell_next || pos - w->bell_pos >= w->bell_bytes)
+		ring_ask_bell(w, ts, pos);
+	else if (w->bell_due == UINT64_MAX)
+		w->bell_due = w->bell_next;
 }
 
 static void ring_publish_counters(struct evr_ring_writer *w)
@@ -143,8 +167,7 @@ static int ring_prepare(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, ui
 
 		if (pos) {
 			ring_publish_counters(w);
-			/* Rung by whoever unlocks (evr_ring_take_bell_locked()). */
-			w->bell = w->doorbell_fd >= 0;
+			ring_pace_bell(w, ts, pos);
 		}
 		evr_ring_store_bytes(w->data + (pos & w->ring_mask), &ph, sizeof(ph));
 		pos += EVR_PACKET_HDR_SIZE;
@@ -200,6 +223,8 @@ int evr_ring_prepare_slow(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, 
 	ring_absorb_async_losses(w);
 	if (ts < w->last_ts)
 		ts = w->last_ts;
+	if (ts >= w->bell_due)
+		ring_ask_bell(w, ts, w->head);
 	err = ring_prepare(w, ts, tid, rec_asize, ret_pos);
 	if (err) {
 		w->lost_pending++;
@@ -237,8 +262,8 @@ void evr_ring_writer_flush_locked(struct evr_ring_writer *w, uint64_t ts)
  */
 void evr_ring_rseq_publish_from_afar(struct evr_ring_writer *w)
 {
-	/* Acquire pairs with the commit of {head, events} (a plain x86 store after
-	 * the record's stores), so the bytes below it are ours to publish. */
+	/* Acquire pairs with the commit of {head, tid_events} (a plain x86 store
+	 * after the record's stores), so the bytes below it are ours to publish. */
 	uint64_t h = __atomic_load_n(&w->head, __ATOMIC_ACQUIRE);
 	uint64_t cur = __atomic_load_n(&w->ctl->head, __ATOMIC_RELAXED);
 
@@ -282,12 +307,37 @@ busy:
 	return -EBUSY;
 }
 
+/*
+ * Discard mode: is the ring too full for @asize more bytes even if the gating
+ * reader released everything it says it has? Read without the lock: head may be
+ * stale, but only ever lower than the real one, so "full" is never wrong.
+ */
+static bool ring_surely_full(const struct evr_ring_writer *w, uint64_t asize)
+{
+	/* Relaxed: ordered by nothing, a stale head only makes "full" less likely. */
+	uint64_t h = __atomic_load_n(&w->head, __ATOMIC_RELAXED);
+	/* Pairs with the gating reader's store-release in evr_ring_reader_release(). */
+	uint64_t t = __atomic_load_n(&w->ctl->tail, __ATOMIC_ACQUIRE);
+
+	return w->mode == EVR_MODE_DISCARD && t <= h && h + asize - t > w->ring_mask + 1;
+}
+
 int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 			     const struct evr_rseq_rec *r)
 {
-	int ret = ring_rseq_lock(w, rs, cpu);
+	int ret;
 	bool bell;
 
+	/*
+	 * A full ring sends every write here: count those drops without the lock,
+	 * so that a holder preempted meanwhile does not turn the next writes of this
+	 * CPU into "ring locked" drops as well. The next holder reports them in-band.
+	 */
+	if (ring_surely_full(w, r->asize)) {
+		evr_ring_count_lost(w, 1);
+		return -ENOSPC;
+	}
+	ret = ring_rseq_lock(w, rs, cpu);
 	if (ret == -EAGAIN)
 		return ret;
 	if (ret == -EBUSY) {

@@ -33,6 +33,7 @@
 
 struct opts {
 	bool json;
+	bool chase;
 	bool vs_lttng;
 	int runs;
 	uint64_t events;		/* per thread, enabled scenarios */
@@ -133,14 +134,23 @@ static double run_loops(int threads, enum loop_kind kind, uint64_t n)
 	return sum / threads;
 }
 
-/* ---- the concurrent reader ---- */
+/* ---- the concurrent readers ---- */
 
+/*
+ * One reader thread per session, as one consumer per session would be. It reads
+ * until it has caught up with the writers and then waits for the next complete
+ * packet (evr_reader_wait() returns at once when one is ready), like the
+ * record-level consumers of libevring-consumer; LTTng's consumer daemon likewise
+ * reads whole sub-buffers. --chase keeps it polling instead, waiting only after
+ * a pass that found nothing: the reader then follows the writer record by
+ * record, sharing the cache lines the writer is filling.
+ */
 struct drain {
 	pthread_t th;
-	int n;
-	struct evr_reader *r[MAX_SESSIONS];
-	uint64_t received[MAX_SESSIONS];
-	uint64_t lost[MAX_SESSIONS];
+	bool chase;
+	struct evr_reader *r;
+	uint64_t received;
+	uint64_t lost;
 	uint64_t checksum;
 };
 
@@ -148,40 +158,25 @@ static void *drain_main(void *arg)
 {
 	struct drain *d = arg;
 	struct evr_record rec;
-	int ended = 0;
 
-	while (ended < d->n) {
-		bool progress = false;
+	while (!evr_reader_ended(d->r)) {
+		int k = 0, n = 0;
 
-		ended = 0;
-		for (int s = 0; s < d->n; s++) {
-			int k = 0;
+		while (k < 4096 && (n = evr_reader_next(d->r, &rec)) > 0) {
+			if (rec.type == EVR_REC_EVENT) {
+				uint64_t a;
 
-			while (k < 4096 && evr_reader_next(d->r[s], &rec) > 0) {
-				if (rec.type == EVR_REC_EVENT) {
-					uint64_t a;
-
-					memcpy(&a, rec.payload, sizeof(a));
-					d->checksum += a;
-					d->received[s]++;
-				} else {
-					d->lost[s] += rec.lost;
-				}
-				k++;
+				memcpy(&a, rec.payload, sizeof(a));
+				d->checksum += a;
+				d->received++;
+			} else {
+				d->lost += rec.lost;
 			}
-			if (k)
-				progress = true;
-			evr_reader_release(d->r[s]);
-			ended += evr_reader_ended(d->r[s]);
+			k++;
 		}
-		if (!progress && ended < d->n) {
-			for (int s = 0; s < d->n; s++) {
-				if (!evr_reader_ended(d->r[s])) {
-					evr_reader_wait(d->r[s], 2);
-					break;
-				}
-			}
-		}
+		evr_reader_release(d->r);
+		if (n == 0 && !evr_reader_ended(d->r) && (!d->chase || k == 0))
+			evr_reader_wait(d->r, 2);
 	}
 	return NULL;
 }
@@ -196,7 +191,7 @@ static void die(const char *what, const char *err)
 static double enabled_run(const struct opts *o, int threads, int sessions, uint64_t *lost)
 {
 	struct evr_session *s[MAX_SESSIONS];
-	struct drain d = { .n = sessions };
+	struct drain d[MAX_SESSIONS];
 	char err[256];
 	double ns;
 
@@ -209,26 +204,28 @@ static double enabled_run(const struct opts *o, int threads, int sessions, uint6
 
 		if (evr_session_start(&so, &s[i], err, sizeof(err)) < 0)
 			die("cannot start a session", err);
-		if (evr_session_reader_new(s[i], EVR_READER_GATING, &d.r[i]) < 0)
+		d[i] = (struct drain){ .chase = o->chase };
+		if (evr_session_reader_new(s[i], EVR_READER_GATING, &d[i].r) < 0)
 			die("cannot read a session", "out of memory");
 	}
-	pthread_create(&d.th, NULL, drain_main, &d);
+	for (int i = 0; i < sessions; i++)
+		pthread_create(&d[i].th, NULL, drain_main, &d[i]);
 	ns = run_loops(threads, LOOP_EVRING, o->events);
 	for (int i = 0; i < sessions; i++)
 		evr_session_stop(s[i]);
-	pthread_join(d.th, NULL);
 	for (int i = 0; i < sessions; i++) {
 		uint64_t emitted = o->events * (uint64_t)threads;
 
-		if (d.received[i] + d.lost[i] != emitted) {
+		pthread_join(d[i].th, NULL);
+		if (d[i].received + d[i].lost != emitted) {
 			fprintf(stderr,
 				"evring-bench: conservation violated in session %d: emitted %" PRIu64
 				", received %" PRIu64 ", lost %" PRIu64 "\n",
-				i, emitted, d.received[i], d.lost[i]);
+				i, emitted, d[i].received, d[i].lost);
 			exit(1);
 		}
-		*lost += d.lost[i];
-		evr_reader_free(d.r[i]);
+		*lost += d[i].lost;
+		evr_reader_free(d[i].r);
 		evr_session_free(s[i]);
 	}
 	return ns;
@@ -384,6 +381,9 @@ static void report(const struct opts *o, const struct result *r)
 		       "\"runs\":%d,\"events_per_thread\":%" PRIu64 ",\"ns_per_event_median\":%.2f,"
 		       "\"ns_per_event_min\":%.2f,\"ns_per_event_max\":%.2f,\"events_lost\":%" PRIu64,
 		       r->scenario, r->threads, r->sessions, r->runs, r->events, med, min, max, r->lost);
+		if (strcmp(r->scenario, "enabled_1t") == 0 || strcmp(r->scenario, "enabled_nt") == 0 ||
+		    strcmp(r->scenario, "sessions_4") == 0)
+			printf(",\"readers\":\"%s\"", o->chase ? "chase" : "wait");
 		if (strcmp(r->scenario, "reader") == 0)
 			printf(",\"records_per_s_median\":%.0f", median(r->rps, r->runs, NULL, NULL));
 		if (r->lttng_runs) {
@@ -419,6 +419,8 @@ static void usage(FILE *f)
 		"Cost of an evring event (payload u64,u64,u32) with a reader draining concurrently.\n\n"
 		"  --json               one JSON object per scenario\n"
 		"  --vs-lttng           also run the loop through LTTng-UST (needs lttng-sessiond)\n"
+		"  --chase              readers poll the writers record by record instead of\n"
+		"                       waiting for complete packets once caught up\n"
 		"  --runs N             runs per scenario, median reported (default 5)\n"
 		"  --events N           events per thread in enabled runs (default 5000000)\n"
 		"  --disabled-events N  iterations per thread in disabled runs (default 500000000)\n"
@@ -449,6 +451,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "vs-lttng", no_argument, NULL, 'L' },
+		{ "chase", no_argument, NULL, 'c' },
 		{ "runs", required_argument, NULL, 'r' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "disabled-events", required_argument, NULL, 'd' },
@@ -469,6 +472,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'j': o->json = true; break;
 		case 'L': o->vs_lttng = true; break;
+		case 'c': o->chase = true; break;
 		case 'r':
 			if (parse_u64("--runs", optarg, &v) < 0)
 				return -EINVAL;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -792,6 +793,101 @@ static void test_ring_reader_init_late_passive_counts_laps_after_attach(void **s
 	fx_teardown(&f);
 }
 
+/* ---- the doorbell: paced, never forgotten ------------------------------------------------ */
+
+struct bell_fx {
+	int fd, efd;
+	struct evr_shm_hdr *hdr;
+	struct evr_ring_writer *w;
+	uint64_t seq;
+};
+
+/* Write records at time @ts until the packet in progress closes (and the next opens). */
+static void bell_close_packet(struct bell_fx *b, uint64_t ts)
+{
+	uint64_t packet = b->w->head / PSIZE_MIN;
+	uint8_t buf[64];
+
+	do {
+		pl_fill(buf, 40, b->seq, 1);
+		assert_int_equal(evr_ring_try_write(b->w, 1, ts, 1, buf, 40), 0);
+		b->seq++;
+	} while (b->w->head / PSIZE_MIN == packet);
+}
+
+/* Did the writer wake the reader since the last call? (It also clears waiting.) */
+static bool bell_rang(struct bell_fx *b)
+{
+	uint64_t v;
+
+	if (read(b->efd, &v, sizeof(v)) == (ssize_t)sizeof(v)) {
+		assert_int_equal(__atomic_load_n(&b->hdr->waiting, __ATOMIC_RELAXED), 0);
+		return true;
+	}
+	assert_int_equal(errno, EAGAIN);
+	return false;
+}
+
+static void test_ring_try_write_doorbell_paced_never_forgotten(void **state)
+{
+	/* Nanosecond timestamps: the interval is EVR_RING_BELL_INTERVAL_US * 1000. */
+	const uint64_t iv = EVR_RING_BELL_INTERVAL_US * 1000ull;
+	struct evr_shm_geometry g = {
+		.nr_rings = 1,
+		.packet_size = PSIZE_MIN,
+		.ring_size = 64 * PSIZE_MIN,
+		.mode = EVR_MODE_OVERWRITE,
+		.clock = {.kind = EVR_CLOCK_MONOTONIC, .mult = 1, .ticks_per_sec = 1000000000u},
+	};
+	struct bell_fx b = {0};
+	uint8_t buf[64];
+	int n;
+
+	(void)state;
+	assert_int_equal(evr_shm_session_create(&g, &b.fd, &b.hdr), 0);
+	b.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(b.efd >= 0);
+	b.w = aligned_alloc(EVR_CACHELINE, sizeof(*b.w));
+	assert_non_null(b.w);
+	evr_ring_writer_init(b.w, b.hdr, 0, b.efd);
+
+	/* No reader waiting: no system call, whatever closes. */
+	bell_close_packet(&b, 1000);
+	assert_false(bell_rang(&b));
+	/* The first close after the interval wakes a waiting reader at once. */
+	b.hdr->waiting = 1;
+	bell_close_packet(&b, 1000 + iv);
+	assert_true(bell_rang(&b));
+	/* Closes within the interval owe a wake-up instead... */
+	b.hdr->waiting = 1;
+	bell_close_packet(&b, 2000 + iv);
+	bell_close_packet(&b, 3000 + iv);
+	assert_false(bell_rang(&b));
+	pl_fill(buf, 40, b.seq, 1);
+	assert_int_equal(evr_ring_try_write(b.w, 1, 2 * iv, 1, buf, 40), 0);
+	b.seq++;
+	assert_false(bell_rang(&b));
+	/* ...paid by the first write once it is due, packet closed or not. */
+	assert_int_equal(evr_ring_try_write(b.w, 1, 2 * iv + 1000, 1, buf, 40), 0);
+	b.seq++;
+	assert_true(bell_rang(&b));
+	/* Within the interval still, a quarter of the ring written rings anyway. */
+	b.hdr->waiting = 1;
+	for (n = 1; n <= 20; n++) {
+		bell_close_packet(&b, 2 * iv + 2000 + (uint64_t)n);
+		if (bell_rang(&b))
+			break;
+	}
+	/* 16 packets are a quarter of the ring; the last wake-up was mid-packet. */
+	print_message("woken after %d packets of %u bytes within the interval\n", n, PSIZE_MIN);
+	assert_true(n == 16 || n == 17);
+
+	free(b.w);
+	close(b.efd);
+	evr_shm_session_unmap(b.hdr);
+	close(b.fd);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -803,6 +899,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ring_try_write_shared_rings_account_exactly),
 		cmocka_unit_test(test_ring_reader_init_late_passive_reports_no_history),
 		cmocka_unit_test(test_ring_reader_init_late_passive_counts_laps_after_attach),
+		cmocka_unit_test(test_ring_try_write_doorbell_paced_never_forgotten),
 	};
 
 	/* An optional argument selects cases by name pattern, e.g. '*overwrite*'. */

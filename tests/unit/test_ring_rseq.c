@@ -63,9 +63,9 @@ static void flush_all(struct ring_fx *f, uint64_t ts)
 #define RS_MAX_WRITERS 32u
 #define RS_HANDLER_CAP 200000u	/* events one thread's signal handler may write */
 #if defined(__SANITIZE_ADDRESS__)
-#define RS_EVENTS 100000u
+#define RS_EVENTS 200000u
 #else
-#define RS_EVENTS 300000u
+#define RS_EVENTS 1000000u
 #endif
 
 struct rs_ctx {
@@ -73,6 +73,7 @@ struct rs_ctx {
 	uint32_t writers;	/* streams 0..writers-1: threads; writers..2*writers-1: handlers */
 	uint64_t n;		/* events per writer thread */
 	atomic_uint writers_left;
+	atomic_bool drained;	/* reader: everything written is read and released */
 	atomic_bool flushed;
 	atomic_ullong drop_nospc, drop_busy, drop_again;
 	atomic_ullong aborted_by_signal;	/* handler found the thread in an abort handler */
@@ -174,13 +175,17 @@ static bool rs_account(struct rs_ctx *c, uint32_t ring, const struct evr_record 
 	return true;
 }
 
-/* One gating reader per ring, drained round-robin until the rings are flushed. */
+/*
+ * One gating reader per ring, drained round-robin. Once the writers are done it
+ * drains and releases everything, says so, and after the flush (which now has
+ * room for its LOST records) reads what the flush wrote.
+ */
 static void *rs_reader(void *arg)
 {
 	struct rs_ctx *c = arg;
 	struct evr_ring_reader *r[EVR_MAX_RINGS];
 	struct evr_record rec;
-	bool last_pass = false;
+	bool flushed = false;
 
 	for (uint32_t i = 0; i < c->f->nr; i++)
 		r[i] = reader_new(c->f, i, EVR_READER_GATING);
@@ -195,19 +200,33 @@ static void *rs_reader(void *arg)
 			}
 			evr_ring_reader_release(r[i]);
 		}
-		if (last_pass && !progress)
+		if (progress)
+			continue;
+		if (flushed)
 			break;
 		/* Pairs with the store-release after the final flush. */
-		if (!progress && atomic_load_explicit(&c->flushed, memory_order_acquire))
-			last_pass = true;
-		if (!progress)
-			sched_yield();
+		flushed = atomic_load_explicit(&c->flushed, memory_order_acquire);
+		if (flushed)
+			continue;	/* one more pass, after the flush */
+		/* Pairs with the store-release of writers_left by the last writer. */
+		if (!atomic_load_explicit(&c->writers_left, memory_order_acquire))
+			/* Pairs with the acquire load before the flush. */
+			atomic_store_explicit(&c->drained, true, memory_order_release);
+		sched_yield();
 	}
 out:
 	for (uint32_t i = 0; i < c->f->nr; i++) {
 		if (r[i]->corrupt)
 			thread_fail(&c->err, "ring %u: %llu corrupt packets", i,
 				    (unsigned long long)r[i]->corrupt);
+		/* Every loss was reported in-band, none only in the counters. */
+		if (r[i]->lost != c->f->w[i].ctl->lost_total ||
+		    r[i]->events != c->f->w[i].ctl->events_total)
+			thread_fail(&c->err, "ring %u: read %llu events %llu lost, counted %llu %llu",
+				    i, (unsigned long long)r[i]->events,
+				    (unsigned long long)r[i]->lost,
+				    (unsigned long long)c->f->w[i].ctl->events_total,
+				    (unsigned long long)c->f->w[i].ctl->lost_total);
 		free(r[i]);
 	}
 	return NULL;
@@ -255,6 +274,11 @@ static void test_ring_rseq_write_threads_and_signals_account_exactly(void **stat
 	}
 	for (uint32_t i = 0; i < c.writers; i++)
 		assert_int_equal(pthread_join(tw[i], NULL), 0);
+	/* Wait for the reader to have made room for the flush's LOST records
+	 * (pairs with its store-release of drained). */
+	while (!atomic_load_explicit(&c.drained, memory_order_acquire) &&
+	       !atomic_load(&c.err.failed))
+		sched_yield();
 	flush_all(&f, UINT64_MAX);
 	/* Pairs with the acquire load in rs_reader(). */
 	atomic_store_explicit(&c.flushed, true, memory_order_release);

@@ -21,11 +21,11 @@
  * and last_ts (only a clamp floor; an aborted value is a timestamp that was
  * really read). The last instruction commits.
  *
- *   CS1 (append): check cpu_id == i, lock == 0, lost_async == 0 and that the
- *       record (preceded by a THREAD record if the thread changed) ends at or
- *       below fast_end; store the records; commit {head, tid_events} with one
- *       16-byte store (one instruction: the kernel aborts before it or not at
- *       all).
+ *   CS1 (append): check cpu_id == i, lock == 0, lost_async == 0, no wake-up
+ *       due, and that the record (preceded by a THREAD record if the thread
+ *       changed) ends at or below fast_end; store the records; commit
+ *       {head, tid_events} with one 16-byte store (one instruction: the kernel
+ *       aborts before it or not at all).
  *   CS2 (publish): check cpu_id == i and lock == 0; load head; commit it to
  *       ctl->head. CS2 may only store the latest committed head (a commit by
  *       anyone else on CPU i would have preempted it), so ctl->head never goes
@@ -37,8 +37,8 @@
  * program order, which is what the release store of head and the release fence
  * F1 give in the try-lock path; the acquire side is the readers' (unchanged).
  *
- * The slow path (packet switch, THREAD and LOST records, the discard tail check,
- * the doorbell) is plain C and may be preempted, so it runs under w->lock, which
+ * The slow path (packet switch, LOST records, the discard tail check, a due
+ * wake-up) is plain C and may be preempted, so it runs under w->lock, which
  * a per-CPU writer takes in a third critical section (CS3: cpu_id == i,
  * lock == 0, commit lock = 1): nobody else can take it while the thread runs on
  * CPU i, and every fast path on CPU i sees it held and stays out. The holder may
@@ -49,7 +49,16 @@
  * A writer that finds the lock held (a holder preempted in the slow path, or a
  * signal handler nested on it) cannot write another CPU's ring: it counts the
  * event in lost_async, reported in-band by the next slow path. So does a thread
- * without an rseq registration in a per-CPU session.
+ * without an rseq registration in a per-CPU session, and a writer that finds
+ * a discard-mode ring full (without taking the lock: a full ring would send
+ * every write through the lock, and a holder preempted there would turn the
+ * CPU's other writes into lock-held drops). The try-lock path, by contrast,
+ * tries the other rings first; here the window is the slow path only (once per
+ * packet, ~100 ns), and a signal handler that runs inside it.
+ *
+ * Aborts loop back to the start; after EVR_RSEQ_MAX_RESTARTS in a row (a
+ * debugger single-stepping through the section aborts it at every step) the
+ * event is counted lost rather than retried forever.
  *
  * A process never mixes the modes on one ring: the mode is a function of the
  * session's ring count and a process-wide constant set before any session
@@ -60,11 +69,6 @@
 #define EVR_RING_RSEQ_H
 
 #include <sys/rseq.h>
-
-
-
-
-
 
 #include <evring/ring.h>
 
@@ -161,9 +165,6 @@ evr_ring_rseq_publish_from_afar(struct evr_ring_writer *w);
 __attribute__((visibility("hidden"))) int
 evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 			 const struct evr_rseq_rec *r);
-#endif
-
-#if EVR_HAVE_RSEQ
 
 /*
  * Offsets the assembly below uses, as literals (an asm statement takes at most
@@ -180,8 +181,9 @@ evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cp
 #define EVR_OFF_W_LAST_TS 32
 #define EVR_OFF_W_RING_MASK 40
 #define EVR_OFF_W_DATA 48
-#define EVR_OFF_W_CTL 56
-#define EVR_OFF_W_LOST_ASYNC 128
+#define EVR_OFF_W_CTL 64
+#define EVR_OFF_W_LOST_ASYNC 192
+#define EVR_OFF_W_BELL_DUE 56
 #define EVR_OFF_CTL_HEAD 0
 #define EVR_OFF_R_W0 0
 #define EVR_OFF_R_TS 8
@@ -193,27 +195,30 @@ evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cp
 #define EVR_OFF_R_HAS_TAIL 56
 #define EVR_OFF_R_TID 68
 
-_Static_assert(offsetof(struct rseq, rseq_cs) == EVR_OFF_RS_CS, "EVR_OFF_RS_CS");
-_Static_assert(offsetof(struct rseq, cpu_id) == EVR_OFF_RS_CPU, "EVR_OFF_RS_CPU");
-_Static_assert(offsetof(struct evr_ring_writer, lock) == EVR_OFF_W_LOCK, "EVR_OFF_W_LOCK");
-_Static_assert(offsetof(struct evr_ring_writer, fast_end) == EVR_OFF_W_FAST_END, "EVR_OFF_W_FAST_END");
-_Static_assert(offsetof(struct evr_ring_writer, head) == EVR_OFF_W_HEAD, "EVR_OFF_W_HEAD");
-_Static_assert(offsetof(struct evr_ring_writer, tid_events) == EVR_OFF_W_TID_EVENTS, "EVR_OFF_W_TID_EVENTS");
-_Static_assert(offsetof(struct evr_ring_writer, last_ts) == EVR_OFF_W_LAST_TS, "EVR_OFF_W_LAST_TS");
-_Static_assert(offsetof(struct evr_ring_writer, ring_mask) == EVR_OFF_W_RING_MASK, "EVR_OFF_W_RING_MASK");
-_Static_assert(offsetof(struct evr_ring_writer, data) == EVR_OFF_W_DATA, "EVR_OFF_W_DATA");
-_Static_assert(offsetof(struct evr_ring_writer, ctl) == EVR_OFF_W_CTL, "EVR_OFF_W_CTL");
-_Static_assert(offsetof(struct evr_ring_writer, lost_async) == EVR_OFF_W_LOST_ASYNC, "EVR_OFF_W_LOST_ASYNC");
-_Static_assert(offsetof(struct evr_ring_ctl, head) == EVR_OFF_CTL_HEAD, "EVR_OFF_CTL_HEAD");
-_Static_assert(offsetof(struct evr_rseq_rec, w0) == EVR_OFF_R_W0, "EVR_OFF_R_W0");
-_Static_assert(offsetof(struct evr_rseq_rec, ts) == EVR_OFF_R_TS, "EVR_OFF_R_TS");
-_Static_assert(offsetof(struct evr_rseq_rec, asize) == EVR_OFF_R_ASIZE, "EVR_OFF_R_ASIZE");
-_Static_assert(offsetof(struct evr_rseq_rec, tid_hi) == EVR_OFF_R_TID_HI, "EVR_OFF_R_TID_HI");
-_Static_assert(offsetof(struct evr_rseq_rec, src) == EVR_OFF_R_SRC, "EVR_OFF_R_SRC");
-_Static_assert(offsetof(struct evr_rseq_rec, nq) == EVR_OFF_R_NQ, "EVR_OFF_R_NQ");
-_Static_assert(offsetof(struct evr_rseq_rec, tail) == EVR_OFF_R_TAIL, "EVR_OFF_R_TAIL");
-_Static_assert(offsetof(struct evr_rseq_rec, has_tail) == EVR_OFF_R_HAS_TAIL, "EVR_OFF_R_HAS_TAIL");
-_Static_assert(offsetof(struct evr_rseq_rec, tid) == EVR_OFF_R_TID, "EVR_OFF_R_TID");
+#define EVR_RSEQ_CHECK_OFF(type, field, off) \
+	_Static_assert(offsetof(type, field) == (off), #off)
+EVR_RSEQ_CHECK_OFF(struct rseq, rseq_cs, EVR_OFF_RS_CS);
+EVR_RSEQ_CHECK_OFF(struct rseq, cpu_id, EVR_OFF_RS_CPU);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, lock, EVR_OFF_W_LOCK);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, fast_end, EVR_OFF_W_FAST_END);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, head, EVR_OFF_W_HEAD);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, tid_events, EVR_OFF_W_TID_EVENTS);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, last_ts, EVR_OFF_W_LAST_TS);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, ring_mask, EVR_OFF_W_RING_MASK);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, data, EVR_OFF_W_DATA);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, ctl, EVR_OFF_W_CTL);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, lost_async, EVR_OFF_W_LOST_ASYNC);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, bell_due, EVR_OFF_W_BELL_DUE);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, w0, EVR_OFF_R_W0);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, ts, EVR_OFF_R_TS);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, asize, EVR_OFF_R_ASIZE);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tid_hi, EVR_OFF_R_TID_HI);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, src, EVR_OFF_R_SRC);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, nq, EVR_OFF_R_NQ);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tail, EVR_OFF_R_TAIL);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, has_tail, EVR_OFF_R_HAS_TAIL);
+EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tid, EVR_OFF_R_TID);
 
 /*
  * The abort signature precedes every abort handler: the 4 bytes before the
@@ -292,6 +297,8 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 		 "cmpq $0, " EVR_RSEQ_S(EVR_OFF_W_LOST_ASYNC) "(%[w])\n\t"
 		 "jne %l[slow]\n\t"
 		 "movq " EVR_RSEQ_S(EVR_OFF_R_TS) "(%[r]), %%rsi\n\t"	/* rsi = ts, clamped to last_ts */
+		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_BELL_DUE) "(%[w]), %%rsi\n\t"	/* a wake-up is due */
+		 "jae %l[slow]\n\t"
 		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %%rsi\n\t"
 		 "cmovbq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %%rsi\n\t"
 		 "movq %%rsi, " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w])\n\t"
@@ -383,8 +390,9 @@ afar:
  * @rs: this thread's rseq area (evr_rseq_area()).
  * @r: the record (evr_rseq_rec_init()); borrowed.
  *
- * Return: 0 written; -ENOSPC dropped (gating reader behind), -EBUSY dropped
- * (ring locked by a preempted slow path or an interrupted one of this thread),
+ * Return: 0 written; -ENOSPC dropped (discard mode, the gating reader is behind),
+ * -EBUSY dropped (ring locked by a preempted slow path or an interrupted one of
+ * this thread),
  * -EAGAIN dropped (no rseq registration in this thread, or restarted
  * EVR_RSEQ_MAX_RESTARTS times); every drop is counted and reported in-band.
  * Context: any thread, signal handlers included; RCU read side; never blocks,

@@ -9,7 +9,9 @@
  * on evr_ring_writer.lock, a word in producer-private memory (a consumer can't
  * touch it, so a consumer can never stall a writer). A writer that loses the
  * try-lock does not wait: the caller tries another ring, and only when every ring
- * is busy is the event counted in lost_async.
+ * is busy is the event counted in lost_async. Where rseq is usable, sessions use
+ * per-CPU rings instead, owned by their CPU without an atomic read-modify-write
+ * (<evring/ring-rseq.h>); the lock then guards only the slow path.
  *
  * The lock holder:
  *   1. issues a release fence (F1), so that any reader that observes a byte it is
@@ -20,7 +22,8 @@
  *   3. publishes head + n with a store-release of ctl->head (pairs with the reader's
  *      load-acquire of head);
  *   4. releases the lock (store-release; pairs with the next holder's CAS-acquire,
- *      which makes this holder's private fields visible to it).
+ *      which makes this holder's private fields visible to it), and only then
+ *      makes the doorbell's system call, if a packet it closed asked for one.
  *
  * The writer never reads its head back from shared memory: the private copy is
  * authoritative. In discard mode it reads ctl->tail (load-acquire, pairs with the
@@ -65,12 +68,24 @@
  * may be appended at head without the slow path iff they end at or below
  * fast_end (the end of the current packet, or less: the gating reader's tail +
  * ring size in discard mode; 0 while losses are pending or before the first
- * packet) and nothing was counted in lost_async. A change of thread does not
- * leave the fast path: it writes the THREAD record itself.
+ * packet), nothing was counted in lost_async and no wake-up is due (ts <
+ * bell_due). A change of thread does not leave the fast path: it writes the
+ * THREAD record itself.
+ *
+ * Wake-ups: a reader that sleeps (shm->waiting) is woken when a packet closes,
+ * but at most once per EVR_RING_BELL_INTERVAL_US per ring unless a quarter of
+ * the ring was written since the last one: each wake-up is a system call and an
+ * interrupt to another CPU (measured 7 us here, 4.5 ns per event when every
+ * 64 KiB packet rang). A packet closed within the interval owes a wake-up: the
+ * first write at or after bell_due (the end of the interval) takes the slow path
+ * and rings. If the producer writes nothing more, the reader sees that packet at
+ * its own timeout, as it sees a half-filled one.
  */
+#define EVR_RING_BELL_INTERVAL_US 1000u
+
 struct evr_ring_writer {
 	_Atomic uint32_t lock;		/* 0 free, 1 held */
-	uint32_t bell;			/* a packet closed: ring the doorbell after unlocking */
+	uint32_t bell;			/* ring the doorbell after unlocking (evr_ring_take_bell_locked()) */
 	uint64_t fast_end;		/* see above; set by the slow path only */
 	uint64_t head;			/* authoritative write position */
 	uint64_t tid_events;		/* tid of the last THREAD record of this packet (0 = none)
@@ -78,18 +93,24 @@ struct evr_ring_writer {
 	uint64_t last_ts;		/* timestamps are clamped to be non-decreasing per ring */
 	uint64_t ring_mask;		/* ring_size - 1 */
 	uint8_t *data;			/* this ring's bytes in the session mapping */
+	uint64_t bell_due;		/* a wake-up is owed from this timestamp on; UINT64_MAX: none */
+	/* second line: the publish, and the slow path */
 	struct evr_ring_ctl *ctl;
-	/* second line: slow path only */
 	uint64_t events_base;		/* event records written before the current packet */
 	uint64_t tail_cache;		/* discard: last clamped tail read from ctl */
 	uint64_t lost_reported;		/* events covered by LOST records written, cumulative */
 	uint64_t lost_pending;		/* lost events not yet reported by a LOST record */
 	uint32_t packet_mask;		/* packet_size - 1 */
 	uint32_t mode;			/* enum evr_mode */
-	struct evr_shm_hdr *shm;	/* doorbell flag */
 	int doorbell_fd;		/* eventfd, or -1 */
 	uint32_t index;
-	/* third line: written without the lock */
+	/* third line: wake-up pacing (slow path), set-once fields */
+	struct evr_shm_hdr *shm;	/* doorbell flag */
+	uint64_t bell_next;		/* no wake-up before this timestamp, unless bell_bytes passed */
+	uint64_t bell_pos;		/* position of the last wake-up */
+	uint64_t bell_ticks;		/* EVR_RING_BELL_INTERVAL_US in timestamp ticks */
+	uint64_t bell_bytes;		/* a wake-up at least every ring_size / 4 bytes */
+	/* fourth line: written without the lock */
 	_Atomic uint64_t lost_async __attribute__((aligned(EVR_CACHELINE)));
 } __attribute__((aligned(EVR_CACHELINE)));
 
@@ -97,11 +118,11 @@ _Static_assert(offsetof(struct evr_ring_writer, head) % 16 == 0 &&
 	       offsetof(struct evr_ring_writer, tid_events) ==
 		       offsetof(struct evr_ring_writer, head) + 8,
 	       "{head, tid_events} is one aligned 16-byte pair");
-_Static_assert(offsetof(struct evr_ring_writer, ctl) < EVR_CACHELINE, "fast path on one line");
+_Static_assert(offsetof(struct evr_ring_writer, bell_due) < EVR_CACHELINE, "fast path on one line");
 /* A packet holds fewer than 2^32 records, so the per-packet count cannot carry into the tid. */
 _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 32), "events in a packet");
 
-#define EVR_REC_THREAD_ASIZE	((uint32_t)evr_align8(EVR_REC_THREAD_SIZE))
+#define EVR_REC_THREAD_ASIZE	((EVR_REC_THREAD_SIZE + 7u) & ~7u)
 
 /* Event records written to @w so far. Context: @w's writer. */
 static inline uint64_t evr_ring_events(const struct evr_ring_writer *w)
@@ -237,8 +258,8 @@ static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t even
 	uint64_t end = pos + thr + asize;
 	uint8_t *dst;
 
-	/* Fast path: nothing lost meanwhile, fits below fast_end. */
-	if (EVR_UNLIKELY(end > w->fast_end ||
+	/* Fast path: fits below fast_end, nothing lost meanwhile, no wake-up due. */
+	if (EVR_UNLIKELY(end > w->fast_end || ts >= w->bell_due ||
 			 atomic_load_explicit(&w->lost_async, memory_order_relaxed))) {
 		int err = evr_ring_prepare_slow(w, ts, tid, asize, &pos);
 
