@@ -87,7 +87,7 @@ static int final_losses(struct evr_reader *r, struct evr_record *ret)
 {
 	while (r->final_next < r->nr) {
 		struct evr_ring_reader *rr = &r->rings[r->final_next++];
-		uint64_t total = __atomic_load_n(&rr->ctl->lost_total, __ATOMIC_RELAXED);
+		uint64_t total = evr_ring_ctl_lost(rr->ctl);
 
 		if (total > rr->lost) {
 			memset(ret, 0, sizeof(*ret));

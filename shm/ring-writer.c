@@ -78,6 +78,8 @@ static void ring_publish_counters(struct evr_ring_writer *w)
 {
 	__atomic_store_n(&w->ctl->events_total, evr_ring_events(w), __ATOMIC_RELAXED);
 	__atomic_store_n(&w->ctl->lost_total, w->lost_reported + w->lost_pending, __ATOMIC_RELAXED);
+	/* After lost_total, which now includes them (evr_ring_ctl_lost()). */
+	__atomic_store_n(&w->ctl->lost_async_absorbed, w->lost_absorbed, __ATOMIC_RELAXED);
 }
 
 static void ring_publish(struct evr_ring_writer *w, uint64_t pos)
@@ -106,8 +108,12 @@ static uint64_t ring_load_tail(struct evr_ring_writer *w)
 
 static void ring_absorb_async_losses(struct evr_ring_writer *w)
 {
-	if (atomic_load_explicit(&w->lost_async, memory_order_relaxed))
-		w->lost_pending += atomic_exchange_explicit(&w->lost_async, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&w->lost_async, memory_order_relaxed)) {
+		uint64_t n = atomic_exchange_explicit(&w->lost_async, 0, memory_order_relaxed);
+
+		w->lost_pending += n;
+		w->lost_absorbed += n;
+	}
 }
 
 /*
@@ -229,6 +235,9 @@ int evr_ring_prepare_slow(struct evr_ring_writer *w, uint64_t ts, uint32_t tid, 
 	if (err) {
 		w->lost_pending++;
 		w->fast_end = 0;
+		/* Visible at once, for readers of a producer that dies before the
+		 * next packet switch; a drop is already the slow path. */
+		ring_publish_counters(w);
 		return err;
 	}
 	w->last_ts = ts;

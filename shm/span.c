@@ -412,7 +412,7 @@ int evr_span_reader_final_lost(struct evr_span_reader *sr, uint32_t ring, uint64
 		return -EINVAL;
 	if (!sr->drained)
 		return -EAGAIN;
-	total = __atomic_load_n(&sr->rings[ring].ctl->lost_total, __ATOMIC_RELAXED);
+	total = evr_ring_ctl_lost(sr->rings[ring].ctl);
 	*ret_count = total > sr->rings[ring].lost ? total - sr->rings[ring].lost : 0;
 	return 0;
 }

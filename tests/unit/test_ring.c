@@ -311,6 +311,38 @@ static void test_ring_write_locked_discard_counts_every_drop(void **state)
 }
 
 /* The multi-ring reader reports losses a full ring could not carry, once ended. */
+/*
+ * A producer killed before its next packet switch or flush: the drops it made
+ * under the lock and without it (busy ring) are both visible in shared memory,
+ * so a reader of the dead producer still counts them exactly.
+ */
+static void test_ring_ctl_lost_counts_unreported_drops_without_flush(void **state)
+{
+	struct evr_ring_writer *w;
+	struct ring_fx f;
+	uint64_t seq = 0;
+
+	(void)state;
+	fx_setup(&f, 1, PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
+	w = &f.w[0];
+	for (uint32_t i = 0; i < 4 * 255; i++, seq++)
+		assert_int_equal(write_seq(w, seq, 1, 48), 0);
+	assert_true(evr_ring_ctl_lost(w->ctl) == 0);
+	for (uint32_t i = 0; i < 5; i++, seq++)
+		assert_int_equal(write_seq(w, seq, 1, 8), -ENOSPC);
+	assert_true(evr_ring_ctl_lost(w->ctl) == 5);
+	/* Ring busy: counted without the lock. */
+	evr_ring_count_lost(w, 3);
+	assert_true(evr_ring_ctl_lost(w->ctl) == 8);
+	/* Another drop absorbs the 3 into lost_total: still 9, never 12. */
+	assert_int_equal(write_seq(w, seq++, 1, 8), -ENOSPC);
+	assert_true(__atomic_load_n(&w->ctl->lost_total, __ATOMIC_RELAXED) == 9);
+	assert_true(evr_ring_ctl_lost(w->ctl) == 9);
+	evr_ring_writer_flush_locked(w, seq);
+	assert_true(evr_ring_ctl_lost(w->ctl) == 9);
+	fx_teardown(&f);
+}
+
 static void test_reader_next_reports_final_losses_after_end(void **state)
 {
 	struct evr_reader_stats st;
@@ -894,6 +926,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ring_write_locked_wraps_with_end_padding_and_exact_fill),
 		cmocka_unit_test(test_ring_write_locked_every_payload_size_round_trips),
 		cmocka_unit_test(test_ring_write_locked_discard_counts_every_drop),
+		cmocka_unit_test(test_ring_ctl_lost_counts_unreported_drops_without_flush),
 		cmocka_unit_test(test_reader_next_reports_final_losses_after_end),
 		cmocka_unit_test(test_ring_reader_next_overwrite_passive_never_torn),
 		cmocka_unit_test(test_ring_try_write_shared_rings_account_exactly),

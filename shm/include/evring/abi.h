@@ -53,7 +53,7 @@
 
 #define EVR_SHM_MAGIC		0x5652455645524e47ULL	/* "GNREVERV" little-endian: "evring" tag */
 #define EVR_PACKET_MAGIC	0x45565231u		/* "1RVE" */
-#define EVR_ABI_VERSION		2u
+#define EVR_ABI_VERSION		3u
 
 #define EVR_SHM_HDR_SIZE	4096u
 #define EVR_RING_CTL_SIZE	256u
@@ -167,8 +167,13 @@ struct evr_ring_ctl {
 	/* live, producer: diagnostic totals, updated at packet boundaries and at flush.
 	 * The exact per-event truth is in the packet headers and LOST records. */
 	uint64_t events_total;		/* event records written, as of the last packet switch */
-	uint64_t lost_total;		/* events lost, as of the last packet switch or flush */
-	uint8_t pad2[EVR_CACHELINE - 16];
+	uint64_t lost_total;		/* events lost, as of the last packet switch, drop or flush */
+	/* Events dropped without the ring's lock (ring busy, per-CPU full ring):
+	 * cumulative, added at each such drop; and the part of it already counted
+	 * in lost_total, stored after lost_total. See evr_ring_ctl_lost(). */
+	uint64_t lost_async_total;
+	uint64_t lost_async_absorbed;
+	uint8_t pad2[EVR_CACHELINE - 32];
 	/* written once */
 	uint32_t ring_index;
 	uint32_t cpu;			/* CPU this ring serves first */
@@ -224,6 +229,21 @@ struct evr_rec_thread {
 	uint32_t tid;
 	uint32_t pad;
 };
+
+/*
+ * Every event lost on a ring so far, as far as shared memory tells: exact once
+ * the session ended; after the producer died, exact unless it died within the
+ * few instructions between two of these stores. Readers subtract the losses
+ * they saw in-band to report the rest.
+ */
+static inline uint64_t evr_ring_ctl_lost(const struct evr_ring_ctl *c)
+{
+	uint64_t total = __atomic_load_n(&c->lost_total, __ATOMIC_RELAXED);
+	uint64_t async = __atomic_load_n(&c->lost_async_total, __ATOMIC_RELAXED);
+	uint64_t absorbed = __atomic_load_n(&c->lost_async_absorbed, __ATOMIC_RELAXED);
+
+	return total + (async > absorbed ? async - absorbed : 0);
+}
 
 /* Convert a raw timestamp to CLOCK_MONOTONIC nanoseconds (128-bit intermediate). */
 static inline uint64_t evr_clock_to_mono_ns(const struct evr_clock_calib *c, uint64_t ts)

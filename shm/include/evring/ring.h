@@ -110,6 +110,7 @@ struct evr_ring_writer {
 	uint64_t bell_pos;		/* position of the last wake-up */
 	uint64_t bell_ticks;		/* EVR_RING_BELL_INTERVAL_US in timestamp ticks */
 	uint64_t bell_bytes;		/* a wake-up at least every ring_size / 4 bytes */
+	uint64_t lost_absorbed;		/* lost_async moved into lost_pending, cumulative */
 	/* fourth line: written without the lock */
 	_Atomic uint64_t lost_async __attribute__((aligned(EVR_CACHELINE)));
 } __attribute__((aligned(EVR_CACHELINE)));
@@ -340,6 +341,9 @@ static inline int evr_ring_try_write(struct evr_ring_writer *w, uint32_t event_i
 static inline void evr_ring_count_lost(struct evr_ring_writer *w, uint64_t n)
 {
 	atomic_fetch_add_explicit(&w->lost_async, n, memory_order_relaxed);
+	/* Also in shared memory, so that a reader of a producer that died before
+	 * reporting it in-band still counts it (evr_ring_ctl_lost()). */
+	__atomic_fetch_add(&w->ctl->lost_async_total, n, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------------- */
