@@ -228,6 +228,7 @@ static int handle_start(struct evr_agent_conn *c, const Evr__StartSession *m)
 	o.packet_size = m->has_packet_size ? m->packet_size : 0;
 	o.mode = m->has_mode ? m->mode : EVR_MODE_DISCARD;
 	o.meta_size = m->has_meta_size ? m->meta_size : 0;
+	o.interval_ms = m->has_counter_interval_ms ? m->counter_interval_ms : 0;
 	ret = evr_session_start_owned(&o, c->client ? c->client : "consumer", c->peer_pid, &s, err,
 				      sizeof(err));
 	if (ret < 0)

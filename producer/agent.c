@@ -46,6 +46,7 @@
 #include <urcu-bp.h>
 
 #include "agent-internal.h"
+#include "counters-internal.h"
 
 #define EVR_CONNECT_TIMEOUT_DEFAULT_MS 10000
 
@@ -548,6 +549,7 @@ err:
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&agent.lock);
+	evr_counters_fork_prepare();
 	pthread_mutex_lock(&evr_registry_lock);
 	urcu_bp_before_fork();
 }
@@ -556,6 +558,7 @@ static void fork_parent(void)
 {
 	urcu_bp_after_fork_parent();
 	pthread_mutex_unlock(&evr_registry_lock);
+	evr_counters_fork_parent();
 	pthread_mutex_unlock(&agent.lock);
 }
 
@@ -568,6 +571,7 @@ static void fork_child(void)
 	/* The parent's agent thread does not exist here; its fds and sessions do. */
 	agent_teardown(true);
 	pthread_mutex_unlock(&evr_registry_lock);
+	evr_counters_fork_child();
 	if (restart)
 		(void)agent_start(-1);
 	pthread_mutex_unlock(&agent.lock);

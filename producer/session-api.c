@@ -11,6 +11,7 @@
 #include <sys/sysinfo.h>
 
 #include "producer-internal.h"
+#include "counters-internal.h"
 #include "registry-internal.h"
 
 #define EVR_DEFAULT_RING_SIZE	(4u << 20)
@@ -88,6 +89,8 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 		return err_line(errbuf, errlen, -EINVAL, "no providers given");
 	if (opts->mode != EVR_MODE_DISCARD && opts->mode != EVR_MODE_OVERWRITE)
 		return err_line(errbuf, errlen, -EINVAL, "mode is neither discard nor overwrite");
+	if (opts->interval_ms && opts->interval_ms < EVR_COUNTER_INTERVAL_MIN_MS)
+		return err_line(errbuf, errlen, -EINVAL, "counter interval is under 10 ms");
 	err = evr_provider_spec_parse(opts->providers, &cfg.providers, errbuf, errlen);
 	if (err < 0)
 		return err;
@@ -149,6 +152,12 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	evr_session_table_publish_locked(next);
 	evr_registry_recompute_locked(next);
 	pthread_mutex_unlock(&evr_registry_lock);
+	/* After publishing: the counters write into the session's table slot. */
+	err = evr_counters_session_begin(s, opts->interval_ms);
+	if (err < 0) {
+		evr_session_free(s);
+		return err_line(errbuf, errlen, err, "cannot start the counters timer");
+	}
 	*ret = s;
 	return 0;
 
@@ -165,6 +174,8 @@ void evr_session_stop(struct evr_session *s)
 
 	if (!s)
 		return;
+	/* First, without the registry lock (lock order in counters-internal.h). */
+	evr_counters_session_end(s);
 	pthread_mutex_lock(&evr_registry_lock);
 	cur = evr_session_table_get_rcu();
 	if (cur->slot[s->slot] != s) {

@@ -221,6 +221,7 @@ struct evr_session_opts {
 	uint32_t packet_size;	/* power of two, 16-64 KiB; 0: 64 KiB (16 KiB for small rings) */
 	uint32_t mode;		/* EVR_MODE_DISCARD or EVR_MODE_OVERWRITE */
 	uint32_t meta_size;	/* metadata area bytes, multiple of 4 KiB; 0: 256 KiB */
+	uint32_t interval_ms;	/* counters of the named providers every this often; 0: none */
 };
 
 /**
@@ -504,5 +505,7 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 #ifdef __cplusplus
 }
 #endif
+
+#include <evring/counters.h>
 
 #endif /* EVR_EVRING_H */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Counters (counters.c): what sessions and the fork handlers call. */
+#ifndef EVR_COUNTERS_INTERNAL_H
+#define EVR_COUNTERS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "producer-internal.h"
+
+/**
+ * evr_counters_session_begin() - sample counters into @s every @interval_ms
+ * (nothing when 0): a timerfd on the counters thread, started on first use;
+ * baselines of every counter are taken now.
+ * Return: 0, -ENOMEM, -EMFILE... (the session is left without counters).
+ * Context: after @s is published; registry lock not held.
+ */
+EVR_HIDDEN int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms);
+
+/**
+ * evr_counters_session_end() - no more samples into @s; idempotent, and a
+ * no-op for sessions without counters. Returns once no sample is being written.
+ * Context: before @s is unpublished; registry lock not held (lock order:
+ * agent lock, counters lock, registry lock).
+ */
+EVR_HIDDEN void evr_counters_session_end(struct evr_session *s);
+
+/* Fork handlers, called from the agent's (agent.c) in lock order. */
+EVR_HIDDEN void evr_counters_fork_prepare(void);
+EVR_HIDDEN void evr_counters_fork_parent(void);
+EVR_HIDDEN void evr_counters_fork_child(void);
+
+#endif /* EVR_COUNTERS_INTERNAL_H */

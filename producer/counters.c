@@ -1,0 +1,944 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Counters: recording, per-session sampling, and the built-in "Process" provider.
+ *
+ * Recording. Every counter keeps cumulative values in per-CPU shards (CPU id
+ * from rseq, modulo the number of shards): a u64 count (fetch-add, wait-free)
+ * and double sums (relaxed compare-and-swap on this CPU's shard; it retries only
+ * when a thread preempted on the same CPU raced with it). Histograms add one
+ * bucket fetch-add. Nothing is recorded while no session samples the counter's
+ * provider: one relaxed load of the Counter event's mask and of the sampled
+ * slots.
+ *
+ * Sessions. Each session with counters (at most 64) has a timerfd of its own
+ * interval on the counters thread. At each tick the thread sums the shards and
+ * takes the difference with THAT session's previous snapshot, so sessions with
+ * different intervals never disturb each other. Per-interval min and max cannot
+ * be derived from cumulative values: every MEAN counter has one min and one max
+ * slot per session, updated on record (a load, and a CAS only when the value
+ * is a new extreme) for each session in the sampled mask, and exchanged with
+ * +/-inf at that session's tick. Cost: 1 KiB per MEAN counter, and per record
+ * one load per sampling session. Boundaries are not atomic: a record in flight
+ * at a tick (at most one per recording thread) may have its sums in one
+ * interval and its count or extremes in the next. The count is added last
+ * (release) and read first (acquire), so an interval's sums hold every record
+ * it counts and possibly those in flight: its mean is off by at most those few
+ * values over its count, and its stddev by about sqrt(their share) of the
+ * mean (for example 2/sqrt(n) for constant values of 2 over n records, 8e-4 at
+ * n = 6e6). Totals over consecutive intervals are exact.
+ *
+ * The samples are written into one session only: inside an RCU read-side
+ * section, if the table still holds that session and the Counter event's mask
+ * has its bit (the event is described in its metadata area).
+ *
+ * Locking: counters_lock guards the counter list, the session entries and the
+ * snapshots. Lock order: agent lock, counters lock, registry lock (counter
+ * creation defines events under it). Poll callbacks run with it held.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/timerfd.h>
+
+#include <urcu-bp.h>
+
+#include <evring/counters.h>
+#include <evring/ring-rseq.h>
+
+#include "counters-internal.h"
+#include "producer-internal.h"
+
+#define SHARDS_MAX 64u
+#define HIST_SHARDS_MAX 8u
+#define HIST_EXP_MIN (-31) /* frexp exponent of 2^-32 */
+#define HIST_EXP_MAX 64 /* frexp exponent of values just below 2^64 */
+#define HIST_BUCKETS (1u + (uint32_t)(HIST_EXP_MAX - HIST_EXP_MIN + 1) * EVR_HISTOGRAM_SUB_BUCKETS)
+
+enum { EV_MEAN, EV_RATE, EV_GAUGE, EV_HIST, EV_NR };
+
+struct shard {
+	_Atomic uint64_t count;
+	_Atomic double sum;
+	_Atomic double sumsq;
+} __attribute__((aligned(64)));
+
+/* A provider's built-in Counter* events. Lives as long as the library. */
+struct prov_ctr {
+	struct prov_ctr *next;
+	struct evr_provider *p;
+	struct evr_provider_priv *priv; /* p->priv when defined: tells a re-registration */
+	struct evr_event *ev[EV_NR];
+};
+
+/* One session's previous snapshot of one counter. */
+struct snap {
+	uint64_t count;
+	double sum, sumsq;
+	double last; /* POLL_RATE: previous sample */
+	bool primed;
+	uint64_t *buckets; /* HISTOGRAM: HIST_BUCKETS */
+};
+
+struct evr_counter {
+	struct evr_counter *next;
+	struct prov_ctr *pc;
+	struct evr_event *ev; /* the event its samples are written as */
+	char *name, *display, *unit;
+	uint32_t kind;
+	evr_counter_poll_fn *poll;
+	void *poll_ctx;
+	uint32_t nshards;
+	struct shard *shards;
+	_Atomic uint64_t *buckets; /* HISTOGRAM: nshards * HIST_BUCKETS */
+	_Atomic double min[EVR_MAX_SESSIONS];
+	_Atomic double max[EVR_MAX_SESSIONS];
+	struct snap snap[EVR_MAX_SESSIONS];
+};
+
+struct sess_ent {
+	struct evr_session *s; /* NULL: slot not sampled */
+	uint32_t interval_ms;
+	int tfd;
+	uint64_t last_ns;
+};
+
+static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct evr_counter *counters;
+static struct prov_ctr *prov_ctrs;
+static struct sess_ent sess[EVR_MAX_SESSIONS];
+/* Slots being sampled; read relaxed by recorders, which only use it to decide
+ * whether to record and which min/max slots to touch (no data published). */
+static _Atomic uint64_t sampled_slots;
+static int epfd = -1, stopfd = -1;
+static pthread_t thread;
+static bool running;
+static pid_t thread_pid;
+
+/* ---- recording ---------------------------------------------------------------------- */
+
+static inline void add_double(_Atomic double *a, double v)
+{
+	double cur = atomic_load_explicit(a, memory_order_relaxed);
+
+	while (!atomic_compare_exchange_weak_explicit(a, &cur, cur + v, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+static inline uint64_t record_mask(const struct evr_counter *c)
+{
+	return atomic_load_explicit(&c->ev->mask, memory_order_relaxed) &
+	       atomic_load_explicit(&sampled_slots, memory_order_relaxed);
+}
+
+static inline struct shard *my_shard(const struct evr_counter *c)
+{
+	return &c->shards[evr_cpu_current() % c->nshards];
+}
+
+void evr_counter_record(struct evr_counter *c, double v)
+{
+	uint64_t m;
+	struct shard *sh;
+
+	if (!c || c->kind != EVR_COUNTER_MEAN || !(m = record_mask(c)))
+		return;
+	sh = my_shard(c);
+	add_double(&sh->sumsq, v * v);
+	add_double(&sh->sum, v);
+	/* Pairs with the acquire in totals(): a counted record's sums are in. */
+	atomic_fetch_add_explicit(&sh->count, 1, memory_order_release);
+	for (; m; m &= m - 1) {
+		unsigned int i = (unsigned int)__builtin_ctzll(m);
+		double cur = atomic_load_explicit(&c->min[i], memory_order_relaxed);
+
+		while (v < cur && !atomic_compare_exchange_weak_explicit(&c->min[i], &cur, v,
+									 memory_order_relaxed,
+									 memory_order_relaxed))
+			;
+		cur = atomic_load_explicit(&c->max[i], memory_order_relaxed);
+		while (v > cur && !atomic_compare_exchange_weak_explicit(&c->max[i], &cur, v,
+									 memory_order_relaxed,
+									 memory_order_relaxed))
+			;
+	}
+}
+
+void evr_counter_add(struct evr_counter *c, double delta)
+{
+	if (!c || c->kind != EVR_COUNTER_INCREMENT || !record_mask(c))
+		return;
+	add_double(&my_shard(c)->sum, delta);
+}
+
+static uint32_t hist_index(double v)
+{
+	int e;
+	double m;
+
+	if (!(v >= 0x1p-32)) /* NaN too */
+		return 0;
+	if (v >= 0x1p64)
+		return HIST_BUCKETS - 1;
+	m = frexp(v, &e); /* v = m * 2^e, 0.5 <= m < 1 */
+	return 1u + (uint32_t)(e - HIST_EXP_MIN) * EVR_HISTOGRAM_SUB_BUCKETS +
+	       (uint32_t)((m * 2 - 1) * EVR_HISTOGRAM_SUB_BUCKETS);
+}
+
+/* The middle of bucket @i: within EVR_HISTOGRAM_REL_ERROR of its values. */
+static double hist_value(uint32_t i)
+{
+	uint32_t k;
+	double lo;
+
+	if (i == 0)
+		return 0;
+	k = i - 1;
+	lo = ldexp(1.0 + (double)(k % EVR_HISTOGRAM_SUB_BUCKETS) / EVR_HISTOGRAM_SUB_BUCKETS,
+		   (int)(k / EVR_HISTOGRAM_SUB_BUCKETS) + HIST_EXP_MIN - 1);
+	return lo *
+	       (1.0 + 0.5 / (EVR_HISTOGRAM_SUB_BUCKETS + (double)(k % EVR_HISTOGRAM_SUB_BUCKETS)));
+}
+
+void evr_histogram_record(struct evr_counter *c, double v)
+{
+	uint32_t sh;
+
+	if (!c || c->kind != EVR_COUNTER_HISTOGRAM || !record_mask(c))
+		return;
+	sh = evr_cpu_current() % c->nshards;
+	atomic_fetch_add_explicit(&c->buckets[(size_t)sh * HIST_BUCKETS + hist_index(v)], 1,
+				  memory_order_relaxed);
+	add_double(&c->shards[sh].sum, v);
+	/* Pairs with the acquire in totals(). */
+	atomic_fetch_add_explicit(&c->shards[sh].count, 1, memory_order_release);
+}
+
+/* ---- snapshots ----------------------------------------------------------------------- */
+
+static void totals(const struct evr_counter *c, uint64_t *ret_count, double *ret_sum,
+		   double *ret_sumsq)
+{
+	uint64_t n = 0;
+	double s = 0, q = 0;
+
+	for (uint32_t i = 0; i < c->nshards; i++) {
+		/* Pairs with the release in evr_counter_record(): the sums read
+		 * after it hold at least the records counted. */
+		n += atomic_load_explicit(&c->shards[i].count, memory_order_acquire);
+		s += atomic_load_explicit(&c->shards[i].sum, memory_order_relaxed);
+		q += atomic_load_explicit(&c->shards[i].sumsq, memory_order_relaxed);
+	}
+	*ret_count = n;
+	*ret_sum = s;
+	*ret_sumsq = q;
+}
+
+static void hist_totals(const struct evr_counter *c, uint64_t *out)
+{
+	memset(out, 0, sizeof(*out) * HIST_BUCKETS);
+	for (uint32_t sh = 0; sh < c->nshards; sh++)
+		for (uint32_t i = 0; i < HIST_BUCKETS; i++)
+			out[i] += atomic_load_explicit(&c->buckets[(size_t)sh * HIST_BUCKETS + i],
+						       memory_order_relaxed);
+}
+
+/* Baseline of @c for the session in @slot. Context: counters lock. */
+static void baseline_locked(struct evr_counter *c, uint32_t slot)
+{
+	struct snap *sn = &c->snap[slot];
+
+	totals(c, &sn->count, &sn->sum, &sn->sumsq);
+	atomic_store_explicit(&c->min[slot], INFINITY, memory_order_relaxed);
+	atomic_store_explicit(&c->max[slot], -INFINITY, memory_order_relaxed);
+	sn->primed = false;
+	if (c->poll && c->kind == EVR_COUNTER_POLL_RATE) {
+		sn->last = c->poll(c->poll_ctx);
+		sn->primed = true;
+	}
+	if (sn->buckets)
+		hist_totals(c, sn->buckets);
+}
+
+/* ---- writing one sample into one session ----------------------------------------------- */
+
+struct pk {
+	uint8_t buf[3 * 260 + 64];
+	uint32_t len;
+};
+
+static void pk_str(struct pk *k, const char *s)
+{
+	uint32_t n = (uint32_t)strnlen(s, 255);
+
+	memcpy(k->buf + k->len, &n, 4);
+	memcpy(k->buf + k->len + 4, s, n);
+	k->len += 4 + n;
+}
+
+static void pk_raw(struct pk *k, const void *v, uint32_t n)
+{
+	memcpy(k->buf + k->len, v, n);
+	k->len += n;
+}
+
+static void pk_f64(struct pk *k, double v)
+{
+	pk_raw(k, &v, 8);
+}
+
+static void pk_head(struct pk *k, const struct evr_counter *c, uint32_t interval_ms)
+{
+	k->len = 0;
+	pk_str(k, c->name);
+	pk_str(k, c->display);
+	pk_str(k, c->unit);
+	pk_raw(k, &interval_ms, 4);
+}
+
+static void write_one(struct evr_session *s, uint32_t slot, const struct evr_event *ev,
+		      const struct pk *k)
+{
+	struct evr_session_table *t;
+
+	urcu_bp_read_lock();
+	t = evr_session_table_get_rcu();
+	if (t->slot[slot] == s &&
+	    (atomic_load_explicit(&ev->mask, memory_order_relaxed) & (1ull << slot))) {
+		/* The same ring discipline as write.c: per-CPU rseq rings when the
+		 * session has one per CPU, the try-lock otherwise. */
+		if (s->nr_rings >= evr_ring_percpu_min) {
+			struct evr_rseq_rec rec;
+
+			evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(), k->buf,
+					  k->len);
+			(void)evr_ring_rseq_write(s->rings, s->nr_rings, evr_rseq_area(), &rec);
+		} else {
+			(void)evr_session_write_rcu(s, evr_cpu_current(), ev->rid, evr_clock_now(),
+						    evr_thread_id(), k->buf, k->len);
+		}
+	}
+	urcu_bp_read_unlock();
+}
+
+static double percentile(const uint64_t *d, uint64_t n, double q)
+{
+	uint64_t rank = (uint64_t)ceil(q * (double)n), acc = 0;
+
+	if (rank == 0)
+		rank = 1;
+	for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
+		acc += d[i];
+		if (acc >= rank)
+			return hist_value(i);
+	}
+	return 0;
+}
+
+/* One tick of the session in @slot for counter @c. Context: counters lock. */
+static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t slot, double secs)
+{
+	struct snap *sn = &c->snap[slot];
+	struct pk k;
+	uint64_t n;
+	double sum, sq;
+
+	if (!(atomic_load_explicit(&c->ev->mask, memory_order_relaxed) & (1ull << slot)))
+		return;
+	pk_head(&k, c, e->interval_ms);
+	switch (c->kind) {
+	case EVR_COUNTER_MEAN: {
+		double mn = atomic_exchange_explicit(&c->min[slot], INFINITY, memory_order_relaxed);
+		double mx =
+			atomic_exchange_explicit(&c->max[slot], -INFINITY, memory_order_relaxed);
+		double mean = 0, sd = 0;
+		uint64_t dn;
+
+		totals(c, &n, &sum, &sq);
+		dn = n - sn->count;
+		if (dn) {
+			mean = (sum - sn->sum) / (double)dn;
+			sd = (sq - sn->sumsq) / (double)dn - mean * mean;
+			sd = sd > 0 ? sqrt(sd) : 0;
+		}
+		if (!dn || mn > mx)
+			mn = mx = 0;
+		sn->count = n;
+		sn->sum = sum;
+		sn->sumsq = sq;
+		pk_raw(&k, &dn, 8);
+		pk_f64(&k, mean);
+		pk_f64(&k, mn);
+		pk_f64(&k, mx);
+		pk_f64(&k, sd);
+		break;
+	}
+	case EVR_COUNTER_INCREMENT:
+		totals(c, &n, &sum, &sq);
+		pk_f64(&k, sum - sn->sum);
+		pk_f64(&k, secs > 0 ? (sum - sn->sum) / secs : 0);
+		sn->sum = sum;
+		break;
+	case EVR_COUNTER_GAUGE:
+		pk_f64(&k, c->poll(c->poll_ctx));
+		break;
+	case EVR_COUNTER_POLL_RATE: {
+		double v = c->poll(c->poll_ctx), inc = sn->primed ? v - sn->last : 0;
+
+		sn->last = v;
+		sn->primed = true;
+		pk_f64(&k, inc);
+		pk_f64(&k, secs > 0 ? inc / secs : 0);
+		break;
+	}
+	case EVR_COUNTER_HISTOGRAM: {
+		uint64_t cur[HIST_BUCKETS], nb = 0;
+
+		hist_totals(c, cur);
+		totals(c, &n, &sum, &sq);
+		for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
+			uint64_t d = cur[i] - sn->buckets[i];
+
+			sn->buckets[i] = cur[i];
+			cur[i] = d;
+			nb += d;
+		}
+		n -= sn->count;
+		sum -= sn->sum;
+		sn->count += n;
+		sn->sum += sum;
+		pk_raw(&k, &n, 8);
+		pk_f64(&k, sum);
+		/* Ranks over the buckets read, which a record in flight may
+		 * have reached before the count. */
+		pk_f64(&k, nb ? percentile(cur, nb, 0.50) : 0);
+		pk_f64(&k, nb ? percentile(cur, nb, 0.90) : 0);
+		pk_f64(&k, nb ? percentile(cur, nb, 0.99) : 0);
+		break;
+	}
+	}
+	write_one(e->s, slot, c->ev, &k);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void tick(uint32_t slot)
+{
+	struct sess_ent *e;
+	uint64_t exp, now;
+	double secs;
+
+	pthread_mutex_lock(&counters_lock);
+	e = &sess[slot];
+	if (!e->s || read(e->tfd, &exp, sizeof(exp)) != (ssize_t)sizeof(exp))
+		goto out;
+	now = mono_ns();
+	secs = (double)(now - e->last_ns) / 1e9;
+	e->last_ns = now;
+	for (struct evr_counter *c = counters; c; c = c->next)
+		sample_locked(c, e, slot, secs);
+out:
+	pthread_mutex_unlock(&counters_lock);
+}
+
+static void *counters_main(void *arg)
+{
+	struct epoll_event evs[16];
+
+	(void)arg;
+	for (;;) {
+		int n = epoll_wait(epfd, evs, 16, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == UINT64_MAX)
+				return NULL;
+			tick((uint32_t)evs[i].data.u64);
+		}
+	}
+	return NULL;
+}
+
+/* Context: counters lock. */
+static int thread_start_locked(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
+	sigset_t all, old;
+	int err;
+
+	if (running)
+		return 0;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (epfd < 0 || stopfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, stopfd, &ev) < 0) {
+		err = -errno;
+		goto err;
+	}
+	/* Signals belong to the application's threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&thread, NULL, counters_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		goto err;
+	(void)pthread_setname_np(thread, "evring-counters");
+	running = true;
+	thread_pid = getpid();
+	return 0;
+err:
+	if (epfd >= 0)
+		close(epfd);
+	if (stopfd >= 0)
+		close(stopfd);
+	epfd = stopfd = -1;
+	return err;
+}
+
+int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms)
+{
+	struct itimerspec its = {0};
+	struct epoll_event ev = {.events = EPOLLIN};
+	uint32_t slot = s->slot;
+	int tfd = -1, err;
+
+	if (!interval_ms)
+		return 0;
+	pthread_mutex_lock(&counters_lock);
+	err = thread_start_locked();
+	if (err < 0)
+		goto out;
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (tfd < 0) {
+		err = -errno;
+		goto out;
+	}
+	its.it_interval.tv_sec = interval_ms / 1000;
+	its.it_interval.tv_nsec = (long)(interval_ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	ev.data.u64 = slot;
+	if (timerfd_settime(tfd, 0, &its, NULL) < 0 ||
+	    epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &ev) < 0) {
+		err = -errno;
+		close(tfd);
+		goto out;
+	}
+	for (struct evr_counter *c = counters; c; c = c->next)
+		baseline_locked(c, slot);
+	sess[slot] = (struct sess_ent){
+		.s = s, .interval_ms = interval_ms, .tfd = tfd, .last_ns = mono_ns()};
+	atomic_fetch_or_explicit(&sampled_slots, 1ull << slot, memory_order_relaxed);
+	err = 0;
+out:
+	pthread_mutex_unlock(&counters_lock);
+	return err;
+}
+
+void evr_counters_session_end(struct evr_session *s)
+{
+	struct sess_ent *e;
+
+	pthread_mutex_lock(&counters_lock);
+	e = &sess[s->slot];
+	if (e->s == s) {
+		atomic_fetch_and_explicit(&sampled_slots, ~(1ull << s->slot), memory_order_relaxed);
+		(void)epoll_ctl(epfd, EPOLL_CTL_DEL, e->tfd, NULL);
+		close(e->tfd);
+		*e = (struct sess_ent){.tfd = -1};
+	}
+	pthread_mutex_unlock(&counters_lock);
+}
+
+/* ---- creation ------------------------------------------------------------------------- */
+
+#define F(n, t)                 \
+	{                       \
+		n, EVR_TYPE_##t \
+	}
+static const struct evr_field_desc f_mean[] = {
+	F("name", STR),	       F("display_name", STR), F("unit", STR),
+	F("interval_ms", U32), F("count", U64),	       F("mean", F64),
+	F("min", F64),	       F("max", F64),	       F("stddev", F64),
+};
+static const struct evr_field_desc f_rate[] = {
+	F("name", STR),	       F("display_name", STR), F("unit", STR),
+	F("interval_ms", U32), F("increment", F64),    F("rate_per_s", F64),
+};
+static const struct evr_field_desc f_gauge[] = {
+	F("name", STR),	       F("display_name", STR), F("unit", STR),
+	F("interval_ms", U32), F("value", F64),
+};
+static const struct evr_field_desc f_hist[] = {
+	F("name", STR),	       F("display_name", STR), F("unit", STR),
+	F("interval_ms", U32), F("count", U64),	       F("sum", F64),
+	F("p50", F64),	       F("p90", F64),	       F("p99", F64),
+};
+#undef F
+
+#define D(nm, id_, f)                                                \
+	{                                                            \
+		.name = nm, .id = id_, .level = EVR_LEVEL_LOGALWAYS, \
+		.nfields = sizeof(f) / sizeof(f[0]), .fields = f     \
+	}
+static const struct evr_event_desc counter_descs[EV_NR] = {
+	D("CounterMean", 0xffffffe0u, f_mean),
+	D("CounterRate", 0xffffffe1u, f_rate),
+	D("CounterGauge", 0xffffffe2u, f_gauge),
+	D("CounterHistogram", 0xffffffe3u, f_hist),
+};
+#undef D
+
+/* Context: counters lock. */
+static int prov_ctr_get_locked(struct evr_provider *p, struct prov_ctr **ret)
+{
+	struct prov_ctr *pc, **pp;
+	int err;
+
+	for (pp = &prov_ctrs; (pc = *pp); pp = &pc->next) {
+		if (pc->p != p)
+			continue;
+		if (pc->priv == p->priv)
+			goto found;
+		/* Unregistered and registered again: its events went with it. */
+		*pp = pc->next;
+		free(pc);
+		break;
+	}
+	pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return -ENOMEM;
+	pc->p = p;
+	pc->priv = p->priv;
+	for (int i = 0; i < EV_NR; i++) {
+		/* Defined once per provider; owned by it. A failure part-way leaves
+		 * the first events defined, and a retry would find them taken. */
+		err = evr_event_define(p, &counter_descs[i], &pc->ev[i]);
+		if (err < 0) {
+			free(pc);
+			return err;
+		}
+	}
+	pc->next = prov_ctrs;
+	prov_ctrs = pc;
+found:
+	*ret = pc;
+	return 0;
+}
+
+static void counter_free_mem(struct evr_counter *c)
+{
+	if (!c)
+		return;
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++)
+		free(c->snap[i].buckets);
+	free(c->buckets);
+	free(c->shards);
+	free(c->name);
+	free(c->display);
+	free(c->unit);
+	free(c);
+}
+
+int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
+		       struct evr_counter **ret)
+{
+	static const int ev_of[EVR_COUNTER_KIND_MAX_] = {
+		[EVR_COUNTER_MEAN] = EV_MEAN,	   [EVR_COUNTER_INCREMENT] = EV_RATE,
+		[EVR_COUNTER_GAUGE] = EV_GAUGE,	   [EVR_COUNTER_POLL_RATE] = EV_RATE,
+		[EVR_COUNTER_HISTOGRAM] = EV_HIST,
+	};
+	struct evr_counter *c;
+	int ncpu = get_nprocs_conf();
+	int err = -ENOMEM;
+
+	if (!p || !p->priv || !d || !ret || !d->name || !*d->name || d->kind < EVR_COUNTER_MEAN ||
+	    d->kind >= EVR_COUNTER_KIND_MAX_)
+		return -EINVAL;
+	if ((d->kind == EVR_COUNTER_GAUGE || d->kind == EVR_COUNTER_POLL_RATE) != !!d->poll)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->kind = d->kind;
+	c->poll = d->poll;
+	c->poll_ctx = d->poll_ctx;
+	c->nshards = ncpu < 1 ? 1 : ncpu > (int)SHARDS_MAX ? SHARDS_MAX : (uint32_t)ncpu;
+	if (d->kind == EVR_COUNTER_HISTOGRAM && c->nshards > HIST_SHARDS_MAX)
+		c->nshards = HIST_SHARDS_MAX;
+	c->name = strndup(d->name, 255);
+	c->display = strndup(d->display_name ? d->display_name : d->name, 255);
+	c->unit = strndup(d->unit ? d->unit : "", 255);
+	c->shards = aligned_alloc(64, sizeof(*c->shards) * c->nshards);
+	if (!c->name || !c->display || !c->unit || !c->shards)
+		goto err;
+	memset(c->shards, 0, sizeof(*c->shards) * c->nshards);
+	if (d->kind == EVR_COUNTER_HISTOGRAM) {
+		c->buckets = calloc((size_t)c->nshards * HIST_BUCKETS, sizeof(*c->buckets));
+		if (!c->buckets)
+			goto err;
+		for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
+			c->snap[i].buckets = calloc(HIST_BUCKETS, sizeof(uint64_t));
+			if (!c->snap[i].buckets)
+				goto err;
+		}
+	}
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
+		atomic_init(&c->min[i], INFINITY);
+		atomic_init(&c->max[i], -INFINITY);
+	}
+	pthread_mutex_lock(&counters_lock);
+	for (struct evr_counter *o = counters; o; o = o->next) {
+		if (o->pc->p == p && strcmp(o->name, c->name) == 0) {
+			err = -EEXIST;
+			goto err_unlock;
+		}
+	}
+	err = prov_ctr_get_locked(p, &c->pc);
+	if (err < 0)
+		goto err_unlock;
+	c->ev = c->pc->ev[ev_of[d->kind]];
+	/* Sessions already sampling start from zero (calloc'ed snapshots), except
+	 * for polled rates, which need a first sample. */
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++)
+		if (sess[i].s)
+			baseline_locked(c, i);
+	c->next = counters;
+	counters = c;
+	pthread_mutex_unlock(&counters_lock);
+	*ret = c;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&counters_lock);
+err:
+	counter_free_mem(c);
+	return err;
+}
+
+void evr_counter_free(struct evr_counter *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&counters_lock);
+	for (struct evr_counter **pp = &counters; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&counters_lock);
+	counter_free_mem(c);
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+void evr_counters_fork_prepare(void)
+{
+	pthread_mutex_lock(&counters_lock);
+}
+
+void evr_counters_fork_parent(void)
+{
+	pthread_mutex_unlock(&counters_lock);
+}
+
+void evr_counters_fork_child(void)
+{
+	/* The thread does not exist here and the parent's sessions are gone. */
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
+		if (sess[i].s)
+			close(sess[i].tfd);
+		sess[i] = (struct sess_ent){.tfd = -1};
+	}
+	atomic_store_explicit(&sampled_slots, 0, memory_order_relaxed);
+	if (running) {
+		close(epfd);
+		close(stopfd);
+		epfd = stopfd = -1;
+		running = false;
+	}
+	pthread_mutex_unlock(&counters_lock);
+}
+
+__attribute__((destructor)) static void counters_fini(void)
+{
+	uint64_t one = 1;
+	bool join;
+
+	pthread_mutex_lock(&counters_lock);
+	join = running && thread_pid == getpid();
+	if (join && write(stopfd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		join = false;
+	pthread_mutex_unlock(&counters_lock);
+	if (join)
+		pthread_join(thread, NULL);
+}
+
+/* ---- the Process provider -------------------------------------------------------------- */
+
+/* Read a small /proc/self file into @buf (NUL-terminated); bytes read or -1. */
+static ssize_t read_proc(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* Field @idx (1-based, as in proc(5)) of /proc/self/stat. */
+static double stat_field(int idx)
+{
+	char buf[1024];
+	char *p;
+	int f = 2;
+
+	if (read_proc("/proc/self/stat", buf, sizeof(buf)) < 0)
+		return 0;
+	p = strrchr(buf, ')'); /* the command name may hold spaces */
+	if (!p)
+		return 0;
+	p++;
+	while (*p && f < idx) {
+		while (*p == ' ')
+			p++;
+		f++;
+		if (f == idx)
+			return strtod(p, NULL);
+		while (*p && *p != ' ')
+			p++;
+	}
+	return 0;
+}
+
+static double status_field(const char *key)
+{
+	char buf[4096];
+	const char *p;
+	size_t kl = strlen(key);
+
+	if (read_proc("/proc/self/status", buf, sizeof(buf)) < 0)
+		return 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ':')
+			return strtod(p + kl + 1, NULL);
+	return 0;
+}
+
+static double poll_stat(void *ctx)
+{
+	int idx = (int)(intptr_t)ctx;
+	double v = stat_field(idx);
+
+	return idx == 24 ? v * (double)sysconf(_SC_PAGESIZE) : v;
+}
+
+static double poll_status(void *ctx)
+{
+	return status_field(ctx);
+}
+
+/* Percent of one CPU: the rate of CPU time in hundredths of seconds. */
+static double poll_cpu(void *ctx)
+{
+	struct timespec t;
+
+	(void)ctx;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) < 0)
+		return 0;
+	return ((double)t.tv_sec + (double)t.tv_nsec / 1e9) * 100.0;
+}
+
+static double poll_fds(void *ctx)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n, count = 0;
+
+	(void)ctx;
+	if (fd < 0)
+		return 0;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *de = (struct dirent64 *)(void *)(buf + off);
+
+			if (de->d_name[0] != '.')
+				count++;
+			off += de->d_reclen;
+		}
+	}
+	close(fd);
+	return (double)(count > 0 ? count - 1 : 0); /* not our own fd */
+}
+
+static struct evr_event *const process_events[] = {NULL};
+static struct evr_provider process_prov = {.name = "Process", .events = process_events};
+
+struct evr_provider *evr_process_provider(void)
+{
+	return &process_prov;
+}
+
+__attribute__((constructor)) static void process_provider_init(void)
+{
+	static const struct {
+		const char *name, *display, *unit;
+		uint32_t kind;
+		evr_counter_poll_fn *fn;
+		void *ctx;
+	} defs[] = {
+		{"cpu-usage", "CPU usage", "%", EVR_COUNTER_POLL_RATE, poll_cpu, NULL},
+		{"working-set", "Working set", "B", EVR_COUNTER_GAUGE, poll_stat, (void *)24},
+		{"virtual-memory", "Virtual memory", "B", EVR_COUNTER_GAUGE, poll_stat, (void *)23},
+		{"threads", "Threads", "", EVR_COUNTER_GAUGE, poll_stat, (void *)20},
+		{"voluntary-ctx-switches", "Voluntary context switches", "1/s",
+		 EVR_COUNTER_POLL_RATE, poll_status, (void *)"voluntary_ctxt_switches"},
+		{"involuntary-ctx-switches", "Involuntary context switches", "1/s",
+		 EVR_COUNTER_POLL_RATE, poll_status, (void *)"nonvoluntary_ctxt_switches"},
+		{"minor-faults", "Minor page faults", "1/s", EVR_COUNTER_POLL_RATE, poll_stat,
+		 (void *)10},
+		{"major-faults", "Major page faults", "1/s", EVR_COUNTER_POLL_RATE, poll_stat,
+		 (void *)12},
+		{"open-fds", "Open file descriptors", "", EVR_COUNTER_GAUGE, poll_fds, NULL},
+	};
+	struct evr_counter *c;
+
+	if (evr_provider_register(&process_prov) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		struct evr_counter_desc d = {
+			.name = defs[i].name,
+			.display_name = defs[i].display,
+			.unit = defs[i].unit,
+			.kind = defs[i].kind,
+			.poll = defs[i].fn,
+			.poll_ctx = defs[i].ctx,
+		};
+
+		/* Owned by the library for the life of the process. */
+		(void)evr_counter_create(&process_prov, &d, &c);
+	}
+}
