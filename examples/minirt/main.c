@@ -347,6 +347,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "minirt: cannot start the runtime: %s\n", strerror(-ret));
 		return 1;
 	}
+	ret = rt_counters_init();
+	if (ret < 0) {
+		fprintf(stderr, "minirt: cannot create the System.Runtime counters: %s\n",
+			strerror(-ret));
+		return 1;
+	}
 	start = rt_now_ns();
 	ret = rt_pool_start(&pool_cfg);
 	if (ret < 0) {

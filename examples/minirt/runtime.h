@@ -55,6 +55,11 @@ struct minirt_stats {
 
 extern struct minirt_stats minirt_stats;
 
+/* The System.Runtime counters (counters.c): create them, and feed the work-item
+ * duration counters from the workers. */
+int rt_counters_init(void);
+void rt_counters_work_done(uint64_t duration_ns);
+
 /* Format the one-line summary into @buf (always NUL-terminated). */
 void minirt_stats_format(char *buf, size_t len, double elapsed_s, const char *phase);
 

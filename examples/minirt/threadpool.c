@@ -92,6 +92,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
 		struct rt_work *w;
+		uint64_t t0;
 
 		while (!pool.head) {
 			if (pool.stopping)
@@ -120,10 +121,12 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&pool.lock);
 
 		ev_tp_dequeue(w);
+		t0 = rt_now_ns();
 		rt_coop_enter(t);
 		w->fn(t, w);
 		rt_coop_leave(t);
 		free(w);
+		rt_counters_work_done(rt_now_ns() - t0);
 		rt_stat_add(&minirt_stats.work_items_completed, 1);
 		pthread_mutex_lock(&pool.lock);
 	}
