@@ -521,61 +521,85 @@ static void child_exited(struct stress_orch *o, struct stress_child *c)
 
 static const uint64_t churn_ring_sizes[] = { 64u << 10, 128u << 10, 256u << 10, 512u << 10 };
 
-static void churn_spawn(struct stress_orch *o, uint32_t p)
+/* Format @v into @buf and return it, for an argv entry. */
+static char *fmt_u64(char *buf, size_t len, uint64_t v)
 {
-	struct stress_producer *pr = &o->prod[p];
-	char a_pid[24], a_filter[16], a_mode[16], a_ring[24], a_pkt[16], a_thr[16], a_ms[24],
-		a_ev[24], name[32];
+	snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+struct stress_child *stress_spawn_consumer(struct stress_orch *o, enum stress_role role,
+					   uint32_t producer, const char *name,
+					   const struct stress_consumer_spec *spec)
+{
+	char a_pid[24], a_filter[24], a_mode[24], a_ring[24], a_pkt[24], a_thr[24], a_ms[24],
+		a_ev[24];
 	char *argv[24];
 	struct stress_child *c;
 	size_t n = 0;
-	uint64_t ring = churn_ring_sizes[stress_rand(&o->rng) % 4];
-	uint32_t pkt = ring >= (128u << 10) && stress_rand(&o->rng) % 2 ? 32u << 10 : 0;
-	unsigned filter = (unsigned)(stress_rand(&o->rng) % STRESS_NFILTERS);
-	uint32_t mode = (uint32_t)(stress_rand(&o->rng) % 2);
-	bool close_only = stress_rand(&o->rng) % 4 == 0;
 
-	snprintf(a_pid, sizeof(a_pid), "%d", (int)pr->child->pid);
-	snprintf(a_filter, sizeof(a_filter), "%u", filter);
-	snprintf(a_mode, sizeof(a_mode), "%u", mode);
-	snprintf(a_ring, sizeof(a_ring), "%" PRIu64, ring);
-	snprintf(a_pkt, sizeof(a_pkt), "%u", pkt);
-	snprintf(a_thr, sizeof(a_thr), "%u", o->o.threads);
-	snprintf(a_ms, sizeof(a_ms), "%" PRIu64, 10 + stress_rand(&o->rng) % 490);
-	snprintf(a_ev, sizeof(a_ev), "%" PRIu64, 1000 + stress_rand(&o->rng) % 300000);
-	snprintf(name, sizeof(name), "p%u.c%u", p, pr->churn_seq++);
+	snprintf(a_pid, sizeof(a_pid), "%d", (int)o->prod[producer].child->pid);
 	argv[n++] = "--pid";
 	argv[n++] = a_pid;
 	argv[n++] = "--filter";
-	argv[n++] = a_filter;
+	argv[n++] = fmt_u64(a_filter, sizeof(a_filter), spec->filter);
 	argv[n++] = "--mode";
-	argv[n++] = a_mode;
+	argv[n++] = fmt_u64(a_mode, sizeof(a_mode), spec->mode);
 	argv[n++] = "--ring-size";
-	argv[n++] = a_ring;
+	argv[n++] = fmt_u64(a_ring, sizeof(a_ring), spec->ring_size);
 	argv[n++] = "--packet-size";
-	argv[n++] = a_pkt;
+	argv[n++] = fmt_u64(a_pkt, sizeof(a_pkt), spec->packet_size);
 	argv[n++] = "--threads";
-	argv[n++] = a_thr;
-	argv[n++] = "--churn";
-	argv[n++] = "--max-ms";
-	argv[n++] = a_ms;
-	argv[n++] = "--max-events";
-	argv[n++] = a_ev;
-	if (close_only)
-		argv[n++] = "--detach-close";
+	argv[n++] = fmt_u64(a_thr, sizeof(a_thr), o->o.threads);
+	if (spec->churn) {
+		argv[n++] = "--churn";
+		argv[n++] = "--max-ms";
+		argv[n++] = fmt_u64(a_ms, sizeof(a_ms), spec->max_ms);
+		argv[n++] = "--max-events";
+		argv[n++] = fmt_u64(a_ev, sizeof(a_ev), spec->max_events);
+		if (spec->detach_close)
+			argv[n++] = "--detach-close";
+	}
+	if (spec->fault) {
+		argv[n++] = "--inject-fault";
+		argv[n++] = (char *)spec->fault;
+	}
 	argv[n] = NULL;
-	c = stress_spawn(o, ROLE_CHURN, p, name, argv);
+	c = stress_spawn(o, role, producer, name, argv);
+	if (!c)
+		return NULL;
+	c->filter = spec->filter;
+	c->mode = spec->mode;
+	c->ring_size = spec->ring_size;
+	c->packet_size = spec->packet_size;
+	c->detach_close = spec->detach_close;
+	c->rep.count = calloc((size_t)o->o.threads * STRESS_NKINDS, sizeof(uint64_t));
+	c->rep.max = calloc((size_t)o->o.threads * STRESS_NKINDS, sizeof(uint64_t));
+	return c;
+}
+
+static void churn_spawn(struct stress_orch *o, uint32_t p)
+{
+	struct stress_producer *pr = &o->prod[p];
+	struct stress_consumer_spec spec = { .churn = true };
+	char name[32];
+	struct stress_child *c;
+
+	/* The draws stay in this order so that a --seed replays the same run. */
+	spec.ring_size = churn_ring_sizes[stress_rand(&o->rng) % 4];
+	spec.packet_size =
+		spec.ring_size >= (128u << 10) && stress_rand(&o->rng) % 2 ? 32u << 10 : 0;
+	spec.filter = (unsigned)(stress_rand(&o->rng) % STRESS_NFILTERS);
+	spec.mode = (uint32_t)(stress_rand(&o->rng) % 2);
+	spec.detach_close = stress_rand(&o->rng) % 4 == 0;
+	spec.max_ms = 10 + stress_rand(&o->rng) % 490;
+	spec.max_events = 1000 + stress_rand(&o->rng) % 300000;
+	snprintf(name, sizeof(name), "p%u.c%u", p, pr->churn_seq++);
+	c = stress_spawn_consumer(o, ROLE_CHURN, p, name, &spec);
 	if (!c) {
 		stress_violation(o, "could not start churn consumer %s: %s", name, strerror(errno));
 		return;
 	}
-	c->filter = filter;
-	c->mode = mode;
-	c->ring_size = ring;
-	c->packet_size = pkt;
-	c->detach_close = close_only;
-	c->rep.count = calloc((size_t)o->o.threads * STRESS_NKINDS, sizeof(uint64_t));
-	c->rep.max = calloc((size_t)o->o.threads * STRESS_NKINDS, sizeof(uint64_t));
 	pr->live_churn++;
 	o->churn_spawned++;
 	/* A few die before they even start their session. */

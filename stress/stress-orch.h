@@ -141,6 +141,28 @@ void stress_orch_fini(struct stress_orch *o);
 struct stress_child *stress_spawn(struct stress_orch *o, enum stress_role role, uint32_t producer,
 				  const char *name, char *const extra[]);
 
+/* What a consumer child is told to do: the options stress_spawn_consumer() passes. */
+struct stress_consumer_spec {
+	unsigned filter;
+	uint32_t mode;
+	uint64_t ring_size;
+	uint32_t packet_size;
+	const char *fault;		/* --inject-fault, or NULL */
+	bool churn;			/* --churn with max_ms, max_events, detach_close */
+	uint64_t max_ms, max_events;
+	bool detach_close;
+};
+
+/*
+ * Start a consumer of producer @producer as told by @spec, record @spec in the
+ * child and allocate its report counters (left NULL if out of memory: the
+ * caller decides whether that matters). Return: the child, or NULL with errno
+ * set when it could not be started.
+ */
+struct stress_child *stress_spawn_consumer(struct stress_orch *o, enum stress_role role,
+					   uint32_t producer, const char *name,
+					   const struct stress_consumer_spec *spec);
+
 /* Send one command line to a child (it must still run). */
 int stress_send(struct stress_orch *o, struct stress_child *c, const char *line);
 

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,9 +80,45 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 	return 0;
 }
 
+enum { OPT_SEED = 256, OPT_JSON, OPT_FAULT, OPT_CHURN };
+
+/* The whole-number options; the required ones are named by "missing" in this order. */
+static const struct u32_opt {
+	int val;			/* from getopt_long() */
+	const char *name;
+	uint32_t min, max;
+	size_t off;			/* in struct stress_opts */
+	bool required;
+} u32_opts[] = {
+#define U32_FIELD(f) offsetof(struct stress_opts, f)
+	{ 'p', "--producers", 1, STRESS_MAX_PRODUCERS, U32_FIELD(producers), true },
+	{ 't', "--threads", 1, STRESS_MAX_THREADS, U32_FIELD(threads), true },
+	{ 's', "--sessions", 1, STRESS_MAX_SESSIONS, U32_FIELD(sessions), true },
+	{ 'n', "--seconds", 1, 86400, U32_FIELD(seconds), true },
+	{ OPT_CHURN, "--churn", 0, STRESS_MAX_CHURN, U32_FIELD(churn), false },
+#undef U32_FIELD
+};
+
+#define NU32_OPTS (sizeof(u32_opts) / sizeof(u32_opts[0]))
+
+/* Parse @c's value if it is a whole-number option. Return: 1 it was, 0 not, -EINVAL. */
+static int parse_u32_opt(int c, const char *s, struct stress_opts *o, unsigned *have)
+{
+	for (size_t i = 0; i < NU32_OPTS; i++) {
+		const struct u32_opt *u = &u32_opts[i];
+
+		if (u->val != c)
+			continue;
+		if (parse_u32(u->name, s, u->min, u->max, (uint32_t *)((char *)o + u->off)))
+			return -EINVAL;
+		*have |= 1u << i;
+		return 1;
+	}
+	return 0;
+}
+
 static int parse_argv(int argc, char **argv, struct stress_opts *o)
 {
-	enum { OPT_SEED = 256, OPT_JSON, OPT_FAULT, OPT_CHURN };
 	static const struct option longopts[] = {
 		{ "producers", required_argument, NULL, 'p' },
 		{ "threads", required_argument, NULL, 't' },
@@ -94,8 +131,8 @@ static int parse_argv(int argc, char **argv, struct stress_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	bool have_p = false, have_t = false, have_s = false, have_n = false;
-	int c;
+	unsigned have = 0;
+	int c, r;
 
 	o->churn = 3;
 	o->seed = stress_mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)) >> 1;
@@ -103,31 +140,12 @@ static int parse_argv(int argc, char **argv, struct stress_opts *o)
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		char *end;
 
+		r = parse_u32_opt(c, optarg, o, &have);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case 'p':
-			if (parse_u32("--producers", optarg, 1, STRESS_MAX_PRODUCERS, &o->producers))
-				return -EINVAL;
-			have_p = true;
-			break;
-		case 't':
-			if (parse_u32("--threads", optarg, 1, STRESS_MAX_THREADS, &o->threads))
-				return -EINVAL;
-			have_t = true;
-			break;
-		case 's':
-			if (parse_u32("--sessions", optarg, 1, STRESS_MAX_SESSIONS, &o->sessions))
-				return -EINVAL;
-			have_s = true;
-			break;
-		case 'n':
-			if (parse_u32("--seconds", optarg, 1, 86400, &o->seconds))
-				return -EINVAL;
-			have_n = true;
-			break;
-		case OPT_CHURN:
-			if (parse_u32("--churn", optarg, 0, STRESS_MAX_CHURN, &o->churn))
-				return -EINVAL;
-			break;
 		case OPT_SEED:
 			errno = 0;
 			o->seed = strtoull(optarg, &end, 0);
@@ -166,11 +184,11 @@ static int parse_argv(int argc, char **argv, struct stress_opts *o)
 		fprintf(stderr, "evring-stress: unexpected argument \"%s\"\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (!have_p || !have_t || !have_s || !have_n) {
-		fprintf(stderr, "evring-stress: missing %s (see --help)\n",
-			!have_p ? "--producers" : !have_t ? "--threads" :
-			!have_s ? "--sessions" : "--seconds");
-		return -EINVAL;
+	for (size_t i = 0; i < NU32_OPTS; i++) {
+		if (u32_opts[i].required && !(have & (1u << i))) {
+			fprintf(stderr, "evring-stress: missing %s (see --help)\n", u32_opts[i].name);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -331,54 +349,26 @@ static int start_stable(struct stress_orch *o)
 
 	for (uint32_t p = 0; p < o->o.producers; p++) {
 		for (uint32_t j = 0; j < S; j++) {
-			char a_pid[24], a_filter[16], a_mode[16], a_ring[24], a_pkt[16], a_thr[16];
+			struct stress_consumer_spec spec = {
+				.filter = (p + j) % STRESS_NFILTERS,
+				/* The paused consumer (p0 s0) uses discard: it must lose events. */
+				.mode = j % 2 ? EVR_MODE_OVERWRITE : EVR_MODE_DISCARD,
+				.ring_size = stable_ring_sizes[j % 4],
+			};
 			char name[32];
-			char *argv[20];
 			struct stress_child *c;
-			unsigned filter = (p + j) % STRESS_NFILTERS;
-			/* The paused consumer (p0 s0) uses discard: it must lose events. */
-			uint32_t mode = j % 2 ? EVR_MODE_OVERWRITE : EVR_MODE_DISCARD;
-			uint64_t ring = stable_ring_sizes[j % 4];
-			uint32_t pkt = ring >= (128u << 10) && j % 3 == 2 ? 32u << 10 : 0;
 			bool faulty = o->o.fault && p == 0 && j == (S > 1 ? 1u : 0u);
-			size_t n = 0;
 
-			snprintf(a_pid, sizeof(a_pid), "%d", (int)o->prod[p].child->pid);
-			snprintf(a_filter, sizeof(a_filter), "%u", filter);
-			snprintf(a_mode, sizeof(a_mode), "%u", mode);
-			snprintf(a_ring, sizeof(a_ring), "%" PRIu64, ring);
-			snprintf(a_pkt, sizeof(a_pkt), "%u", pkt);
-			snprintf(a_thr, sizeof(a_thr), "%u", o->o.threads);
+			spec.packet_size =
+				spec.ring_size >= (128u << 10) && j % 3 == 2 ? 32u << 10 : 0;
+			spec.fault = faulty ? o->o.fault : NULL;
 			snprintf(name, sizeof(name), "p%u.s%u", p, j);
-			argv[n++] = "--pid";
-			argv[n++] = a_pid;
-			argv[n++] = "--filter";
-			argv[n++] = a_filter;
-			argv[n++] = "--mode";
-			argv[n++] = a_mode;
-			argv[n++] = "--ring-size";
-			argv[n++] = a_ring;
-			argv[n++] = "--packet-size";
-			argv[n++] = a_pkt;
-			argv[n++] = "--threads";
-			argv[n++] = a_thr;
-			if (faulty) {
-				argv[n++] = "--inject-fault";
-				argv[n++] = (char *)o->o.fault;
-			}
-			argv[n] = NULL;
-			c = stress_spawn(o, ROLE_STABLE, p, name, argv);
+			c = stress_spawn_consumer(o, ROLE_STABLE, p, name, &spec);
 			if (!c) {
 				fprintf(stderr, "evring-stress: cannot start %s: %s\n", name,
 					strerror(errno));
 				return -errno;
 			}
-			c->filter = filter;
-			c->mode = mode;
-			c->ring_size = ring;
-			c->packet_size = pkt;
-			c->rep.count = calloc((size_t)o->o.threads * STRESS_NKINDS, sizeof(uint64_t));
-			c->rep.max = calloc((size_t)o->o.threads * STRESS_NKINDS, sizeof(uint64_t));
 			if (!c->rep.count || !c->rep.max)
 				return -ENOMEM;
 			if (faulty)

@@ -37,8 +37,43 @@ void evr_cli_warn(const char *cmd, const char *fmt, ...);
  */
 int evr_cli_getopt_error(const char *cmd, int c, char **argv);
 
+/* getopt_long() values of the long-only options shared by the subcommands. */
+enum {
+	EVR_OPT_NO_SANDBOX = 0x100,
+	EVR_OPT_SANDBOX_PROBE,
+	EVR_OPT_FIRST_OWN,	/* a subcommand's own long-only options start here */
+};
+
+/* The longopts entries of --no-sandbox and the hidden --debug-sandbox-probe. */
+#define EVR_CLI_LONGOPTS_SANDBOX \
+	{ "no-sandbox", no_argument, NULL, EVR_OPT_NO_SANDBOX }, \
+	{ "debug-sandbox-probe", no_argument, NULL, EVR_OPT_SANDBOX_PROBE }
+
+/* Options spelled the same in every subcommand that takes them. */
+struct evr_cli_flags {
+	bool json;		/* -j, --json */
+	bool no_sandbox;	/* --no-sandbox */
+	bool sandbox_probe;	/* --debug-sandbox-probe */
+};
+
+/*
+ * Handle getopt_long()'s @c when it is not one of the subcommand's own
+ * options: a shared flag into @flags, -h/--help (@usage on stdout), or else a
+ * getopt error (evr_cli_getopt_error()). Only options the subcommand lists in
+ * its optstring and longopts reach here.
+ * Return: 1 go on parsing, 0 --help was printed, -EINVAL.
+ */
+int evr_cli_common_opt(const char *cmd, int c, char **argv, void (*usage)(FILE *f),
+		       struct evr_cli_flags *flags);
+
 /* An error -errno to an exit status: -EINVAL from option parsing is a usage error. */
 int evr_cli_exit_status(int err);
+
+/*
+ * A subcommand's run() result to an exit status: past option parsing, even
+ * -EINVAL is no usage error.
+ */
+int evr_cli_run_status(int err);
 
 /*
  * Option values. Each returns 0 or -EINVAL after printing one line that names
@@ -73,6 +108,13 @@ enum evr_sandbox_profile {
  * Context: call once every file and socket is open; affects the whole process.
  */
 int evr_sandbox_enter(enum evr_sandbox_profile profile, char *errbuf, size_t errlen);
+
+/*
+ * evr_sandbox_enter(@profile) unless @flags says --no-sandbox, printing the
+ * reason of a failure as @cmd's error. Return: 0, or -errno.
+ */
+int evr_cli_sandbox_enter(const char *cmd, enum evr_sandbox_profile profile,
+			  const struct evr_cli_flags *flags);
 
 /*
  * The hidden --debug-sandbox-probe: try to open a file as an attacker who took

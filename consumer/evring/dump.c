@@ -25,10 +25,8 @@
 
 struct dump_opts {
 	const char *path;
-	bool json;
+	struct evr_cli_flags flags;	/* --json, --no-sandbox */
 	bool absolute;
-	bool no_sandbox;
-	bool sandbox_probe;
 };
 
 static void usage(FILE *f)
@@ -44,38 +42,25 @@ static void usage(FILE *f)
 
 static int parse_argv(int argc, char **argv, struct dump_opts *o)
 {
-	enum { OPT_ABSOLUTE = 0x100, OPT_NO_SANDBOX, OPT_PROBE };
+	enum { OPT_ABSOLUTE = EVR_OPT_FIRST_OWN };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "absolute", no_argument, NULL, OPT_ABSOLUTE },
-		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
-		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
+		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	int c, r;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:jh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			o->json = true;
-			break;
-		case OPT_ABSOLUTE:
+		if (c == OPT_ABSOLUTE) {
 			o->absolute = true;
-			break;
-		case OPT_NO_SANDBOX:
-			o->no_sandbox = true;
-			break;
-		case OPT_PROBE:
-			o->sandbox_probe = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return evr_cli_getopt_error(CMD, c, argv);
+			continue;
 		}
+		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
+		if (r <= 0)
+			return r;
 	}
 	if (optind >= argc) {
 		evr_cli_error(CMD, "which file? (evring dump FILE)");
@@ -234,14 +219,10 @@ static int run(const struct dump_opts *o)
 	}
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
-	if (!o->no_sandbox) {
-		ret = evr_sandbox_enter(EVR_SANDBOX_DUMP, err, sizeof(err));
-		if (ret < 0) {
-			evr_cli_error(CMD, "%s", err);
-			goto out;
-		}
-	}
-	if (o->sandbox_probe)
+	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+	if (ret < 0)
+		goto out;
+	if (o->flags.sandbox_probe)
 		evr_sandbox_probe(CMD);
 	sess = evr_trace_reader_session(r);
 	if (sess)
@@ -252,7 +233,7 @@ static int run(const struct dump_opts *o)
 			t0 = v.ts_ns;
 			first = false;
 		}
-		if (o->json) {
+		if (o->flags.json) {
 			sb.len = 0;
 			ret = evr_event_to_json(&v, &sb);
 			if (ret < 0)
@@ -293,11 +274,7 @@ out:
 int evr_cmd_dump(int argc, char **argv)
 {
 	struct dump_opts o = { 0 };
-	int ret;
+	int ret = parse_argv(argc, argv, &o);
 
-	ret = parse_argv(argc, argv, &o);
-	if (ret <= 0)
-		return evr_cli_exit_status(ret);
-	/* Only -EINVAL from option parsing is a usage error. */
-	return run(&o) < 0 ? EVR_EXIT_FAILURE : EVR_EXIT_OK;
+	return ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
 }

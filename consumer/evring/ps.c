@@ -16,7 +16,7 @@
 #define CMD "ps"
 
 struct ps_opts {
-	bool json;
+	struct evr_cli_flags flags;	/* --json */
 	bool sessions;
 };
 
@@ -37,23 +37,17 @@ static int parse_argv(int argc, char **argv, struct ps_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	int c, r;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:jsh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			o->json = true;
-			break;
-		case 's':
+		if (c == 's') {
 			o->sessions = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return evr_cli_getopt_error(CMD, c, argv);
+			continue;
 		}
+		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
+		if (r <= 0)
+			return r;
 	}
 	if (optind < argc) {
 		evr_cli_error(CMD, "unexpected argument '%s'", argv[optind]);
@@ -134,7 +128,7 @@ static int run(const struct ps_opts *o)
 		evr_cli_error(CMD, "cannot list processes: %s", strerror(-ret));
 		return ret;
 	}
-	if (!o->json)
+	if (!o->flags.json)
 		printf("%7s %4s %s\n", "PID", "SESS", "COMMAND");
 	for (uint32_t i = 0; i < n; i++) {
 		struct evr_session_info *sessions = NULL;
@@ -151,7 +145,7 @@ static int run(const struct ps_opts *o)
 			evr_client_free(c);
 			continue;
 		}
-		if (o->json)
+		if (o->flags.json)
 			print_json(evr_client_process(c), sessions, ns, o->sessions);
 		else
 			print_text(evr_client_process(c), sessions, ns, o->sessions);
@@ -169,10 +163,7 @@ static int run(const struct ps_opts *o)
 int evr_cmd_ps(int argc, char **argv)
 {
 	struct ps_opts o = { 0 };
-	int ret;
+	int ret = parse_argv(argc, argv, &o);
 
-	ret = parse_argv(argc, argv, &o);
-	if (ret <= 0)
-		return evr_cli_exit_status(ret);
-	return evr_cli_exit_status(run(&o));
+	return evr_cli_exit_status(ret <= 0 ? ret : run(&o));
 }

@@ -86,8 +86,7 @@ static int parse_pid(const char *s, pid_t *ret)
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
-	enum { OPT_PROVIDERS = 0x100, OPT_DURATION, OPT_BUFFER, OPT_MODE, OPT_NO_SANDBOX,
-	       OPT_PROBE };
+	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
@@ -95,12 +94,11 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
 		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
-		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
+		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	int c, r;
 
 	o->providers = "*";
 	o->output = "trace.evtrace";
@@ -145,17 +143,10 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			}
 			break;
-		case OPT_NO_SANDBOX:
-			o->no_sandbox = true;
-			break;
-		case OPT_PROBE:
-			o->sandbox_probe = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return evr_cli_getopt_error(CMD, c, argv);
+			r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
+			if (r <= 0)
+				return r;
 		}
 	}
 	if (optind < argc) {
@@ -646,13 +637,9 @@ static int run(const struct record_opts *o)
 		goto fail;
 	install_signals();
 	r.tty = isatty(STDERR_FILENO);
-	if (!o->no_sandbox) {
-		ret = evr_sandbox_enter(EVR_SANDBOX_RECORD, err, sizeof(err));
-		if (ret < 0) {
-			evr_cli_error(CMD, "%s", err);
-			goto fail;
-		}
-	}
+	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_RECORD, &o->flags);
+	if (ret < 0)
+		goto fail;
 	/* Tests wait for this line: the session runs and the sandbox is in place. */
 	if (o->program)
 		fprintf(stderr, "evring record: recording %s (pid %d) into %s\n", o->program[0],
@@ -660,7 +647,7 @@ static int run(const struct record_opts *o)
 	else
 		fprintf(stderr, "evring record: recording process %d into %s (Ctrl-C to stop)\n",
 			(int)o->pid, o->output);
-	if (o->sandbox_probe)
+	if (o->flags.sandbox_probe)
 		evr_sandbox_probe(CMD);
 	r.t_start = evr_now_ns();
 	r.t_progress = r.t_start;
@@ -707,12 +694,8 @@ out:
 int evr_cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { 0 };
-	int ret;
+	int ret = parse_argv(argc, argv, &o);
 
-	ret = parse_argv(argc, argv, &o);
-	if (ret <= 0)
-		return evr_cli_exit_status(ret);
-	ret = run(&o);
 	/* Past option parsing, -EINVAL is the process refusing something, not usage. */
-	return ret < 0 ? EVR_EXIT_FAILURE : EVR_EXIT_OK;
+	return ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli.h"
+
 struct evr_client;
 struct evr_trace_writer;
 
@@ -19,8 +21,7 @@ struct record_opts {
 	uint64_t buffer_size;		/* in all; 0: the producer's default */
 	const char *buffer_arg;		/* as typed, for messages */
 	uint32_t mode;			/* enum evr_mode */
-	bool no_sandbox;
-	bool sandbox_probe;
+	struct evr_cli_flags flags;	/* --no-sandbox */
 };
 
 enum record_stop {

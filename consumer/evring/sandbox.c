@@ -138,6 +138,20 @@ fail:
 	return ret;
 }
 
+int evr_cli_sandbox_enter(const char *cmd, enum evr_sandbox_profile profile,
+			  const struct evr_cli_flags *flags)
+{
+	char err[512];
+	int ret;
+
+	if (flags->no_sandbox)
+		return 0;
+	ret = evr_sandbox_enter(profile, err, sizeof(err));
+	if (ret < 0)
+		evr_cli_error(cmd, "%s", err);
+	return ret;
+}
+
 int evr_sandbox_probe(const char *cmd)
 {
 	const char *path = "/etc/passwd";

@@ -49,6 +49,11 @@ int evr_cli_exit_status(int err)
 	return err == -EINVAL ? EVR_EXIT_USAGE : EVR_EXIT_FAILURE;
 }
 
+int evr_cli_run_status(int err)
+{
+	return err < 0 ? EVR_EXIT_FAILURE : EVR_EXIT_OK;
+}
+
 int evr_cli_getopt_error(const char *cmd, int c, char **argv)
 {
 	const char *arg = argv[optind - 1];
@@ -62,6 +67,27 @@ int evr_cli_getopt_error(const char *cmd, int c, char **argv)
 	else
 		evr_cli_error(cmd, "unknown option '%s' (try evring %s --help)", arg, cmd);
 	return -EINVAL;
+}
+
+int evr_cli_common_opt(const char *cmd, int c, char **argv, void (*usage)(FILE *f),
+		       struct evr_cli_flags *flags)
+{
+	switch (c) {
+	case 'j':
+		flags->json = true;
+		return 1;
+	case EVR_OPT_NO_SANDBOX:
+		flags->no_sandbox = true;
+		return 1;
+	case EVR_OPT_SANDBOX_PROBE:
+		flags->sandbox_probe = true;
+		return 1;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		return evr_cli_getopt_error(cmd, c, argv);
+	}
 }
 
 /* A non-negative decimal number with an optional fraction; @ret_end: the suffix. */
@@ -85,59 +111,59 @@ static int parse_number(const char *s, double *ret, const char **ret_end)
 	return 0;
 }
 
-int evr_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns)
+struct unit {
+	const char *suffix;
+	double mult;
+};
+
+/*
+ * @s as a number with one of the @n @units' suffixes (compared ignoring case
+ * with @nocase), in [1, @max] once multiplied. Return: 0, or -EINVAL.
+ */
+static int parse_scaled(const char *s, const struct unit *units, size_t n, bool nocase,
+			double max, uint64_t *ret)
 {
-	static const struct {
-		const char *suffix;
-		double ns;
-	} units[] = {
-		{ "", 1e9 }, { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
-		{ "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
-	};
 	const char *suffix;
 	double v;
 
-	if (parse_number(s, &v, &suffix) == 0) {
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-			double ns = v * units[i].ns;
+	if (parse_number(s, &v, &suffix) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		double x = v * units[i].mult;
 
-			if (strcmp(suffix, units[i].suffix) != 0)
-				continue;
-			if (ns < 1 || ns > 1e18)
-				break;
-			*ret_ns = (uint64_t)ns;
-			return 0;
-		}
+		if ((nocase ? strcasecmp : strcmp)(suffix, units[i].suffix) != 0)
+			continue;
+		if (x < 1 || x > max)
+			return -EINVAL;
+		*ret = (uint64_t)x;
+		return 0;
 	}
+	return -EINVAL;
+}
+
+int evr_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns)
+{
+	static const struct unit units[] = {
+		{ "", 1e9 }, { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+		{ "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
+	};
+
+	if (parse_scaled(s, units, sizeof(units) / sizeof(units[0]), false, 1e18, ret_ns) == 0)
+		return 0;
 	evr_cli_error(cmd, "%s: invalid duration '%s' (use e.g. 500ms, 30s, 5m, 1h)", opt, s);
 	return -EINVAL;
 }
 
 int evr_parse_size(const char *cmd, const char *opt, const char *s, uint64_t *ret_bytes)
 {
-	static const struct {
-		const char *suffix;
-		double mult;
-	} units[] = {
+	static const struct unit units[] = {
 		{ "", 1 }, { "b", 1 }, { "k", 1024.0 }, { "kb", 1024.0 }, { "kib", 1024.0 },
 		{ "m", 1048576.0 }, { "mb", 1048576.0 }, { "mib", 1048576.0 },
 		{ "g", 1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
 	};
-	const char *suffix;
-	double v;
 
-	if (parse_number(s, &v, &suffix) == 0) {
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-			double b = v * units[i].mult;
-
-			if (strcasecmp(suffix, units[i].suffix) != 0)
-				continue;
-			if (b < 1 || b > 0x1p62)
-				break;
-			*ret_bytes = (uint64_t)b;
-			return 0;
-		}
-	}
+	if (parse_scaled(s, units, sizeof(units) / sizeof(units[0]), true, 0x1p62, ret_bytes) == 0)
+		return 0;
 	evr_cli_error(cmd, "%s: invalid size '%s' (use e.g. 4096, 512K, 64M, 1G)", opt, s);
 	return -EINVAL;
 }
