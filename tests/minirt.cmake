@@ -54,6 +54,12 @@ if(TARGET evring-cli)
   set_tests_properties(minirt_record PROPERTIES LABELS integration TIMEOUT 180
     SKIP_RETURN_CODE 77)
   list(APPEND EVR_MINIRT_TESTS minirt_record)
+  add_test(NAME minirt_counters
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/minirt/counters.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:minirt>)
+  set_tests_properties(minirt_counters PROPERTIES LABELS integration TIMEOUT 180
+    SKIP_RETURN_CODE 77)
+  list(APPEND EVR_MINIRT_TESTS minirt_counters)
 endif()
 
 if(EVR_SANITIZE MATCHES "thread")

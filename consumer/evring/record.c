@@ -64,6 +64,8 @@ static void usage(FILE *f)
 		"                           (e.g. 64M; default: the producer's 4 MiB per ring)\n"
 		"      --mode MODE          discard (default: drop new events when full) or\n"
 		"                           overwrite (flight recorder: keep the newest)\n"
+		"      --counter-interval TIME  sample the providers' counters every TIME\n"
+		"                           (e.g. 1s; at least 10ms; default: no counters)\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -86,7 +88,8 @@ static int parse_pid(const char *s, pid_t *ret)
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
-	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE };
+	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
+	       OPT_COUNTERS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
@@ -94,6 +97,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -128,6 +132,19 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			if (evr_parse_duration(CMD, "--duration", optarg, &o->duration_ns) < 0)
 				return -EINVAL;
 			break;
+		case OPT_COUNTERS: {
+			uint64_t ns;
+
+			if (evr_parse_duration(CMD, "--counter-interval", optarg, &ns) < 0)
+				return -EINVAL;
+			if (ns < 10000000ull || ns > 3600000000000ull) {
+				evr_cli_error(CMD, "--counter-interval %s is not between 10ms and 1h",
+					      optarg);
+				return -EINVAL;
+			}
+			o->counter_interval_ms = (uint32_t)(ns / 1000000u);
+			break;
+		}
 		case OPT_BUFFER:
 			if (evr_parse_size(CMD, "--buffer-size", optarg, &o->buffer_size) < 0)
 				return -EINVAL;
@@ -555,7 +572,11 @@ static int write_header(struct recorder *r)
 static int start_session(struct recorder *r)
 {
 	const struct evr_process_info *pi = evr_client_process(r->c);
-	struct evr_attach_opts ao = { .providers = r->o->providers, .mode = r->o->mode };
+	struct evr_attach_opts ao = {
+		.providers = r->o->providers,
+		.mode = r->o->mode,
+		.counter_interval_ms = r->o->counter_interval_ms,
+	};
 	char err[512];
 	int ret;
 

@@ -21,6 +21,7 @@ struct record_opts {
 	uint64_t buffer_size;		/* in all; 0: the producer's default */
 	const char *buffer_arg;		/* as typed, for messages */
 	uint32_t mode;			/* enum evr_mode */
+	uint32_t counter_interval_ms;	/* --counter-interval; 0: no counters */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 };
 
