@@ -52,6 +52,8 @@ int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *sh
 	 * lapped before its first read, so it takes it now, from the oldest intact
 	 * packet, where it starts; from there on every overwritten event counts.
 	 */
+	if (flags & EVR_READER_FROM_START)
+		return 0;	/* pos, events and lost are 0: nothing is history */
 	r->late = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE) != 0;
 	if (r->late && !(flags & EVR_READER_GATING))
 		baseline_now(r);

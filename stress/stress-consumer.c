@@ -300,6 +300,35 @@ static int cmd_pending(void)
 	return 1;
 }
 
+/*
+ * Once a session is stopped and drained, the producer's own ring counters are
+ * final: every event it offered the session was either written (events_total)
+ * or dropped and counted (evr_ring_ctl_lost()). What this consumer received and
+ * was told it lost must add up to exactly that, whenever it attached. This is
+ * the exact check for churning consumers, whose share of the emission cannot be
+ * known from outside the producer.
+ */
+static void check_ring_totals(struct consumer *c)
+{
+	const struct evr_shm_hdr *h = evr_client_shm(c->client);
+	uint64_t offered = 0;
+
+	if (!h)
+		return;
+	for (uint32_t i = 0; i < h->nr_rings; i++) {
+		const struct evr_ring_ctl *ctl = (const void *)((const uint8_t *)h + h->ring_ctl_off +
+								 (uint64_t)i * h->ring_ctl_size);
+
+		offered += __atomic_load_n(&ctl->events_total, __ATOMIC_RELAXED) +
+			   evr_ring_ctl_lost(ctl);
+	}
+	if (c->received + c->lost != offered)
+		viol(c, VIOL_conservation,
+		     "received %" PRIu64 " + lost %" PRIu64 " != %" PRIu64
+		     " offered to the session's rings",
+		     c->received, c->lost, offered);
+}
+
 /* Stop the session and read it to its end. */
 static int stop_and_drain(struct consumer *c)
 {
@@ -330,6 +359,7 @@ static int stop_and_drain(struct consumer *c)
 			}
 		}
 	}
+	check_ring_totals(c);
 	return 0;
 }
 

@@ -129,6 +129,6 @@ int stress_consumer_main(int argc, char **argv);
 
 /* Violation classes a consumer reports. */
 #define STRESS_VIOL_CLASSES(X) \
-	X(corrupt) X(duplicate) X(order) X(filter) X(schema) X(decode) X(range) X(read) X(state)
+	X(corrupt) X(duplicate) X(order) X(filter) X(schema) X(decode) X(range) X(read) X(state) X(conservation)
 
 #endif /* EVR_STRESS_H */

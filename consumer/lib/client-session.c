@@ -230,7 +230,8 @@ static int use_records(struct evr_client *c)
 		return -EINVAL;
 	if (c->reader)
 		return 0;
-	flags = c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0;
+	flags = EVR_READER_FROM_START |
+		(c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0);
 	err = evr_reader_new(c->hdr, c->doorbell_fd, flags, &c->reader);
 	if (err < 0)
 		return err;
@@ -328,7 +329,8 @@ static int use_spans(struct evr_client *c)
 		return -EINVAL;
 	if (c->spans)
 		return 0;
-	flags = c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0;
+	flags = EVR_READER_FROM_START |
+		(c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0);
 	err = evr_span_reader_new(c->hdr, flags, &c->spans);
 	if (err < 0)
 		return err;

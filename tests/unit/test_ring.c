@@ -779,6 +779,47 @@ static void test_ring_reader_init_late_passive_reports_no_history(void **state)
  * after it attached must come back as events or LOST records, exactly; history
  * from before it attached must not.
  */
+/*
+ * A consumer reading the session it started may create its reader only after
+ * the writers lapped the ring (it reads lazily): with EVR_READER_FROM_START
+ * every event since the session began is received or counted lost, none is
+ * taken for history. (Without the flag, evr-stress found exactly that silent
+ * loss in overwrite sessions.)
+ */
+static void test_ring_reader_init_from_start_counts_everything(void **state)
+{
+	struct evr_ring_reader *r;
+	struct evr_record rec;
+	struct ring_fx f;
+	uint64_t seq = 0, next = 0, received = 0, lost = 0;
+
+	(void)state;
+	fx_setup(&f, 1, PSIZE_MIN, RING_MIN, EVR_MODE_OVERWRITE);
+	while (f.w[0].head < 10 * RING_MIN + 100)
+		assert_int_equal(write_seq(&f.w[0], seq++, 1, 40), 0);
+	r = reader_new(&f, 0, EVR_READER_FROM_START);
+	while (f.w[0].head < 12 * RING_MIN)
+		assert_int_equal(write_seq(&f.w[0], seq++, 1, 40), 0);
+	while (evr_ring_reader_next(r, &rec) > 0) {
+		uint64_t s, t;
+
+		if (rec.type == EVR_REC_LOST) {
+			lost += rec.lost;
+			next += rec.lost;
+			continue;
+		}
+		assert_true(pl_check(rec.payload, rec.len, &s, &t));
+		assert_true(s == next);
+		next++;
+		received++;
+	}
+	assert_true(received > 0 && lost > 0);
+	assert_true(received + lost == seq);
+	assert_true(r->corrupt == 0);
+	free(r);
+	fx_teardown(&f);
+}
+
 static void test_ring_reader_init_late_passive_counts_laps_after_attach(void **state)
 {
 	struct evr_ring_reader *r;
@@ -932,6 +973,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ring_try_write_shared_rings_account_exactly),
 		cmocka_unit_test(test_ring_reader_init_late_passive_reports_no_history),
 		cmocka_unit_test(test_ring_reader_init_late_passive_counts_laps_after_attach),
+		cmocka_unit_test(test_ring_reader_init_from_start_counts_everything),
 		cmocka_unit_test(test_ring_try_write_doorbell_paced_never_forgotten),
 	};
 

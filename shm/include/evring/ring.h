@@ -366,6 +366,11 @@ enum evr_reader_flags {
 	 * space with evr_ring_reader_release(). At most one per session. Without it,
 	 * the reader is a passive tap and copies-then-validates every record. */
 	EVR_READER_GATING = 1u << 0,
+	/* The reader belongs to the session since its creation (a consumer reading
+	 * the session it started): everything written before its first read is its
+	 * own, so it starts at position 0 and counts whatever it finds overwritten
+	 * as lost, instead of taking a baseline like a tap that joins later. */
+	EVR_READER_FROM_START = 1u << 1,
 };
 
 struct evr_ring_reader {
