@@ -34,11 +34,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <evring/evring.h>
+
+#include "agent-ready.h"
 
 #define KW_REQUESTS 0x1
 #define KW_MEMORY 0x2
@@ -89,7 +90,7 @@ static struct options opt = { .threads = 2, .late_after = 1000 };
 static _Atomic uint64_t next_seq;	/* last sequence number handed out */
 static _Atomic uint64_t ticks_done;
 static _Atomic uint64_t events_done;
-static _Atomic int phase_state;		/* 0 undefined, 1 being defined, 2 defined */
+static _Atomic bool phase_claimed;	/* a worker took on defining Phase */
 static struct evr_event *_Atomic phase_event;
 static volatile sig_atomic_t stop_requested;
 static uint64_t start_ns;
@@ -123,13 +124,13 @@ static void on_signal(int sig)
 static void maybe_define_phase(uint64_t seq)
 {
 	struct evr_event *ev;
-	int expected = 0;
 
-	if (atomic_load_explicit(&phase_state, memory_order_relaxed) != 0)
+	if (atomic_load_explicit(&phase_claimed, memory_order_relaxed))
 		return;
 	if (seq < opt.late_after && now_ns() - start_ns < 1000000000u)
 		return;
-	if (!atomic_compare_exchange_strong(&phase_state, &expected, 1))
+	/* Relaxed: only who defines is decided here; phase_event publishes the result. */
+	if (atomic_exchange_explicit(&phase_claimed, true, memory_order_relaxed))
 		return;
 	if (evr_event_define(&demo, &phase_desc, &ev) < 0) {
 		fprintf(stderr, "workload: cannot define the Phase event\n");
@@ -138,7 +139,6 @@ static void maybe_define_phase(uint64_t seq)
 	/* Pairs with the acquire load in fire_phase(): a worker that sees the
 	 * pointer sees a fully registered event. */
 	atomic_store_explicit(&phase_event, ev, memory_order_release);
-	atomic_store_explicit(&phase_state, 2, memory_order_relaxed);
 }
 
 static uint64_t fire_phase(uint64_t seq)
@@ -206,31 +206,6 @@ static void *worker(void *arg)
 	}
 	atomic_fetch_add(&events_done, events);
 	return NULL;
-}
-
-/* "ready" promises that a consumer can attach: wait for the agent's socket. */
-static void wait_agent_socket(void)
-{
-	const char *env = getenv("EVR_AGENT");
-	const char *dir = getenv("EVR_RUNTIME_DIR");
-	char path[4096], defdir[64];
-	struct timespec ms = { 0, 1000000 };
-	struct stat st;
-
-	if (env && strcmp(env, "0") == 0)
-		return;
-	if (!dir || !*dir) {
-		snprintf(defdir, sizeof(defdir), "/tmp/evring-%u", (unsigned)geteuid());
-		dir = defdir;
-	}
-	snprintf(path, sizeof(path), "%s/%d.sock", dir, (int)getpid());
-	/* The agent thread creates it right after start-up; 5 s is far beyond that. */
-	for (int i = 0; i < 5000; i++) {
-		if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-			return;
-		nanosleep(&ms, NULL);
-	}
-	fprintf(stderr, "workload: warning: the agent socket %s did not appear\n", path);
 }
 
 /* --wait-sessions K: start writing only once K sessions enable Demo. */
@@ -352,7 +327,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	wait_agent_socket();
+	evr_example_wait_agent("workload", NULL);
 	printf("ready %d\n", (int)getpid());
 	if (opt.wait_sessions)
 		wait_sessions(opt.wait_sessions);

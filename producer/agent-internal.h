@@ -3,7 +3,9 @@
 #ifndef EVR_AGENT_INTERNAL_H
 #define EVR_AGENT_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <evring/framing.h>
@@ -42,6 +44,15 @@ struct evr_agent_conn {
  * Context: the agent thread, agent lock held, registry lock not held.
  */
 EVR_HIDDEN int evr_agent_handle(struct evr_agent_conn *c, const Evr__Request *req);
+
+/*
+ * Build the frame of Error{@code, message formatted from @fmt}, the one builder
+ * of Error replies: queued by evr_agent_error(), sent once by agent.c to a
+ * refused peer. @ret_frame: malloc'ed. Return: 0, -ENOMEM.
+ */
+EVR_HIDDEN int evr_agent_error_vframe(int code, uint8_t **ret_frame, size_t *ret_len,
+				      const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
 /* Queue Error{@code, message} on @c. Return as evr_agent_handle(). */
 EVR_HIDDEN int evr_agent_error(struct evr_agent_conn *c, int code, const char *fmt, ...)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "counters-internal.h"
 #include "registry-internal.h"
 
 #ifndef EVR_VERSION
@@ -36,21 +37,34 @@ static int queue_reply(struct evr_agent_conn *c, Evr__Reply *r, const int *fds, 
 	return evr_frame_txq_push(&c->tx, frame, len, fds, nfds);
 }
 
-int evr_agent_error(struct evr_agent_conn *c, int code, const char *fmt, ...)
+int evr_agent_error_vframe(int code, uint8_t **ret_frame, size_t *ret_len, const char *fmt,
+			   va_list ap)
 {
 	Evr__Reply r = EVR__REPLY__INIT;
 	Evr__Error e = EVR__ERROR__INIT;
 	char msg[512];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	e.code = code;
 	e.message = msg;
 	r.body_case = EVR__REPLY__BODY_ERROR;
 	r.error = &e;
-	return queue_reply(c, &r, NULL, 0);
+	return evr_frame_build(&r.base, ret_frame, ret_len);
+}
+
+int evr_agent_error(struct evr_agent_conn *c, int code, const char *fmt, ...)
+{
+	uint8_t *frame;
+	size_t len;
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = evr_agent_error_vframe(code, &frame, &len, fmt, ap);
+	va_end(ap);
+	if (err < 0)
+		return err;
+	return evr_frame_txq_push(&c->tx, frame, len, NULL, 0);
 }
 
 /* ---- Hello: who we are ---------------------------------------------------------------- */
@@ -76,39 +90,16 @@ static char *read_small(const char *path, size_t max, size_t *ret_len)
 	return buf;
 }
 
-static uint64_t ts_ns(clockid_t id)
-{
-	struct timespec t;
-
-	clock_gettime(id, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Process start time, CLOCK_REALTIME ns: /proc/self/stat field 22 is in clock
  * ticks since boot. */
 static uint64_t start_realtime_ns(void)
 {
-	size_t len;
-	char *stat = read_small("/proc/self/stat", 4096, &len);
-	unsigned long long ticks = 0;
+	unsigned long long ticks = (unsigned long long)evr_proc_stat_field(22);
 	long hz = sysconf(_SC_CLK_TCK);
-	char *p;
-	int field;
 
-	if (!stat)
-		return 0;
-	/* comm (field 2) may hold spaces and parentheses: start after the last ')'. */
-	p = strrchr(stat, ')');
-	for (field = 2; p && *p && field < 22; p++) {
-		if (*p == ' ')
-			field++;
-	}
-	if (p && field == 22)
-		ticks = strtoull(p, NULL, 10);
-	free(stat);
 	if (!ticks || hz <= 0)
 		return 0;
-	return ts_ns(CLOCK_REALTIME) - ts_ns(CLOCK_BOOTTIME) +
+	return evr_clock_gettime_ns(CLOCK_REALTIME) - evr_clock_gettime_ns(CLOCK_BOOTTIME) +
 	       ticks * (1000000000ull / (unsigned long long)hz);
 }
 
@@ -316,13 +307,15 @@ static int handle_list_sessions(struct evr_agent_conn *c)
 	Evr__SessionInfo info[EVR_MAX_SESSIONS], *v[EVR_MAX_SESSIONS];
 	char *prov[EVR_MAX_SESSIONS] = { 0 };
 	char *client[EVR_MAX_SESSIONS] = { 0 };
+	const struct evr_session_table *t;
 	size_t n = 0;
 	int ret;
 
 	pthread_mutex_lock(&evr_registry_lock);
-	for (uint64_t live = evr_session_table_get_rcu()->live; live; live &= live - 1) {
+	t = evr_session_table_get_rcu();
+	for (uint64_t live = t->live; live; live &= live - 1) {
 		uint32_t slot = (uint32_t)__builtin_ctzll(live);
-		const struct evr_session *s = evr_session_table_get_rcu()->slot[slot];
+		const struct evr_session *s = t->slot[slot];
 		int len = evr_provider_spec_list_format(s->cfg.providers, NULL, 0);
 		uint32_t pid = 0;
 		const char *cl = evr_session_client_locked(slot, &pid);

@@ -328,21 +328,15 @@ static void conn_event(struct evr_agent_conn *c, uint32_t events)
 static void refuse(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void refuse(int fd, int code, const char *fmt, ...)
 {
-	Evr__Reply r = EVR__REPLY__INIT;
-	Evr__Error e = EVR__ERROR__INIT;
-	char msg[256];
 	uint8_t *frame;
 	size_t len;
 	va_list ap;
+	int err;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	err = evr_agent_error_vframe(code, &frame, &len, fmt, ap);
 	va_end(ap);
-	e.code = code;
-	e.message = msg;
-	r.body_case = EVR__REPLY__BODY_ERROR;
-	r.error = &e;
-	if (evr_frame_build(&r.base, &frame, &len) == 0) {
+	if (err == 0) {
 		(void)evr_frame_send(fd, frame, len, NULL, 0, 0);
 		free(frame);
 	}
@@ -642,6 +636,7 @@ void evr_agent_library_init(void)
 {
 	const char *env = getenv("EVR_AGENT");
 	const char *conn = secure_getenv("EVR_CONNECT");
+	long timeout_ms = connect_timeout_ms();
 	char *reverse_path = NULL;
 	pthread_condattr_t ca;
 	bool running;
@@ -664,14 +659,14 @@ void evr_agent_library_init(void)
 	}
 	agent.enabled = true;
 	if (reverse_path)
-		rfd = reverse_connect(reverse_path, connect_timeout_ms());
+		rfd = reverse_connect(reverse_path, timeout_ms);
 	free(reverse_path);
 	pthread_mutex_lock(&agent.lock);
 	(void)agent_start(rfd);
 	running = agent.running;
 	pthread_mutex_unlock(&agent.lock);
 	if (rfd >= 0 && running)
-		wait_for_resume(connect_timeout_ms());
+		wait_for_resume(timeout_ms);
 }
 
 __attribute__((destructor)) static void agent_library_fini(void)

@@ -7,12 +7,14 @@
  * CLOCK_MONOTONIC. EVR_CLOCK=monotonic forces the latter.
  *
  * Also the CPU side of the write path, decided once at load: whether sessions
- * may use per-CPU rings written in rseq critical sections (<evring/ring-rseq.h>).
+ * may use per-CPU rings written in rseq critical sections (<evring/ring-rseq.h>),
+ * and how many rings a session has.
  */
 #include <cpuid.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #include <evring/ring-rseq.h>
 
@@ -22,7 +24,7 @@ int evr_clock_tsc;
 
 static uint64_t base_tsc, base_mono;
 
-static uint64_t ts_ns(clockid_t id)
+uint64_t evr_clock_gettime_ns(clockid_t id)
 {
 	struct timespec t;
 
@@ -50,7 +52,6 @@ static bool tsc_usable(void)
 	return strncmp(cs, "tsc", 3) == 0;
 }
 
-#if EVR_HAVE_RSEQ
 /* Highest possible CPU number + 1, from the kernel's list ("0-3,8-11"); 0 if unknown. */
 static uint32_t possible_cpus(void)
 {
@@ -82,35 +83,48 @@ static uint32_t possible_cpus(void)
 	}
 	return any ? (uint32_t)max + 1 : 0;
 }
-#endif
+
+static uint32_t nr_rings = 1;
+
+uint32_t evr_session_nr_rings(void)
+{
+	return nr_rings;
+}
 
 /*
- * Per-CPU mode needs glibc's rseq registration (every thread has one when the
- * main thread has, glibc >= 2.35 and no glibc.pthread.rseq=0 tunable) and a ring
- * for every CPU the kernel may report. EVR_RSEQ=0 forces the try-lock.
+ * One ring per possible CPU id. Per-CPU mode needs that list (so every CPU id
+ * the kernel may report has its ring), and glibc's rseq registration (every
+ * thread has one when the main thread has, glibc >= 2.35 and no
+ * glibc.pthread.rseq=0 tunable). EVR_RSEQ=0 forces the try-lock.
  */
-static void percpu_init(void)
+static void rings_init(void)
 {
+	uint32_t n = possible_cpus();
+
+	if (!n) {
+		int conf = get_nprocs_conf();
+
+		nr_rings = conf < 1 ? 1 : conf > (int)EVR_MAX_RINGS ? EVR_MAX_RINGS : (uint32_t)conf;
+		return;
+	}
+	nr_rings = n;
 #if EVR_HAVE_RSEQ
 	const char *env = getenv("EVR_RSEQ");
-	uint32_t n;
 
 	if (env && strcmp(env, "0") == 0)
 		return;
 	if (__rseq_size < offsetof(struct rseq, rseq_cs) + sizeof(uint64_t) ||
 	    evr_rseq_cpu(evr_rseq_area()) < 0)
 		return;
-	n = possible_cpus();
-	if (n)
-		evr_ring_percpu_min = n;
+	evr_ring_percpu_min = n;
 #endif
 }
 
 void evr_clock_init(void)
 {
-	percpu_init();
+	rings_init();
 	evr_clock_tsc = tsc_usable();
-	base_mono = ts_ns(CLOCK_MONOTONIC);
+	base_mono = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 	base_tsc = __rdtsc();
 }
 
@@ -119,8 +133,8 @@ static void sample(uint64_t *tsc, uint64_t *mono, uint64_t *real)
 {
 	uint64_t t0 = __rdtsc();
 
-	*mono = ts_ns(CLOCK_MONOTONIC);
-	*real = ts_ns(CLOCK_REALTIME);
+	*mono = evr_clock_gettime_ns(CLOCK_MONOTONIC);
+	*real = evr_clock_gettime_ns(CLOCK_REALTIME);
 	*tsc = t0 + (__rdtsc() - t0) / 2;
 }
 
@@ -132,16 +146,16 @@ void evr_clock_calibrate(struct evr_clock_calib *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	if (!evr_clock_tsc) {
-		mono = ts_ns(CLOCK_MONOTONIC);
+		mono = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 		ret->kind = EVR_CLOCK_MONOTONIC;
 		ret->mult = 1;
 		ret->ts_base = mono;
 		ret->mono_base = mono;
-		ret->real_base = ts_ns(CLOCK_REALTIME);
+		ret->real_base = evr_clock_gettime_ns(CLOCK_REALTIME);
 		ret->ticks_per_sec = 1000000000u;
 		return;
 	}
-	mono = ts_ns(CLOCK_MONOTONIC);
+	mono = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 	if (mono - base_mono < min_span) {
 		uint64_t left = min_span - (mono - base_mono);
 		struct timespec d = { .tv_sec = 0, .tv_nsec = (long)left };

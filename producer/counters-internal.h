@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Counters (counters.c): what sessions and the fork handlers call. */
+/* Counters (counters.c): what sessions, the agent and the fork handlers call. */
 #ifndef EVR_COUNTERS_INTERNAL_H
 #define EVR_COUNTERS_INTERNAL_H
 
@@ -23,6 +23,14 @@ EVR_HIDDEN int evr_counters_session_begin(struct evr_session *s, uint32_t interv
  * agent lock, counters lock, registry lock).
  */
 EVR_HIDDEN void evr_counters_session_end(struct evr_session *s);
+
+/*
+ * evr_proc_stat_field() - field @idx (1-based, as in proc(5)) of
+ * /proc/self/stat, parsed after the command name; 0 if unreadable. Exact for
+ * integers below 2^53. Used by the Process provider and the agent's Hello.
+ * Context: any thread.
+ */
+EVR_HIDDEN double evr_proc_stat_field(int idx);
 
 /* Fork handlers, called from the agent's (agent.c) in lock order. */
 EVR_HIDDEN void evr_counters_fork_prepare(void);

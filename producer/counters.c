@@ -46,16 +46,14 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
-#include <sys/sysinfo.h>
 #include <sys/timerfd.h>
 
 #include <urcu-bp.h>
 
 #include <evring/counters.h>
-#include <evring/ring-rseq.h>
-
 #include "counters-internal.h"
 #include "producer-internal.h"
+#include "write-internal.h"
 
 #define SHARDS_MAX 64u
 #define HIST_SHARDS_MAX 8u
@@ -314,18 +312,11 @@ static void write_one(struct evr_session *s, uint32_t slot, const struct evr_eve
 	t = evr_session_table_get_rcu();
 	if (t->slot[slot] == s &&
 	    (atomic_load_explicit(&ev->mask, memory_order_relaxed) & (1ull << slot))) {
-		/* The same ring discipline as write.c: per-CPU rseq rings when the
-		 * session has one per CPU, the try-lock otherwise. */
-		if (s->nr_rings >= evr_ring_percpu_min) {
-			struct evr_rseq_rec rec;
+		struct evr_rseq_rec rec;
+		uint32_t cpu = UINT32_MAX;
 
-			evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(), k->buf,
-					  k->len);
-			(void)evr_ring_rseq_write(s->rings, s->nr_rings, evr_rseq_area(), &rec);
-		} else {
-			(void)evr_session_write_rcu(s, evr_cpu_current(), ev->rid, evr_clock_now(),
-						    evr_thread_id(), k->buf, k->len);
-		}
+		evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(), k->buf, k->len);
+		evr_session_write_rec_rcu(s, evr_rseq_area(), &rec, &cpu);
 	}
 	urcu_bp_read_unlock();
 }
@@ -401,7 +392,7 @@ static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t sl
 		break;
 	}
 	case EVR_COUNTER_HISTOGRAM: {
-		uint64_t cur[HIST_BUCKETS], nb = 0;
+		uint64_t cur[HIST_BUCKETS], nb = 0, dn;
 
 		hist_totals(c, cur);
 		totals(c, &n, &sum, &sq);
@@ -412,12 +403,11 @@ static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t sl
 			cur[i] = d;
 			nb += d;
 		}
-		n -= sn->count;
-		sum -= sn->sum;
-		sn->count += n;
-		sn->sum += sum;
-		pk_raw(&k, &n, 8);
-		pk_f64(&k, sum);
+		dn = n - sn->count;
+		pk_raw(&k, &dn, 8);
+		pk_f64(&k, sum - sn->sum);
+		sn->count = n;
+		sn->sum = sum;
 		/* Ranks over the buckets read, which a record in flight may
 		 * have reached before the count. */
 		pk_f64(&k, nb ? percentile(cur, nb, 0.50) : 0);
@@ -427,14 +417,6 @@ static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t sl
 	}
 	}
 	write_one(e->s, slot, c->ev, &k);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 static void tick(uint32_t slot)
@@ -447,7 +429,7 @@ static void tick(uint32_t slot)
 	e = &sess[slot];
 	if (!e->s || read(e->tfd, &exp, sizeof(exp)) != (ssize_t)sizeof(exp))
 		goto out;
-	now = mono_ns();
+	now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 	secs = (double)(now - e->last_ns) / 1e9;
 	e->last_ns = now;
 	for (struct evr_counter *c = counters; c; c = c->next)
@@ -543,7 +525,7 @@ int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms)
 	for (struct evr_counter *c = counters; c; c = c->next)
 		baseline_locked(c, slot);
 	sess[slot] = (struct sess_ent){
-		.s = s, .interval_ms = interval_ms, .tfd = tfd, .last_ns = mono_ns()};
+		.s = s, .interval_ms = interval_ms, .tfd = tfd, .last_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC)};
 	atomic_fetch_or_explicit(&sampled_slots, 1ull << slot, memory_order_relaxed);
 	err = 0;
 out:
@@ -665,7 +647,7 @@ int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
 		[EVR_COUNTER_HISTOGRAM] = EV_HIST,
 	};
 	struct evr_counter *c;
-	int ncpu = get_nprocs_conf();
+	uint32_t ncpu = evr_session_nr_rings();	/* one shard per CPU id */
 	int err = -ENOMEM;
 
 	if (!p || !p->priv || !d || !ret || !d->name || !*d->name || d->kind < EVR_COUNTER_MEAN ||
@@ -679,7 +661,7 @@ int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
 	c->kind = d->kind;
 	c->poll = d->poll;
 	c->poll_ctx = d->poll_ctx;
-	c->nshards = ncpu < 1 ? 1 : ncpu > (int)SHARDS_MAX ? SHARDS_MAX : (uint32_t)ncpu;
+	c->nshards = ncpu > SHARDS_MAX ? SHARDS_MAX : ncpu;
 	if (d->kind == EVR_COUNTER_HISTOGRAM && c->nshards > HIST_SHARDS_MAX)
 		c->nshards = HIST_SHARDS_MAX;
 	c->name = strndup(d->name, 255);
@@ -809,8 +791,7 @@ static ssize_t read_proc(const char *path, char *buf, size_t len)
 	return n;
 }
 
-/* Field @idx (1-based, as in proc(5)) of /proc/self/stat. */
-static double stat_field(int idx)
+double evr_proc_stat_field(int idx)
 {
 	char buf[1024];
 	char *p;
@@ -851,7 +832,7 @@ static double status_field(const char *key)
 static double poll_stat(void *ctx)
 {
 	int idx = (int)(intptr_t)ctx;
-	double v = stat_field(idx);
+	double v = evr_proc_stat_field(idx);
 
 	return idx == 24 ? v * (double)sysconf(_SC_PAGESIZE) : v;
 }

@@ -36,6 +36,15 @@ static inline uint64_t evr_clock_now(void)
 EVR_HIDDEN void evr_clock_calibrate(struct evr_clock_calib *ret);
 EVR_HIDDEN void evr_clock_init(void);
 
+/* clock_gettime(@id) in nanoseconds, for the agent and the counters thread. */
+EVR_HIDDEN uint64_t evr_clock_gettime_ns(clockid_t id);
+
+/*
+ * Rings per session: one per possible CPU id (the highest + 1, so that a ring's
+ * index is the CPU it serves even with holes in the list), decided at load.
+ */
+EVR_HIDDEN uint32_t evr_session_nr_rings(void);
+
 /* ---- CPU: the rseq area glibc registers for every thread (glibc >= 2.35) ---- */
 
 static inline uint32_t evr_cpu_current(void)
@@ -77,9 +86,6 @@ extern pthread_mutex_t evr_registry_lock EVR_HIDDEN;
 EVR_HIDDEN void evr_registry_recompute_locked(const struct evr_session_table *t);
 
 /* ---- sessions (session-api.c) ---- */
-
-/* Rings per session: one per possible CPU. */
-EVR_HIDDEN uint32_t evr_session_nr_rings(void);
 
 /**
  * evr_session_start_owned() - evr_session_start() for a consumer: @client and

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysinfo.h>
 
 #include "producer-internal.h"
 #include "counters-internal.h"
@@ -39,14 +38,6 @@ int evr_session_doorbell_fd(const struct evr_session *s)
 const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s)
 {
 	return s ? s->shm : NULL;
-}
-
-/* One ring per possible CPU, so that a CPU brought online later has its own. */
-uint32_t evr_session_nr_rings(void)
-{
-	int n = get_nprocs_conf();
-
-	return n < 1 ? 1 : n > (int)EVR_MAX_RINGS ? EVR_MAX_RINGS : (uint32_t)n;
 }
 
 static int err_line(char *errbuf, size_t errlen, int err, const char *msg)

@@ -13,10 +13,8 @@
 #define _LGPL_SOURCE
 #include <urcu-bp.h>
 
-#include <evring/ring-rseq.h>
-
-#include "producer-internal.h"
 #include "registry-internal.h"
+#include "write-internal.h"
 
 static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned int slot,
 				 uint8_t level, uint64_t keywords)
@@ -49,13 +47,7 @@ write_rcu(struct evr_event *ev, const void *payload, uint32_t len, bool filter, 
 		mask &= mask - 1;
 		if (filter && !builtin_wants(ev->provider->priv, i, level, keywords))
 			continue;
-		if (EVR_LIKELY(s->nr_rings >= evr_ring_percpu_min)) {
-			(void)evr_ring_rseq_write(s->rings, s->nr_rings, rs, &rec);
-			continue;
-		}
-		if (cpu == UINT32_MAX)
-			cpu = evr_cpu_current();
-		(void)evr_session_write_rcu(s, cpu, ev->rid, rec.ts, rec.tid, payload, len);
+		evr_session_write_rec_rcu(s, rs, &rec, &cpu);
 	} while (mask);
 	return 0;
 }

@@ -17,26 +17,36 @@
 
 /* ---- protobuf-c --------------------------------------------------------------- */
 
-int evr_pb_pack(const ProtobufCMessage *msg, uint8_t **ret_data, size_t *ret_len)
+/*
+ * Pack @msg at offset @hdr of a new buffer of @hdr + packed size bytes (at least
+ * one byte): the one packer behind evr_pb_pack() and evr_frame_build().
+ * @ret_len: the packed size, without @hdr.
+ */
+static int pack_after(const ProtobufCMessage *msg, size_t hdr, uint8_t **ret_buf, size_t *ret_len)
 {
 	size_t n;
 	uint8_t *buf;
 
-	if (!msg || !ret_data || !ret_len)
+	if (!msg || !ret_buf || !ret_len)
 		return -EINVAL;
 	n = protobuf_c_message_get_packed_size(msg);
 	if (n > EVR_FRAME_MAX)
 		return -EMSGSIZE;
-	buf = malloc(n ? n : 1);
+	buf = malloc(hdr + n ? hdr + n : 1);
 	if (!buf)
 		return -ENOMEM;
-	if (protobuf_c_message_pack(msg, buf) != n) {
+	if (protobuf_c_message_pack(msg, buf + hdr) != n) {
 		free(buf);
 		return -EMSGSIZE;
 	}
-	*ret_data = buf;
+	*ret_buf = buf;
 	*ret_len = n;
 	return 0;
+}
+
+int evr_pb_pack(const ProtobufCMessage *msg, uint8_t **ret_data, size_t *ret_len)
+{
+	return pack_after(msg, 0, ret_data, ret_len);
 }
 
 int evr_pb_unpack(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
@@ -111,19 +121,13 @@ int evr_frame_build(const ProtobufCMessage *msg, uint8_t **ret_frame, size_t *re
 {
 	size_t n;
 	uint8_t *buf;
+	int err;
 
-	if (!msg || !ret_frame || !ret_len)
+	if (!ret_frame || !ret_len)
 		return -EINVAL;
-	n = protobuf_c_message_get_packed_size(msg);
-	if (n > EVR_FRAME_MAX)
-		return -EMSGSIZE;
-	buf = malloc(EVR_FRAME_HDR + n);
-	if (!buf)
-		return -ENOMEM;
-	if (protobuf_c_message_pack(msg, buf + EVR_FRAME_HDR) != n) {
-		free(buf);
-		return -EMSGSIZE;
-	}
+	err = pack_after(msg, EVR_FRAME_HDR, &buf, &n);
+	if (err < 0)
+		return err;
 	put_le32(buf, (uint32_t)n);
 	*ret_frame = buf;
 	*ret_len = EVR_FRAME_HDR + n;

@@ -7,6 +7,8 @@
 
 #include <evring/shm.h>
 
+#include "doorbell.h"
+
 #define EVR_READER_BATCH 512	/* records taken from one ring before moving on */
 
 struct evr_reader {
@@ -166,20 +168,12 @@ int evr_reader_wait(struct evr_reader *r, int timeout_ms)
 int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int nextra,
 			int timeout_ms)
 {
-	struct pollfd pfd[1 + 8];
-	uint64_t v;
-	int n;
-
-	if (r->doorbell_fd < 0 || nextra > 8 || (nextra && !extra))
+	if (r->doorbell_fd < 0 || nextra > EVR_WAIT_EXTRA_MAX || (nextra && !extra))
 		return -EINVAL;
 	if (__atomic_load_n(&r->gone, __ATOMIC_RELAXED))
 		return 0;	/* nothing will ring any more: drain */
-	pfd[0] = (struct pollfd){ .fd = r->doorbell_fd, .events = POLLIN };
-	for (unsigned int i = 0; i < nextra; i++) {
-		pfd[1 + i] = extra[i];
-		pfd[1 + i].revents = 0;
+	for (unsigned int i = 0; i < nextra; i++)
 		extra[i].revents = 0;
-	}
 	__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
 	/* Pairs with the full fence in the writer's ring_doorbell(): either a writer
 	 * closing a packet sees waiting == 1, or we see its head below. */
@@ -195,6 +189,20 @@ int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int
 		if (evr_ring_reader_packet_ready(&r->rings[i]))
 			return 0;
 	}
+	return evr_doorbell_poll(r->doorbell_fd, extra, nextra, timeout_ms);
+}
+
+int evr_doorbell_poll(int doorbell_fd, struct pollfd *extra, unsigned int nextra, int timeout_ms)
+{
+	struct pollfd pfd[1 + EVR_WAIT_EXTRA_MAX];
+	uint64_t v;
+	int n;
+
+	pfd[0] = (struct pollfd){ .fd = doorbell_fd, .events = POLLIN };
+	for (unsigned int i = 0; i < nextra; i++) {
+		pfd[1 + i] = extra[i];
+		pfd[1 + i].revents = 0;
+	}
 	n = poll(pfd, 1 + nextra, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -203,8 +211,7 @@ int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int
 	for (unsigned int i = 0; i < nextra; i++)
 		extra[i].revents = pfd[1 + i].revents;
 	/* Drain the eventfd counter; it is non-blocking. */
-	if ((pfd[0].revents & POLLIN) && read(r->doorbell_fd, &v, sizeof(v)) < 0 &&
-	    errno != EAGAIN)
+	if ((pfd[0].revents & POLLIN) && read(doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	return 1;
 }

@@ -35,9 +35,8 @@ int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *sh
 		return -EINVAL;
 	memset(r, 0, offsetof(struct evr_ring_reader, buf));
 	r->shm = shm;
-	r->ctl = (struct evr_ring_ctl *)((uint8_t *)shm + shm->ring_ctl_off +
-					 (uint64_t)index * EVR_RING_CTL_SIZE);
-	r->data = (const uint8_t *)shm + shm->ring_data_off + (uint64_t)index * shm->ring_size;
+	r->ctl = evr_shm_ring_ctl(shm, index);
+	r->data = evr_shm_ring_data(shm, index);
 	r->ring_size = shm->ring_size;
 	r->packet_size = shm->packet_size;
 	r->index = index;
@@ -77,9 +76,7 @@ static void copy_in(uint8_t *dst, const uint8_t *src, uint32_t len)
 /* Oldest position a passive reader may trust given head @h (see ring.h). */
 static uint64_t first_safe(const struct evr_ring_reader *r, uint64_t h)
 {
-	uint64_t margin = r->ring_size - r->packet_size;
-
-	return h > margin ? h - margin : 0;
+	return evr_ring_first_safe(r->ring_size, r->packet_size, h);
 }
 
 /*
@@ -139,20 +136,11 @@ static void baseline_now(struct evr_ring_reader *r)
  */
 static bool record_valid(uint32_t type, uint32_t size, bool in_packet, bool published)
 {
-	if (size < 8 || !in_packet)
+	uint32_t min = evr_rec_min_size(type);
+
+	if (!min || size < min || !in_packet)
 		return false;
-	switch (type) {
-	case EVR_REC_END:
-		return true;
-	case EVR_REC_EVENT:
-		return published && size >= EVR_REC_HDR_SIZE && size <= EVR_MAX_RECORD;
-	case EVR_REC_LOST:
-		return published && size >= EVR_REC_LOST_SIZE && size <= EVR_MAX_RECORD;
-	case EVR_REC_THREAD:
-		return published && size >= EVR_REC_THREAD_SIZE && size <= EVR_MAX_RECORD;
-	default:
-		return false;
-	}
+	return type == EVR_REC_END || (published && size <= EVR_MAX_RECORD);
 }
 
 static void skip_packet(struct evr_ring_reader *r)

@@ -19,9 +19,8 @@ void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, ui
 	w->packet_mask = shm->packet_size - 1;
 	w->mode = shm->mode;
 	w->ring_mask = shm->ring_size - 1;
-	w->data = (uint8_t *)shm + shm->ring_data_off + (uint64_t)index * shm->ring_size;
-	w->ctl = (struct evr_ring_ctl *)((uint8_t *)shm + shm->ring_ctl_off +
-					 (uint64_t)index * EVR_RING_CTL_SIZE);
+	w->data = evr_shm_ring_data(shm, index);
+	w->ctl = evr_shm_ring_ctl(shm, index);
 	w->shm = shm;
 	w->doorbell_fd = doorbell_fd;
 	w->bell_due = UINT64_MAX;

@@ -117,8 +117,7 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 	h->session_serial = g->session_serial;
 	h->clock = g->clock;
 	for (uint32_t i = 0; i < g->nr_rings; i++) {
-		struct evr_ring_ctl *c = (struct evr_ring_ctl *)((uint8_t *)map + h->ring_ctl_off +
-								 (uint64_t)i * EVR_RING_CTL_SIZE);
+		struct evr_ring_ctl *c = evr_shm_ring_ctl(h, i);
 		c->ring_index = i;
 		c->cpu = i;
 	}

@@ -25,9 +25,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <evring/shm.h>
+
+#include "doorbell.h"
 
 struct span_ring {
 	struct evr_ring_ctl *ctl;
@@ -83,9 +84,8 @@ int evr_span_reader_new(struct evr_shm_hdr *hdr, uint32_t flags, struct evr_span
 	for (uint32_t i = 0; i < sr->nr; i++) {
 		struct span_ring *rg = &sr->rings[i];
 
-		rg->ctl = (struct evr_ring_ctl *)((uint8_t *)hdr + hdr->ring_ctl_off +
-						  (uint64_t)i * EVR_RING_CTL_SIZE);
-		rg->data = (const uint8_t *)hdr + hdr->ring_data_off + (uint64_t)i * sr->ring_size;
+		rg->ctl = evr_shm_ring_ctl(hdr, i);
+		rg->data = evr_shm_ring_data(hdr, i);
 		if (flags & EVR_READER_GATING)
 			rg->pos = __atomic_load_n(&rg->ctl->tail, __ATOMIC_ACQUIRE);
 	}
@@ -109,9 +109,7 @@ static bool passive(const struct evr_span_reader *sr)
 /* Oldest position a passive reader may trust given head @h. */
 static uint64_t first_safe(const struct evr_span_reader *sr, uint64_t h)
 {
-	uint64_t margin = sr->ring_size - sr->packet_size;
-
-	return h > margin ? h - margin : 0;
+	return evr_ring_first_safe(sr->ring_size, sr->packet_size, h);
 }
 
 static uint64_t packet_end(const struct evr_span_reader *sr, uint64_t pos)
@@ -165,8 +163,13 @@ static uint64_t walk(const struct evr_span_reader *sr, const struct span_ring *r
 		uint32_t size = (uint32_t)(w0 & 0xffff);
 		uint32_t type = (uint32_t)(w0 >> 16) & 0xff;
 		uint64_t asize = evr_align8(size);
+		uint32_t min = evr_rec_min_size(type);
 
-		if (type == EVR_REC_END && size >= 8) {
+		if (!min || size < min) {
+			*ret_bad = true;
+			return p;
+		}
+		if (type == EVR_REC_END) {
 			/* The writer publishes the packet's end right after its END. */
 			if (packet_end(sr, p) > limit) {
 				*ret_bad = true;
@@ -175,31 +178,14 @@ static uint64_t walk(const struct evr_span_reader *sr, const struct span_ring *r
 			*ret_end = true;
 			return packet_end(sr, p);
 		}
-		if (size < EVR_REC_HDR_SIZE || size > EVR_MAX_RECORD || asize > limit - p) {
+		if (size > EVR_MAX_RECORD || asize > limit - p) {
 			*ret_bad = true;
 			return p;
 		}
-		switch (type) {
-		case EVR_REC_EVENT:
+		if (type == EVR_REC_EVENT)
 			(*events)++;
-			break;
-		case EVR_REC_LOST:
-			if (size < EVR_REC_HDR_SIZE + sizeof(struct evr_rec_lost)) {
-				*ret_bad = true;
-				return p;
-			}
+		else if (type == EVR_REC_LOST)
 			*lost += load_u64(rg->data + ((p + EVR_REC_HDR_SIZE) & rmask));
-			break;
-		case EVR_REC_THREAD:
-			if (size < EVR_REC_HDR_SIZE + sizeof(struct evr_rec_thread)) {
-				*ret_bad = true;
-				return p;
-			}
-			break;
-		default:
-			*ret_bad = true;
-			return p;
-		}
 		p += asize;
 	}
 	return p;
@@ -351,11 +337,7 @@ int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
 			     unsigned int nextra, int timeout_ms)
 {
-	struct pollfd pfd[1 + 8];
-	uint64_t v;
-	int n;
-
-	if (!sr || doorbell_fd < 0 || nextra > 8 || (nextra && !extra))
+	if (!sr || doorbell_fd < 0 || nextra > EVR_WAIT_EXTRA_MAX || (nextra && !extra))
 		return -EINVAL;
 	for (unsigned int i = 0; i < nextra; i++)
 		extra[i].revents = 0;
@@ -375,22 +357,7 @@ int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct
 		if (head > pos && (head - 1) / sr->packet_size != pos / sr->packet_size)
 			return 0;
 	}
-	pfd[0] = (struct pollfd){ .fd = doorbell_fd, .events = POLLIN };
-	for (unsigned int i = 0; i < nextra; i++) {
-		pfd[1 + i] = extra[i];
-		pfd[1 + i].revents = 0;
-	}
-	n = poll(pfd, 1 + nextra, timeout_ms);
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	if (n == 0)
-		return 0;
-	for (unsigned int i = 0; i < nextra; i++)
-		extra[i].revents = pfd[1 + i].revents;
-	/* Drain the eventfd counter; it is non-blocking. */
-	if ((pfd[0].revents & POLLIN) && read(doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return -errno;
-	return 1;
+	return evr_doorbell_poll(doorbell_fd, extra, nextra, timeout_ms);
 }
 
 void evr_span_reader_producer_gone(struct evr_span_reader *sr)
@@ -449,17 +416,16 @@ int evr_span_walk(const void *data, uint32_t len, uint64_t pos, uint64_t *ret_ev
 		if (h.type == EVR_REC_END)
 			break;
 		asize = (uint32_t)evr_align8(h.size);
-		if (h.size < EVR_REC_HDR_SIZE || asize > len - p)
+		if (!evr_rec_min_size(h.type) || h.size < evr_rec_min_size(h.type) ||
+		    asize > len - p)
 			return -EBADMSG;
 		if (h.type == EVR_REC_EVENT) {
 			events++;
-		} else if (h.type == EVR_REC_LOST && h.size >= EVR_REC_LOST_SIZE) {
+		} else if (h.type == EVR_REC_LOST) {
 			uint64_t n;
 
 			memcpy(&n, d + p + EVR_REC_HDR_SIZE, sizeof(n));
 			lost += n;
-		} else if (!(h.type == EVR_REC_THREAD && h.size >= EVR_REC_THREAD_SIZE)) {
-			return -EBADMSG;
 		}
 		p += asize;
 	}

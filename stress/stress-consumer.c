@@ -316,8 +316,7 @@ static void check_ring_totals(struct consumer *c)
 	if (!h)
 		return;
 	for (uint32_t i = 0; i < h->nr_rings; i++) {
-		const struct evr_ring_ctl *ctl = (const void *)((const uint8_t *)h + h->ring_ctl_off +
-								 (uint64_t)i * h->ring_ctl_size);
+		const struct evr_ring_ctl *ctl = evr_shm_ring_ctl(h, i);
 
 		offered += __atomic_load_n(&ctl->events_total, __ATOMIC_RELAXED) +
 			   evr_ring_ctl_lost(ctl);

@@ -52,7 +52,8 @@ void stress_violation(struct stress_orch *o, const char *fmt, ...)
 		o->nviol++;
 }
 
-void stress_status_str(int wstatus, char *buf, size_t len)
+/* Describe a wait status: "exit status 3", "killed by signal 11 (Segmentation fault)". */
+static void status_str(int wstatus, char *buf, size_t len)
 {
 	if (WIFEXITED(wstatus))
 		snprintf(buf, len, "exit status %d", WEXITSTATUS(wstatus));
@@ -463,6 +464,7 @@ static bool child_read(struct stress_orch *o, struct stress_child *c)
 static void child_exited(struct stress_orch *o, struct stress_child *c)
 {
 	char st[96];
+	bool exit0;
 
 	/* Everything it wrote is in the pipe: read it before judging the exit. */
 	while (child_read(o, c))
@@ -471,25 +473,25 @@ static void child_exited(struct stress_orch *o, struct stress_child *c)
 		c->wstatus = 0;
 	c->exited = true;
 	child_close(c);
-	stress_status_str(c->wstatus, st, sizeof(st));
+	status_str(c->wstatus, st, sizeof(st));
+	exit0 = WIFEXITED(c->wstatus) && WEXITSTATUS(c->wstatus) == 0;
 	switch (c->role) {
 	case ROLE_PRODUCER:
 		if (WIFSIGNALED(c->wstatus))
 			stress_unlink_socket(c->pid);
-		if (!c->told || !WIFEXITED(c->wstatus) || WEXITSTATUS(c->wstatus)) {
+		if (!c->told || !exit0) {
 			stress_violation(o, "%s (pid %d) %s: %s", c->name, (int)c->pid,
 					 c->told ? "failed" : "exited unexpectedly", st);
 			o->abort = true;
 		}
 		break;
 	case ROLE_STABLE:
-		c->nbad += !c->told || !WIFEXITED(c->wstatus) || WEXITSTATUS(c->wstatus) ||
-			   !c->rep.ended;
+		c->nbad += !c->told || !exit0 || !c->rep.ended;
 		if (!c->told) {
 			stress_violation(o, "%s (pid %d) exited before it was stopped: %s", c->name,
 					 (int)c->pid, st);
 			o->abort = true;
-		} else if (!WIFEXITED(c->wstatus) || WEXITSTATUS(c->wstatus)) {
+		} else if (!exit0) {
 			stress_violation(o, "%s (pid %d) failed: %s", c->name, (int)c->pid, st);
 		} else if (!c->rep.ended) {
 			stress_violation(o, "%s (pid %d) exited without a complete report (%s)",
@@ -500,7 +502,7 @@ static void child_exited(struct stress_orch *o, struct stress_child *c)
 		o->prod[c->producer].live_churn--;
 		if (c->killed && WIFSIGNALED(c->wstatus) && WTERMSIG(c->wstatus) == SIGKILL) {
 			o->churn_killed++;
-		} else if (!WIFEXITED(c->wstatus) || WEXITSTATUS(c->wstatus)) {
+		} else if (!exit0) {
 			c->nbad++;
 			stress_violation(o, "%s (pid %d) failed: %s", c->name, (int)c->pid, st);
 		} else if (!c->rep.ended) {

@@ -179,9 +179,6 @@ int stress_pump(struct stress_orch *o, uint64_t deadline, stress_pred_fn *pred);
 /* Kill every child (the process group) and reap them all. */
 void stress_kill_all(struct stress_orch *o);
 
-/* Describe a wait status: "exit status 3", "killed by signal 11 (Segmentation fault)". */
-void stress_status_str(int wstatus, char *buf, size_t len);
-
 /* Entries in /proc/PID/fd, or -errno; resident bytes from /proc/PID/statm. */
 long stress_count_fds(pid_t pid);
 int stress_rss(pid_t pid, uint64_t *ret_bytes);

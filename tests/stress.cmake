@@ -24,12 +24,5 @@ set_tests_properties(stress_fault_detected PROPERTIES LABELS stress TIMEOUT 300)
 # tests (TSan: the one suppression explained in tsan.supp). A sanitizer report
 # in any child makes it exit non-zero, which evring-stress reports as a
 # violation.
-if(EVR_SANITIZE MATCHES "thread")
-  set_property(TEST stress_short stress_fault_dup stress_fault_corrupt stress_fault_drop
-    stress_fault_detected APPEND PROPERTY ENVIRONMENT
-    "TSAN_OPTIONS=halt_on_error=1 suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan.supp")
-elseif(EVR_SANITIZE MATCHES "undefined")
-  set_property(TEST stress_short stress_fault_dup stress_fault_corrupt stress_fault_drop
-    stress_fault_detected APPEND PROPERTY ENVIRONMENT
-    "UBSAN_OPTIONS=halt_on_error=1 print_stacktrace=1")
-endif()
+evr_sanitizer_env(stress_short stress_fault_dup stress_fault_corrupt stress_fault_drop
+  stress_fault_detected)

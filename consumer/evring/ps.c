@@ -61,8 +61,9 @@ static const char *mode_name(uint32_t mode)
 	return mode == EVR_MODE_OVERWRITE ? "overwrite" : "discard";
 }
 
+/* @ns is 0 without --sessions. */
 static void print_text(const struct evr_process_info *pi, const struct evr_session_info *s,
-		       uint32_t ns, bool with_sessions)
+		       uint32_t ns)
 {
 	printf("%7u %4u ", pi->pid, pi->sessions_active);
 	for (uint32_t i = 0; i < pi->argc; i++)
@@ -70,7 +71,7 @@ static void print_text(const struct evr_process_info *pi, const struct evr_sessi
 	if (pi->argc == 0)
 		printf("[%s]", pi->exe ? pi->exe : "?");
 	putchar('\n');
-	for (uint32_t i = 0; with_sessions && i < ns; i++)
+	for (uint32_t i = 0; i < ns; i++)
 		printf("%7s   session %u: %s, %s, %llu KiB/ring, client %s (pid %u)\n", "",
 		       s[i].session_id, s[i].providers ? s[i].providers : "",
 		       mode_name(s[i].mode), (unsigned long long)(s[i].ring_size >> 10),
@@ -148,7 +149,7 @@ static int run(const struct ps_opts *o)
 		if (o->flags.json)
 			print_json(evr_client_process(c), sessions, ns, o->sessions);
 		else
-			print_text(evr_client_process(c), sessions, ns, o->sessions);
+			print_text(evr_client_process(c), sessions, ns);
 		evr_session_info_free(sessions, ns);
 		evr_client_free(c);
 	}

@@ -116,7 +116,8 @@ static int await_connection(struct recorder *r, int lfd)
 			return ret;
 		}
 		if (ret > 0 && (p[0].revents & POLLIN)) {
-			ret = evr_client_accept(lfd, 1000, "evring record", &r->c, err, sizeof(err));
+			ret = evr_client_accept(lfd, 1000, EVR_RECORD_CLIENT_NAME, &r->c, err,
+						sizeof(err));
 			if (ret == 0)
 				return 0;
 			evr_cli_error(CMD, "%s", err);

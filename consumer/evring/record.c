@@ -35,12 +35,13 @@
 #include "record.h"
 
 #define CMD "record"
-#define CLIENT_NAME "evring record"
 #define PROGRESS_NS 250000000u		/* refresh ~4 times a second */
 #define SPANS_PER_ROUND 256u		/* then look at signals and the clock again */
 #define META_BATCH_BYTES (1u << 20)
 
 static volatile sig_atomic_t stop_signal;
+
+static int write_error(struct recorder *r, int err);
 
 static void on_stop_signal(int sig)
 {
@@ -240,7 +241,7 @@ static int write_metadata(struct recorder *r)
 			int w = evr_trace_writer_metadata(r->w, batch, n);
 
 			if (w < 0)
-				return evr_record_write_error(r, w);
+				return write_error(r, w);
 			n = 0;
 			bytes = 0;
 		}
@@ -294,7 +295,7 @@ static int pump(struct recorder *r)
 			return ret;
 		ret = evr_trace_writer_events(r->w, sp.ring, sp.pos, sp.data, sp.len);
 		if (ret < 0)
-			return evr_record_write_error(r, ret);
+			return write_error(r, ret);
 		/* Read from the span before handing it back (discard mode: the writers
 		 * may then reuse it). In overwrite mode they may be rewriting it under
 		 * us already: what was read (here and by the writer's CRC) counts only
@@ -308,7 +309,7 @@ static int pump(struct recorder *r)
 			 * says how many were written before it. */
 			ret = evr_trace_writer_discard_last(r->w);
 			if (ret < 0)
-				return evr_record_write_error(r, ret);
+				return write_error(r, ret);
 			r->spans_retracted++;
 			n++;
 			continue;
@@ -335,7 +336,8 @@ static int pump(struct recorder *r)
 	return n;
 }
 
-int evr_record_write_error(struct recorder *r, int err)
+/* Report a trace writer error (naming the file), mark the recorder failed. */
+static int write_error(struct recorder *r, int err)
 {
 	char b[32];
 
@@ -448,10 +450,18 @@ static int finish_session(struct recorder *r)
 			continue;
 		ret = evr_trace_writer_lost(r->w, i, lost);
 		if (ret < 0)
-			return evr_record_write_error(r, ret);
+			return write_error(r, ret);
 		r->lost += lost;
 	}
 	return 0;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int write_end(struct recorder *r)
@@ -459,20 +469,18 @@ static int write_end(struct recorder *r)
 	struct evr_trace_end e = {
 		.events = r->events,
 		.lost = r->lost,
+		.end_realtime_ns = realtime_ns(),
 		.end_mono_ns = evr_now_ns(),
 	};
-	struct timespec ts;
 	int ret;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	e.end_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	if (r->stop == STOP_GONE)
 		e.flags |= EVR_TRACE_END_PRODUCER_GONE;
 	if (r->stop == STOP_SIGNAL)
 		e.flags |= EVR_TRACE_END_INTERRUPTED;
 	ret = evr_trace_writer_end(r->w, &e);
 	if (ret < 0)
-		return evr_record_write_error(r, ret);
+		return write_error(r, ret);
 	return 0;
 }
 
@@ -529,7 +537,6 @@ static int write_header(struct recorder *r)
 	const struct evr_process_info *pi = evr_client_process(r->c);
 	const struct evr_shm_hdr *h = evr_client_shm(r->c);
 	struct evr_trace_session s = { 0 };
-	struct timespec ts;
 	int ret;
 
 	ret = evr_trace_writer_new(r->out_fd, &r->w);
@@ -544,7 +551,7 @@ static int write_header(struct recorder *r)
 	if (pi->pb && pi->pb_len) {
 		ret = evr_trace_writer_process(r->w, pi->pb, pi->pb_len);
 		if (ret < 0)
-			return evr_record_write_error(r, ret);
+			return write_error(r, ret);
 	}
 	s.mode = h->mode;
 	s.packet_size = h->packet_size;
@@ -552,19 +559,18 @@ static int write_header(struct recorder *r)
 	s.nr_rings = h->nr_rings;
 	s.session_id = h->session_id;
 	s.session_serial = h->session_serial;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	s.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	s.start_realtime_ns = realtime_ns();
 	s.start_mono_ns = evr_now_ns();
 	s.clock = h->clock;
 	s.providers = r->o->providers;
-	s.client = CLIENT_NAME;
+	s.client = EVR_RECORD_CLIENT_NAME;
 	ret = evr_trace_writer_session(r->w, &s);
 	if (ret < 0) {
 		if (ret == -EINVAL) {
 			evr_cli_error(CMD, "the session memory has an invalid geometry");
 			return -EPROTO;
 		}
-		return evr_record_write_error(r, ret);
+		return write_error(r, ret);
 	}
 	return write_metadata(r);
 }
@@ -644,7 +650,7 @@ static int run(const struct record_opts *o)
 	if (o->program) {
 		ret = evr_record_launch(&r);
 	} else {
-		ret = evr_client_connect(o->pid, CLIENT_NAME, &r.c, err, sizeof(err));
+		ret = evr_client_connect(o->pid, EVR_RECORD_CLIENT_NAME, &r.c, err, sizeof(err));
 		if (ret < 0)
 			evr_cli_error(CMD, "%s", err);
 	}

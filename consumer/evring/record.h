@@ -9,6 +9,9 @@
 
 #include "cli.h"
 
+/* How evring record names itself to the agent, in either direction of connection. */
+#define EVR_RECORD_CLIENT_NAME "evring record"
+
 struct evr_client;
 struct evr_trace_writer;
 
@@ -54,9 +57,6 @@ struct recorder {
 	bool child_reaped;
 	int child_status;		/* as waitpid() reports it, once reaped */
 };
-
-/* Report a trace writer error (naming the file), mark the recorder failed. */
-int evr_record_write_error(struct recorder *r, int err);
 
 /*
  * Start r->o->program with EVR_CONNECT set and accept its connection into r->c

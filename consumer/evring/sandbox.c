@@ -160,10 +160,9 @@ int evr_sandbox_probe(const char *cmd)
 
 	if (fd >= 0) {
 		close(fd);
-		fprintf(stderr, "evring %s: sandbox probe: open(%s) succeeded: no sandbox\n", cmd,
-			path);
+		evr_cli_error(cmd, "sandbox probe: open(%s) succeeded: no sandbox", path);
 		return -EACCES;
 	}
-	fprintf(stderr, "evring %s: sandbox probe: open(%s): %s\n", cmd, path, strerror(err));
+	evr_cli_error(cmd, "sandbox probe: open(%s): %s", path, strerror(err));
 	return err == EPERM ? 0 : -EACCES;
 }

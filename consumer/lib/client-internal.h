@@ -16,18 +16,11 @@
  * RCU grace period: give both more time than a plain question. */
 #define EVR_CLIENT_SESSION_TIMEOUT_MS	30000
 
-enum evr_client_reading {
-	EVR_CLIENT_READ_NONE = 0,
-	EVR_CLIENT_READ_RECORDS,
-	EVR_CLIENT_READ_SPANS,
-};
-
 struct evr_client {
 	pid_t pid;
 	int sock;			/* control connection, non-blocking, -1 once closed */
 	int pidfd;			/* the producer, -1 if the kernel has no pidfd_open */
 	bool sock_eof;			/* the agent closed the connection */
-	bool reverse;			/* accepted from evr_client_listen() */
 	struct evr_frame_rx rx;
 	struct evr_process_info info;
 	struct evr_schema_set *schemas;
@@ -37,7 +30,7 @@ struct evr_client {
 	struct evr_shm_hdr *hdr;
 	struct evr_clock_calib clock;	/* copied and checked once */
 	int doorbell_fd;
-	enum evr_client_reading reading;
+	/* At most one of these is ever made: a client reads records or spans. */
 	struct evr_reader *reader;
 	struct evr_span_reader *spans;
 	uint64_t meta_pos;		/* metadata area bytes already added to schemas */

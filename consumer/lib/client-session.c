@@ -81,7 +81,7 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 		if (err == -EPERM)
 			return fail(errbuf, errlen, -EPERM,
 				    "process %d sent session memory that is not sealed", (int)c->pid);
-		return fail(errbuf, errlen, err == -EBADMSG ? -EBADMSG : err,
+		return fail(errbuf, errlen, err,
 			    "process %d sent session memory that does not validate: %s", (int)c->pid,
 			    strerror(-err));
 	}
@@ -221,23 +221,25 @@ int evr_client_meta_next(struct evr_client *c, uint64_t *pos, uint32_t *ret_kind
 
 /* ---- records ----------------------------------------------------------------------------- */
 
+/* Read from the start; in discard mode, hold the writers back (gating). */
+static uint32_t reader_flags(const struct evr_client *c)
+{
+	return EVR_READER_FROM_START | (c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0);
+}
+
 static int use_records(struct evr_client *c)
 {
-	uint32_t flags;
 	int err;
 
-	if (!c || c->state == EVR_CLIENT_IDLE || c->reading == EVR_CLIENT_READ_SPANS)
+	if (!c || c->state == EVR_CLIENT_IDLE || c->spans)
 		return -EINVAL;
 	if (c->reader)
 		return 0;
-	flags = EVR_READER_FROM_START |
-		(c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0);
-	err = evr_reader_new(c->hdr, c->doorbell_fd, flags, &c->reader);
+	err = evr_reader_new(c->hdr, c->doorbell_fd, reader_flags(c), &c->reader);
 	if (err < 0)
 		return err;
 	if (c->state == EVR_CLIENT_GONE)
 		evr_reader_producer_gone(c->reader);
-	c->reading = EVR_CLIENT_READ_RECORDS;
 	return 0;
 }
 
@@ -300,13 +302,13 @@ int evr_client_wait(struct evr_client *c, int timeout_ms)
 	if (c->state != EVR_CLIENT_LIVE)
 		return 1;	/* drain what is left */
 	/* Nothing read yet: do not choose between records and spans here. */
-	if (c->reading == EVR_CLIENT_READ_NONE)
+	if (!c->reader && !c->spans)
 		return 1;
 	if (c->pidfd >= 0)
 		extra[n++] = (struct pollfd){ .fd = c->pidfd, .events = POLLIN };
 	if (c->sock >= 0 && !c->sock_eof)
 		extra[n++] = (struct pollfd){ .fd = c->sock, .events = POLLIN | POLLRDHUP };
-	if (c->reading == EVR_CLIENT_READ_SPANS)
+	if (c->spans)
 		ret = evr_span_reader_wait_fds(c->spans, c->doorbell_fd, extra, n, timeout_ms);
 	else
 		ret = evr_reader_wait_fds(c->reader, extra, n, timeout_ms);
@@ -322,21 +324,17 @@ int evr_client_wait(struct evr_client *c, int timeout_ms)
 
 static int use_spans(struct evr_client *c)
 {
-	uint32_t flags;
 	int err;
 
-	if (!c || c->state == EVR_CLIENT_IDLE || c->reading == EVR_CLIENT_READ_RECORDS)
+	if (!c || c->state == EVR_CLIENT_IDLE || c->reader)
 		return -EINVAL;
 	if (c->spans)
 		return 0;
-	flags = EVR_READER_FROM_START |
-		(c->hdr->mode == EVR_MODE_DISCARD ? EVR_READER_GATING : 0);
-	err = evr_span_reader_new(c->hdr, flags, &c->spans);
+	err = evr_span_reader_new(c->hdr, reader_flags(c), &c->spans);
 	if (err < 0)
 		return err;
 	if (c->state == EVR_CLIENT_GONE)
 		evr_span_reader_producer_gone(c->spans);
-	c->reading = EVR_CLIENT_READ_SPANS;
 	return 0;
 }
 

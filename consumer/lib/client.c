@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "client-internal.h"
+#include "process-internal.h"
 
 int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
 {
@@ -124,12 +125,7 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 
 static void process_info_clear(struct evr_process_info *pi)
 {
-	for (uint32_t i = 0; i < pi->argc; i++)
-		free(pi->argv[i]);
-	free(pi->argv);
-	free(pi->exe);
-	free(pi->hostname);
-	free(pi->evring_version);
+	evr_process_info_free_strings(pi);
 	free((void *)pi->pb);
 	memset(pi, 0, sizeof(*pi));
 }
@@ -145,23 +141,7 @@ static int process_info_fill(struct evr_process_info *pi, const Evr__ProcessInfo
 	size_t len;
 
 	memset(pi, 0, sizeof(*pi));
-	pi->pid = m->pid;
-	pi->ppid = m->has_ppid ? m->ppid : 0;
-	pi->uid = m->has_uid ? m->uid : 0;
-	pi->nr_cpus = m->has_nr_cpus ? m->nr_cpus : 0;
-	pi->sessions_active = m->has_sessions_active ? m->sessions_active : 0;
-	pi->start_realtime_ns = m->has_start_realtime_ns ? m->start_realtime_ns : 0;
-	if (m->clock) {
-		pi->clock = (struct evr_clock_calib){
-			.kind = m->clock->kind,
-			.shift = m->clock->shift,
-			.mult = m->clock->mult,
-			.ts_base = m->clock->ts_base,
-			.mono_base = m->clock->mono_base,
-			.real_base = m->clock->real_base,
-			.ticks_per_sec = m->clock->has_ticks_per_sec ? m->clock->ticks_per_sec : 0,
-		};
-	}
+	evr_process_info_scalars(pi, m);
 	if (m->n_argv) {
 		pi->argv = calloc(m->n_argv, sizeof(*pi->argv));
 		if (!pi->argv)
@@ -332,23 +312,18 @@ int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **r
 	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = -errno;
 		if (err == -ENOENT || err == -ECONNREFUSED || err == -ENOTDIR)
-			fail(errbuf, errlen, -ENOENT, "process %d (%s) does not run libevring's agent",
-			     (int)pid, comm);
+			err = fail(errbuf, errlen, -ENOENT,
+				   "process %d (%s) does not run libevring's agent",
+				   (int)pid, comm);
 		else if (err == -EAGAIN || err == -EINPROGRESS || err == -ETIMEDOUT)
-			fail(errbuf, errlen, -ETIMEDOUT, "process %d did not answer (stopped?)",
-			     (int)pid);
+			err = fail(errbuf, errlen, -ETIMEDOUT,
+				   "process %d did not answer (stopped?)", (int)pid);
 		else if (err == -EACCES || err == -EPERM)
-			fail(errbuf, errlen, -EACCES, "cannot reach %s: %s", sa.sun_path,
-			     strerror(-err));
+			err = fail(errbuf, errlen, -EACCES, "cannot reach %s: %s", sa.sun_path,
+				   strerror(-err));
 		else
 			fail(errbuf, errlen, err, "cannot connect to %s: %s", sa.sun_path,
 			     strerror(-err));
-		if (err == -ECONNREFUSED || err == -ENOTDIR)
-			err = -ENOENT;
-		else if (err == -EAGAIN || err == -EINPROGRESS)
-			err = -ETIMEDOUT;
-		else if (err == -EPERM)
-			err = -EACCES;
 		goto err_sock;
 	}
 	if (fcntl(sock, F_SETFL, O_NONBLOCK) < 0) {
@@ -464,7 +439,6 @@ int evr_client_accept(int listen_fd, int timeout_ms, const char *client_name,
 			close(pidfd);
 		return fail(errbuf, errlen, err, "out of memory");
 	}
-	c->reverse = true;
 	err = hello(c, client_name, errbuf, errlen);
 	if (err < 0) {
 		evr_client_free(c);

@@ -155,29 +155,17 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 		memcpy(&w0, p, 8);
 		h.size = (uint16_t)w0;
 		h.type = (uint8_t)(w0 >> 16);
+		min = evr_rec_min_size(h.type);
+		if (!min || h.size < min)
+			goto bad_packet;
 		if (h.type == EVR_REC_END) {
-			if (h.size < 8)
-				goto bad_packet;
 			/* The rest of the packet is padding. */
 			g->in_packet = false;
 			pos = end < packet_end ? end : packet_end;
 			continue;
 		}
-		switch (h.type) {
-		case EVR_REC_EVENT:
-			min = EVR_REC_HDR_SIZE;
-			break;
-		case EVR_REC_LOST:
-			min = EVR_REC_HDR_SIZE + sizeof(struct evr_rec_lost);
-			break;
-		case EVR_REC_THREAD:
-			min = EVR_REC_HDR_SIZE + sizeof(struct evr_rec_thread);
-			break;
-		default:
-			goto bad_packet;
-		}
 		asize = (uint32_t)evr_align8(h.size);
-		if (h.size < min || h.size > EVR_MAX_RECORD || off + asize > psize || asize > rem)
+		if (h.size > EVR_MAX_RECORD || off + asize > psize || asize > rem)
 			goto bad_packet;
 		memcpy(&h, p, sizeof(h));
 		if (h.type == EVR_REC_THREAD) {
@@ -388,12 +376,9 @@ int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret
 		rc = ring_fill(r, ring);
 		if (rc < 0)
 			goto fail;
-		if (rc) {
-			heap_down(r, 0);
-		} else {
-			r->heap[0] = r->heap[--r->nheap];
-			heap_down(r, 0);
-		}
+		if (!rc)
+			r->heap[0] = r->heap[--r->nheap];	/* the ring is done */
+		heap_down(r, 0);
 	}
 	if (!r->nheap)
 		return 0;

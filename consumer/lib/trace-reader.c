@@ -29,6 +29,7 @@
 
 #include <evring/framing.h>
 
+#include "process-internal.h"
 #include "trace-internal.h"
 
 __attribute__((format(printf, 3, 4)))
@@ -148,21 +149,7 @@ static int take_process(struct evr_trace_reader *r, uint8_t *pb, uint32_t len)
 		return -EBADMSG;
 	pi = (Evr__ProcessInfo *)m;
 	err = -ENOMEM;
-	p->pid = pi->pid;
-	p->ppid = pi->has_ppid ? pi->ppid : 0;
-	p->uid = pi->has_uid ? pi->uid : 0;
-	p->nr_cpus = pi->has_nr_cpus ? pi->nr_cpus : 0;
-	p->sessions_active = pi->has_sessions_active ? pi->sessions_active : 0;
-	p->start_realtime_ns = pi->has_start_realtime_ns ? pi->start_realtime_ns : 0;
-	if (pi->clock) {
-		p->clock.kind = pi->clock->kind;
-		p->clock.shift = pi->clock->shift;
-		p->clock.mult = pi->clock->mult;
-		p->clock.ts_base = pi->clock->ts_base;
-		p->clock.mono_base = pi->clock->mono_base;
-		p->clock.real_base = pi->clock->real_base;
-		p->clock.ticks_per_sec = pi->clock->has_ticks_per_sec ? pi->clock->ticks_per_sec : 0;
-	}
+	evr_process_info_scalars(p, pi);
 	p->argv = calloc(pi->n_argv + 1, sizeof(*p->argv));
 	if (!p->argv)
 		goto out;
@@ -183,18 +170,6 @@ static int take_process(struct evr_trace_reader *r, uint8_t *pb, uint32_t len)
 out:
 	evr_pb_free(m);
 	return err;
-}
-
-static void process_fini(struct evr_process_info *p)
-{
-	if (p->argv) {
-		for (uint32_t i = 0; i < p->argc; i++)
-			free(p->argv[i]);
-	}
-	free(p->argv);
-	free(p->exe);
-	free(p->hostname);
-	free(p->evring_version);
 }
 
 static int take_session(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
@@ -652,7 +627,7 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 		return;
 	evr_trace_merge_free(r);
 	if (r->has_process || r->process.argv)
-		process_fini(&r->process);
+		evr_process_info_free_strings(&r->process);
 	free(r->process_pb);
 	free(r->session_strings);
 	evr_schema_set_free(r->schemas);

@@ -80,24 +80,18 @@ static int write_all(int fd, struct iovec *iov, int iovcnt)
 }
 
 /*
- * Write one chunk: a header, then @nparts payload parts (at most 6 in one call),
- * then zero padding to 8 bytes.
+ * Write one chunk whose payload is iov[1] to iov[@n] (@len bytes, CRC-32C
+ * @crc): the header goes into iov[0] and the zero padding to 8 bytes into
+ * iov[@n + 1], so the caller leaves room for both.
  */
-static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct iovec *parts,
-		       int nparts)
+static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *iov, int n,
+		      uint64_t len, uint32_t crc)
 {
 	struct evr_trace_chunk_hdr h;
-	struct iovec iov[8];
-	uint64_t len = 0;
-	uint32_t crc = 0;
-	int n = 0, err;
+	int err;
 
 	if (w->err)
 		return w->err;
-	for (int i = 0; i < nparts; i++) {
-		len += parts[i].iov_len;
-		crc = evr_crc32c(crc, parts[i].iov_base, parts[i].iov_len);
-	}
 	if (len > UINT32_MAX || !evr_trace_chunk_len_ok(kind, (uint32_t)len))
 		return -EINVAL;
 	memset(&h, 0, sizeof(h));
@@ -107,15 +101,11 @@ static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct i
 	h.seq = w->seq;
 	h.data_crc = crc;
 	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
-	iov[n++] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
-	for (int i = 0; i < nparts; i++) {
-		if (parts[i].iov_len)
-			iov[n++] = parts[i];
-	}
+	iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
 	if (evr_align8(len) != len)
-		iov[n++] = (struct iovec){.iov_base = (void *)zero_pad,
+		iov[++n] = (struct iovec){.iov_base = (void *)zero_pad,
 					  .iov_len = evr_align8(len) - len};
-	err = write_all(w->fd, iov, n);
+	err = write_all(w->fd, iov, n + 1);
 	if (err) {
 		w->err = err;
 		return err;
@@ -123,6 +113,24 @@ static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct i
 	w->off += evr_trace_chunk_span((uint32_t)len);
 	w->seq++;
 	return 0;
+}
+
+/* Write one chunk of @nparts payload parts (at most 6). */
+static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct iovec *parts,
+		       int nparts)
+{
+	struct iovec iov[8];
+	uint64_t len = 0;
+	uint32_t crc = 0;
+	int n = 0;
+
+	for (int i = 0; i < nparts; i++) {
+		len += parts[i].iov_len;
+		crc = evr_crc32c(crc, parts[i].iov_base, parts[i].iov_len);
+		if (parts[i].iov_len)
+			iov[1 + n++] = parts[i];
+	}
+	return send_chunk(w, kind, iov, n, len, crc);
 }
 
 int evr_trace_writer_new(int fd, struct evr_trace_writer **ret)
@@ -228,7 +236,7 @@ int evr_trace_writer_session(struct evr_trace_writer *w, const struct evr_trace_
 /*
  * Metadata entries are laid out like the session's metadata area: an 8-byte
  * header, the payload, zero padding to 8. Up to 64 entries go into one writev
- * (3 iovecs each); more are split into several chunks.
+ * (3 iovecs each, plus the chunk header's); more are split into several chunks.
  */
 #define META_BATCH 64
 
@@ -249,7 +257,6 @@ int evr_trace_writer_metadata(struct evr_trace_writer *w, const struct evr_trace
 			return -EINVAL;
 	}
 	for (uint32_t first = 0; first < n;) {
-		struct evr_trace_chunk_hdr h;
 		uint64_t len = 0;
 		uint32_t crc = 0;
 		int cnt = 0;
@@ -282,21 +289,10 @@ int evr_trace_writer_metadata(struct evr_trace_writer *w, const struct evr_trace
 				crc = evr_crc32c(crc, zero_pad, pad);
 			}
 		}
-		memset(&h, 0, sizeof(h));
-		h.magic = EVR_TRACE_CHUNK_MAGIC;
-		h.kind = EVR_CHUNK_METADATA;
-		h.len = (uint32_t)len;	/* a multiple of 8: no chunk padding */
-		h.seq = w->seq;
-		h.data_crc = crc;
-		h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
-		iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
-		err = write_all(w->fd, iov, cnt + 1);
-		if (err) {
-			w->err = err;
+		/* len is a multiple of 8: no chunk padding. */
+		err = send_chunk(w, EVR_CHUNK_METADATA, iov, cnt, len, crc);
+		if (err)
 			return err;
-		}
-		w->off += evr_trace_chunk_span(h.len);
-		w->seq++;
 		first = i;
 	}
 	return 0;

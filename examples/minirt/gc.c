@@ -32,16 +32,7 @@ static void gray_push(struct rt_obj *o)
 {
 	struct rt_heap *h = &rt_heap;
 
-	if (h->ngray == h->capgray) {
-		size_t cap = h->capgray * 2;
-		struct rt_obj **g = realloc(h->gray, cap * sizeof(*g));
-
-		if (!g)
-			rt_oom("the collector's mark stack");
-		h->gray = g;
-		h->capgray = cap;
-	}
-	h->gray[h->ngray++] = o;
+	rt_objs_push(&h->gray, &h->ngray, &h->capgray, o, "the collector's mark stack");
 }
 
 /* Bump-allocate @size bytes in generation @gen's to-space. */

@@ -95,6 +95,13 @@ static inline uint32_t rt_align8(uint64_t n)
 	return (uint32_t)((n + 7u) & ~7ull);
 }
 
+/*
+ * Append @o to the growable array *@v of *@n entries, doubling its capacity
+ * *@cap when full. Ends the process when out of memory (@what names the array).
+ */
+void rt_objs_push(struct rt_obj ***v, size_t *n, size_t *cap, struct rt_obj *o,
+		  const char *what);
+
 /* Get an empty region for @gen. Ends the process when out of memory. */
 struct rt_region *rt_region_get_locked(uint32_t gen);
 /* Give @r back to the free pool (or to the system). */

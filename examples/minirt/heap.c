@@ -425,20 +425,25 @@ struct rt_obj *rt_alloc_string(struct rt_thread *t, const char *s)
 
 /* ---- barrier and statics ------------------------------------------------------------- */
 
+void rt_objs_push(struct rt_obj ***v, size_t *n, size_t *cap, struct rt_obj *o,
+		  const char *what)
+{
+	if (*n == *cap) {
+		struct rt_obj **grown = realloc(*v, *cap * 2 * sizeof(*grown));
+
+		if (!grown)
+			rt_oom(what);
+		*v = grown;
+		*cap *= 2;
+	}
+	(*v)[(*n)++] = o;
+}
+
 void rt_remember_locked(struct rt_obj *o)
 {
 	struct rt_heap *h = &rt_heap;
 
-	if (h->nrs == h->caprs) {
-		size_t cap = h->caprs * 2;
-		struct rt_obj **rs = realloc(h->rs, cap * sizeof(*rs));
-
-		if (!rs)
-			rt_oom("the remembered set");
-		h->rs = rs;
-		h->caprs = cap;
-	}
-	h->rs[h->nrs++] = o;
+	rt_objs_push(&h->rs, &h->nrs, &h->caprs, o, "the remembered set");
 	o->flags |= RT_OBJ_REMEMBERED;
 }
 

@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../agent-ready.h"
 #include "events.h"
 #include "runtime.h"
 
@@ -222,31 +222,6 @@ static int parse_argv(int argc, char **argv)
 	return 0;
 }
 
-/* "ready" promises that a consumer can attach: wait for the agent's socket. */
-static void wait_agent_socket(void)
-{
-	const char *env = getenv("EVR_AGENT");
-	const char *dir = getenv("EVR_RUNTIME_DIR");
-	struct timespec ms = { 0, 1000000 };
-	char path[4096], defdir[64];
-	struct stat st;
-
-	if (env && strcmp(env, "0") == 0)
-		return;
-	if (!dir || !*dir) {
-		snprintf(defdir, sizeof(defdir), "/tmp/evring-%u", (unsigned)geteuid());
-		dir = defdir;
-	}
-	snprintf(path, sizeof(path), "%s/%d.sock", dir, (int)getpid());
-	/* The agent creates it right after start-up; 5 s is far beyond that. */
-	for (int i = 0; i < 5000 && !stop_requested; i++) {
-		if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-			return;
-		nanosleep(&ms, NULL);
-	}
-	fprintf(stderr, "minirt: warning: the agent socket %s did not appear\n", path);
-}
-
 static void enter_phase(size_t i)
 {
 	rt_work_set_mix(&phases[i].mix);
@@ -359,7 +334,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "minirt: cannot start the thread pool: %s\n", strerror(-ret));
 		return 1;
 	}
-	wait_agent_socket();
+	evr_example_wait_agent("minirt", &stop_requested);
 	printf("ready %d\n", (int)getpid());
 
 	phase = generate(start);

@@ -43,6 +43,9 @@ def parse_text(path):
             m = TEXT_EVENT.match(line)
             if not m:
                 fail(f"{path}:{n}: not an event line: {line!r}")
+            # dump's forms for an event it could not decode: no schema, or a bad payload.
+            if m[5] == "?" or m[7].startswith(" <payload does not match"):
+                fail(f"{path}:{n}: an event dump could not decode: {line[:200]!r}")
             fields = {}
             for k, v in TEXT_FIELD.findall(m[7]):
                 fields[k] = v

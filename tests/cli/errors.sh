@@ -6,6 +6,11 @@
 source "$(dirname "$0")/lib.sh"
 need_python
 
+# written_before FILE: N from record's "the N events (...) written before are readable".
+written_before() {
+	sed -nE 's/.*recording stopped; the ([0-9]+) events .* written before are readable$/\1/p' "$1"
+}
+
 # one_line STATUS PATTERN CMD...: CMD exits with STATUS and prints one line matching PATTERN.
 one_line() {
 	local want=$1 re=$2 st=0
@@ -35,11 +40,14 @@ while [[ -e /proc/$pid ]]; do pid=$((pid - 1)); done
 one_line 1 "no process $pid" "$EVRING" record -p "$pid" -o "$T/a.evtrace"
 [[ ! -e $T/a.evtrace ]] || fail "a failed attach left an output file"
 
-# A process without libevring.
-sleep 600 &
-S=$!
+# A process without libevring. It says so once it runs its own program: right
+# after the fork, /proc/PID/comm would still name the shell.
+coproc PLAIN { exec python3 -c 'import sys, time; print("ready", flush=True); time.sleep(600)'; }
+S=$PLAIN_PID
 KILL_AT_EXIT+=("$S")
-one_line 1 "process $S \(sleep\) does not run libevring's agent" \
+read -r ready <&"${PLAIN[0]}"
+[[ $ready == ready ]] || fail "the plain process did not start"
+one_line 1 "process $S \(python3\) does not run libevring's agent" \
 	"$EVRING" record -p "$S" -o "$T/a.evtrace"
 
 start_workload wl --rate 20000 --threads 2
@@ -62,7 +70,8 @@ grep -qE "(File too large|No space left on device): recording stopped; the [0-9]
 written before are readable" "$T/big.err" || fail "no clear message about the file size limit"
 "$EVRING" dump "$T/big.evtrace" >"$T/big.txt" 2>"$T/bigdump.err" ||
 	fail "the file of a recording stopped by a write error does not dump"
-check_dump --text "$T/big.txt"
+# Exactly the events the message promises are readable.
+check_dump --text "$T/big.txt" --total "$(written_before "$T/big.err")"
 
 # A really full disk: a 256 KiB tmpfs in a private mount namespace (needs root; skipped
 # otherwise, the file size limit above takes the same path).
@@ -84,7 +93,7 @@ if unshare -m true 2>/dev/null; then
 are readable" "$T/full.err" || fail "no clear message about the full disk"
 	[[ $(cat "$T/full.dump.status") == 0 ]] ||
 		fail "the file on the full disk does not dump: $(cat "$T/full.dump.err")"
-	check_dump --text "$T/full.txt"
+	check_dump --text "$T/full.txt" --total "$(written_before "$T/full.err")"
 else
 	echo "(no private mount namespace here: real full disk not tested)"
 fi

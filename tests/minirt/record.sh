@@ -37,7 +37,7 @@ summary=$(grep "minirt: exit summary:" "$T/record.log") || fail "no exit summary
 count() {
 	grep -c " MiniRT/$1\( \|\$\)" "$T/dump.txt" || true
 }
-stat() {
+summary_stat() {
 	sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$summary"
 }
 
@@ -56,13 +56,14 @@ for pair in GCStart:GCEnd GCSuspendEEBegin:GCSuspendEEEnd GCRestartEEBegin:GCRes
 	b=$(count "${pair##*:}")
 	[ "$a" -eq "$b" ] || fail "${pair%%:*} $a times but ${pair##*:} $b times"
 done
-[ "$(count GCStart)" -eq "$(stat gen0)" ] || fail "GCStart $(count GCStart) != gen0=$(stat gen0)"
-[ "$(count ThreadPoolDequeue)" -eq "$(stat completed)" ] ||
-	fail "ThreadPoolDequeue $(count ThreadPoolDequeue) != completed=$(stat completed)"
-[ "$(count ExceptionThrown)" -eq "$(stat exceptions)" ] ||
-	fail "ExceptionThrown $(count ExceptionThrown) != exceptions=$(stat exceptions)"
-[ "$(count ContentionStart)" -eq "$(stat contentions)" ] ||
-	fail "ContentionStart $(count ContentionStart) != contentions=$(stat contentions)"
-[ "$(count MethodLoadVerbose)" -eq "$(stat jitted)" ] ||
-	fail "MethodLoadVerbose $(count MethodLoadVerbose) != jitted=$(stat jitted)"
+[ "$(count GCStart)" -eq "$(summary_stat gen0)" ] ||
+	fail "GCStart $(count GCStart) != gen0=$(summary_stat gen0)"
+[ "$(count ThreadPoolDequeue)" -eq "$(summary_stat completed)" ] ||
+	fail "ThreadPoolDequeue $(count ThreadPoolDequeue) != completed=$(summary_stat completed)"
+[ "$(count ExceptionThrown)" -eq "$(summary_stat exceptions)" ] ||
+	fail "ExceptionThrown $(count ExceptionThrown) != exceptions=$(summary_stat exceptions)"
+[ "$(count ContentionStart)" -eq "$(summary_stat contentions)" ] ||
+	fail "ContentionStart $(count ContentionStart) != contentions=$(summary_stat contentions)"
+[ "$(count MethodLoadVerbose)" -eq "$(summary_stat jitted)" ] ||
+	fail "MethodLoadVerbose $(count MethodLoadVerbose) != jitted=$(summary_stat jitted)"
 echo "PASS: $(wc -l <"$T/dump.txt") events, counts match minirt's summary"

@@ -16,6 +16,8 @@
 
 #include <evring/schema.h>
 
+#include "payload_build.h"
+
 static const struct evr_schema_field all_fields[] = {
 	{"u8", EVR_FT_U8},	{"u16", EVR_FT_U16},	{"u32", EVR_FT_U32},
 	{"u64", EVR_FT_U64},	{"i8", EVR_FT_I8},	{"i16", EVR_FT_I16},
@@ -29,34 +31,9 @@ static const struct evr_schema_event all_ev = {
 	.rid = 7, .id = 3, .provider = "P", .name = "All", .nfields = NALL, .fields = all_fields,
 };
 
-struct pbuf {
-	uint8_t b[256];
-	uint32_t n;
-};
-
-static void put_le(struct pbuf *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p->b[p->n++] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_blob(struct pbuf *p, const void *d, uint32_t n)
-{
-	put_le(p, n, 4);
-	memcpy(p->b + p->n, d, n);
-	p->n += n;
-}
-
 /* The payload of all_ev with extreme values in every field. */
 static void all_payload(struct pbuf *p)
 {
-	float f32 = 1.5f;
-	double f64 = -2.25e300;
-	uint32_t f32b;
-	uint64_t f64b;
-
-	memcpy(&f32b, &f32, 4);
-	memcpy(&f64b, &f64, 8);
 	p->n = 0;
 	put_le(p, 0xff, 1);
 	put_le(p, 0xfffe, 2);
@@ -66,8 +43,8 @@ static void all_payload(struct pbuf *p)
 	put_le(p, 0x8000, 2);			/* -32768 */
 	put_le(p, 0xffffffffu, 4);		/* -1 */
 	put_le(p, 0x8000000000000000ull, 8);	/* INT64_MIN */
-	put_le(p, f32b, 4);
-	put_le(p, f64b, 8);
+	put_f32(p, 1.5f);
+	put_f64(p, -2.25e300);
 	put_le(p, 1, 1);
 	put_le(p, 0x7fff12345678ull, 8);
 	put_blob(p, "hi", 2);

@@ -18,39 +18,7 @@
 #include <evring/abi.h>
 #include <evring/schema.h>
 
-struct pbuf {
-	uint8_t b[512];
-	uint32_t n;
-};
-
-static void put_le(struct pbuf *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p->b[p->n++] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_blob(struct pbuf *p, const void *d, uint32_t n)
-{
-	put_le(p, n, 4);
-	memcpy(p->b + p->n, d, n);
-	p->n += n;
-}
-
-static void put_f64(struct pbuf *p, double d)
-{
-	uint64_t b;
-
-	memcpy(&b, &d, 8);
-	put_le(p, b, 8);
-}
-
-static void put_f32(struct pbuf *p, float f)
-{
-	uint32_t b;
-
-	memcpy(&b, &f, 4);
-	put_le(p, b, 4);
-}
+#include "payload_build.h"
 
 /* Render @v and compare with @want exactly. */
 static void expect_json(const struct evr_event_view *v, const char *want)

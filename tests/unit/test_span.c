@@ -4,9 +4,12 @@
  * done; overwrite mode resynchronizes when lapped and reports -ESTALE for a
  * span the writers reached while it was in use, with the loss exact either
  * way; final losses after the end; a concurrent writer (conservation:
- * written == events + lost); and hostile records for evr_span_walk().
+ * written == events + lost); hostile records for evr_span_walk(); and the
+ * readers' doorbell sleep.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -349,6 +353,63 @@ static void test_span_concurrent_conservation(void **state)
 	sess_free(&s);
 }
 
+/*
+ * The sleep of both readers (evr_span_reader_wait_fds(), evr_reader_wait_fds()):
+ * woken by an extra fd with its revents set, by the doorbell whose counter is
+ * drained, a timeout otherwise; too many extra fds refused.
+ */
+static void test_span_wait_fds(void **state)
+{
+	struct evr_span_reader *sr;
+	struct evr_reader *rd;
+	struct pollfd extra[9];
+	int pfd[2], bell;
+	uint64_t one = 1, v;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(bell >= 0);
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	assert_int_equal(evr_reader_new(s.h, bell, 0, &rd), 0);
+	for (int round = 0; round < 2; round++) {
+		extra[0] = (struct pollfd){ .fd = pfd[0], .events = POLLIN, .revents = POLLERR };
+		/* Nothing ready: a timeout, revents cleared. */
+		if (round == 0)
+			assert_int_equal(evr_span_reader_wait_fds(sr, bell, extra, 1, 0), 0);
+		else
+			assert_int_equal(evr_reader_wait_fds(rd, extra, 1, 0), 0);
+		assert_int_equal(extra[0].revents, 0);
+		/* The extra fd. */
+		assert_int_equal(write(pfd[1], "x", 1), 1);
+		if (round == 0)
+			assert_int_equal(evr_span_reader_wait_fds(sr, bell, extra, 1, -1), 1);
+		else
+			assert_int_equal(evr_reader_wait_fds(rd, extra, 1, -1), 1);
+		assert_true(extra[0].revents & POLLIN);
+		assert_int_equal(read(pfd[0], &v, 1), 1);
+		/* The doorbell, then its counter is empty again. */
+		assert_int_equal(write(bell, &one, sizeof(one)), (ssize_t)sizeof(one));
+		if (round == 0)
+			assert_int_equal(evr_span_reader_wait_fds(sr, bell, extra, 1, -1), 1);
+		else
+			assert_int_equal(evr_reader_wait_fds(rd, extra, 1, -1), 1);
+		assert_int_equal(extra[0].revents, 0);
+		assert_int_equal(read(bell, &v, sizeof(v)), -1);
+		assert_int_equal(errno, EAGAIN);
+	}
+	assert_int_equal(evr_span_reader_wait_fds(sr, bell, extra, 9, 0), -EINVAL);
+	assert_int_equal(evr_reader_wait_fds(rd, extra, 9, 0), -EINVAL);
+	evr_reader_free(rd);
+	evr_span_reader_free(sr);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(bell);
+	sess_free(&s);
+}
+
 static void put_rec(uint8_t *p, uint16_t size, uint8_t type, uint64_t extra)
 {
 	struct evr_rec_hdr h = { .size = size, .type = type, .event_id = 1, .ts = 2 };
@@ -405,6 +466,7 @@ int main(void)
 		cmocka_unit_test(test_span_corrupt_packet),
 		cmocka_unit_test(test_span_concurrent_conservation),
 		cmocka_unit_test(test_span_walk_hostile),
+		cmocka_unit_test(test_span_wait_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,6 +231,56 @@ struct evr_rec_thread {
 };
 
 /*
+ * Ring @i's control block and data in a validated mapping @h (the producer's or
+ * a consumer's; const-ness is the caller's: consumers only write tail and the
+ * waiting flag).
+ */
+static inline struct evr_ring_ctl *evr_shm_ring_ctl(const struct evr_shm_hdr *h, uint32_t i)
+{
+	return (struct evr_ring_ctl *)((uintptr_t)h + h->ring_ctl_off +
+				       (uint64_t)i * EVR_RING_CTL_SIZE);
+}
+
+static inline uint8_t *evr_shm_ring_data(const struct evr_shm_hdr *h, uint32_t i)
+{
+	return (uint8_t *)((uintptr_t)h + h->ring_data_off + (uint64_t)i * h->ring_size);
+}
+
+/*
+ * Smallest valid size of a record of @type (an END record may be just its first
+ * 8 bytes); 0 for a type this ABI does not define. Every reader checks records
+ * against this, and against EVR_MAX_RECORD, before trusting them.
+ */
+static inline uint32_t evr_rec_min_size(uint32_t type)
+{
+	switch (type) {
+	case EVR_REC_EVENT:
+		return EVR_REC_HDR_SIZE;
+	case EVR_REC_END:
+		return 8;
+	case EVR_REC_LOST:
+		return EVR_REC_HDR_SIZE + (uint32_t)sizeof(struct evr_rec_lost);
+	case EVR_REC_THREAD:
+		return EVR_REC_HDR_SIZE + (uint32_t)sizeof(struct evr_rec_thread);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Overwrite mode: the oldest ring position a passive reader may still trust
+ * when the writer has published up to @head. The writer may be filling the
+ * packet after head already, so a whole packet less than the ring.
+ */
+static inline uint64_t evr_ring_first_safe(uint64_t ring_size, uint32_t packet_size,
+					   uint64_t head)
+{
+	uint64_t margin = ring_size - packet_size;
+
+	return head > margin ? head - margin : 0;
+}
+
+/*
  * Every event lost on a ring so far, as far as shared memory tells: exact once
  * the session ended; after the producer died, exact unless it died within the
  * few instructions between two of these stores. Readers subtract the losses

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The per-session step of the write path, shared by events (write.c) and counter samples. */
+#ifndef EVR_WRITE_INTERNAL_H
+#define EVR_WRITE_INTERNAL_H
+
+#include <evring/ring-rseq.h>
+#include <evring/session.h>
+
+#include "producer-internal.h"
+
+/*
+ * evr_session_write_rec_rcu() - write @rec into session @s: in a per-CPU session
+ * into the ring of the CPU the thread runs on, in an rseq critical section;
+ * otherwise with the try-lock, starting at the ring of *@cpu, which is read on
+ * first need (UINT32_MAX: not yet) and kept for the caller's next session.
+ * A drop is counted in the session; nothing is returned.
+ * Context: RCU read side, @s in the current table; never blocks.
+ */
+static inline __attribute__((always_inline)) void
+evr_session_write_rec_rcu(struct evr_session *s, struct rseq *rs, const struct evr_rseq_rec *rec,
+			  uint32_t *cpu)
+{
+	if (EVR_LIKELY(s->nr_rings >= evr_ring_percpu_min)) {
+		(void)evr_ring_rseq_write(s->rings, s->nr_rings, rs, rec);
+		return;
+	}
+	if (*cpu == UINT32_MAX)
+		*cpu = evr_cpu_current();
+	(void)evr_session_write_rcu(s, *cpu, rec->event_id, rec->ts, rec->tid, rec->src, rec->len);
+}
+
+#endif /* EVR_WRITE_INTERNAL_H */
