@@ -217,5 +217,7 @@ int evr_session_reader_new(struct evr_session *s, uint32_t flags, struct evr_rea
 {
 	if (!s || !ret)
 		return -EINVAL;
-	return evr_reader_new(s->shm, s->doorbell_fd, flags, ret);
+	/* A reader of a session started in this process is that session's own:
+	 * nothing written since the start is history to it. */
+	return evr_reader_new(s->shm, s->doorbell_fd, flags | EVR_READER_FROM_START, ret);
 }

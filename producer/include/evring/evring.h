@@ -248,6 +248,10 @@ EVR_API void evr_session_free(struct evr_session *s);
 /**
  * evr_session_reader_new() - read @s in this process.
  * @flags: EVR_READER_GATING for the one reader that gates a discard session.
+ *
+ * The reader accounts for everything written since the session started, even
+ * when it is created after writers have lapped an overwrite ring: what it finds
+ * overwritten comes back as LOST (EVR_READER_FROM_START is implied).
  * @ret: free with evr_reader_free() before evr_session_free().
  */
 EVR_API int evr_session_reader_new(struct evr_session *s, uint32_t flags,
