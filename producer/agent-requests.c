@@ -4,7 +4,9 @@
  * sent synchronously: the agent must not block on a consumer). Protocol in
  * proto/evring.proto and docs/protocol.md.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +353,96 @@ static int handle_list_sessions(struct evr_agent_conn *c)
 	return ret;
 }
 
+/* Enough for any real process, and the reply stays far below EVR_FRAME_MAX. */
+#define LIST_THREADS_MAX 16384u
+
+/* @tid's name from /proc/self/task/TID/comm into @buf (16 bytes), "" if it is gone. */
+static void thread_comm(int taskfd, uint32_t tid, char buf[16])
+{
+	char path[32];
+	ssize_t n;
+	int fd;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%u/comm", tid);
+	fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, 15);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+static int handle_list_threads(struct evr_agent_conn *c)
+{
+	Evr__Reply r = EVR__REPLY__INIT;
+	Evr__ListThreadsReply lr = EVR__LIST_THREADS_REPLY__INIT;
+	Evr__ThreadInfo *info = NULL, **v = NULL;
+	char (*names)[16] = NULL;
+	struct dirent *de;
+	size_t n = 0, cap = 0;
+	int taskfd, ret;
+	DIR *d;
+
+	taskfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (taskfd < 0)
+		return evr_agent_error(c, errno, "cannot list the process's threads: %s",
+				       strerror(errno));
+	d = fdopendir(taskfd);
+	if (!d) {
+		close(taskfd);
+		return evr_agent_error(c, ENOMEM, "out of memory");
+	}
+	while ((de = readdir(d)) && n < LIST_THREADS_MAX) {
+		char *end;
+		unsigned long tid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !tid || tid > UINT32_MAX)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 64;
+			void *ni = reallocarray(info, ncap, sizeof(*info));
+			void *nn = ni ? reallocarray(names, ncap, sizeof(*names)) : NULL;
+
+			if (ni)
+				info = ni;
+			if (!nn) {
+				ret = evr_agent_error(c, ENOMEM, "out of memory");
+				goto out;
+			}
+			names = nn;
+			cap = ncap;
+		}
+		thread_comm(dirfd(d), (uint32_t)tid, names[n]);
+		evr__thread_info__init(&info[n]);
+		info[n].tid = (uint32_t)tid;
+		info[n].name = names[n];
+		n++;
+	}
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		ret = evr_agent_error(c, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = &info[i];
+	lr.n_threads = n;
+	lr.threads = v;
+	r.body_case = EVR__REPLY__BODY_LIST_THREADS;
+	r.list_threads = &lr;
+	ret = queue_reply(c, &r, NULL, 0);
+out:
+	closedir(d);
+	free(v);
+	free(info);
+	free(names);
+	return ret;
+}
+
 static int handle_resume(struct evr_agent_conn *c)
 {
 	Evr__Reply r = EVR__REPLY__INIT;
@@ -384,6 +476,8 @@ int evr_agent_handle(struct evr_agent_conn *c, const Evr__Request *req)
 		return handle_list_sessions(c);
 	case EVR__REQUEST__BODY_RESUME:
 		return handle_resume(c);
+	case EVR__REQUEST__BODY_LIST_THREADS:
+		return handle_list_threads(c);
 	default:
 		/* A newer consumer's request, or an empty one: answer, keep going. */
 		return evr_agent_error(c, EOPNOTSUPP, "unknown request");

@@ -1,6 +1,7 @@
 # Tests of the trace part (see tests/CMakeLists.txt for evr_unit()).
 evr_unit(test_decode LIBS evring-consumer)
 evr_unit(test_json LIBS evring-consumer m)
+evr_unit(test_counter_sample LIBS evring-consumer)
 
 # The trace tests build files from real ring bytes (the ring writer of
 # evring-shm), pack a ProcessInfo with the generated protobuf-c code, and test

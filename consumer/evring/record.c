@@ -36,6 +36,7 @@
 
 #define CMD "record"
 #define PROGRESS_NS 250000000u		/* refresh ~4 times a second */
+#define THREADS_NS 1000000000u		/* ask for the thread names every second */
 #define SPANS_PER_ROUND 256u		/* then look at signals and the clock again */
 #define META_BATCH_BYTES (1u << 20)
 
@@ -373,6 +374,76 @@ static void progress(struct recorder *r, bool final)
 	r->progress_events = r->events;
 }
 
+static int tname_cmp(const void *a, const void *b)
+{
+	const struct evr_thread_info *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/*
+ * Ask the process for its threads and write a THREADS chunk with those that are
+ * new or renamed since the last one, so that tools can show names next to tids.
+ * Threads that live less than THREADS_NS between two looks go unnamed. Only a
+ * write error is an error: a process that cannot answer just stays unnamed.
+ */
+static int record_threads(struct recorder *r)
+{
+	struct evr_thread_info *cur = NULL, *merged;
+	struct evr_trace_thread *batch = NULL;
+	uint32_t n = 0, nb = 0, nm = 0;
+	char err[256];
+	int ret = 0;
+
+	if (r->threads_off || r->write_failed)
+		return 0;
+	r->t_threads = evr_now_ns();
+	if (evr_client_list_threads(r->c, &cur, &n, err, sizeof(err)) < 0) {
+		/* An older agent (EOPNOTSUPP) or a stopped one: names are a nicety. */
+		r->threads_off = true;
+		return 0;
+	}
+	merged = calloc((size_t)r->ntnames + n + 1, sizeof(*merged));
+	batch = calloc((size_t)n + 1, sizeof(*batch));
+	if (!merged || !batch) {
+		free(merged);
+		goto out;
+	}
+	qsort(cur, n, sizeof(*cur), tname_cmp);
+	/* Merge the sorted lists; a tid in both keeps the current name. */
+	for (uint32_t i = 0, j = 0; i < r->ntnames || j < n;) {
+		if (j == n || (i < r->ntnames && r->tnames[i].tid < cur[j].tid)) {
+			merged[nm++] = r->tnames[i++];
+			continue;
+		}
+		if (i == r->ntnames || cur[j].tid < r->tnames[i].tid ||
+		    strcmp(cur[j].name, r->tnames[i].name)) {
+			if (cur[j].name[0])
+				batch[nb++] = (struct evr_trace_thread){ .tid = cur[j].tid,
+									 .name = cur[j].name };
+		}
+		if (i < r->ntnames && r->tnames[i].tid == cur[j].tid)
+			i++;
+		merged[nm++] = cur[j++];
+	}
+	if (nb) {
+		ret = evr_trace_writer_threads(r->w, batch, nb);
+		if (ret < 0) {
+			free(merged);
+			ret = write_error(r, ret);
+			goto out;
+		}
+		/* batch points into cur: copied into merged above, so free cur after. */
+	}
+	free(r->tnames);
+	r->tnames = merged;
+	r->ntnames = nm;
+out:
+	free(batch);
+	free(cur);
+	return ret;
+}
+
 /* Wait for something to read, at most until the next progress refresh or the deadline. */
 static void wait_round(struct recorder *r)
 {
@@ -414,6 +485,12 @@ static int record_loop(struct recorder *r)
 			return 0;
 		}
 		progress(r, false);
+		if (evr_now_ns() - r->t_threads >= THREADS_NS) {
+			n = record_threads(r);
+			if (n < 0)
+				return n;
+			continue;
+		}
 		if (n == 0)
 			wait_round(r);
 	}
@@ -427,6 +504,9 @@ static int finish_session(struct recorder *r)
 	int n, ret;
 
 	if (r->stop == STOP_SIGNAL || r->stop == STOP_DURATION || r->write_failed) {
+		/* The last look at the threads, while the process still runs (a write
+		 * error sets write_failed, handled below). */
+		(void)record_threads(r);
 		ret = evr_client_stop(r->c, err, sizeof(err));
 		if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE)
 			evr_cli_warn(CMD, "could not stop the session cleanly: %s", err);
@@ -709,6 +789,7 @@ out:
 	evr_trace_writer_free(r.w);
 	evr_client_free(r.c);
 	free(r.ring_seen);
+	free(r.tnames);
 	if (r.child_pidfd >= 0)
 		close(r.child_pidfd);
 	if (r.out_fd >= 0 && close(r.out_fd) < 0 && ret == 0) {

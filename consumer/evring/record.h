@@ -13,6 +13,7 @@
 #define EVR_RECORD_CLIENT_NAME "evring record"
 
 struct evr_client;
+struct evr_thread_info;
 struct evr_trace_writer;
 
 struct record_opts {
@@ -51,6 +52,11 @@ struct recorder {
 	uint64_t events, lost, spans_retracted;
 	uint64_t t_start, t_end, t_progress;
 	uint64_t progress_events;	/* events at t_progress */
+	/* Thread names written so far (THREADS chunks), sorted by tid. */
+	struct evr_thread_info *tnames;
+	uint32_t ntnames;
+	uint64_t t_threads;		/* when the thread list was last asked for */
+	bool threads_off;		/* the process cannot list its threads: stop asking */
 	/* -- PROGRAM */
 	pid_t child;
 	int child_pidfd;

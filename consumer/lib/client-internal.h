@@ -21,6 +21,11 @@ struct evr_client {
 	int sock;			/* control connection, non-blocking, -1 once closed */
 	int pidfd;			/* the producer, -1 if the kernel has no pidfd_open */
 	bool sock_eof;			/* the agent closed the connection */
+	/*
+	 * Replies still owed to requests that timed out: the agent answers every
+	 * request in order, so the next transaction reads and drops these first.
+	 */
+	uint32_t stale_replies;
 	struct evr_frame_rx rx;
 	struct evr_process_info info;
 	struct evr_schema_set *schemas;

@@ -56,6 +56,26 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 	if (c->sock < 0 || c->sock_eof)
 		return fail(errbuf, errlen, -ECONNRESET, "process %d closed the connection",
 			    (int)c->pid);
+	while (c->stale_replies) {
+		err = evr_frame_recv(&c->rx, c->sock, timeout_ms, &payload, &len);
+		if (err == -ETIMEDOUT)
+			return fail(errbuf, errlen, err, "process %d did not answer (stopped?)",
+				    (int)c->pid);
+		if (err == -ECONNRESET || err == -EPIPE) {
+			c->sock_eof = true;
+			return fail(errbuf, errlen, -ECONNRESET, "process %d closed the connection",
+				    (int)c->pid);
+		}
+		if (err == -EPROTO)
+			return fail(errbuf, errlen, err, "process %d answered with a malformed message",
+				    (int)c->pid);
+		if (err < 0)
+			return fail(errbuf, errlen, err, "reading from process %d: %s", (int)c->pid,
+				    strerror(-err));
+		evr_frame_rx_drop_fds(&c->rx);
+		evr_frame_rx_pop(&c->rx);
+		c->stale_replies--;
+	}
 	err = evr_frame_build(&req->base, &frame, &flen);
 	if (err < 0)
 		return fail(errbuf, errlen, err, "cannot build the request: %s", strerror(-err));
@@ -77,6 +97,9 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 			err = -ECONNRESET;
 	} else {
 		err = evr_frame_recv(&c->rx, c->sock, timeout_ms, &payload, &len);
+		/* The request went out whole: its reply may still come. */
+		if (err == -ETIMEDOUT)
+			c->stale_replies++;
 	}
 	if (err == -ETIMEDOUT)
 		return fail(errbuf, errlen, err, "process %d did not answer (stopped?)", (int)c->pid);
@@ -545,6 +568,41 @@ int evr_client_list_sessions(struct evr_client *c, struct evr_session_info **ret
 		}
 	}
 	*ret_n = (uint32_t)lr->n_sessions;
+	*ret = v;
+	evr_pb_reply_free(r);
+	return 0;
+}
+
+int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, uint32_t *ret_n,
+			    char *errbuf, size_t errlen)
+{
+	Evr__Request req = EVR__REQUEST__INIT;
+	Evr__ListThreads m = EVR__LIST_THREADS__INIT;
+	Evr__ListThreadsReply *lr;
+	struct evr_thread_info *v;
+	Evr__Reply *r;
+	int err;
+
+	if (!c || !ret || !ret_n)
+		return -EINVAL;
+	req.body_case = EVR__REQUEST__BODY_LIST_THREADS;
+	req.list_threads = &m;
+	err = evr_client_transact(c, &req, EVR__REPLY__BODY_LIST_THREADS,
+				  EVR_CLIENT_HELLO_TIMEOUT_MS, NULL, 0, &r, errbuf, errlen);
+	if (err < 0)
+		return err;
+	lr = r->list_threads;
+	v = calloc(lr->n_threads ? lr->n_threads : 1, sizeof(*v));
+	if (!v) {
+		evr_pb_reply_free(r);
+		return fail(errbuf, errlen, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < lr->n_threads; i++) {
+		v[i].tid = lr->threads[i]->tid;
+		if (lr->threads[i]->name)
+			snprintf(v[i].name, sizeof(v[i].name), "%s", lr->threads[i]->name);
+	}
+	*ret_n = (uint32_t)lr->n_threads;
 	*ret = v;
 	evr_pb_reply_free(r);
 	return 0;

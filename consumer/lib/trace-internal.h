@@ -58,6 +58,8 @@ static inline bool evr_trace_chunk_len_ok(uint32_t kind, uint32_t len)
 		return len == sizeof(struct evr_trace_discard_rec);
 	case EVR_CHUNK_END:
 		return len == sizeof(struct evr_trace_end_rec);
+	case EVR_CHUNK_THREADS:
+		return len >= sizeof(struct evr_trace_thread_rec) && len <= EVR_TRACE_CHUNK_MAX;
 	default:
 		return len <= EVR_TRACE_CHUNK_MAX;
 	}
@@ -120,6 +122,13 @@ struct evr_trace_ring {
 	uint64_t out_events, out_lost;
 };
 
+/* A thread name from a THREADS chunk; seq orders the names of one tid. */
+struct evr_trace_tname {
+	uint32_t tid;
+	uint32_t seq;
+	char *name;
+};
+
 struct evr_trace_reader {
 	int fd;
 	bool own_fd;
@@ -139,6 +148,8 @@ struct evr_trace_reader {
 	char *session_strings;
 	struct evr_trace_end end;
 	struct evr_schema_set *schemas;
+	struct evr_trace_tname *threads;	/* sorted by tid once scanned, one per tid */
+	uint32_t nthreads, threads_cap;
 	uint64_t last_events_off;	/* for DISCARD: the last EVENTS chunk */
 	uint32_t last_events_ring;
 	/* Merge state. */

@@ -89,6 +89,7 @@ static const char *kind_name(uint32_t kind)
 	case EVR_CHUNK_LOST: return "LOST";
 	case EVR_CHUNK_DISCARD: return "DISCARD";
 	case EVR_CHUNK_END: return "END";
+	case EVR_CHUNK_THREADS: return "THREADS";
 	default: return "unknown";
 	}
 }
@@ -341,6 +342,92 @@ static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct ev
 	return ring_add_chunk(&r->rings[rec.ring], off);
 }
 
+static int take_threads(struct evr_trace_reader *r, const uint8_t *p, uint32_t len, char *errbuf,
+			size_t errlen, uint64_t off)
+{
+	uint32_t at = 0;
+
+	while (at < len) {
+		struct evr_trace_thread_rec rec;
+		struct evr_trace_tname *t;
+
+		if (len - at < sizeof(rec))
+			goto bad;
+		memcpy(&rec, p + at, sizeof(rec));
+		at += sizeof(rec);
+		if (rec.name_len > len - at)
+			goto bad;
+		if (r->nthreads == r->threads_cap) {
+			uint32_t cap = r->threads_cap ? 2 * r->threads_cap : 64;
+			void *nt = reallocarray(r->threads, cap, sizeof(*r->threads));
+
+			if (!nt)
+				return -ENOMEM;
+			r->threads = nt;
+			r->threads_cap = cap;
+		}
+		t = &r->threads[r->nthreads];
+		t->name = strndup((const char *)p + at, rec.name_len);
+		if (!t->name)
+			return -ENOMEM;
+		t->tid = rec.tid;
+		t->seq = r->nthreads++;
+		at += (rec.name_len + 3) & ~3u;
+	}
+	return 0;
+bad:
+	set_err(errbuf, errlen, "THREADS chunk at offset %llu: a name runs past its chunk",
+		(unsigned long long)off);
+	return -EBADMSG;
+}
+
+static int tname_cmp(const void *a, const void *b)
+{
+	const struct evr_trace_tname *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sort the names by tid and keep the last one of each tid. */
+static void threads_finish(struct evr_trace_reader *r)
+{
+	uint32_t out = 0;
+
+	if (!r->nthreads)
+		return;
+	qsort(r->threads, r->nthreads, sizeof(*r->threads), tname_cmp);
+	for (uint32_t i = 0; i < r->nthreads; i++) {
+		if (i + 1 < r->nthreads && r->threads[i + 1].tid == r->threads[i].tid) {
+			free(r->threads[i].name);
+			continue;
+		}
+		r->threads[out++] = r->threads[i];
+	}
+	r->nthreads = out;
+}
+
+const char *evr_trace_reader_thread_name(const struct evr_trace_reader *r, uint32_t tid)
+{
+	uint32_t lo = 0, hi;
+
+	if (!r)
+		return NULL;
+	hi = r->nthreads;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->threads[mid].tid == tid)
+			return r->threads[mid].name;
+		if (r->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr_trace_chunk_hdr *h,
 		      const uint8_t *p, char *errbuf, size_t errlen)
 {
@@ -373,6 +460,8 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 		return take_session(r, p, h->len, errbuf, errlen, off);
 	case EVR_CHUNK_METADATA:
 		return take_metadata(r, p, h->len, errbuf, errlen, off);
+	case EVR_CHUNK_THREADS:
+		return take_threads(r, p, h->len, errbuf, errlen, off);
 	case EVR_CHUNK_LOST: {
 		struct evr_trace_lost_rec rec;
 		struct evr_trace_ring *ring;
@@ -430,7 +519,7 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 /* Small enough to read (and CRC-check) during the scan. */
 static bool small_kind(uint32_t kind)
 {
-	return kind >= EVR_CHUNK_PROCESS && kind <= EVR_CHUNK_END && kind != EVR_CHUNK_EVENTS;
+	return kind >= EVR_CHUNK_PROCESS && kind <= EVR_CHUNK_THREADS && kind != EVR_CHUNK_EVENTS;
 }
 
 static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
@@ -565,6 +654,7 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 	if (err)
 		return err;
 	err = scan(r, errbuf, errlen);
+	threads_finish(r);
 	if (err == -ENOMEM)
 		set_err(errbuf, errlen, "out of memory reading the trace file");
 	else if (err && err != -EBADMSG)
@@ -631,6 +721,9 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 	free(r->process_pb);
 	free(r->session_strings);
 	evr_schema_set_free(r->schemas);
+	for (uint32_t i = 0; i < r->nthreads; i++)
+		free(r->threads[i].name);
+	free(r->threads);
 	free(r->cbuf);
 	if (r->own_fd)
 		close(r->fd);

@@ -355,6 +355,46 @@ int evr_trace_writer_lost(struct evr_trace_writer *w, uint32_t ring, uint64_t co
 	return write_chunk(w, EVR_CHUNK_LOST, &part, 1);
 }
 
+#define THREAD_NAME_MAX 255u
+
+int evr_trace_writer_threads(struct evr_trace_writer *w, const struct evr_trace_thread *v,
+			     uint32_t n)
+{
+	uint64_t need = 0;
+	uint8_t *buf, *p;
+	int err = writer_usable(w);
+
+	if (err)
+		return err;
+	if (!v || n == 0)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = v[i].name ? strnlen(v[i].name, THREAD_NAME_MAX) : 0;
+
+		need += sizeof(struct evr_trace_thread_rec) + ((len + 3) & ~(size_t)3);
+	}
+	if (need > EVR_TRACE_CHUNK_MAX)
+		return -EINVAL;
+	buf = calloc(1, need);
+	if (!buf)
+		return -ENOMEM;
+	p = buf;
+	for (uint32_t i = 0; i < n; i++) {
+		struct evr_trace_thread_rec rec = { .tid = v[i].tid };
+
+		rec.name_len = v[i].name ? (uint32_t)strnlen(v[i].name, THREAD_NAME_MAX) : 0;
+		memcpy(p, &rec, sizeof(rec));
+		p += sizeof(rec);
+		if (rec.name_len)
+			memcpy(p, v[i].name, rec.name_len);
+		p += (rec.name_len + 3) & ~3u;
+	}
+	err = write_chunk(w, EVR_CHUNK_THREADS,
+			  &(struct iovec){ .iov_base = buf, .iov_len = (size_t)need }, 1);
+	free(buf);
+	return err;
+}
+
 int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end *e)
 {
 	struct evr_trace_end_rec rec;

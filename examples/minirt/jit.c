@@ -266,6 +266,7 @@ int rt_jit_init(void)
 	if (err)
 		return -err;
 	jit.tier_thread_started = true;
+	(void)pthread_setname_np(jit.tier_thread, "jit-tier");
 	return 0;
 }
 

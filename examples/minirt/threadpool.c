@@ -165,6 +165,14 @@ static int spawn_worker_locked(void)
 		free(w);
 		return -err;
 	}
+	/* Named so that traces and debuggers tell the pool's threads apart. */
+	{
+		static uint32_t spawned;
+		char name[16];
+
+		snprintf(name, sizeof(name), "tp-worker-%u", spawned++ % 10000u);
+		(void)pthread_setname_np(w->thread, name);
+	}
 	if (pool.target < pool.nthreads)
 		pool.target = pool.nthreads;
 	publish_counts_locked();
@@ -282,6 +290,8 @@ int rt_pool_start(const struct rt_pool_config *cfg)
 	if (!err) {
 		err = -pthread_create(&pool.gate, NULL, gate_main, NULL);
 		pool.gate_started = err == 0;
+		if (!err)
+			(void)pthread_setname_np(pool.gate, "tp-gate");
 	}
 	return err;
 }

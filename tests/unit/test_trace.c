@@ -692,6 +692,41 @@ static void test_trace_reader_header_only_by_path(void **state)
 	evr_trace_reader_free(r);
 }
 
+/* THREADS chunks: the last name of a tid wins, long names are cut at 255 bytes,
+ * unknown tids have none, and bad arguments are refused. */
+static void test_trace_thread_names(void **state)
+{
+	char path[] = "/tmp/evr-test-trace-XXXXXX";
+	int fd = mkostemp(path, O_CLOEXEC);
+	char longname[400];
+	struct evr_trace_thread a[] = { { 30, "main" }, { 7, "worker-1" }, { 9, "" } };
+	struct evr_trace_thread b[] = { { 7, "worker-renamed" }, { 12, longname } };
+	struct evr_trace_writer *w;
+	struct evr_trace_reader *r;
+
+	(void)state;
+	assert_true(fd >= 0);
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	w = hand_writer(fd, 1);
+	assert_int_equal(evr_trace_writer_threads(w, NULL, 1), -EINVAL);
+	assert_int_equal(evr_trace_writer_threads(w, a, 0), -EINVAL);
+	assert_int_equal(evr_trace_writer_threads(w, a, 3), 0);
+	assert_int_equal(evr_trace_writer_threads(w, b, 2), 0);
+	evr_trace_writer_free(w);
+	close(fd);
+	assert_int_equal(evr_trace_reader_open(path, &r, NULL, 0), 0);
+	unlink(path);
+	assert_string_equal(evr_trace_reader_thread_name(r, 30), "main");
+	assert_string_equal(evr_trace_reader_thread_name(r, 7), "worker-renamed");
+	assert_string_equal(evr_trace_reader_thread_name(r, 9), "");
+	assert_int_equal(strlen(evr_trace_reader_thread_name(r, 12)), 255);
+	assert_null(evr_trace_reader_thread_name(r, 8));
+	assert_null(evr_trace_reader_thread_name(r, 31));
+	assert_null(evr_trace_reader_thread_name(r, 0));
+	evr_trace_reader_free(r);
+}
+
 static void test_trace_writer_bad_args(void **state)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC);
@@ -806,6 +841,7 @@ int main(void)
 		cmocka_unit_test(test_trace_reader_corrupt_events_chunk),
 		cmocka_unit_test(test_trace_reader_not_a_trace),
 		cmocka_unit_test(test_trace_reader_header_only_by_path),
+		cmocka_unit_test(test_trace_thread_names),
 		cmocka_unit_test(test_trace_writer_bad_args),
 		cmocka_unit_test(test_trace_writer_enospc),
 	};

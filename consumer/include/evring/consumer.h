@@ -98,6 +98,22 @@ int evr_client_list_sessions(struct evr_client *c, struct evr_session_info **ret
 			     uint32_t *ret_n, char *errbuf, size_t errlen);
 void evr_session_info_free(struct evr_session_info *v, uint32_t n);
 
+struct evr_thread_info {
+	uint32_t tid;
+	char name[16];			/* as /proc/PID/task/TID/comm; "" if it exited meanwhile */
+};
+
+/**
+ * evr_client_list_threads() - the process's threads now, with their names.
+ * @ret: malloc'ed array of @ret_n, free() it.
+ * Return: 0, or -errno with one line in @errbuf. Works with or without a
+ * session running on the connection; a reply that comes after the timeout is
+ * dropped by the next request.
+ * Context: the client's thread; one round trip (waits up to 5 s).
+ */
+int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, uint32_t *ret_n,
+			    char *errbuf, size_t errlen);
+
 /* Every event the process has registered, added to @into. */
 int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, char *errbuf,
 			   size_t errlen);

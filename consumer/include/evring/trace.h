@@ -51,6 +51,7 @@ enum evr_trace_chunk_kind {
 	EVR_CHUNK_LOST = 5,		/* struct evr_trace_lost_rec */
 	EVR_CHUNK_DISCARD = 6,		/* struct evr_trace_discard_rec */
 	EVR_CHUNK_END = 7,		/* struct evr_trace_end_rec */
+	EVR_CHUNK_THREADS = 8,		/* struct evr_trace_thread_rec + name, padded to 4, repeated */
 };
 
 /* Chunks start 8-byte aligned; the next one at offset + 24 + align8(len). */
@@ -93,6 +94,15 @@ struct evr_trace_lost_rec {
 
 struct evr_trace_discard_rec {
 	uint64_t chunk_off;		/* file offset of an earlier EVENTS chunk to ignore */
+};
+
+/*
+ * A thread of the traced process and its name (/proc/PID/task/TID/comm when the
+ * recorder saw it). A later THREADS chunk may name a tid again: the last name wins.
+ */
+struct evr_trace_thread_rec {
+	uint32_t tid;
+	uint32_t name_len;		/* then that many bytes, no NUL, padded to 4 */
 };
 
 #define EVR_TRACE_END_PRODUCER_GONE	0x1u	/* the traced process died during recording */
@@ -247,6 +257,20 @@ int evr_trace_writer_discard_last(struct evr_trace_writer *w);
  */
 int evr_trace_writer_lost(struct evr_trace_writer *w, uint32_t ring, uint64_t count);
 
+struct evr_trace_thread {
+	uint32_t tid;
+	const char *name;		/* NUL-terminated, at most 255 bytes are kept */
+};
+
+/**
+ * evr_trace_writer_threads() - a THREADS chunk naming @n threads.
+ * Return: 0, -EINVAL (no threads, or more than EVR_TRACE_CHUNK_MAX bytes), or a
+ * write error.
+ * Context: the writer's thread; one writev(), repeated after a short write.
+ */
+int evr_trace_writer_threads(struct evr_trace_writer *w, const struct evr_trace_thread *v,
+			     uint32_t n);
+
 /**
  * evr_trace_writer_end() - the END chunk, the last of the file.
  * @e: the recorder's totals; chunks and bytes are filled in by the writer.
@@ -297,6 +321,12 @@ const struct evr_process_info *evr_trace_reader_process(const struct evr_trace_r
 
 /* The session, or NULL if the file was cut before its SESSION chunk. Borrowed. */
 const struct evr_trace_session *evr_trace_reader_session(const struct evr_trace_reader *r);
+
+/*
+ * The name of thread @tid as the file's THREADS chunks give it (the last one
+ * wins), or NULL. Borrowed until free.
+ */
+const char *evr_trace_reader_thread_name(const struct evr_trace_reader *r, uint32_t tid);
 
 /* Every event description in the file. Borrowed until free. */
 const struct evr_schema_set *evr_trace_reader_schemas(const struct evr_trace_reader *r);
