@@ -39,13 +39,16 @@
 EVR_PROVIDER_DECLARE(ty, TYPES_EVENTS)
 EVR_PROVIDER_DEFINE(ty, "Types", TYPES_EVENTS)
 
-/* What "Filt:0x1:4" and "Filt:0x2:5" each want is spelled out in the test. */
-#define FILT_EVENTS(EVENT)                                      \
-	EVENT(fi_a, "A", 1, EVR_LEVEL_INFO, 0x1, (u32, n))      \
-	EVENT(fi_b, "B", 2, EVR_LEVEL_VERBOSE, 0x2, (u32, n))   \
+/*
+ * What "Filt:0x1:4" and "Filt:0x2:5" each want is spelled out in the test. B and E
+ * open and close an activity: their opcodes must not change how levels filter.
+ */
+#define FILT_EVENTS(EVENT)                                                 \
+	EVENT(fi_a, "A", 1, EVR_LEVEL_INFO, 0x1, (u32, n))                 \
+	EVENT(fi_b, "B", 2, EVR_START(EVR_LEVEL_VERBOSE), 0x2, (u32, n))   \
 	EVENT(fi_c, "C", 3, EVR_LEVEL_VERBOSE, 0x1, (u32, n))   \
 	EVENT(fi_d, "D", 4, EVR_LEVEL_INFO, 0x0, (u32, n))      \
-	EVENT(fi_e, "E", 5, EVR_LEVEL_ERROR, 0x3, (u32, n))     \
+	EVENT(fi_e, "E", 5, EVR_STOP(EVR_LEVEL_ERROR), 0x3, (u32, n))     \
 	EVENT(fi_f, "F", 6, EVR_LEVEL_LOGALWAYS, 0x2, (u32, n)) \
 	EVENT(fi_g, "G", 7, EVR_LEVEL_CRITICAL, 0x4, (u32, n))
 
@@ -1013,10 +1016,23 @@ static void test_session_stop_while_writers_run_accounts_every_gap(void **state)
 	assert_false(race_ev_enabled());
 }
 
+/* EVR_START()/EVR_STOP() in the level column set the opcode and keep the level. */
+static void test_event_line_opcodes(void **state)
+{
+	(void)state;
+	assert_int_equal(fi_a__event.desc->opcode, EVR_OPCODE_INFO);
+	assert_int_equal(fi_a__event.desc->level, EVR_LEVEL_INFO);
+	assert_int_equal(fi_b__event.desc->opcode, EVR_OPCODE_START);
+	assert_int_equal(fi_b__event.desc->level, EVR_LEVEL_VERBOSE);
+	assert_int_equal(fi_e__event.desc->opcode, EVR_OPCODE_STOP);
+	assert_int_equal(fi_e__event.desc->level, EVR_LEVEL_ERROR);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_event_typed_fields_encode_as_documented),
+		cmocka_unit_test(test_event_line_opcodes),
 		cmocka_unit_test(test_event_enabled_follows_sessions),
 		cmocka_unit_test(test_session_start_filters_by_keywords_and_level),
 		cmocka_unit_test(test_session_start_65th_session_is_busy),

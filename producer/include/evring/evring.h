@@ -25,6 +25,12 @@
  * An event without fields ends with an empty argument, as `myapp_tick` above.
  * Up to 16 fields per event.
  *
+ * Activities: an event that opens or closes one (a request, a collection) says
+ * so in its level column, EVR_START(level) or EVR_STOP(level); consumers pair
+ * them (Chrome/Perfetto slices, durations in reports):
+ *       EVENT(myapp_req_begin, "RequestStart", 4, EVR_START(EVR_LEVEL_INFO), 0x4, (u64, id)) \
+ *       EVENT(myapp_req_end,   "RequestStop",  5, EVR_STOP(EVR_LEVEL_INFO),  0x4, (u64, id))
+ *
  * Costs: a disabled event is one relaxed load and a branch in the caller. An
  * enabled one is written into each interested session's ring for this CPU with
  * no lock, no allocation and no system call.
@@ -64,6 +70,17 @@ struct evr_field_desc {
 	const char *name;
 	uint32_t type;			/* enum evr_type */
 };
+
+/* Opcodes of struct evr_event_desc: what an event means for an activity. */
+enum evr_opcode {
+	EVR_OPCODE_INFO = 0,
+	EVR_OPCODE_START = 1,
+	EVR_OPCODE_STOP = 2,
+};
+
+/* The level column of an EVENT line for an event that opens / closes an activity. */
+#define EVR_START(level) ((unsigned)(level) | (EVR_OPCODE_START << 8))
+#define EVR_STOP(level) ((unsigned)(level) | (EVR_OPCODE_STOP << 8))
 
 struct evr_event_desc {
 	const char *name;
@@ -459,7 +476,8 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 		EVR__MAP(EVR__FIELD, EVR__NOSEP, __VA_ARGS__){ NULL, 0 }                  \
 	};                                                                                \
 	static const struct evr_event_desc sym##__desc = {                                \
-		.name = (name_), .id = (id_), .level = (level_), .keywords = (keywords_), \
+		.name = (name_), .id = (id_), .level = (uint8_t)((level_) & 0xffu),      \
+		.opcode = (uint8_t)((unsigned)(level_) >> 8), .keywords = (keywords_),    \
 		.nfields = 0u EVR__MAP(EVR__ONE, EVR__NOSEP, __VA_ARGS__),                \
 		.fields = sym##__fields,                                                  \
 	};                                                                                \
