@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * evring: the command-line front end. `evring SUBCOMMAND [OPTIONS]`; each
- * subcommand is in its own file (ps.c, record.c, dump.c).
+ * subcommand is in its own file (ps.c, record.c, dump.c, convert.c, report.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +16,8 @@ static const struct {
 	{ "ps", evr_cmd_ps, "list the processes you can attach to" },
 	{ "record", evr_cmd_record, "record a process's events into a trace file" },
 	{ "dump", evr_cmd_dump, "print the events of a trace file" },
+	{ "convert", evr_cmd_convert, "convert a trace file to CTF, Chrome JSON or JSON lines" },
+	{ "report", evr_cmd_report, "summarize a trace file: tables, --json, --html page" },
 };
 
 static void usage(FILE *f)

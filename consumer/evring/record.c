@@ -36,7 +36,7 @@
 
 #define CMD "record"
 #define PROGRESS_NS 250000000u		/* refresh ~4 times a second */
-#define THREADS_NS 1000000000u		/* ask for the thread names every second */
+#define THREADS_NS 250000000u		/* ask for the thread names 4 times a second */
 #define SPANS_PER_ROUND 256u		/* then look at signals and the clock again */
 #define META_BATCH_BYTES (1u << 20)
 

@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring convert --format chrome: Chrome trace-event JSON, object form, which
+ * the Perfetto UI and chrome://tracing open. Written as the trace is read, one
+ * output record per trace record, so memory does not grow with the trace
+ * (only with the number of threads and of slices open at one time).
+ *
+ * Mapping (docs/cli.md has the user's view):
+ * - an event: an instant event, "ph":"i","s":"t", name "Provider/Event", its
+ *   fields as args;
+ * - a start (opcode 1) / stop (opcode 2) pair of one provider: "B" at the start
+ *   and "E" at the stop on the start's thread, named by the common stem
+ *   ("GCStart"/"GCEnd": "GC"). The decision is taken when the start is read, so
+ *   that the file streams: async "b"/"e" would need to know at the start whether
+ *   the stop will come on the same thread and nest. A stop that closes a slice
+ *   below the innermost open one (the pairs cross) first closes the slices above
+ *   it and reopens them at the same time (args "evring":"split"), so every "E"
+ *   closes the innermost "B" of its thread. A stop with no open start on its
+ *   thread (the trace began mid-activity) is an instant event like any other,
+ *   with "evring":"no start"; a start still open at the end is closed at the
+ *   last timestamp of the trace with "evring":"not closed";
+ * - counter samples (evr_counter_sample_from_view()): "ph":"C" on a counter
+ *   track named by the counter's display name, never also as instant events;
+ * - lost events: a global instant event "Lost events" with args count and cpu;
+ * - metadata: process_name, process_labels, thread_name (first time a tid
+ *   appears; the THREADS chunks' names, or "tid N").
+ * "ts" is CLOCK_MONOTONIC in microseconds with nanosecond digits (absolute, so
+ * that it lines up with other tools of the same machine).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <evring/abi.h>
+
+#include "cli.h"
+#include "convert.h"
+#include "report.h"
+
+#define CMD "convert"
+
+/* What a rid is for the converter. */
+struct chrome_type {
+	const struct evr_schema_event *schema;
+	int role;			/* 0 an instant event, 1 a start, 2 a stop */
+	uint32_t pair;			/* start and stop of one pair share it */
+	char *stem;			/* the slice's name (starts only) */
+};
+
+struct chrome_slice {
+	uint32_t pair;
+	const struct chrome_type *start;
+};
+
+struct chrome_thread {
+	uint32_t tid;
+	struct chrome_slice *stack;	/* open slices, innermost last */
+	uint32_t depth, cap;
+};
+
+struct chrome {
+	FILE *out;
+	struct evr_trace_reader *r;
+	struct evr_strbuf sb;
+	uint32_t pid;
+	bool first;			/* no record written yet: no comma before it */
+	uint64_t last_ts;
+	struct evr_rpt_map types;	/* rid -> struct chrome_type */
+	struct chrome_type *typev;
+	uint32_t ntypes;
+	struct evr_rpt_map threads;	/* tid -> struct chrome_thread */
+	struct chrome_thread **threadv;
+	uint32_t nthreads;
+	struct evr_convert_stats st;
+	uint64_t counters, slices, synthetic;
+};
+
+static const char *const start_suffixes[] = { "Started", "Start", "Begin" };
+static const char *const stop_suffixes[] = { "Stopped", "Stop", "End" };
+
+/* Length of @name without its start or stop suffix (the whole name if none). */
+static size_t stem_len(const char *name, const char *const *sfx, size_t nsfx)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < nsfx; i++) {
+		size_t k = strlen(sfx[i]);
+
+		if (n > k && !strcmp(name + n - k, sfx[i]))
+			return n - k;
+	}
+	return n;
+}
+
+static size_t common_prefix(const char *a, const char *b)
+{
+	size_t i = 0;
+
+	while (a[i] && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/*
+ * Pair the starts and stops of each provider: a stop goes with the start of
+ * the same stem (GCStart/GCEnd); those left over go by the longest common
+ * prefix (minirt's MethodJittingStarted/MethodLoadVerbose). A start or stop
+ * without a partner type is an ordinary event.
+ */
+static int chrome_types(struct chrome *c)
+{
+	const struct evr_schema_set *set = evr_trace_reader_schemas(c->r);
+	uint32_t n = set ? evr_schema_set_count(set) : 0;
+	int err;
+
+	c->typev = calloc(n ? n : 1, sizeof(*c->typev));
+	if (!c->typev)
+		return -ENOMEM;
+	c->ntypes = n;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct evr_schema_event *s = evr_schema_set_at(set, i);
+
+		c->typev[i].schema = s;
+		c->typev[i].role = s->opcode == 1 ? 1 : s->opcode == 2 ? 2 : 0;
+		c->typev[i].pair = UINT32_MAX;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct chrome_type *stop = &c->typev[i];
+			size_t sl, best_len = 0;
+			uint32_t best = UINT32_MAX;
+
+			if (stop->role != 2 || stop->pair != UINT32_MAX)
+				continue;
+			sl = stem_len(stop->schema->name, stop_suffixes, 3);
+			for (uint32_t j = 0; j < n; j++) {
+				struct chrome_type *st = &c->typev[j];
+				size_t tl;
+
+				if (st->role != 1 || strcmp(st->schema->provider, stop->schema->provider))
+					continue;
+				tl = stem_len(st->schema->name, start_suffixes, 3);
+				if (pass == 0) {
+					if (tl == sl && !strncmp(st->schema->name, stop->schema->name, sl)) {
+						best = j;
+						break;
+					}
+				} else if (st->pair == UINT32_MAX) {
+					size_t cp = common_prefix(st->schema->name, stop->schema->name);
+
+					if (cp > best_len) {
+						best_len = cp;
+						best = j;
+					}
+				}
+			}
+			if (best == UINT32_MAX)
+				continue;
+			struct chrome_type *st = &c->typev[best];
+
+			if (st->pair == UINT32_MAX) {
+				st->pair = best;
+				st->stem = strndup(st->schema->name,
+						   stem_len(st->schema->name, start_suffixes, 3));
+				if (!st->stem)
+					return -ENOMEM;
+			}
+			stop->pair = st->pair;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (c->typev[i].pair == UINT32_MAX)
+			c->typev[i].role = 0;
+		err = evr_rpt_map_put(&c->types, c->typev[i].schema->rid, &c->typev[i]);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+/* Write the record in c->sb, preceded by a separator. */
+static int emit(struct chrome *c)
+{
+	if (fputs(c->first ? "\n" : ",\n", c->out) == EOF ||
+	    fwrite(c->sb.buf, 1, c->sb.len, c->out) != c->sb.len)
+		return -EIO;
+	c->st.bytes += c->sb.len + (c->first ? 1 : 2);
+	c->first = false;
+	c->sb.len = 0;
+	return 0;
+}
+
+/* "ts":MICROSECONDS.NNN, exact: integer arithmetic, not a double. */
+static int put_ts(struct evr_strbuf *sb, uint64_t ts_ns)
+{
+	return evr_strbuf_printf(sb, "\"ts\":%" PRIu64 ".%03u", ts_ns / 1000,
+				 (unsigned)(ts_ns % 1000));
+}
+
+static int thread_name_record(struct chrome *c, uint32_t tid)
+{
+	const char *name = evr_trace_reader_thread_name(c->r, tid);
+	char fallback[32];
+	int err;
+
+	if (!name) {
+		snprintf(fallback, sizeof(fallback), tid ? "tid %u" : "unknown thread", tid);
+		name = fallback;
+	}
+	if ((err = evr_strbuf_printf(&c->sb, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32
+				     ",\"tid\":%" PRIu32 ",\"args\":{\"name\":", c->pid, tid)) ||
+	    (err = evr_rpt_json_cstr(&c->sb, name)) || (err = evr_strbuf_append(&c->sb, "}}", 2)))
+		return err;
+	return emit(c);
+}
+
+/* The thread @tid, created (and named in the output) the first time. */
+static int thread_get(struct chrome *c, uint32_t tid, struct chrome_thread **ret)
+{
+	struct chrome_thread *t = evr_rpt_map_get(&c->threads, tid);
+	struct chrome_thread **v;
+	int err;
+
+	if (t) {
+		*ret = t;
+		return 0;
+	}
+	t = calloc(1, sizeof(*t));
+	v = t ? realloc(c->threadv, (c->nthreads + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		free(t);
+		return -ENOMEM;
+	}
+	c->threadv = v;
+	t->tid = tid;
+	if ((err = evr_rpt_map_put(&c->threads, tid, t)) < 0) {
+		free(t);
+		return err;
+	}
+	v[c->nthreads++] = t;
+	/* The name goes out before the thread's first record. */
+	err = thread_name_record(c, tid);
+	if (err < 0)
+		return err;
+	*ret = t;
+	return 0;
+}
+
+/* {"ph":PH,"name":NAME,"cat":PROVIDER,"pid":P,"tid":T,"ts":TS, then the caller's args. */
+static int head(struct chrome *c, const char *ph, const char *name, size_t name_len,
+		const char *cat, uint32_t tid, uint64_t ts)
+{
+	int err;
+
+	if ((err = evr_strbuf_printf(&c->sb, "{\"ph\":\"%s\",\"name\":", ph)) ||
+	    (err = evr_rpt_json_str(&c->sb, name, name_len)) ||
+	    (err = evr_strbuf_append(&c->sb, ",\"cat\":", 7)) ||
+	    (err = evr_rpt_json_cstr(&c->sb, cat)) ||
+	    (err = evr_strbuf_printf(&c->sb, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",", c->pid,
+				     tid)))
+		return err;
+	return put_ts(&c->sb, ts);
+}
+
+/* A "B" or "E" of @start's slice made up by the converter (split, end of trace). */
+static int synthetic(struct chrome *c, const char *ph, const struct chrome_type *start,
+		     uint32_t tid, uint64_t ts, const char *why)
+{
+	int err = head(c, ph, start->stem, strlen(start->stem), start->schema->provider, tid, ts);
+
+	if (!err)
+		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"evring\":\"%s\"}}", why);
+	if (!err)
+		err = emit(c);
+	c->synthetic++;
+	return err;
+}
+
+static int push(struct chrome_thread *t, uint32_t pair, const struct chrome_type *start)
+{
+	if (t->depth == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 8;
+		struct chrome_slice *s = realloc(t->stack, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		t->stack = s;
+		t->cap = cap;
+	}
+	t->stack[t->depth].pair = pair;
+	t->stack[t->depth].start = start;
+	t->depth++;
+	return 0;
+}
+
+/* The fields of @v as ,"args":{...}} closing the record. */
+static int args_close(struct chrome *c, const struct evr_event_view *v, const char *extra)
+{
+	bool bad = false;
+	int err;
+
+	if ((err = evr_strbuf_append(&c->sb, ",\"args\":{", 9)) ||
+	    (err = evr_rpt_json_fields(&c->sb, v, &bad)))
+		return err;
+	if (bad)
+		c->st.undecodable++;
+	if (extra) {
+		bool empty = c->sb.buf[c->sb.len - 1] == '{';
+
+		if ((err = evr_strbuf_printf(&c->sb, "%s\"evring\":\"%s\"", empty ? "" : ",", extra)))
+			return err;
+	}
+	return evr_strbuf_append(&c->sb, "}}", 2);
+}
+
+static int instant(struct chrome *c, const struct evr_event_view *v, const char *extra)
+{
+	const struct evr_schema_event *s = v->schema;
+	char name[64];
+	int err;
+
+	if (s) {
+		struct evr_strbuf n = { 0 };
+
+		if ((err = evr_strbuf_printf(&n, "%s/%s", s->provider, s->name)) == 0)
+			err = head(c, "i", n.buf, n.len, s->provider, v->tid, v->ts_ns);
+		free(n.buf);
+	} else {
+		snprintf(name, sizeof(name), "?/rid %" PRIu32, v->rid);
+		err = head(c, "i", name, strlen(name), "?", v->tid, v->ts_ns);
+	}
+	if (!err)
+		err = evr_strbuf_append(&c->sb, ",\"s\":\"t\"", 8);
+	if (!err)
+		err = args_close(c, v, extra);
+	return err ? err : emit(c);
+}
+
+static int slice_start(struct chrome *c, struct chrome_thread *t, const struct chrome_type *ty,
+		       const struct evr_event_view *v)
+{
+	int err = push(t, ty->pair, ty);
+
+	if (!err)
+		err = head(c, "B", ty->stem, strlen(ty->stem), ty->schema->provider, v->tid, v->ts_ns);
+	if (!err)
+		err = args_close(c, v, NULL);
+	if (!err)
+		err = emit(c);
+	c->slices++;
+	return err;
+}
+
+static int slice_stop(struct chrome *c, struct chrome_thread *t, const struct chrome_type *ty,
+		      const struct evr_event_view *v)
+{
+	const struct chrome_type *start;
+	uint32_t k, top;
+	int err;
+
+	for (k = t->depth; k > 0; k--)
+		if (t->stack[k - 1].pair == ty->pair)
+			break;
+	if (k == 0)
+		return instant(c, v, "no start");
+	k--;
+	top = t->depth;
+	/* Crossing pairs: close what is inside first, reopen it after. */
+	for (uint32_t j = top; j > k + 1; j--) {
+		err = synthetic(c, "E", t->stack[j - 1].start, v->tid, v->ts_ns, "split");
+		if (err)
+			return err;
+	}
+	start = t->stack[k].start;
+	err = head(c, "E", start->stem, strlen(start->stem), start->schema->provider, v->tid,
+		   v->ts_ns);
+	if (!err)
+		err = args_close(c, v, NULL);
+	if (!err)
+		err = emit(c);
+	if (err)
+		return err;
+	memmove(&t->stack[k], &t->stack[k + 1], (top - k - 1) * sizeof(t->stack[0]));
+	t->depth--;
+	for (uint32_t j = k; j < t->depth; j++) {
+		err = synthetic(c, "B", t->stack[j].start, v->tid, v->ts_ns, "split");
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int counter(struct chrome *c, const struct evr_event_view *v,
+		   const struct evr_counter_sample *s)
+{
+	int err;
+
+	err = head(c, "C", s->display_name, s->display_name_len, s->provider, v->tid, v->ts_ns);
+	if (err)
+		return err;
+	/* Numbers are doubles: %.17g reads back exactly; a track's keys never change. */
+	switch (s->kind) {
+	case EVR_SAMPLE_MEAN:
+		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"mean\":%.17g,\"min\":%.17g,"
+					"\"max\":%.17g}}", s->mean, s->min, s->max);
+		break;
+	case EVR_SAMPLE_HISTOGRAM:
+		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"p50\":%.17g,\"p90\":%.17g,"
+					"\"p99\":%.17g}}", s->p50, s->p90, s->p99);
+		break;
+	default:
+		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"value\":%.17g}}", s->value);
+		break;
+	}
+	c->counters++;
+	return err ? err : emit(c);
+}
+
+static int lost(struct chrome *c, const struct evr_event_view *v)
+{
+	int err = evr_strbuf_printf(&c->sb, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Lost events\","
+				    "\"cat\":\"evring\",\"pid\":%" PRIu32 ",\"tid\":0,", c->pid);
+
+	if (!err)
+		err = put_ts(&c->sb, v->ts_ns);
+	if (!err)
+		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"count\":%" PRIu64 ",\"cpu\":%" PRIu32
+					"}}", v->lost, v->ring);
+	return err ? err : emit(c);
+}
+
+static int record(struct chrome *c, const struct evr_event_view *v)
+{
+	const struct chrome_type *ty;
+	struct chrome_thread *t;
+	struct evr_counter_sample s;
+	int err;
+
+	if (v->ts_ns > c->last_ts)
+		c->last_ts = v->ts_ns;
+	if (v->type == EVR_REC_LOST) {
+		c->st.lost += v->lost;
+		return lost(c, v);
+	}
+	c->st.events++;
+	if ((err = thread_get(c, v->tid, &t)) < 0)
+		return err;
+	/* A Counter* event that does not decode is shown as an ordinary event. */
+	if (evr_counter_sample_from_view(v, &s) == 1)
+		return counter(c, v, &s);
+	ty = evr_rpt_map_get(&c->types, v->rid);
+	/* A rid described again differently (a later METADATA entry) is an ordinary event. */
+	if (!ty || ty->schema != v->schema || ty->role == 0)
+		return instant(c, v, NULL);
+	if (ty->role == 1)
+		return slice_start(c, t, ty, v);
+	return slice_stop(c, t, ty, v);
+}
+
+static int process_records(struct chrome *c)
+{
+	const struct evr_process_info *p = evr_trace_reader_process(c->r);
+	const struct evr_trace_session *s = evr_trace_reader_session(c->r);
+	struct evr_strbuf lab = { 0 };
+	int err;
+
+	/* process_name: the command as the process reported it (argv[0], else exe). */
+	err = evr_strbuf_printf(&c->sb, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32
+				",\"tid\":0,\"args\":{\"name\":", c->pid);
+	if (!err)
+		err = evr_rpt_json_cstr(&c->sb, p && p->argc && p->argv[0] ? p->argv[0]
+					: p && p->exe ? p->exe : "unknown process");
+	if (!err)
+		err = evr_strbuf_append(&c->sb, "}}", 2);
+	if (!err)
+		err = emit(c);
+	if (err)
+		return err;
+	if (p && p->hostname)
+		err = evr_strbuf_printf(&lab, "host %s", p->hostname);
+	if (!err && s && s->providers && *s->providers)
+		err = evr_strbuf_printf(&lab, "%sproviders %s", lab.len ? ", " : "", s->providers);
+	if (!err && lab.len) {
+		err = evr_strbuf_printf(&c->sb, "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%"
+					PRIu32 ",\"tid\":0,\"args\":{\"labels\":", c->pid);
+		if (!err)
+			err = evr_rpt_json_str(&c->sb, lab.buf, lab.len);
+		if (!err)
+			err = evr_strbuf_append(&c->sb, "}}", 2);
+		if (!err)
+			err = emit(c);
+	}
+	free(lab.buf);
+	return err;
+}
+
+static int other_data(struct chrome *c)
+{
+	const struct evr_process_info *p = evr_trace_reader_process(c->r);
+	const struct evr_trace_session *s = evr_trace_reader_session(c->r);
+	struct evr_trace_stats st;
+	int err;
+
+	evr_trace_reader_stats(c->r, &st);
+	c->sb.len = 0;
+	err = evr_strbuf_printf(&c->sb, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
+				"\"generator\":\"evring convert\",\"clock\":\"CLOCK_MONOTONIC\","
+				"\"ts_unit\":\"us\",\"events\":%" PRIu64 ",\"lost\":%" PRIu64
+				",\"counter_samples\":%" PRIu64 ",\"truncated\":%s",
+				c->st.events, c->st.lost, c->counters, st.truncated ? "true" : "false");
+	if (!err && s)
+		err = evr_strbuf_printf(&c->sb, ",\"realtime_minus_monotonic_ns\":%" PRId64,
+					(int64_t)(s->clock.real_base - s->clock.mono_base));
+	if (!err && p) {
+		err = evr_strbuf_printf(&c->sb, ",\"pid\":%" PRIu32 ",\"exe\":", p->pid);
+		if (!err)
+			err = evr_rpt_json_cstr(&c->sb, p->exe ? p->exe : "");
+		if (!err)
+			err = evr_strbuf_append(&c->sb, ",\"host\":", 8);
+		if (!err)
+			err = evr_rpt_json_cstr(&c->sb, p->hostname ? p->hostname : "");
+	}
+	if (!err && s && s->providers) {
+		err = evr_strbuf_append(&c->sb, ",\"providers\":", 13);
+		if (!err)
+			err = evr_rpt_json_cstr(&c->sb, s->providers);
+	}
+	if (!err)
+		err = evr_strbuf_append(&c->sb, "}}\n", 3);
+	if (err)
+		return err;
+	if (fwrite(c->sb.buf, 1, c->sb.len, c->out) != c->sb.len)
+		return -EIO;
+	c->st.bytes += c->sb.len;
+	return 0;
+}
+
+/* Slices still open: closed at the last timestamp, innermost first. */
+static int close_open(struct chrome *c)
+{
+	for (uint32_t i = 0; i < c->nthreads; i++) {
+		struct chrome_thread *t = c->threadv[i];
+
+		while (t->depth) {
+			int err = synthetic(c, "E", t->stack[t->depth - 1].start, t->tid, c->last_ts,
+					    "not closed");
+
+			if (err)
+				return err;
+			t->depth--;
+		}
+	}
+	return 0;
+}
+
+int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret)
+{
+	const struct evr_process_info *p = evr_trace_reader_process(r);
+	struct chrome c = { .out = out, .r = r, .first = true };
+	struct evr_event_view v;
+	int err;
+
+	/* Chrome needs a pid: the traced one, or 1 when the file does not say. */
+	c.pid = p && p->pid ? p->pid : 1;
+	err = chrome_types(&c);
+	if (err < 0)
+		goto out;
+	if (fputs("{\"traceEvents\":[", out) == EOF) {
+		err = -EIO;
+		goto out;
+	}
+	c.st.bytes = 16;
+	if ((err = process_records(&c)) < 0)
+		goto out;
+	while ((err = evr_trace_reader_next(r, &v)) == 1) {
+		c.sb.len = 0;
+		if ((err = record(&c, &v)) < 0)
+			break;
+	}
+	if (err < 0)
+		goto out;
+	c.sb.len = 0;
+	if ((err = close_open(&c)) < 0 || (err = other_data(&c)) < 0)
+		goto out;
+	if (fflush(out) != 0 || ferror(out))
+		err = -EIO;
+out:
+	if (err == -ENOMEM)
+		evr_cli_error(CMD, "out of memory");
+	else if (err == -EIO)
+		evr_cli_error(CMD, "cannot write the output: %s", strerror(errno ? errno : EIO));
+	else if (err < 0)
+		evr_cli_error(CMD, "%s", evr_trace_reader_errmsg(r));
+	for (uint32_t i = 0; i < c.nthreads; i++) {
+		free(c.threadv[i]->stack);
+		free(c.threadv[i]);
+	}
+	free(c.threadv);
+	for (uint32_t i = 0; i < c.ntypes; i++)
+		free(c.typev[i].stem);
+	free(c.typev);
+	evr_rpt_map_fini(&c.types);
+	evr_rpt_map_fini(&c.threads);
+	free(c.sb.buf);
+	if (err < 0)
+		return err;
+	*ret = c.st;
+	return 0;
+}

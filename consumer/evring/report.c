@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring report: what a person reads first about a trace. The traced process,
+ * the time span, events in all and per provider and event type (count, rate,
+ * share), losses per CPU, counter statistics, the busiest threads; as tables
+ * on the terminal, as one JSON object (--json), and as one self-contained HTML
+ * page with plots (--html FILE, report-html.c).
+ *
+ * A truncated file is reported up to its last complete chunk with a warning,
+ * exit status 0, as dump does. The numbers come from report-model.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "report.h"
+
+#define CMD "report"
+#define TOP_THREADS 10
+
+struct report_opts {
+	const char *path;
+	const char *html;		/* --html FILE */
+	struct evr_cli_flags flags;	/* --json, --no-sandbox */
+	unsigned width;			/* --width N; 0: the terminal's, or unlimited */
+	unsigned threads;		/* --threads N */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: evring report [--json] [--html FILE] [--threads N] [--width N] FILE\n"
+		"Summarize trace FILE: process, time span, events per provider and event type,\n"
+		"lost events per CPU, counter statistics, the busiest threads.\n"
+		"  -j, --json       one JSON object with the same numbers instead of tables\n"
+		"  --html FILE      also write a self-contained HTML page with plots to FILE\n"
+		"  --threads N      how many threads to list (default 10, 0 for all)\n"
+		"  --width N        fit tables into N columns (default: the terminal's)\n"
+		"  --no-sandbox     do not confine evring with seccomp once the files are open\n");
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > 100000 || *s == '-') {
+		evr_cli_error(CMD, "%s: '%s' is not a number from 0 to 100000", opt, s);
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int parse_argv(int argc, char **argv, struct report_opts *o)
+{
+	enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS };
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "html", required_argument, NULL, OPT_HTML },
+		{ "width", required_argument, NULL, OPT_WIDTH },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		EVR_CLI_LONGOPTS_SANDBOX,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, r;
+
+	o->threads = TOP_THREADS;
+	opterr = 0;
+	/* No '+': the file may come before the options (evring report F --html R.html). */
+	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_HTML:
+			o->html = optarg;
+			continue;
+		case OPT_WIDTH:
+			if (parse_uint("--width", optarg, &o->width) < 0)
+				return -EINVAL;
+			continue;
+		case OPT_THREADS:
+			if (parse_uint("--threads", optarg, &o->threads) < 0)
+				return -EINVAL;
+			continue;
+		}
+		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
+		if (r <= 0)
+			return r;
+	}
+	if (optind >= argc) {
+		evr_cli_error(CMD, "which file? (evring report FILE)");
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		evr_cli_error(CMD, "unexpected argument '%s' (one file at a time)", argv[optind + 1]);
+		return -EINVAL;
+	}
+	o->path = argv[optind];
+	return 1;
+}
+
+/* ---- terminal tables --------------------------------------------------------- */
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static double per_s(uint64_t n, uint64_t span_ns)
+{
+	return (double)n * 1e9 / (double)span_ns;
+}
+
+/*
+ * Print @s in a column of @w characters (left aligned), cutting it with "~" if
+ * it is longer. Counts bytes: names are ASCII in practice, and a cut never
+ * splits a UTF-8 sequence (it stops before a continuation byte).
+ */
+static void put_col(FILE *f, const char *s, int w)
+{
+	int n = (int)strlen(s);
+
+	if (n <= w) {
+		fprintf(f, "%-*s", w, s);
+		return;
+	}
+	n = w - 1;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	fprintf(f, "%.*s~%*s", n, s, w - 1 - n, "");
+}
+
+/* Width of the name column: the longest name, within what the line leaves. */
+static int name_width(int longest, int rest, unsigned width, int min)
+{
+	int w = longest;
+
+	if (width && (int)width - rest < w)
+		w = (int)width - rest;
+	return w < min ? min : w;
+}
+
+/*
+ * A rate sample's value is per second: show its unit so ("B" becomes "B/s"),
+ * unless the unit already says so or is a percentage (cpu-usage).
+ */
+static const char *rate_unit(uint32_t kind, const char *unit, char *buf, size_t len)
+{
+	if (kind != EVR_SAMPLE_RATE || strstr(unit, "/s") || !strcmp(unit, "%"))
+		return unit;
+	snprintf(buf, len, "%s/s", unit);
+	return buf;
+}
+
+/*
+ * A value people read at a glance and scripts parse back: no exponent below
+ * 10^15 (2.65679e+08 bytes reads worse than 265679000), six significant
+ * digits for the small ones.
+ */
+static void put_value(FILE *f, double v)
+{
+	double a = v < 0 ? -v : v;
+
+	if (a >= 1e5 && a < 1e15)
+		fprintf(f, " %12.0f", v);
+	else
+		fprintf(f, " %12.6g", v);
+}
+
+static void put_count_line(FILE *f, const char *name, int w, uint64_t n, uint64_t span,
+			   uint64_t total)
+{
+	fputs("  ", f);
+	put_col(f, name, w);
+	fprintf(f, " %12" PRIu64 " %12.1f %7.2f%%\n", n, per_s(n, span), pct(n, total));
+}
+
+static const char *event_name(const struct evr_rpt *m, const struct evr_rpt_event *e,
+			      char *buf, size_t len)
+{
+	if (e->schema)
+		snprintf(buf, len, "%s/%s", e->schema->provider, e->schema->name);
+	else
+		snprintf(buf, len, "%s/rid %" PRIu32, m->providers[e->provider].name, e->rid);
+	return buf;
+}
+
+static void print_head(FILE *f, const struct evr_rpt *m, const char *path)
+{
+	const struct evr_process_info *p = m->proc;
+	const struct evr_trace_session *s = m->sess;
+	uint64_t span = evr_rpt_span(m);
+	struct evr_strbuf cmd = { 0 };
+	char b1[32], b2[32];
+
+	fprintf(f, "Trace     %s (%s%s)\n", path, evr_fmt_bytes(m->st.bytes, b1, sizeof(b1)),
+		m->st.truncated ? ", truncated" : m->st.has_end ? "" : ", no END chunk");
+	if (p) {
+		evr_rpt_command(m, &cmd);
+		fprintf(f, "Process   pid %" PRIu32 ", %s, host %s\n", p->pid,
+			cmd.buf ? cmd.buf : "?", p->hostname ? p->hostname : "?");
+	} else {
+		fprintf(f, "Process   unknown (the file has no PROCESS chunk)\n");
+	}
+	free(cmd.buf);
+	if (s) {
+		time_t t = (time_t)((s->start_realtime_ns + (m->first_ts - s->start_mono_ns)) /
+				    1000000000u);
+		struct tm tm;
+		char when[64] = "?";
+
+		/* UTC: the local zone would need /etc/localtime, closed to the sandbox. */
+		if (m->events + m->lost && gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		fprintf(f, "Session   providers %s, %s mode, %" PRIu32 " rings of %s\n",
+			s->providers && *s->providers ? s->providers : "*",
+			s->mode ? "overwrite" : "discard", s->nr_rings,
+			evr_fmt_bytes(s->ring_size, b2, sizeof(b2)));
+		fprintf(f, "Time      %s, %.3f s from first to last event\n", when,
+			(double)(m->last_ts - m->first_ts) / 1e9);
+	}
+	fprintf(f, "Events    %" PRIu64 " (%s/s), %" PRIu64 " lost (%.2f%% of events)\n",
+		m->events, evr_fmt_count(per_s(m->events, span), b1, sizeof(b1)), m->lost,
+		pct(m->lost, m->events + m->lost));
+	if (m->undecodable || m->bad_samples)
+		fprintf(f, "Warning   %" PRIu64 " events without a description, %" PRIu64
+			" malformed counter samples\n", m->undecodable, m->bad_samples);
+}
+
+static void print_providers(FILE *f, const struct evr_rpt *m, unsigned width)
+{
+	uint64_t span = evr_rpt_span(m);
+	char buf[512];
+	int longest = 8, w;
+
+	for (uint32_t i = 0; i < m->nproviders; i++)
+		if ((int)strlen(m->providers[i].name) > longest)
+			longest = (int)strlen(m->providers[i].name);
+	w = name_width(longest, 2 + 35, width, 8);
+	fprintf(f, "\nEvents per provider\n  ");
+	put_col(f, "PROVIDER", w);
+	fprintf(f, " %12s %12s %8s\n", "EVENTS", "PER SECOND", "SHARE");
+	for (uint32_t i = 0; i < m->nproviders; i++)
+		put_count_line(f, m->providers[i].name, w, m->providers[i].count, span, m->events);
+
+	longest = (int)strlen("PROVIDER/EVENT");
+	for (uint32_t i = 0; i < m->nevents; i++) {
+		int n = (int)strlen(event_name(m, m->events_v[i], buf, sizeof(buf)));
+
+		if (n > longest)
+			longest = n;
+	}
+	w = name_width(longest, 2 + 35, width, 8);
+	fprintf(f, "\nEvents per type\n  ");
+	put_col(f, "PROVIDER/EVENT", w);
+	fprintf(f, " %12s %12s %8s\n", "EVENTS", "PER SECOND", "SHARE");
+	for (uint32_t i = 0; i < m->nevents; i++)
+		put_count_line(f, event_name(m, m->events_v[i], buf, sizeof(buf)), w,
+			       m->events_v[i]->count, span, m->events);
+}
+
+static void print_lost(FILE *f, const struct evr_rpt *m)
+{
+	fprintf(f, "\nLost events per CPU (ring)\n  %-6s %12s %12s %8s\n", "CPU", "EVENTS", "LOST",
+		"LOST %");
+	for (uint32_t i = 0; i < m->nr_rings; i++) {
+		if (!m->ring_events[i] && !m->ring_lost[i])
+			continue;
+		fprintf(f, "  %-6" PRIu32 " %12" PRIu64 " %12" PRIu64 " %7.2f%%\n", i,
+			m->ring_events[i], m->ring_lost[i],
+			pct(m->ring_lost[i], m->ring_events[i] + m->ring_lost[i]));
+	}
+	fprintf(f, "  %-6s %12" PRIu64 " %12" PRIu64 " %7.2f%%\n", "total", m->events, m->lost,
+		pct(m->lost, m->events + m->lost));
+}
+
+static void print_counters(FILE *f, const struct evr_rpt *m, unsigned width)
+{
+	int longest = (int)strlen("PROVIDER/COUNTER"), w;
+	char buf[512], ubuf[40];
+
+	if (!m->ncounters)
+		return;
+	for (uint32_t i = 0; i < m->ncounters; i++) {
+		int n = snprintf(buf, sizeof(buf), "%s/%s", m->counters[i].provider,
+				 m->counters[i].name);
+
+		if (n > longest)
+			longest = n;
+	}
+	w = name_width(longest, 2 + 10 + 8 + 8 + 4 * 13, width, 12);
+	fprintf(f, "\nCounters (value per sample: mean, rate per second, gauge value, p50)\n  ");
+	put_col(f, "PROVIDER/COUNTER", w);
+	fprintf(f, " %-9s %-7s %7s %12s %12s %12s %12s\n", "KIND", "UNIT", "SAMPLES", "MIN", "MEAN",
+		"MAX", "LAST");
+	for (uint32_t i = 0; i < m->ncounters; i++) {
+		const struct evr_rpt_counter *c = &m->counters[i];
+
+		snprintf(buf, sizeof(buf), "%s/%s", c->provider, c->name);
+		fputs("  ", f);
+		put_col(f, buf, w);
+		fputc(' ', f);
+		put_col(f, evr_sample_kind_name(c->kind), 9);
+		fputc(' ', f);
+		put_col(f, rate_unit(c->kind, c->unit, ubuf, sizeof(ubuf)), 7);
+		fprintf(f, " %7" PRIu64, c->samples);
+		put_value(f, c->min);
+		put_value(f, c->sum / (double)c->samples);
+		put_value(f, c->max);
+		put_value(f, c->last);
+		fputc('\n', f);
+	}
+}
+
+static const char *thread_name(const struct evr_trace_reader *r, uint32_t tid)
+{
+	const char *n = evr_trace_reader_thread_name(r, tid);
+
+	return n ? n : tid ? "" : "(unknown thread)";
+}
+
+static void print_threads(FILE *f, const struct evr_rpt *m, const struct evr_trace_reader *r,
+			  unsigned width, unsigned top)
+{
+	uint32_t n = top && top < m->nthreads ? top : m->nthreads;
+	int longest = 4, w;
+
+	for (uint32_t i = 0; i < n; i++)
+		if ((int)strlen(thread_name(r, m->threads_v[i]->tid)) > longest)
+			longest = (int)strlen(thread_name(r, m->threads_v[i]->tid));
+	w = name_width(longest, 2 + 8 + 1 + 22, width, 4);
+	fprintf(f, "\nBusiest threads (%" PRIu32 " of %" PRIu32 ")\n  %8s ", n, m->nthreads, "TID");
+	put_col(f, "NAME", w);
+	fprintf(f, " %12s %8s\n", "EVENTS", "SHARE");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct evr_rpt_thread *t = m->threads_v[i];
+
+		fprintf(f, "  %8" PRIu32 " ", t->tid);
+		put_col(f, thread_name(r, t->tid), w);
+		fprintf(f, " %12" PRIu64 " %7.2f%%\n", t->count, pct(t->count, m->events));
+	}
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+static int json_report(struct evr_strbuf *sb, const struct evr_rpt *m,
+		       const struct evr_trace_reader *r, const char *path)
+{
+	uint64_t span = evr_rpt_span(m);
+	struct evr_strbuf cmd = { 0 };
+	char buf[512];
+	int err;
+
+	err = evr_strbuf_append(sb, "{\"file\":", 8);
+	if (!err)
+		err = evr_rpt_json_cstr(sb, path);
+	if (!err && m->proc) {
+		err = evr_rpt_command(m, &cmd);
+		if (!err)
+			err = evr_strbuf_printf(sb, ",\"process\":{\"pid\":%" PRIu32 ",\"command\":",
+						m->proc->pid);
+		if (!err)
+			err = evr_rpt_json_str(sb, cmd.buf ? cmd.buf : "", cmd.len);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"host\":", 8);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, m->proc->hostname ? m->proc->hostname : "");
+		if (!err)
+			err = evr_strbuf_append(sb, "}", 1);
+	}
+	free(cmd.buf);
+	if (!err)
+		err = evr_strbuf_printf(sb, ",\"truncated\":%s,\"first_ts_ns\":%" PRIu64
+					",\"last_ts_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
+					",\"events\":%" PRIu64 ",\"events_per_s\":%.17g,\"lost\":%"
+					PRIu64 ",\"lost_pct\":%.17g,\"undescribed\":%" PRIu64
+					",\"providers\":[", m->st.truncated ? "true" : "false",
+					m->first_ts, m->last_ts, m->last_ts - m->first_ts, m->events,
+					per_s(m->events, span), m->lost,
+					pct(m->lost, m->events + m->lost), m->undecodable);
+	for (uint32_t i = 0; i < m->nproviders && !err; i++) {
+		err = evr_strbuf_append(sb, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, m->providers[i].name);
+		if (!err)
+			err = evr_strbuf_printf(sb, ",\"events\":%" PRIu64 ",\"per_s\":%.17g,"
+						"\"share_pct\":%.17g}", m->providers[i].count,
+						per_s(m->providers[i].count, span),
+						pct(m->providers[i].count, m->events));
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "],\"event_types\":[", 17);
+	for (uint32_t i = 0; i < m->nevents && !err; i++) {
+		const struct evr_rpt_event *e = m->events_v[i];
+
+		err = evr_strbuf_append(sb, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, event_name(m, e, buf, sizeof(buf)));
+		if (!err)
+			err = evr_strbuf_printf(sb, ",\"rid\":%" PRIu32 ",\"events\":%" PRIu64
+						",\"per_s\":%.17g,\"share_pct\":%.17g}", e->rid, e->count,
+						per_s(e->count, span), pct(e->count, m->events));
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "],\"rings\":[", 11);
+	for (uint32_t i = 0; i < m->nr_rings && !err; i++)
+		err = evr_strbuf_printf(sb, "%s{\"cpu\":%" PRIu32 ",\"events\":%" PRIu64 ",\"lost\":%"
+					PRIu64 "}", i ? "," : "", i, m->ring_events[i],
+					m->ring_lost[i]);
+	if (!err)
+		err = evr_strbuf_append(sb, "],\"counters\":[", 14);
+	for (uint32_t i = 0; i < m->ncounters && !err; i++) {
+		const struct evr_rpt_counter *c = &m->counters[i];
+
+		err = evr_strbuf_append(sb, i ? ",{\"provider\":" : "{\"provider\":", i ? 13 : 12);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, c->provider);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"name\":", 8);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, c->name);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"display_name\":", 16);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, c->display);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"unit\":", 8);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, c->unit);
+		if (!err)
+			err = evr_strbuf_printf(sb, ",\"kind\":\"%s\",\"samples\":%" PRIu64 ",\"min\":%.17g,"
+						"\"mean\":%.17g,\"max\":%.17g,\"last\":%.17g}",
+						evr_sample_kind_name(c->kind), c->samples, c->min,
+						c->sum / (double)c->samples, c->max, c->last);
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "],\"threads\":[", 13);
+	for (uint32_t i = 0; i < m->nthreads && !err; i++) {
+		const struct evr_rpt_thread *t = m->threads_v[i];
+
+		err = evr_strbuf_printf(sb, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? "," : "", t->tid);
+		if (!err)
+			err = evr_rpt_json_cstr(sb, thread_name(r, t->tid));
+		if (!err)
+			err = evr_strbuf_printf(sb, ",\"events\":%" PRIu64 ",\"share_pct\":%.17g}",
+						t->count, pct(t->count, m->events));
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "]}\n", 3);
+	return err;
+}
+
+/* ---- run ------------------------------------------------------------------------ */
+
+static unsigned term_width(const struct report_opts *o)
+{
+	struct winsize ws;
+
+	if (o->width)
+		return o->width;
+	/* Not a terminal: nothing to fit, and scripts get whole names. */
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+		return ws.ws_col;
+	return 0;
+}
+
+static int run(const struct report_opts *o)
+{
+	struct evr_trace_reader *r = NULL;
+	struct evr_strbuf sb = { 0 };
+	struct evr_rpt m = { 0 };
+	unsigned width = term_width(o);
+	FILE *html = NULL;
+	char err[512];
+	int ret;
+
+	ret = evr_trace_reader_open(o->path, &r, err, sizeof(err));
+	if (ret < 0) {
+		if (strstr(err, o->path))
+			evr_cli_error(CMD, "%s", err);
+		else
+			evr_cli_error(CMD, "%s: %s", o->path, err);
+		return ret == -EINVAL ? -EBADMSG : ret;
+	}
+	if (o->html) {
+		int fd = open(o->html, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0 || !(html = fdopen(fd, "w"))) {
+			ret = -errno;
+			if (fd >= 0)
+				close(fd);
+			evr_cli_error(CMD, "cannot create %s: %s", o->html, strerror(-ret));
+			goto out;
+		}
+	}
+	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
+	setvbuf(stdout, NULL, _IOFBF, 1u << 16);
+	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+	if (ret < 0)
+		goto out;
+	if (o->flags.sandbox_probe)
+		evr_sandbox_probe(CMD);
+
+	ret = evr_rpt_build(r, &m, err, sizeof(err));
+	if (ret < 0) {
+		evr_cli_error(CMD, "%s: %s", o->path, err);
+		goto out;
+	}
+	evr_rpt_sort(&m);
+	if (o->flags.json) {
+		ret = json_report(&sb, &m, r, o->path);
+		if (ret < 0)
+			goto nomem;
+		fwrite(sb.buf, 1, sb.len, stdout);
+	} else {
+		print_head(stdout, &m, o->path);
+		print_providers(stdout, &m, width);
+		print_lost(stdout, &m);
+		print_counters(stdout, &m, width);
+		print_threads(stdout, &m, r, width, o->threads);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		ret = errno ? -errno : -EIO;
+		evr_cli_error(CMD, "cannot write the output: %s", strerror(-ret));
+		goto out;
+	}
+	if (html) {
+		sb.len = 0;
+		ret = evr_rpt_html(&m, r, o->path, &sb);
+		if (ret < 0)
+			goto nomem;
+		if (fwrite(sb.buf, 1, sb.len, html) != sb.len || fclose(html) != 0) {
+			ret = errno ? -errno : -EIO;
+			html = NULL;
+			evr_cli_error(CMD, "cannot write %s: %s", o->html, strerror(-ret));
+			goto out;
+		}
+		html = NULL;
+	}
+	if (m.st.truncated)
+		evr_cli_warn(CMD, "%s is truncated after byte %" PRIu64 " (%s): reported up to its "
+			     "last complete chunk", o->path, m.st.bytes,
+			     *m.st.truncated_why ? m.st.truncated_why : "cut short");
+	if (m.st.corrupt_chunks || m.st.corrupt_packets)
+		evr_cli_warn(CMD, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
+			     "were skipped", o->path, m.st.corrupt_chunks, m.st.corrupt_packets);
+	ret = 0;
+	goto out;
+nomem:
+	evr_cli_error(CMD, "out of memory");
+out:
+	if (html)
+		fclose(html);
+	free(sb.buf);
+	evr_rpt_fini(&m);
+	evr_trace_reader_free(r);
+	return ret;
+}
+
+int evr_cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { 0 };
+	int ret = parse_argv(argc, argv, &o);
+
+	return ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
+}

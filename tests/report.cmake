@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Tests of `evring convert --format chrome` and `evring report` (tests/report/): real
+# minirt recordings, checked with python3 against dump --json; the HTML page in headless
+# Chromium. Each is `bash tests/report/NAME.sh EVRING MINIRT`; exit 77: skipped.
+evr_unit(test_report_util LIBS evring-consumer)
+target_sources(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/report-util.c)
+target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
+
+if(TARGET evring-cli AND TARGET minirt)
+  set(EVR_REPORT_TESTS chrome report truncated html)
+  foreach(t IN LISTS EVR_REPORT_TESTS)
+    add_test(NAME report_${t}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report/${t}.sh $<TARGET_FILE:evring-cli>
+              $<TARGET_FILE:minirt>)
+    set_tests_properties(report_${t} PROPERTIES LABELS integration TIMEOUT 240
+      SKIP_RETURN_CODE 77)
+    evr_sanitizer_env(report_${t})
+  endforeach()
+endif()

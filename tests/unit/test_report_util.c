@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The escaping and value helpers of `evring report` and `convert --format chrome`
+ * (consumer/evring/report-util.c): whatever bytes a trace holds, the JSON and HTML
+ * written are valid UTF-8 with nothing unescaped; integers beyond 2^53 are strings.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "report.h"
+
+/* Valid UTF-8 throughout (the same rules as the writer: no overlongs or surrogates). */
+static bool utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n;) {
+		unsigned char b = p[i];
+		size_t need;
+		unsigned lo = 0x80, hi = 0xbf;
+
+		if (b < 0x80) {
+			i++;
+			continue;
+		}
+		if (b >= 0xc2 && b <= 0xdf)
+			need = 1;
+		else if (b >= 0xe0 && b <= 0xef)
+			need = 2, lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
+		else if (b >= 0xf0 && b <= 0xf4)
+			need = 3, lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
+		else
+			return false;
+		for (size_t k = 1; k <= need; k++) {
+			if (i + k >= n || p[i + k] < lo || p[i + k] > hi)
+				return false;
+			lo = 0x80;
+			hi = 0xbf;
+		}
+		i += need + 1;
+	}
+	return true;
+}
+
+static void test_json_str_escapes(void **state)
+{
+	struct evr_strbuf sb = { 0 };
+
+	(void)state;
+	assert_int_equal(evr_rpt_json_str(&sb, "a\"b\\c\n\t\x01\x7f", 9), 0);
+	assert_string_equal(sb.buf, "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\"");
+	sb.len = 0;
+	/* An overlong slash and a lone continuation byte: replaced, never passed on. */
+	assert_int_equal(evr_rpt_json_str(&sb, "\xc0\xaf\x80\xc3\xa9", 5), 0);
+	assert_string_equal(sb.buf, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9\"");
+	free(sb.buf);
+}
+
+static void test_json_value_big_integers(void **state)
+{
+	struct evr_strbuf sb = { 0 };
+	struct evr_field_value v = { .type = EVR_FT_U64, .u = UINT64_C(1) << 53 };
+
+	(void)state;
+	assert_int_equal(evr_rpt_json_value(&sb, &v), 0);
+	assert_string_equal(sb.buf, "9007199254740992");
+	sb.len = 0;
+	v.u++;
+	assert_int_equal(evr_rpt_json_value(&sb, &v), 0);
+	assert_string_equal(sb.buf, "\"9007199254740993\"");
+	sb.len = 0;
+	v.type = EVR_FT_I64;
+	v.i = INT64_MIN;
+	assert_int_equal(evr_rpt_json_value(&sb, &v), 0);
+	assert_string_equal(sb.buf, "\"-9223372036854775808\"");
+	sb.len = 0;
+	v.i = -5;
+	assert_int_equal(evr_rpt_json_value(&sb, &v), 0);
+	assert_string_equal(sb.buf, "-5");
+	sb.len = 0;
+	v.type = EVR_FT_F64;
+	v.f = 0.0 / 0.0;
+	assert_int_equal(evr_rpt_json_value(&sb, &v), 0);
+	assert_string_equal(sb.buf, "null");
+	free(sb.buf);
+}
+
+static void test_html_str_escapes(void **state)
+{
+	struct evr_strbuf sb = { 0 };
+
+	(void)state;
+	assert_int_equal(evr_rpt_html_cstr(&sb, "<script>alert('x&y\")</script>"), 0);
+	assert_string_equal(sb.buf, "&lt;script&gt;alert(&#39;x&amp;y&quot;)&lt;/script&gt;");
+	free(sb.buf);
+}
+
+/* Random and truncated bytes: the output is always valid UTF-8, quotes balanced. */
+static void test_escape_random_bytes(void **state)
+{
+	struct evr_strbuf j = { 0 }, h = { 0 };
+	unsigned char buf[64];
+	uint32_t seed = 12345;
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		size_t n = (size_t)(round % 64);
+
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			buf[i] = (unsigned char)(seed >> 16);
+			if (round & 1)
+				buf[i] |= 0x80;	/* mostly multi-byte starts and continuations */
+		}
+		j.len = h.len = 0;
+		assert_int_equal(evr_rpt_json_str(&j, buf, n), 0);
+		assert_int_equal(evr_rpt_html_str(&h, buf, n), 0);
+		assert_true(utf8_valid(j.buf, j.len));
+		assert_true(utf8_valid(h.buf, h.len));
+		assert_true(j.len >= 2 && j.buf[0] == '"' && j.buf[j.len - 1] == '"');
+		for (size_t i = 1; i + 1 < j.len; i++) {
+			assert_true((unsigned char)j.buf[i] >= 0x20);
+			if (j.buf[i] == '\\')
+				i++;	/* the escaped character */
+			else
+				assert_true(j.buf[i] != '"');
+		}
+		for (size_t i = 0; i < h.len; i++) {
+			assert_true((unsigned char)h.buf[i] >= 0x20);
+			assert_true(!strchr("<>\"'", h.buf[i]));
+		}
+	}
+	free(j.buf);
+	free(h.buf);
+}
+
+static void test_map_put_get(void **state)
+{
+	struct evr_rpt_map m = { 0 };
+	static int vals[5000];
+
+	(void)state;
+	assert_null(evr_rpt_map_get(&m, 7));
+	for (uint32_t i = 0; i < 5000; i++)
+		assert_int_equal(evr_rpt_map_put(&m, i * 7919u, &vals[i]), 0);
+	for (uint32_t i = 0; i < 5000; i++)
+		assert_ptr_equal(evr_rpt_map_get(&m, i * 7919u), &vals[i]);
+	assert_null(evr_rpt_map_get(&m, 1));
+	assert_int_equal(evr_rpt_map_put(&m, 0, &vals[1]), 0);
+	assert_ptr_equal(evr_rpt_map_get(&m, 0), &vals[1]);
+	assert_int_equal(m.n, 5000);
+	evr_rpt_map_fini(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_str_escapes),
+		cmocka_unit_test(test_json_value_big_integers),
+		cmocka_unit_test(test_html_str_escapes),
+		cmocka_unit_test(test_escape_random_bytes),
+		cmocka_unit_test(test_map_put_get),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
