@@ -1,39 +1,30 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Counters: recording, per-session sampling, and the built-in "Process" provider.
+ * Counters: per-session sampling, creation, and the built-in "Process" provider.
+ * Recording is in counters-record.c.
  *
- * Recording. Every counter keeps cumulative values in per-CPU shards (CPU id
- * from rseq, modulo the number of shards): a u64 count (fetch-add, wait-free)
- * and double sums (relaxed compare-and-swap on this CPU's shard; it retries only
- * when a thread preempted on the same CPU raced with it). Histograms add one
- * bucket fetch-add. Nothing is recorded while no session samples the counter's
- * provider: one relaxed load of the Counter event's mask and of the sampled
- * slots.
+ * Recording keeps, per thread, the values of the current epoch; the counters
+ * thread ends an epoch at every tick of any session (and when a session
+ * starts) and folds it into cumulative totals per counter (count, sum, sum of
+ * squares, histogram buckets), and the epoch's min and max into the running
+ * extremes of every session sampling (smin/smax, one pair per session slot).
+ * Every record is in exactly one epoch, whole, so the totals are exact and an
+ * interval's count, mean, stddev, min and max describe the same values.
  *
  * Sessions. Each session with counters (at most 64) has a timerfd of its own
- * interval on the counters thread. At each tick the thread sums the shards and
- * takes the difference with THAT session's previous snapshot, so sessions with
- * different intervals never disturb each other. Per-interval min and max cannot
- * be derived from cumulative values: every MEAN counter has one min and one max
- * slot per session, updated on record (a load, and a CAS only when the value
- * is a new extreme) for each session in the sampled mask, and exchanged with
- * +/-inf at that session's tick. Cost: 1 KiB per MEAN counter, and per record
- * one load per sampling session. Boundaries are not atomic: a record in flight
- * at a tick (at most one per recording thread) may have its sums in one
- * interval and its count or extremes in the next. The count is added last
- * (release) and read first (acquire), so an interval's sums hold every record
- * it counts and possibly those in flight: its mean is off by at most those few
- * values over its count, and its stddev by about sqrt(their share) of the
- * mean (for example 2/sqrt(n) for constant values of 2 over n records, 8e-4 at
- * n = 6e6). Totals over consecutive intervals are exact.
+ * interval on the counters thread. At each tick the thread ends the epoch, then
+ * takes the difference between the totals and THAT session's previous snapshot
+ * and reports and resets that session's extremes, so sessions with different
+ * intervals never disturb each other.
  *
  * The samples are written into one session only: inside an RCU read-side
  * section, if the table still holds that session and the Counter event's mask
  * has its bit (the event is described in its metadata area).
  *
- * Locking: counters_lock guards the counter list, the session entries and the
- * snapshots. Lock order: agent lock, counters lock, registry lock (counter
- * creation defines events under it). Poll callbacks run with it held.
+ * Locking: counters_lock guards the counter list, the session entries, the
+ * totals and the snapshots. Lock order: agent lock, counters lock, registry
+ * lock (counter creation defines events under it). Poll callbacks run with it
+ * held.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,22 +43,14 @@
 
 #include <evring/counters.h>
 #include "counters-internal.h"
+#include "counters-record-internal.h"
 #include "producer-internal.h"
 #include "write-internal.h"
 
-#define SHARDS_MAX 64u
-#define HIST_SHARDS_MAX 8u
-#define HIST_EXP_MIN (-31) /* frexp exponent of 2^-32 */
-#define HIST_EXP_MAX 64 /* frexp exponent of values just below 2^64 */
-#define HIST_BUCKETS (1u + (uint32_t)(HIST_EXP_MAX - HIST_EXP_MIN + 1) * EVR_HISTOGRAM_SUB_BUCKETS)
+#define HIST_EXP_MIN EVR_HIST_EXP_MIN
+#define HIST_BUCKETS EVR_HIST_BUCKETS
 
 enum { EV_MEAN, EV_RATE, EV_GAUGE, EV_HIST, EV_NR };
-
-struct shard {
-	_Atomic uint64_t count;
-	_Atomic double sum;
-	_Atomic double sumsq;
-} __attribute__((aligned(64)));
 
 /* A provider's built-in Counter* events. Lives as long as the library. */
 struct prov_ctr {
@@ -87,20 +70,19 @@ struct snap {
 };
 
 struct evr_counter {
-	struct evr_counter *next;
+	struct evr_ctr_rec r; /* first: evr_counter_record() casts (counters-record.c) */
 	struct prov_ctr *pc;
-	struct evr_event *ev; /* the event its samples are written as */
 	char *name, *display, *unit;
-	uint32_t kind;
 	evr_counter_poll_fn *poll;
 	void *poll_ctx;
-	uint32_t nshards;
-	struct shard *shards;
-	_Atomic uint64_t *buckets; /* HISTOGRAM: nshards * HIST_BUCKETS */
-	_Atomic double min[EVR_MAX_SESSIONS];
-	_Atomic double max[EVR_MAX_SESSIONS];
 	struct snap snap[EVR_MAX_SESSIONS];
 };
+_Static_assert(offsetof(struct evr_counter, r) == 0, "the recording side comes first");
+
+static inline struct evr_counter *ctr_of(struct evr_ctr_rec *r)
+{
+	return (struct evr_counter *)(void *)r;
+}
 
 struct sess_ent {
 	struct evr_session *s; /* NULL: slot not sampled */
@@ -110,87 +92,13 @@ struct sess_ent {
 };
 
 static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct evr_counter *counters;
+static struct evr_ctr_rec *counters; /* linked by r.next */
 static struct prov_ctr *prov_ctrs;
 static struct sess_ent sess[EVR_MAX_SESSIONS];
-/* Slots being sampled; read relaxed by recorders, which only use it to decide
- * whether to record and which min/max slots to touch (no data published). */
-static _Atomic uint64_t sampled_slots;
 static int epfd = -1, stopfd = -1;
 static pthread_t thread;
 static bool running;
 static pid_t thread_pid;
-
-/* ---- recording ---------------------------------------------------------------------- */
-
-static inline void add_double(_Atomic double *a, double v)
-{
-	double cur = atomic_load_explicit(a, memory_order_relaxed);
-
-	while (!atomic_compare_exchange_weak_explicit(a, &cur, cur + v, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
-}
-
-static inline uint64_t record_mask(const struct evr_counter *c)
-{
-	return atomic_load_explicit(&c->ev->mask, memory_order_relaxed) &
-	       atomic_load_explicit(&sampled_slots, memory_order_relaxed);
-}
-
-static inline struct shard *my_shard(const struct evr_counter *c)
-{
-	return &c->shards[evr_cpu_current() % c->nshards];
-}
-
-void evr_counter_record(struct evr_counter *c, double v)
-{
-	uint64_t m;
-	struct shard *sh;
-
-	if (!c || c->kind != EVR_COUNTER_MEAN || !(m = record_mask(c)))
-		return;
-	sh = my_shard(c);
-	add_double(&sh->sumsq, v * v);
-	add_double(&sh->sum, v);
-	/* Pairs with the acquire in totals(): a counted record's sums are in. */
-	atomic_fetch_add_explicit(&sh->count, 1, memory_order_release);
-	for (; m; m &= m - 1) {
-		unsigned int i = (unsigned int)__builtin_ctzll(m);
-		double cur = atomic_load_explicit(&c->min[i], memory_order_relaxed);
-
-		while (v < cur && !atomic_compare_exchange_weak_explicit(&c->min[i], &cur, v,
-									 memory_order_relaxed,
-									 memory_order_relaxed))
-			;
-		cur = atomic_load_explicit(&c->max[i], memory_order_relaxed);
-		while (v > cur && !atomic_compare_exchange_weak_explicit(&c->max[i], &cur, v,
-									 memory_order_relaxed,
-									 memory_order_relaxed))
-			;
-	}
-}
-
-void evr_counter_add(struct evr_counter *c, double delta)
-{
-	if (!c || c->kind != EVR_COUNTER_INCREMENT || !record_mask(c))
-		return;
-	add_double(&my_shard(c)->sum, delta);
-}
-
-static uint32_t hist_index(double v)
-{
-	int e;
-	double m;
-
-	if (!(v >= 0x1p-32)) /* NaN too */
-		return 0;
-	if (v >= 0x1p64)
-		return HIST_BUCKETS - 1;
-	m = frexp(v, &e); /* v = m * 2^e, 0.5 <= m < 1 */
-	return 1u + (uint32_t)(e - HIST_EXP_MIN) * EVR_HISTOGRAM_SUB_BUCKETS +
-	       (uint32_t)((m * 2 - 1) * EVR_HISTOGRAM_SUB_BUCKETS);
-}
 
 /* The middle of bucket @i: within EVR_HISTOGRAM_REL_ERROR of its values. */
 static double hist_value(uint32_t i)
@@ -207,64 +115,28 @@ static double hist_value(uint32_t i)
 	       (1.0 + 0.5 / (EVR_HISTOGRAM_SUB_BUCKETS + (double)(k % EVR_HISTOGRAM_SUB_BUCKETS)));
 }
 
-void evr_histogram_record(struct evr_counter *c, double v)
-{
-	uint32_t sh;
-
-	if (!c || c->kind != EVR_COUNTER_HISTOGRAM || !record_mask(c))
-		return;
-	sh = evr_cpu_current() % c->nshards;
-	atomic_fetch_add_explicit(&c->buckets[(size_t)sh * HIST_BUCKETS + hist_index(v)], 1,
-				  memory_order_relaxed);
-	add_double(&c->shards[sh].sum, v);
-	/* Pairs with the acquire in totals(). */
-	atomic_fetch_add_explicit(&c->shards[sh].count, 1, memory_order_release);
-}
-
 /* ---- snapshots ----------------------------------------------------------------------- */
 
-static void totals(const struct evr_counter *c, uint64_t *ret_count, double *ret_sum,
-		   double *ret_sumsq)
-{
-	uint64_t n = 0;
-	double s = 0, q = 0;
-
-	for (uint32_t i = 0; i < c->nshards; i++) {
-		/* Pairs with the release in evr_counter_record(): the sums read
-		 * after it hold at least the records counted. */
-		n += atomic_load_explicit(&c->shards[i].count, memory_order_acquire);
-		s += atomic_load_explicit(&c->shards[i].sum, memory_order_relaxed);
-		q += atomic_load_explicit(&c->shards[i].sumsq, memory_order_relaxed);
-	}
-	*ret_count = n;
-	*ret_sum = s;
-	*ret_sumsq = q;
-}
-
-static void hist_totals(const struct evr_counter *c, uint64_t *out)
-{
-	memset(out, 0, sizeof(*out) * HIST_BUCKETS);
-	for (uint32_t sh = 0; sh < c->nshards; sh++)
-		for (uint32_t i = 0; i < HIST_BUCKETS; i++)
-			out[i] += atomic_load_explicit(&c->buckets[(size_t)sh * HIST_BUCKETS + i],
-						       memory_order_relaxed);
-}
-
-/* Baseline of @c for the session in @slot. Context: counters lock. */
+/*
+ * Baseline of @c for the session in @slot: the totals as of the last epoch
+ * ended. Context: counters lock.
+ */
 static void baseline_locked(struct evr_counter *c, uint32_t slot)
 {
 	struct snap *sn = &c->snap[slot];
 
-	totals(c, &sn->count, &sn->sum, &sn->sumsq);
-	atomic_store_explicit(&c->min[slot], INFINITY, memory_order_relaxed);
-	atomic_store_explicit(&c->max[slot], -INFINITY, memory_order_relaxed);
+	sn->count = c->r.count;
+	sn->sum = c->r.sum;
+	sn->sumsq = c->r.sumsq;
+	c->r.smin[slot] = INFINITY;
+	c->r.smax[slot] = -INFINITY;
 	sn->primed = false;
-	if (c->poll && c->kind == EVR_COUNTER_POLL_RATE) {
+	if (c->poll && c->r.kind == EVR_COUNTER_POLL_RATE) {
 		sn->last = c->poll(c->poll_ctx);
 		sn->primed = true;
 	}
 	if (sn->buckets)
-		hist_totals(c, sn->buckets);
+		memcpy(sn->buckets, c->r.buckets, sizeof(*sn->buckets) * HIST_BUCKETS);
 }
 
 /* ---- writing one sample into one session ----------------------------------------------- */
@@ -335,37 +207,38 @@ static double percentile(const uint64_t *d, uint64_t n, double q)
 	return 0;
 }
 
-/* One tick of the session in @slot for counter @c. Context: counters lock. */
+/*
+ * One tick of the session in @slot for counter @c, after the epoch ended: the
+ * difference between the totals and the session's previous snapshot.
+ * Context: counters lock.
+ */
 static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t slot, double secs)
 {
+	struct evr_ctr_rec *r = &c->r;
 	struct snap *sn = &c->snap[slot];
 	struct pk k;
-	uint64_t n;
-	double sum, sq;
+	uint64_t dn;
 
-	if (!(atomic_load_explicit(&c->ev->mask, memory_order_relaxed) & (1ull << slot)))
+	if (!(atomic_load_explicit(&r->ev->mask, memory_order_relaxed) & (1ull << slot)))
 		return;
 	pk_head(&k, c, e->interval_ms);
-	switch (c->kind) {
+	switch (r->kind) {
 	case EVR_COUNTER_MEAN: {
-		double mn = atomic_exchange_explicit(&c->min[slot], INFINITY, memory_order_relaxed);
-		double mx =
-			atomic_exchange_explicit(&c->max[slot], -INFINITY, memory_order_relaxed);
-		double mean = 0, sd = 0;
-		uint64_t dn;
+		double mn = r->smin[slot], mx = r->smax[slot], mean = 0, sd = 0;
 
-		totals(c, &n, &sum, &sq);
-		dn = n - sn->count;
+		r->smin[slot] = INFINITY;
+		r->smax[slot] = -INFINITY;
+		dn = r->count - sn->count;
 		if (dn) {
-			mean = (sum - sn->sum) / (double)dn;
-			sd = (sq - sn->sumsq) / (double)dn - mean * mean;
+			mean = (r->sum - sn->sum) / (double)dn;
+			sd = (r->sumsq - sn->sumsq) / (double)dn - mean * mean;
 			sd = sd > 0 ? sqrt(sd) : 0;
 		}
 		if (!dn || mn > mx)
 			mn = mx = 0;
-		sn->count = n;
-		sn->sum = sum;
-		sn->sumsq = sq;
+		sn->count = r->count;
+		sn->sum = r->sum;
+		sn->sumsq = r->sumsq;
 		pk_raw(&k, &dn, 8);
 		pk_f64(&k, mean);
 		pk_f64(&k, mn);
@@ -374,10 +247,9 @@ static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t sl
 		break;
 	}
 	case EVR_COUNTER_INCREMENT:
-		totals(c, &n, &sum, &sq);
-		pk_f64(&k, sum - sn->sum);
-		pk_f64(&k, secs > 0 ? (sum - sn->sum) / secs : 0);
-		sn->sum = sum;
+		pk_f64(&k, r->sum - sn->sum);
+		pk_f64(&k, secs > 0 ? (r->sum - sn->sum) / secs : 0);
+		sn->sum = r->sum;
 		break;
 	case EVR_COUNTER_GAUGE:
 		pk_f64(&k, c->poll(c->poll_ctx));
@@ -392,50 +264,41 @@ static void sample_locked(struct evr_counter *c, struct sess_ent *e, uint32_t sl
 		break;
 	}
 	case EVR_COUNTER_HISTOGRAM: {
-		uint64_t cur[HIST_BUCKETS], nb = 0, dn;
+		uint64_t d[HIST_BUCKETS];
 
-		hist_totals(c, cur);
-		totals(c, &n, &sum, &sq);
 		for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
-			uint64_t d = cur[i] - sn->buckets[i];
-
-			sn->buckets[i] = cur[i];
-			cur[i] = d;
-			nb += d;
+			d[i] = r->buckets[i] - sn->buckets[i];
+			sn->buckets[i] = r->buckets[i];
 		}
-		dn = n - sn->count;
+		/* Same epochs as the buckets: the count is their sum. */
+		dn = r->count - sn->count;
 		pk_raw(&k, &dn, 8);
-		pk_f64(&k, sum - sn->sum);
-		sn->count = n;
-		sn->sum = sum;
-		/* Ranks over the buckets read, which a record in flight may
-		 * have reached before the count. */
-		pk_f64(&k, nb ? percentile(cur, nb, 0.50) : 0);
-		pk_f64(&k, nb ? percentile(cur, nb, 0.90) : 0);
-		pk_f64(&k, nb ? percentile(cur, nb, 0.99) : 0);
+		pk_f64(&k, r->sum - sn->sum);
+		sn->count = r->count;
+		sn->sum = r->sum;
+		pk_f64(&k, dn ? percentile(d, dn, 0.50) : 0);
+		pk_f64(&k, dn ? percentile(d, dn, 0.90) : 0);
+		pk_f64(&k, dn ? percentile(d, dn, 0.99) : 0);
 		break;
 	}
 	}
-	write_one(e->s, slot, c->ev, &k);
+	write_one(e->s, slot, r->ev, &k);
 }
 
-static void tick(uint32_t slot)
+/* The session in @slot is due: its samples. Context: counters lock, epoch just ended. */
+static void tick_locked(uint32_t slot)
 {
-	struct sess_ent *e;
+	struct sess_ent *e = &sess[slot];
 	uint64_t exp, now;
 	double secs;
 
-	pthread_mutex_lock(&counters_lock);
-	e = &sess[slot];
 	if (!e->s || read(e->tfd, &exp, sizeof(exp)) != (ssize_t)sizeof(exp))
-		goto out;
+		return;
 	now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 	secs = (double)(now - e->last_ns) / 1e9;
 	e->last_ns = now;
-	for (struct evr_counter *c = counters; c; c = c->next)
-		sample_locked(c, e, slot, secs);
-out:
-	pthread_mutex_unlock(&counters_lock);
+	for (struct evr_ctr_rec *r = counters; r; r = r->next)
+		sample_locked(ctr_of(r), e, slot, secs);
 }
 
 static void *counters_main(void *arg)
@@ -450,11 +313,16 @@ static void *counters_main(void *arg)
 			continue;
 		if (n < 0)
 			break;
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n; i++)
 			if (evs[i].data.u64 == UINT64_MAX)
 				return NULL;
-			tick((uint32_t)evs[i].data.u64);
-		}
+		/* One epoch ends for all the sessions due together. */
+		pthread_mutex_lock(&counters_lock);
+		evr_ctr_advance_locked(counters,
+				       atomic_load_explicit(&evr_ctr_sampled, memory_order_relaxed));
+		for (int i = 0; i < n; i++)
+			tick_locked((uint32_t)evs[i].data.u64);
+		pthread_mutex_unlock(&counters_lock);
 	}
 	return NULL;
 }
@@ -482,6 +350,7 @@ static int thread_start_locked(void)
 	if (err)
 		goto err;
 	(void)pthread_setname_np(thread, "evring-counters");
+	evr_ctr_sampler_start();
 	running = true;
 	thread_pid = getpid();
 	return 0;
@@ -522,11 +391,16 @@ int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms)
 		close(tfd);
 		goto out;
 	}
-	for (struct evr_counter *c = counters; c; c = c->next)
-		baseline_locked(c, slot);
+	/* End the epoch: the baselines hold every value recorded before. */
+	evr_ctr_advance_locked(counters,
+			       atomic_load_explicit(&evr_ctr_sampled, memory_order_relaxed));
+	for (struct evr_ctr_rec *r = counters; r; r = r->next)
+		baseline_locked(ctr_of(r), slot);
 	sess[slot] = (struct sess_ent){
 		.s = s, .interval_ms = interval_ms, .tfd = tfd, .last_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC)};
-	atomic_fetch_or_explicit(&sampled_slots, 1ull << slot, memory_order_relaxed);
+	/* Release: pairs with the acquire in ctr_on() (counters-record.c):
+	 * recorders see how evr_ctr_sampler_start() set up the epochs. */
+	atomic_fetch_or_explicit(&evr_ctr_sampled, 1ull << slot, memory_order_release);
 	err = 0;
 out:
 	pthread_mutex_unlock(&counters_lock);
@@ -540,7 +414,8 @@ void evr_counters_session_end(struct evr_session *s)
 	pthread_mutex_lock(&counters_lock);
 	e = &sess[s->slot];
 	if (e->s == s) {
-		atomic_fetch_and_explicit(&sampled_slots, ~(1ull << s->slot), memory_order_relaxed);
+		atomic_fetch_and_explicit(&evr_ctr_sampled, ~(1ull << s->slot),
+					  memory_order_relaxed);
 		(void)epoll_ctl(epfd, EPOLL_CTL_DEL, e->tfd, NULL);
 		close(e->tfd);
 		*e = (struct sess_ent){.tfd = -1};
@@ -630,8 +505,6 @@ static void counter_free_mem(struct evr_counter *c)
 		return;
 	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++)
 		free(c->snap[i].buckets);
-	free(c->buckets);
-	free(c->shards);
 	free(c->name);
 	free(c->display);
 	free(c->unit);
@@ -647,7 +520,6 @@ int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
 		[EVR_COUNTER_HISTOGRAM] = EV_HIST,
 	};
 	struct evr_counter *c;
-	uint32_t ncpu = evr_session_nr_rings();	/* one shard per CPU id */
 	int err = -ENOMEM;
 
 	if (!p || !p->priv || !d || !ret || !d->name || !*d->name || d->kind < EVR_COUNTER_MEAN ||
@@ -658,36 +530,23 @@ int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->kind = d->kind;
 	c->poll = d->poll;
 	c->poll_ctx = d->poll_ctx;
-	c->nshards = ncpu > SHARDS_MAX ? SHARDS_MAX : ncpu;
-	if (d->kind == EVR_COUNTER_HISTOGRAM && c->nshards > HIST_SHARDS_MAX)
-		c->nshards = HIST_SHARDS_MAX;
 	c->name = strndup(d->name, 255);
 	c->display = strndup(d->display_name ? d->display_name : d->name, 255);
 	c->unit = strndup(d->unit ? d->unit : "", 255);
-	c->shards = aligned_alloc(64, sizeof(*c->shards) * c->nshards);
-	if (!c->name || !c->display || !c->unit || !c->shards)
+	if (!c->name || !c->display || !c->unit)
 		goto err;
-	memset(c->shards, 0, sizeof(*c->shards) * c->nshards);
 	if (d->kind == EVR_COUNTER_HISTOGRAM) {
-		c->buckets = calloc((size_t)c->nshards * HIST_BUCKETS, sizeof(*c->buckets));
-		if (!c->buckets)
-			goto err;
 		for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
 			c->snap[i].buckets = calloc(HIST_BUCKETS, sizeof(uint64_t));
 			if (!c->snap[i].buckets)
 				goto err;
 		}
 	}
-	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
-		atomic_init(&c->min[i], INFINITY);
-		atomic_init(&c->max[i], -INFINITY);
-	}
 	pthread_mutex_lock(&counters_lock);
-	for (struct evr_counter *o = counters; o; o = o->next) {
-		if (o->pc->p == p && strcmp(o->name, c->name) == 0) {
+	for (struct evr_ctr_rec *o = counters; o; o = o->next) {
+		if (ctr_of(o)->pc->p == p && strcmp(ctr_of(o)->name, c->name) == 0) {
 			err = -EEXIST;
 			goto err_unlock;
 		}
@@ -695,19 +554,23 @@ int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
 	err = prov_ctr_get_locked(p, &c->pc);
 	if (err < 0)
 		goto err_unlock;
-	c->ev = c->pc->ev[ev_of[d->kind]];
+	err = evr_ctr_rec_init_locked(&c->r, d->kind);
+	if (err < 0)
+		goto err_unlock;
+	c->r.ev = c->pc->ev[ev_of[d->kind]];
 	/* Sessions already sampling start from zero (calloc'ed snapshots), except
 	 * for polled rates, which need a first sample. */
 	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++)
 		if (sess[i].s)
 			baseline_locked(c, i);
-	c->next = counters;
-	counters = c;
+	c->r.next = counters;
+	counters = &c->r;
 	pthread_mutex_unlock(&counters_lock);
 	*ret = c;
 	return 0;
 
 err_unlock:
+	evr_ctr_rec_fini_locked(&c->r);
 	pthread_mutex_unlock(&counters_lock);
 err:
 	counter_free_mem(c);
@@ -719,12 +582,13 @@ void evr_counter_free(struct evr_counter *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&counters_lock);
-	for (struct evr_counter **pp = &counters; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
+	for (struct evr_ctr_rec **pp = &counters; *pp; pp = &(*pp)->next) {
+		if (*pp == &c->r) {
+			*pp = c->r.next;
 			break;
 		}
 	}
+	evr_ctr_rec_fini_locked(&c->r);
 	pthread_mutex_unlock(&counters_lock);
 	counter_free_mem(c);
 }
@@ -749,7 +613,8 @@ void evr_counters_fork_child(void)
 			close(sess[i].tfd);
 		sess[i] = (struct sess_ent){.tfd = -1};
 	}
-	atomic_store_explicit(&sampled_slots, 0, memory_order_relaxed);
+	atomic_store_explicit(&evr_ctr_sampled, 0, memory_order_relaxed);
+	evr_ctr_fork_child_locked(counters);
 	if (running) {
 		close(epfd);
 		close(stopfd);
@@ -771,6 +636,7 @@ __attribute__((destructor)) static void counters_fini(void)
 	pthread_mutex_unlock(&counters_lock);
 	if (join)
 		pthread_join(thread, NULL);
+	evr_ctr_fini();
 }
 
 /* ---- the Process provider -------------------------------------------------------------- */

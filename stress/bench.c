@@ -7,6 +7,11 @@
  *
  * Every enabled run checks conservation: for each session, events received by
  * the reader plus events reported lost equals events emitted, exactly.
+ *
+ * The counter scenarios time evr_counter_record(), evr_counter_add() and
+ * evr_histogram_record() with a session sampling every 100 ms (and record()
+ * with none), and check that the session's samples account for every value
+ * recorded, exactly.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +26,8 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <evring/counters.h>
 
 #include "bench-events.h"
 #ifdef EVR_HAVE_LTTNG
@@ -39,6 +46,7 @@ struct opts {
 	uint64_t events;		/* per thread, enabled scenarios */
 	uint64_t disabled_events;	/* per thread, disabled and baseline */
 	uint64_t reader_events;
+	uint64_t counter_events;	/* per run, counter scenarios; 0: 20 x events */
 	uint64_t ring_size;
 	const char *only;
 };
@@ -56,7 +64,10 @@ struct result {
 	uint64_t lost;
 };
 
-enum loop_kind { LOOP_EVRING, LOOP_EMPTY, LOOP_LTTNG };
+enum loop_kind { LOOP_EVRING, LOOP_EMPTY, LOOP_LTTNG, LOOP_CTR_MEAN, LOOP_CTR_ADD, LOOP_CTR_HIST };
+
+/* The counter the LOOP_CTR_* loops record into. */
+static struct evr_counter *loop_ctr;
 
 struct worker {
 	pthread_t th;
@@ -101,6 +112,18 @@ static void *worker_main(void *arg)
 	case LOOP_EMPTY:
 		for (uint64_t i = 0; i < n; i++)
 			__asm__ __volatile__("" ::: "memory");
+		break;
+	case LOOP_CTR_MEAN:
+		for (uint64_t i = 0; i < n; i++)
+			evr_counter_record(loop_ctr, (double)(i & 1023));
+		break;
+	case LOOP_CTR_ADD:
+		for (uint64_t i = 0; i < n; i++)
+			evr_counter_add(loop_ctr, 2.0);
+		break;
+	case LOOP_CTR_HIST:
+		for (uint64_t i = 0; i < n; i++)
+			evr_histogram_record(loop_ctr, (double)(i & 1023) + 1.0);
 		break;
 	case LOOP_LTTNG:
 #ifdef EVR_HAVE_LTTNG
@@ -316,6 +339,114 @@ static double reader_run(const struct opts *o, double *rps)
 	return (double)(t1 - t0) / (double)got;
 }
 
+/* ---- counters ---- */
+
+static struct evr_event *const ctr_no_events[] = { NULL };
+static struct evr_provider ctr_provider = { .name = "BenchCounters", .events = ctr_no_events };
+
+static uint64_t counter_events(const struct opts *o)
+{
+	return o->counter_events ? o->counter_events : 20 * o->events;
+}
+
+/*
+ * What one CounterMean/CounterHistogram sample counted, or one CounterRate
+ * sample's increment: the field after the three strings and interval_ms.
+ * Returns false for any other record.
+ */
+static bool counter_sample(const struct evr_record *rec, double *ret)
+{
+	const struct evr_event *ev;
+	uint32_t off = 0, n;
+
+	if (rec->type != EVR_REC_EVENT || !(ev = evr_event_by_rid(rec->event_id)) ||
+	    strncmp(ev->desc->name, "Counter", 7) != 0)
+		return false;
+	for (int i = 0; i < 3; i++) {
+		if (rec->len < off + 4)
+			die("counter sample", "truncated");
+		memcpy(&n, (const uint8_t *)rec->payload + off, 4);
+		off += 4 + n;
+	}
+	off += 4; /* interval_ms */
+	if (rec->len < off + 8)
+		die("counter sample", "truncated");
+	if (strcmp(ev->desc->name, "CounterRate") == 0) {
+		memcpy(ret, (const uint8_t *)rec->payload + off, 8);
+	} else {
+		uint64_t count;
+
+		memcpy(&count, (const uint8_t *)rec->payload + off, 8);
+		*ret = (double)count;
+	}
+	return true;
+}
+
+/*
+ * One counter run: @kind recorded @n times on one thread, sampled by a session
+ * every 100 ms when @sampled (nothing is recorded otherwise). Then the session's
+ * samples must account for every value recorded: counts for MEAN and HISTOGRAM,
+ * the increments for INCREMENT (2 per call). Returns ns per call.
+ */
+static double counter_run(const struct opts *o, uint32_t kind, bool sampled)
+{
+	static bool registered;
+	struct evr_counter_desc d = { .name = "bench", .unit = "ns", .kind = kind };
+	struct evr_session_opts so = {
+		.providers = "BenchCounters",
+		.ring_size = 1u << 20,
+		.mode = EVR_MODE_DISCARD,
+		.interval_ms = 100,
+	};
+	enum loop_kind loop = kind == EVR_COUNTER_MEAN	    ? LOOP_CTR_MEAN :
+			      kind == EVR_COUNTER_INCREMENT ? LOOP_CTR_ADD :
+							      LOOP_CTR_HIST;
+	uint64_t n = counter_events(o);
+	double want = kind == EVR_COUNTER_INCREMENT ? 2.0 * (double)n : (double)n, got = 0;
+	struct evr_session *s = NULL;
+	struct evr_reader *r = NULL;
+	struct evr_record rec;
+	char err[256];
+	double ns;
+
+	if (!registered && evr_provider_register(&ctr_provider) < 0)
+		die("cannot register the counters provider", "out of memory");
+	registered = true;
+	if (evr_counter_create(&ctr_provider, &d, &loop_ctr) < 0)
+		die("cannot create a counter", "out of memory");
+	if (sampled) {
+		if (evr_session_start(&so, &s, err, sizeof(err)) < 0)
+			die("cannot start a session", err);
+		if (evr_session_reader_new(s, EVR_READER_GATING, &r) < 0)
+			die("cannot read a session", "out of memory");
+	}
+	ns = run_loops(1, loop, n);
+	/* The samples that follow the loop account for all of it: wait for them
+	 * (every 100 ms). */
+	while (sampled && got < want) {
+		double v;
+
+		while (evr_reader_next(r, &rec) > 0)
+			if (counter_sample(&rec, &v))
+				got += v;
+		evr_reader_release(r);
+		if (got < want)
+			evr_reader_wait(r, 50);
+	}
+	if (got != (sampled ? want : 0)) {
+		fprintf(stderr, "evring-bench: counter conservation violated: recorded %.0f, sampled %.0f\n",
+			want, got);
+		exit(1);
+	}
+	if (sampled) {
+		evr_reader_free(r);
+		evr_session_free(s);
+	}
+	evr_counter_free(loop_ctr);
+	loop_ctr = NULL;
+	return ns;
+}
+
 #ifdef EVR_HAVE_LTTNG
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -377,10 +508,12 @@ static void report(const struct opts *o, const struct result *r)
 	double min, max, med = median(r->ns, r->runs, &min, &max);
 
 	if (o->json) {
-		printf("{\"scenario\":\"%s\",\"threads\":%d,\"sessions\":%d,\"payload_bytes\":20,"
+		printf("{\"scenario\":\"%s\",\"threads\":%d,\"sessions\":%d,\"payload_bytes\":%d,"
 		       "\"runs\":%d,\"events_per_thread\":%" PRIu64 ",\"ns_per_event_median\":%.2f,"
 		       "\"ns_per_event_min\":%.2f,\"ns_per_event_max\":%.2f,\"events_lost\":%" PRIu64,
-		       r->scenario, r->threads, r->sessions, r->runs, r->events, med, min, max, r->lost);
+		       r->scenario, r->threads, r->sessions,
+		       strncmp(r->scenario, "counter_", 8) == 0 ? 8 : 20, r->runs, r->events, med,
+		       min, max, r->lost);
 		if (strcmp(r->scenario, "enabled_1t") == 0 || strcmp(r->scenario, "enabled_nt") == 0 ||
 		    strcmp(r->scenario, "sessions_4") == 0)
 			printf(",\"readers\":\"%s\"", o->chase ? "chase" : "wait");
@@ -393,7 +526,7 @@ static void report(const struct opts *o, const struct result *r)
 		}
 		printf("}\n");
 	} else {
-		printf("%-12s %7d %8d %5d %12.2f %8.2f %8.2f %10" PRIu64, r->scenario, r->threads,
+		printf("%-17s %7d %8d %5d %12.2f %8.2f %8.2f %10" PRIu64, r->scenario, r->threads,
 		       r->sessions, r->runs, med, min, max, r->lost);
 		if (strcmp(r->scenario, "reader") == 0)
 			printf("   %.1f M records/s", median(r->rps, r->runs, NULL, NULL) / 1e6);
@@ -416,7 +549,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: evring-bench [OPTIONS]\n"
-		"Cost of an evring event (payload u64,u64,u32) with a reader draining concurrently.\n\n"
+		"Cost of an evring event (payload u64,u64,u32) with a reader draining concurrently,\n"
+		"and of recording a counter value.\n\n"
 		"  --json               one JSON object per scenario\n"
 		"  --vs-lttng           also run the loop through LTTng-UST (needs lttng-sessiond)\n"
 		"  --chase              readers poll the writers record by record instead of\n"
@@ -425,9 +559,11 @@ static void usage(FILE *f)
 		"  --events N           events per thread in enabled runs (default 5000000)\n"
 		"  --disabled-events N  iterations per thread in disabled runs (default 500000000)\n"
 		"  --reader-events N    records in the reader run (default 1000000)\n"
+		"  --counter-events N   values per counter run (default 20 x --events)\n"
 		"  --ring-size BYTES    per-CPU ring size (default 8388608)\n"
 		"  --scenario NAME      only this one: baseline disabled writer_only enabled_1t\n"
-		"                       enabled_nt sessions_4 reader\n"
+		"                       enabled_nt sessions_4 reader counter_mean\n"
+		"                       counter_increment counter_histogram counter_mean_idle\n"
 		"  -h, --help           this text\n");
 }
 
@@ -456,6 +592,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "events", required_argument, NULL, 'e' },
 		{ "disabled-events", required_argument, NULL, 'd' },
 		{ "reader-events", required_argument, NULL, 'R' },
+		{ "counter-events", required_argument, NULL, 'C' },
 		{ "ring-size", required_argument, NULL, 's' },
 		{ "scenario", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -463,7 +600,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 	};
 	static const char *const scenarios[] = {
 		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_nt", "sessions_4",
-		"reader", NULL,
+		"reader", "counter_mean", "counter_increment", "counter_histogram",
+		"counter_mean_idle", NULL,
 	};
 	uint64_t v;
 	int c;
@@ -492,6 +630,10 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			break;
 		case 'R':
 			if (parse_u64("--reader-events", optarg, &o->reader_events) < 0)
+				return -EINVAL;
+			break;
+		case 'C':
+			if (parse_u64("--counter-events", optarg, &o->counter_events) < 0)
 				return -EINVAL;
 			break;
 		case 's':
@@ -535,11 +677,21 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 
 static int run(const struct opts *o)
 {
+	static const struct {
+		const char *name;
+		uint32_t kind;
+		bool sampled;
+	} ctr_scenarios[] = {
+		{ "counter_mean", EVR_COUNTER_MEAN, true },
+		{ "counter_increment", EVR_COUNTER_INCREMENT, true },
+		{ "counter_histogram", EVR_COUNTER_HISTOGRAM, true },
+		{ "counter_mean_idle", EVR_COUNTER_MEAN, false },
+	};
 	int ncpu = get_nprocs();
 	struct result r;
 
 	if (!o->json)
-		printf("%-12s %7s %8s %5s %12s %8s %8s %10s\n", "scenario", "threads", "sessions",
+		printf("%-17s %7s %8s %5s %12s %8s %8s %10s\n", "scenario", "threads", "sessions",
 		       "runs", "ns/ev median", "min", "max", "lost");
 	if (wanted(o, "baseline")) {
 		r = (struct result){ .scenario = "baseline", .threads = 1, .sessions = 0, .runs = o->runs, .events = o->disabled_events };
@@ -587,6 +739,16 @@ static int run(const struct opts *o)
 		r = (struct result){ .scenario = "reader", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->reader_events };
 		for (int i = 0; i < o->runs; i++)
 			r.ns[i] = reader_run(o, &r.rps[i]);
+		report(o, &r);
+	}
+	for (size_t k = 0; k < sizeof(ctr_scenarios) / sizeof(ctr_scenarios[0]); k++) {
+		if (!wanted(o, ctr_scenarios[k].name))
+			continue;
+		r = (struct result){ .scenario = ctr_scenarios[k].name, .threads = 1,
+				     .sessions = ctr_scenarios[k].sampled, .runs = o->runs,
+				     .events = counter_events(o) };
+		for (int i = 0; i < o->runs; i++)
+			r.ns[i] = counter_run(o, ctr_scenarios[k].kind, ctr_scenarios[k].sampled);
 		report(o, &r);
 	}
 	return 0;

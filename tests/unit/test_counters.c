@@ -2,15 +2,22 @@
 /*
  * Unit tests for counters (<evring/counters.h>) through the public API: each
  * counter type's statistics against values computed here, exact totals under
- * concurrent recording, the Process provider, and argument errors. Samples are
+ * concurrent recording, from threads that exit and from signal handlers that
+ * interrupt recording, per-interval min and max of two sessions with different
+ * intervals, counters freed and created again, the Process provider, and
+ * argument errors. Samples are
  * waited for by reading them from an in-process session; totals are compared
  * once the samples have accounted for everything recorded (the cumulative
  * scheme guarantees that some later interval does).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -355,6 +362,351 @@ static void test_concurrent(void **state)
 	evr_counter_free(k.hist);
 }
 
+/* ---- threads that exit ----------------------------------------------------------------- */
+
+#define EXIT_WAVES 4
+#define EXIT_THREADS 8
+#define EXIT_PER_THREAD 3000
+
+static void *exit_recorder(void *arg)
+{
+	struct conc *k = arg;
+
+	for (int i = 0; i < EXIT_PER_THREAD; i++) {
+		evr_counter_record(k->mean, (double)(i % 5));
+		evr_counter_add(k->inc, 3);
+		evr_histogram_record(k->hist, (double)(i % 50 + 1));
+	}
+	return NULL;
+}
+
+/* Values recorded by threads that have exited (their accumulators retired in
+ * between) are all counted, exactly. */
+static void test_thread_exit(void **state)
+{
+	struct evr_provider *p = provider("CtrExit");
+	struct conc k = {counter(p, "m", EVR_COUNTER_MEAN), counter(p, "i", EVR_COUNTER_INCREMENT),
+			 counter(p, "h", EVR_COUNTER_HISTOGRAM)};
+	const uint64_t total = (uint64_t)EXIT_WAVES * EXIT_THREADS * EXIT_PER_THREAD;
+	double per_thread_sum = 0, hist_sum = 0, got_sum = 0, got_hsum = 0, got_inc = 0;
+	uint64_t got_n = 0, got_h = 0;
+	pthread_t t[EXIT_THREADS];
+	struct evr_record rec;
+	struct sample smp;
+	struct sess x;
+
+	(void)state;
+	for (int i = 0; i < EXIT_PER_THREAD; i++) {
+		per_thread_sum += i % 5;
+		hist_sum += i % 50 + 1;
+	}
+	sess_start(&x, "CtrExit", INTERVAL_MS);
+	/* Waves of threads that record and exit, while the session samples. */
+	for (int w = 0; w < EXIT_WAVES; w++) {
+		for (int i = 0; i < EXIT_THREADS; i++)
+			assert_int_equal(pthread_create(&t[i], NULL, exit_recorder, &k), 0);
+		for (int i = 0; i < EXIT_THREADS; i++)
+			pthread_join(t[i], NULL);
+	}
+	while (got_n < total || got_h < total || got_inc < 3.0 * (double)total) {
+		while (evr_reader_next(x.r, &rec) > 0) {
+			if (sample_decode(&rec, &smp) != 1)
+				continue;
+			if (strcmp(smp.name, "m") == 0) {
+				got_n += smp.count;
+				got_sum += smp.f[0] * (double)smp.count;
+			} else if (strcmp(smp.name, "i") == 0) {
+				got_inc += smp.f[0];
+			} else if (strcmp(smp.name, "h") == 0) {
+				got_h += smp.count;
+				got_hsum += smp.f[0];
+			}
+		}
+		evr_reader_release(x.r);
+		evr_reader_wait(x.r, 20);
+	}
+	assert_int_equal(got_n, total);
+	assert_int_equal(got_h, total);
+	assert_true(got_inc == 3.0 * (double)total);
+	assert_close(got_sum, EXIT_WAVES * EXIT_THREADS * per_thread_sum, 1e-9);
+	assert_true(got_hsum == EXIT_WAVES * EXIT_THREADS * hist_sum);
+	sess_end(&x);
+	evr_counter_free(k.mean);
+	evr_counter_free(k.inc);
+	evr_counter_free(k.hist);
+}
+
+/* ---- signal handlers ------------------------------------------------------------------ */
+
+#define SIGNALS 3000
+
+static struct conc sig_k;
+static atomic_uint_fast64_t sig_handled;
+static atomic_bool sig_stop;
+
+static void sig_handler(int sig)
+{
+	(void)sig;
+	evr_counter_record(sig_k.mean, 1000);
+	evr_counter_add(sig_k.inc, 1000);
+	evr_histogram_record(sig_k.hist, 1000);
+	atomic_fetch_add_explicit(&sig_handled, 1, memory_order_release);
+}
+
+/* Records in a loop: most signals land inside a record. Returns the count. */
+static void *sig_recorder(void *arg)
+{
+	uint64_t *n = arg;
+
+	while (!atomic_load_explicit(&sig_stop, memory_order_relaxed)) {
+		evr_counter_record(sig_k.mean, 1);
+		evr_counter_add(sig_k.inc, 1);
+		evr_histogram_record(sig_k.hist, 1);
+		(*n)++;
+	}
+	return NULL;
+}
+
+/* A handler that records into the counters its thread is recording into: both
+ * the interrupted values and the handler's are counted, exactly. */
+static void test_signal_nesting(void **state)
+{
+	struct evr_provider *p = provider("CtrSig");
+	struct sigaction sa = {.sa_handler = sig_handler}, old;
+	double got_sum = 0, got_inc = 0, got_hsum = 0, got_min = INFINITY, got_max = -INFINITY;
+	double want_sum, want_inc;
+	uint64_t n = 0, got_n = 0, got_h = 0, total;
+	struct evr_record rec;
+	struct sample smp;
+	struct sess x;
+	pthread_t t;
+
+	(void)state;
+	sig_k = (struct conc){counter(p, "m", EVR_COUNTER_MEAN),
+			      counter(p, "i", EVR_COUNTER_INCREMENT),
+			      counter(p, "h", EVR_COUNTER_HISTOGRAM)};
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	sess_start(&x, "CtrSig", INTERVAL_MS);
+	assert_int_equal(pthread_create(&t, NULL, sig_recorder, &n), 0);
+	for (uint64_t i = 1; i <= SIGNALS; i++) {
+		assert_int_equal(pthread_kill(t, SIGUSR1), 0);
+		/* One at a time: a pending signal is not queued twice. */
+		while (atomic_load_explicit(&sig_handled, memory_order_acquire) < i)
+			sched_yield();
+	}
+	atomic_store_explicit(&sig_stop, true, memory_order_relaxed);
+	pthread_join(t, NULL);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	total = n + SIGNALS;
+	want_sum = (double)n + 1000.0 * SIGNALS;
+	want_inc = want_sum;
+	while (got_n < total || got_h < total || got_inc < want_inc) {
+		while (evr_reader_next(x.r, &rec) > 0) {
+			if (sample_decode(&rec, &smp) != 1)
+				continue;
+			if (strcmp(smp.name, "m") == 0 && smp.count) {
+				got_n += smp.count;
+				got_sum += smp.f[0] * (double)smp.count;
+				got_min = smp.f[1] < got_min ? smp.f[1] : got_min;
+				got_max = smp.f[2] > got_max ? smp.f[2] : got_max;
+			} else if (strcmp(smp.name, "i") == 0) {
+				got_inc += smp.f[0];
+			} else if (strcmp(smp.name, "h") == 0) {
+				got_h += smp.count;
+				got_hsum += smp.f[0];
+			}
+		}
+		evr_reader_release(x.r);
+		evr_reader_wait(x.r, 20);
+	}
+	assert_int_equal(got_n, total);
+	assert_int_equal(got_h, total);
+	assert_true(got_inc == want_inc);
+	assert_true(got_hsum == want_sum);
+	assert_close(got_sum, want_sum, 1e-12);
+	assert_true(got_min == 1);
+	assert_true(got_max == 1000);
+	sess_end(&x);
+	evr_counter_free(sig_k.mean);
+	evr_counter_free(sig_k.inc);
+	evr_counter_free(sig_k.hist);
+}
+
+/* ---- two sessions, per-interval min and max ------------------------------------------------ */
+
+/* One thread records 1, 2, 3, ... while two sessions sample with intervals of
+ * 10 and 70 ms. */
+
+#define MINMAX_CAP (1u << 26) /* values 1..cap: sums exact in a double */
+
+static atomic_bool mm_stop;
+
+struct mm_arg {
+	struct evr_counter *c;
+	uint64_t n; /* values recorded, read after join */
+};
+
+static void *mm_recorder(void *arg)
+{
+	struct mm_arg *a = arg;
+	uint64_t i = 0;
+
+	while (i < MINMAX_CAP && !atomic_load_explicit(&mm_stop, memory_order_relaxed)) {
+		for (int j = 0; j < 4096 && i < MINMAX_CAP; j++)
+			evr_counter_record(a->c, (double)++i);
+		sched_yield(); /* spread the values over more intervals */
+	}
+	a->n = i;
+	return NULL;
+}
+
+#define MINMAX_SAMPLES 4096
+
+struct mm_smp {
+	uint64_t count;
+	double mean, min, max;
+};
+
+struct mm_sess {
+	struct sess x;
+	uint64_t total, nonzero;
+	struct mm_smp smp[MINMAX_SAMPLES];
+};
+
+static void mm_drain(struct mm_sess *m, uint32_t interval_ms)
+{
+	struct evr_record rec;
+	struct sample smp;
+
+	while (evr_reader_next(m->x.r, &rec) > 0) {
+		if (sample_decode(&rec, &smp) != 1 || strcmp(smp.name, "seq") != 0)
+			continue;
+		assert_int_equal(smp.interval_ms, interval_ms);
+		if (!smp.count)
+			continue;
+		assert_true(m->nonzero < MINMAX_SAMPLES);
+		m->smp[m->nonzero++] = (struct mm_smp){smp.count, smp.f[0], smp.f[1], smp.f[2]};
+		m->total += smp.count;
+	}
+	evr_reader_release(m->x.r);
+}
+
+static int mm_cmp(const void *a, const void *b)
+{
+	const struct mm_smp *x = a, *y = b;
+
+	return x->min < y->min ? -1 : x->min > y->min;
+}
+
+/*
+ * One thread recorded 1, 2, 3, ...: each interval of a session holds a run of
+ * consecutive values, so, in the order of their min (the reader goes ring by
+ * ring, not in time order), each interval's min must be the first value after
+ * the previous intervals' count, its max the last, its mean their middle.
+ */
+static void mm_check(struct mm_sess *m, uint32_t interval_ms)
+{
+	uint64_t before = 0;
+
+	qsort(m->smp, m->nonzero, sizeof(m->smp[0]), mm_cmp);
+	for (uint64_t i = 0; i < m->nonzero; i++) {
+		const struct mm_smp *k = &m->smp[i];
+
+		if (k->min != (double)(before + 1) || k->max != (double)(before + k->count))
+			fail_msg("%u ms session: interval of %" PRIu64 " values after %" PRIu64
+				 " has min %.17g max %.17g",
+				 interval_ms, k->count, before, k->min, k->max);
+		assert_close(k->mean, (double)before + ((double)k->count + 1) / 2, 1e-12);
+		before += k->count;
+	}
+}
+
+static void test_two_sessions_minmax(void **state)
+{
+	struct evr_provider *p = provider("CtrMinMax");
+	struct evr_counter *c = counter(p, "seq", EVR_COUNTER_MEAN);
+	static struct mm_sess fast, slow;
+	struct mm_arg arg = {.c = c};
+	pthread_t t;
+
+	(void)state;
+	sess_start(&fast.x, "CtrMinMax", 10);
+	sess_start(&slow.x, "CtrMinMax", 70);
+	assert_int_equal(pthread_create(&t, NULL, mm_recorder, &arg), 0);
+	/* Until the slow session has seen a few intervals with values. */
+	while (slow.nonzero < 3 && slow.total < MINMAX_CAP) {
+		mm_drain(&fast, 10);
+		mm_drain(&slow, 70);
+		evr_reader_wait(slow.x.r, 20);
+	}
+	atomic_store_explicit(&mm_stop, true, memory_order_relaxed);
+	pthread_join(t, NULL);
+	while (fast.total < arg.n || slow.total < arg.n) {
+		mm_drain(&fast, 10);
+		mm_drain(&slow, 70);
+		evr_reader_wait(fast.total < arg.n ? fast.x.r : slow.x.r, 20);
+	}
+	assert_int_equal(fast.total, arg.n);
+	assert_int_equal(slow.total, arg.n);
+	mm_check(&fast, 10);
+	mm_check(&slow, 70);
+	assert_true(fast.nonzero >= slow.nonzero);
+	if (getenv("EVR_TEST_VERBOSE"))
+		print_message("%" PRIu64 " values; intervals with values: %" PRIu64
+			      " at 10 ms, %" PRIu64 " at 70 ms\n",
+			      arg.n, fast.nonzero, slow.nonzero);
+	sess_end(&fast.x);
+	sess_end(&slow.x);
+	evr_counter_free(c);
+}
+
+/* ---- counters freed and created again ------------------------------------------------------ */
+
+/* A new counter takes a freed one's index: it starts from nothing, whatever the
+ * kinds (a thread's accumulator of the old one is stale). */
+static void test_reuse(void **state)
+{
+	struct evr_provider *p = provider("CtrReuse");
+	struct sess x;
+
+	(void)state;
+	sess_start(&x, "CtrReuse", INTERVAL_MS);
+	for (int round = 0; round < 6; round++) {
+		uint32_t kind = round % 3 == 2 ? EVR_COUNTER_HISTOGRAM : EVR_COUNTER_MEAN;
+		struct evr_counter *c = counter(p, "r", kind);
+		double v = round + 1, got_sum = 0;
+		uint64_t got = 0;
+		struct sample smp;
+
+		for (int i = 0; i < 1000; i++) {
+			if (kind == EVR_COUNTER_MEAN)
+				evr_counter_record(c, v);
+			else
+				evr_histogram_record(c, v);
+		}
+		while (got < 1000) {
+			next_sample(&x, "r", &smp);
+			if (!smp.count)
+				continue;
+			got += smp.count;
+			if (kind == EVR_COUNTER_MEAN) {
+				assert_true(smp.f[0] == v && smp.f[1] == v && smp.f[2] == v);
+				got_sum += smp.f[0] * (double)smp.count;
+			} else {
+				assert_true(fabs(smp.f[1] - v) <= v * EVR_HISTOGRAM_REL_ERROR);
+				assert_true(fabs(smp.f[3] - v) <= v * EVR_HISTOGRAM_REL_ERROR);
+				got_sum += smp.f[0];
+			}
+		}
+		assert_int_equal(got, 1000);
+		assert_true(got_sum == 1000 * v);
+		evr_counter_free(c);
+	}
+	sess_end(&x);
+}
+
 /* ---- Process provider ----------------------------------------------------------------- */
 
 static void test_process(void **state)
@@ -436,7 +788,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mean),	   cmocka_unit_test(test_increment),
 		cmocka_unit_test(test_polling),	   cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_concurrent), cmocka_unit_test(test_process),
+		cmocka_unit_test(test_concurrent), cmocka_unit_test(test_thread_exit),
+		cmocka_unit_test(test_signal_nesting), cmocka_unit_test(test_two_sessions_minmax),
+		cmocka_unit_test(test_reuse),	   cmocka_unit_test(test_process),
 		cmocka_unit_test(test_errors),
 	};
 

@@ -7,7 +7,7 @@
  *   struct evr_counter_desc d = { .name = "latency", .display_name = "Request latency",
  *                                 .unit = "us", .kind = EVR_COUNTER_MEAN };
  *   evr_counter_create(&myapp, &d, &lat);
- *   evr_counter_record(lat, 12.5);          // lock-free; ~1 ns when no session samples
+ *   evr_counter_record(lat, 12.5);  // wait-free: ~3.5 ns sampled, ~1 ns when not
  *
  * A counter belongs to a provider. A session enables the counters of every
  * provider it names (any keywords and level: the counter events have keywords 0
@@ -21,7 +21,21 @@
  *   CounterHistogram (name, display_name, unit, interval_ms, count, sum, p50, p90, p99)
  * with str names, u32 interval_ms, u64 count and f64 values. Sessions never
  * disturb each other: recording keeps cumulative values and each session takes
- * the difference between its own consecutive snapshots.
+ * the difference between its own consecutive snapshots. Each value lands whole
+ * in one interval of each session: an interval's count, mean, stddev, min and
+ * max describe the same values, and totals over intervals are exact.
+ *
+ * Cost of recording one value, one thread, gcc -O2 on a 2-vCPU VM (medians of
+ * evring-bench's counter_* scenarios): with a session sampling,
+ * evr_counter_add() ~2.5 ns, evr_counter_record() ~3.5 ns,
+ * evr_histogram_record() ~4 ns (5x to 7x less than with per-CPU atomics);
+ * with no session sampling the counter's provider, under 1 ns (one load and a
+ * branch). The values go to accumulators of
+ * the calling thread (plain stores, no atomic read-modify-write, no barrier);
+ * a thread's first value of a counter allocates them (from 64 KiB chunks the
+ * thread maps, async-signal-safe). Values from a signal handler that
+ * interrupted a record of the same thread go to shared cells of the counter
+ * instead (atomic read-modify-writes).
  *
  * The built-in provider "Process" has counters for every process that links
  * libevring: cpu-usage (% of one CPU), working-set (RSS bytes), virtual-memory
@@ -89,16 +103,20 @@ EVR_API int evr_counter_create(struct evr_provider *p, const struct evr_counter_
 			       struct evr_counter **ret);
 
 /**
- * evr_counter_free() - stop sampling @c and free it. Accepts NULL.
+ * evr_counter_free() - stop sampling @c and free it. Accepts NULL. The
+ * accumulators threads had for it are reused by later counters, and unmapped
+ * when their thread exits.
  * Context: no thread may be recording into @c any more; not from a poll callback.
  */
 EVR_API void evr_counter_free(struct evr_counter *c);
 
 /**
  * evr_counter_record() - one value of a MEAN counter.
- * Context: any thread, signal handlers included; lock-free (one CAS per sum on
- * this CPU's shard, retried only when another thread on the same CPU raced).
- * Nothing is done when no session enables the counter's provider.
+ * Context: any thread, signal handlers included; wait-free (into the calling
+ * thread's accumulator), or lock-free in a handler that interrupted a record
+ * of the same thread (shared cells; a CAS retried only when another such
+ * record raced). Never blocks, never waits for the counters thread. Nothing is
+ * done when no session enables the counter's provider with an interval.
  */
 EVR_API void evr_counter_record(struct evr_counter *c, double v);
 
@@ -110,7 +128,8 @@ EVR_API void evr_counter_add(struct evr_counter *c, double delta);
 
 /**
  * evr_histogram_record() - one value of a HISTOGRAM counter.
- * Context: as evr_counter_record(); the bucket count is one fetch-add.
+ * Context: as evr_counter_record(). Each thread recording into it maps 24 KiB
+ * of buckets, backed only where values fall.
  */
 EVR_API void evr_histogram_record(struct evr_counter *c, double v);
 
