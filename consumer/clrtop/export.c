@@ -62,23 +62,6 @@ static int csv_str(struct evr_strbuf *out, const char *s, size_t n)
 	return r ? r : evr_strbuf_append(out, "\"", 1);
 }
 
-static int json_str(struct evr_strbuf *out, const char *s, size_t n)
-{
-	int r = evr_strbuf_append(out, "\"", 1);
-
-	for (size_t i = 0; i < n && r == 0; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			r = evr_strbuf_printf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			r = evr_strbuf_printf(out, "\\u%04x", c);
-		else
-			r = evr_strbuf_append(out, (const char *)&c, 1);
-	}
-	return r ? r : evr_strbuf_append(out, "\"", 1);
-}
-
 /* A number: %.15g shows what was measured without binary noise; NaN and
  * infinities have no csv or JSON spelling: empty, and null. */
 static int num(struct evr_strbuf *out, enum evr_top_export_format fmt, double v)
@@ -151,13 +134,13 @@ int evr_top_sample_line(struct evr_strbuf *out, enum evr_top_export_format fmt, 
 		return r ?: evr_strbuf_append(out, "\n", 1);
 	}
 	r = evr_strbuf_printf(out, "{\"timestamp\":\"%s\",\"pid\":%d,\"provider\":", ts, (int)pid);
-	r = r ?: json_str(out, prov, strlen(prov));
+	r = r ?: evr_strbuf_json_string(out, prov, strlen(prov));
 	r = r ?: evr_strbuf_append(out, ",\"counter\":", 11);
-	r = r ?: json_str(out, s->name, s->name_len);
+	r = r ?: evr_strbuf_json_string(out, s->name, s->name_len);
 	r = r ?: evr_strbuf_append(out, ",\"display_name\":", 16);
-	r = r ?: json_str(out, s->display_name, s->display_name_len);
+	r = r ?: evr_strbuf_json_string(out, s->display_name, s->display_name_len);
 	r = r ?: evr_strbuf_append(out, ",\"unit\":", 8);
-	r = r ?: json_str(out, s->unit, s->unit_len);
+	r = r ?: evr_strbuf_json_string(out, s->unit, s->unit_len);
 	r = r ?: evr_strbuf_printf(out, ",\"kind\":\"%s\",\"interval_ms\":%u,\"value\":", kind,
 				   s->interval_ms);
 	r = r ?: num(out, fmt, s->value);

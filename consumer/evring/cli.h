@@ -96,6 +96,25 @@ uint64_t evr_now_ns(void);
 /* @s as a JSON string: quoted, escaped, invalid UTF-8 replaced by U+FFFD. */
 void evr_json_fputs(FILE *f, const char *s);
 
+/* ---- trace files (cli-trace.c) --------------------------------------------- */
+
+struct evr_trace_reader;
+struct evr_trace_stats;
+
+/*
+ * Open trace @path, or say why not as @cmd's error. Return: 0, or -errno
+ * (-EBADMSG for a file that is not a trace or is corrupt).
+ */
+int evr_cli_trace_open(const char *cmd, const char *path, struct evr_trace_reader **ret);
+
+/*
+ * Warn that @path was truncated or had corrupt parts, after reading it all
+ * (@st from evr_trace_reader_stats()); @done says what was done up to the cut:
+ * "dumped", "converted", "reported".
+ */
+void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_stats *st,
+			    const char *done);
+
 /* ---- sandbox (sandbox.c) ------------------------------------------------ */
 
 enum evr_sandbox_profile {

@@ -254,7 +254,7 @@ static int head(struct chrome *c, const char *ph, const char *name, size_t name_
 	int err;
 
 	if ((err = evr_strbuf_printf(&c->sb, "{\"ph\":\"%s\",\"name\":", ph)) ||
-	    (err = evr_rpt_json_str(&c->sb, name, name_len)) ||
+	    (err = evr_strbuf_json_string(&c->sb, name, name_len)) ||
 	    (err = evr_strbuf_append(&c->sb, ",\"cat\":", 7)) ||
 	    (err = evr_rpt_json_cstr(&c->sb, cat)) ||
 	    (err = evr_strbuf_printf(&c->sb, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",", c->pid,
@@ -485,7 +485,7 @@ static int process_records(struct chrome *c)
 		err = evr_strbuf_printf(&c->sb, "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%"
 					PRIu32 ",\"tid\":0,\"args\":{\"labels\":", c->pid);
 		if (!err)
-			err = evr_rpt_json_str(&c->sb, lab.buf, lab.len);
+			err = evr_strbuf_json_string(&c->sb, lab.buf, lab.len);
 		if (!err)
 			err = evr_strbuf_append(&c->sb, "}}", 2);
 		if (!err)

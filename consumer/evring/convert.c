@@ -166,18 +166,13 @@ static int run(const struct convert_opts *o)
 	bool to_stdout = !o->output || !strcmp(o->output, "-");
 	struct evr_trace_stats st;
 	FILE *out = NULL;
-	char err[512], b1[32], b2[32];
+	char b1[32], b2[32];
 	uint64_t t0;
 	int ret;
 
-	ret = evr_trace_reader_open(o->path, &r, err, sizeof(err));
-	if (ret < 0) {
-		if (strstr(err, o->path))
-			evr_cli_error(CMD, "%s", err);
-		else
-			evr_cli_error(CMD, "%s: %s", o->path, err);
-		return ret == -EINVAL ? -EBADMSG : ret;
-	}
+	ret = evr_cli_trace_open(CMD, o->path, &r);
+	if (ret < 0)
+		return ret;
 	if (o->format != FMT_CTF) {
 		if (to_stdout) {
 			out = stdout;
@@ -222,13 +217,7 @@ static int run(const struct convert_opts *o)
 	t0 = evr_now_ns() - t0;
 
 	evr_trace_reader_stats(r, &st);
-	if (st.truncated)
-		evr_cli_warn(CMD, "%s is truncated after byte %" PRIu64 " (%s): converted up to its "
-			     "last complete chunk", o->path, st.bytes,
-			     *st.truncated_why ? st.truncated_why : "cut short");
-	if (st.corrupt_chunks || st.corrupt_packets)
-		evr_cli_warn(CMD, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
-			     "were skipped", o->path, st.corrupt_chunks, st.corrupt_packets);
+	evr_cli_trace_warnings(CMD, o->path, &st, "converted");
 	if (cs.undecodable)
 		evr_cli_warn(CMD, "%" PRIu64 " events had no schema or did not decode; they are "
 			     "written with their raw payload", cs.undecodable);

@@ -205,18 +205,11 @@ static int run(const struct dump_opts *o)
 	int64_t mono_to_real = 0;
 	uint64_t t0 = 0;
 	bool first = true;
-	char err[512];
 	int ret;
 
-	ret = evr_trace_reader_open(o->path, &r, err, sizeof(err));
-	if (ret < 0) {
-		/* The reader's message names the file when it could not open it. */
-		if (strstr(err, o->path))
-			evr_cli_error(CMD, "%s", err);
-		else
-			evr_cli_error(CMD, "%s: %s", o->path, err);
-		return ret == -EINVAL ? -EBADMSG : ret;
-	}
+	ret = evr_cli_trace_open(CMD, o->path, &r);
+	if (ret < 0)
+		return ret;
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
 	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
@@ -257,13 +250,7 @@ static int run(const struct dump_opts *o)
 		goto out;
 	}
 	evr_trace_reader_stats(r, &st);
-	if (st.truncated)
-		evr_cli_warn(CMD, "%s is truncated after byte %" PRIu64 " (%s): dumped up to its "
-			     "last complete chunk", o->path, st.bytes,
-			     *st.truncated_why ? st.truncated_why : "cut short");
-	if (st.corrupt_chunks || st.corrupt_packets)
-		evr_cli_warn(CMD, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
-			     "were skipped", o->path, st.corrupt_chunks, st.corrupt_packets);
+	evr_cli_trace_warnings(CMD, o->path, &st, "dumped");
 	ret = 0;
 out:
 	free(sb.buf);

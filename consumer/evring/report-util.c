@@ -14,128 +14,9 @@
 
 #include "report.h"
 
-static const char hexdig[] = "0123456789abcdef";
-
-/*
- * Length of the valid UTF-8 sequence at @s (1..4), or 0 when it is not one
- * (overlong forms, surrogates and code points above U+10FFFF are invalid).
- */
-static size_t utf8_len(const uint8_t *s, size_t n)
-{
-	uint8_t lo = 0x80, hi = 0xbf;
-	size_t need;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		need = 1;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		need = 2;
-		lo = s[0] == 0xe0 ? 0xa0 : 0x80;
-		hi = s[0] == 0xed ? 0x9f : 0xbf;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		need = 3;
-		lo = s[0] == 0xf0 ? 0x90 : 0x80;
-		hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-	} else {
-		return 0;
-	}
-	for (size_t k = 1; k <= need; k++) {
-		if (k >= n || s[k] < lo || s[k] > hi)
-			return 0;
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return need + 1;
-}
-
-int evr_rpt_json_str(struct evr_strbuf *sb, const void *data, size_t n)
-{
-	const uint8_t *s = data;
-	size_t i = 0, run = 0;
-	int err;
-
-	if ((err = evr_strbuf_append(sb, "\"", 1)))
-		return err;
-	while (i < n) {
-		uint8_t c = s[i];
-		char esc[8];
-		size_t len;
-
-		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) {
-			i++;
-			run++;
-			continue;
-		}
-		if (run && (err = evr_strbuf_append(sb, (const char *)s + i - run, run)))
-			return err;
-		run = 0;
-		if (c >= 0x80) {
-			len = utf8_len(s + i, n - i);
-			if (len) {
-				err = evr_strbuf_append(sb, (const char *)s + i, len);
-				i += len;
-			} else {
-				err = evr_strbuf_append(sb, "\xef\xbf\xbd", 3);	/* U+FFFD */
-				i++;
-			}
-			if (err)
-				return err;
-			continue;
-		}
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			esc[2] = 0;
-		} else if (c == '\n') {
-			strcpy(esc, "\\n");
-		} else if (c == '\t') {
-			strcpy(esc, "\\t");
-		} else {
-			/* Other controls and DEL: \u form, which every reader takes. */
-			esc[0] = '\\';
-			esc[1] = 'u';
-			esc[2] = '0';
-			esc[3] = '0';
-			esc[4] = hexdig[c >> 4];
-			esc[5] = hexdig[c & 15];
-			esc[6] = 0;
-		}
-		if ((err = evr_strbuf_append(sb, esc, strlen(esc))))
-			return err;
-		i++;
-	}
-	if (run && (err = evr_strbuf_append(sb, (const char *)s + i - run, run)))
-		return err;
-	return evr_strbuf_append(sb, "\"", 1);
-}
-
 int evr_rpt_json_cstr(struct evr_strbuf *sb, const char *s)
 {
-	return evr_rpt_json_str(sb, s, strlen(s));
-}
-
-static int put_hex(struct evr_strbuf *sb, const void *data, size_t n)
-{
-	const uint8_t *p = data;
-	char buf[128];
-	size_t k = 0;
-	int err;
-
-	if ((err = evr_strbuf_append(sb, "\"", 1)))
-		return err;
-	for (size_t i = 0; i < n; i++) {
-		buf[k++] = hexdig[p[i] >> 4];
-		buf[k++] = hexdig[p[i] & 15];
-		if (k == sizeof(buf)) {
-			if ((err = evr_strbuf_append(sb, buf, k)))
-				return err;
-			k = 0;
-		}
-	}
-	if (k && (err = evr_strbuf_append(sb, buf, k)))
-		return err;
-	return evr_strbuf_append(sb, "\"", 1);
+	return evr_strbuf_json_string(sb, s, strlen(s));
 }
 
 #define EXACT_MAX (UINT64_C(1) << 53)	/* the largest integer range a double holds exactly */
@@ -166,9 +47,9 @@ int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v)
 		snprintf(num, sizeof(num), "\"0x%" PRIx64 "\"", v->u);
 		break;
 	case EVR_FT_STR: case EVR_FT_JSON:
-		return evr_rpt_json_str(sb, v->b.data, v->b.len);
+		return evr_strbuf_json_string(sb, v->b.data, v->b.len);
 	case EVR_FT_BYTES:
-		return put_hex(sb, v->b.data, v->b.len);
+		return evr_strbuf_json_hex(sb, v->b.data, v->b.len);
 	default:
 		strcpy(num, "null");
 		break;
@@ -187,14 +68,14 @@ int evr_rpt_json_fields(struct evr_strbuf *sb, const struct evr_event_view *v, b
 		*ret_bad = true;
 		if ((err = evr_strbuf_printf(sb, "\"rid\":%" PRIu32 ",\"payload\":", v->rid)))
 			return err;
-		return put_hex(sb, payload, v->payload ? v->len : 0);
+		return evr_strbuf_json_hex(sb, payload, v->payload ? v->len : 0);
 	}
 	if (s->nfields <= EVR_SCHEMA_MAX_FIELDS && (v->payload || !v->len))
 		n = evr_decode_fields(s, payload, v->len, vals);
 	if (n < 0) {
 		*ret_bad = true;
 		if ((err = evr_strbuf_append(sb, "\"payload\":", 10)) ||
-		    (err = put_hex(sb, payload, v->payload ? v->len : 0)))
+		    (err = evr_strbuf_json_hex(sb, payload, v->payload ? v->len : 0)))
 			return err;
 		return evr_strbuf_printf(sb, ",\"error\":\"payload does not match the schema\"");
 	}
@@ -217,7 +98,6 @@ int evr_rpt_html_str(struct evr_strbuf *sb, const void *data, size_t n)
 	while (i < n) {
 		uint8_t c = s[i];
 		const char *esc = NULL;
-		size_t len;
 
 		if (c >= 0x20 && c < 0x7f && c != '<' && c != '>' && c != '&' && c != '"' &&
 		    c != '\'') {
@@ -229,13 +109,14 @@ int evr_rpt_html_str(struct evr_strbuf *sb, const void *data, size_t n)
 			return err;
 		run = 0;
 		if (c >= 0x80) {
-			len = utf8_len(s + i, n - i);
-			if (len) {
-				err = evr_strbuf_append(sb, (const char *)s + i, len);
-				i += len;
+			int len = evr_utf8_seq(s + i, n - i);
+
+			if (len > 0) {
+				err = evr_strbuf_append(sb, (const char *)s + i, (size_t)len);
+				i += (size_t)len;
 			} else {
 				err = evr_strbuf_append(sb, "\xef\xbf\xbd", 3);
-				i++;
+				i += (size_t)-len;
 			}
 			if (err)
 				return err;

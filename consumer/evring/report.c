@@ -369,7 +369,7 @@ static int json_report(struct evr_strbuf *sb, const struct evr_rpt *m,
 			err = evr_strbuf_printf(sb, ",\"process\":{\"pid\":%" PRIu32 ",\"command\":",
 						m->proc->pid);
 		if (!err)
-			err = evr_rpt_json_str(sb, cmd.buf ? cmd.buf : "", cmd.len);
+			err = evr_strbuf_json_string(sb, cmd.buf ? cmd.buf : "", cmd.len);
 		if (!err)
 			err = evr_strbuf_append(sb, ",\"host\":", 8);
 		if (!err)
@@ -483,14 +483,9 @@ static int run(const struct report_opts *o)
 	char err[512];
 	int ret;
 
-	ret = evr_trace_reader_open(o->path, &r, err, sizeof(err));
-	if (ret < 0) {
-		if (strstr(err, o->path))
-			evr_cli_error(CMD, "%s", err);
-		else
-			evr_cli_error(CMD, "%s: %s", o->path, err);
-		return ret == -EINVAL ? -EBADMSG : ret;
-	}
+	ret = evr_cli_trace_open(CMD, o->path, &r);
+	if (ret < 0)
+		return ret;
 	if (o->html) {
 		int fd = open(o->html, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
@@ -546,13 +541,7 @@ static int run(const struct report_opts *o)
 		}
 		html = NULL;
 	}
-	if (m.st.truncated)
-		evr_cli_warn(CMD, "%s is truncated after byte %" PRIu64 " (%s): reported up to its "
-			     "last complete chunk", o->path, m.st.bytes,
-			     *m.st.truncated_why ? m.st.truncated_why : "cut short");
-	if (m.st.corrupt_chunks || m.st.corrupt_packets)
-		evr_cli_warn(CMD, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
-			     "were skipped", o->path, m.st.corrupt_chunks, m.st.corrupt_packets);
+	evr_cli_trace_warnings(CMD, o->path, &m.st, "reported");
 	ret = 0;
 	goto out;
 nomem:

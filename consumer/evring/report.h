@@ -23,11 +23,6 @@
 
 /* ---- strings (report-util.c) ---------------------------------------------- */
 
-/*
- * Append @n bytes as a JSON string (quotes included): escaped, invalid UTF-8
- * replaced by U+FFFD. Return: 0 or -ENOMEM.
- */
-int evr_rpt_json_str(struct evr_strbuf *sb, const void *data, size_t n);
 int evr_rpt_json_cstr(struct evr_strbuf *sb, const char *s);
 
 /*

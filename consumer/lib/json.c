@@ -23,10 +23,9 @@ static int put(struct evr_strbuf *sb, const char *s)
 	return evr_strbuf_append(sb, s, strlen(s));
 }
 
-/* Length of the valid UTF-8 sequence at @s (1-4), or, if it is invalid, minus
- * the length of its maximal valid prefix (at least 1 byte is consumed). */
-static int utf8_seq(const uint8_t *s, size_t n)
+int evr_utf8_seq(const void *data, size_t n)
 {
+	const uint8_t *s = data;
 	uint8_t b = s[0];
 	uint8_t lo = 0x80, hi = 0xbf;
 	int need;
@@ -59,8 +58,7 @@ static int utf8_seq(const uint8_t *s, size_t n)
 	return need + 1;
 }
 
-/* Append @n bytes as a JSON string (quotes included). */
-static int put_json_string(struct evr_strbuf *sb, const void *data, size_t n)
+int evr_strbuf_json_string(struct evr_strbuf *sb, const void *data, size_t n)
 {
 	const uint8_t *s = data;
 	size_t i = 0, run = 0;
@@ -82,7 +80,7 @@ static int put_json_string(struct evr_strbuf *sb, const void *data, size_t n)
 			return err;
 		run = 0;
 		if (c >= 0x80) {
-			len = utf8_seq(s + i, n - i);
+			len = evr_utf8_seq(s + i, n - i);
 			if (len > 0) {
 				err = evr_strbuf_append(sb, (const char *)s + i, (size_t)len);
 				i += (size_t)len;
@@ -117,10 +115,10 @@ static int put_json_string(struct evr_strbuf *sb, const void *data, size_t n)
 
 static int put_cstr(struct evr_strbuf *sb, const char *s)
 {
-	return put_json_string(sb, s, strlen(s));
+	return evr_strbuf_json_string(sb, s, strlen(s));
 }
 
-static int put_hex(struct evr_strbuf *sb, const void *data, size_t n)
+int evr_strbuf_json_hex(struct evr_strbuf *sb, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	char buf[128];
@@ -165,9 +163,9 @@ static int put_value(struct evr_strbuf *sb, const struct evr_field_value *v)
 		snprintf(num, sizeof(num), "\"0x%" PRIx64 "\"", v->u);
 		return put(sb, num);
 	case EVR_FT_STR: case EVR_FT_JSON:
-		return put_json_string(sb, v->b.data, v->b.len);
+		return evr_strbuf_json_string(sb, v->b.data, v->b.len);
 	case EVR_FT_BYTES:
-		return put_hex(sb, v->b.data, v->b.len);
+		return evr_strbuf_json_hex(sb, v->b.data, v->b.len);
 	default:
 		return put(sb, "null");
 	}
@@ -187,7 +185,7 @@ static int event_to_json(const struct evr_event_view *v, struct evr_strbuf *out)
 		err = evr_strbuf_printf(out, "null,\"event\":null,\"rid\":%" PRIu32 ",\"cpu\":%" PRIu32
 					",\"tid\":%" PRIu32 ",\"payload\":", v->rid, v->ring, v->tid);
 		if (!err)
-			err = put_hex(out, v->payload, v->payload ? v->len : 0);
+			err = evr_strbuf_json_hex(out, v->payload, v->payload ? v->len : 0);
 		if (!err)
 			err = evr_strbuf_append(out, "}", 1);
 		return err;
@@ -210,7 +208,7 @@ static int event_to_json(const struct evr_event_view *v, struct evr_strbuf *out)
 		if (!why[0])
 			snprintf(why, sizeof(why), "payload does not match the schema");
 		if ((err = put(out, "null,\"payload\":")) ||
-		    (err = put_hex(out, v->payload, v->payload ? v->len : 0)) ||
+		    (err = evr_strbuf_json_hex(out, v->payload, v->payload ? v->len : 0)) ||
 		    (err = put(out, ",\"error\":")) || (err = put_cstr(out, why)))
 			return err;
 		return evr_strbuf_append(out, "}", 1);

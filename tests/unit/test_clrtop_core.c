@@ -263,7 +263,7 @@ static void test_json_lines(void **state)
 	assert_string_equal(sb.buf,
 		"{\"timestamp\":\"2024-01-02T03:04:05.678901Z\",\"pid\":7,"
 		"\"provider\":\"System.Runtime\",\"counter\":\"gc-heap-size\","
-		"\"display_name\":\"GC Heap Size\",\"unit\":\"\\\"\\\\\\u000a\",\"kind\":\"mean\","
+		"\"display_name\":\"GC Heap Size\",\"unit\":\"\\\"\\\\\\n\",\"kind\":\"mean\","
 		"\"interval_ms\":1000,\"value\":12.5,\"count\":3,\"mean\":12.5,\"min\":1,"
 		"\"max\":20,\"stddev\":null}\n");
 	free(sb.buf);

@@ -53,11 +53,11 @@ static void test_json_str_escapes(void **state)
 	struct evr_strbuf sb = { 0 };
 
 	(void)state;
-	assert_int_equal(evr_rpt_json_str(&sb, "a\"b\\c\n\t\x01\x7f", 9), 0);
-	assert_string_equal(sb.buf, "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\"");
+	assert_int_equal(evr_strbuf_json_string(&sb, "a\"b\\c\n\t\x01\x7f", 9), 0);
+	assert_string_equal(sb.buf, "\"a\\\"b\\\\c\\n\\t\\u0001\x7f\"");
 	sb.len = 0;
 	/* An overlong slash and a lone continuation byte: replaced, never passed on. */
-	assert_int_equal(evr_rpt_json_str(&sb, "\xc0\xaf\x80\xc3\xa9", 5), 0);
+	assert_int_equal(evr_strbuf_json_string(&sb, "\xc0\xaf\x80\xc3\xa9", 5), 0);
 	assert_string_equal(sb.buf, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9\"");
 	free(sb.buf);
 }
@@ -119,7 +119,7 @@ static void test_escape_random_bytes(void **state)
 				buf[i] |= 0x80;	/* mostly multi-byte starts and continuations */
 		}
 		j.len = h.len = 0;
-		assert_int_equal(evr_rpt_json_str(&j, buf, n), 0);
+		assert_int_equal(evr_strbuf_json_string(&j, buf, n), 0);
 		assert_int_equal(evr_rpt_html_str(&h, buf, n), 0);
 		assert_true(utf8_valid(j.buf, j.len));
 		assert_true(utf8_valid(h.buf, h.len));

@@ -136,6 +136,25 @@ __attribute__((format(printf, 2, 3)))
 int evr_strbuf_printf(struct evr_strbuf *sb, const char *fmt, ...);
 
 /**
+ * evr_strbuf_json_string() - append @n bytes as a JSON string: quoted, with
+ * '"', '\\' and control bytes escaped and each invalid UTF-8 sequence replaced by
+ * U+FFFD (how evr_event_to_json() writes str fields).
+ * Return: 0 or -ENOMEM.
+ */
+int evr_strbuf_json_string(struct evr_strbuf *sb, const void *data, size_t n);
+
+/* @n bytes as a quoted lowercase hex JSON string (how bytes fields are written). */
+int evr_strbuf_json_hex(struct evr_strbuf *sb, const void *data, size_t n);
+
+/**
+ * evr_utf8_seq() - how much of @s (n >= 1 bytes) is one UTF-8 character.
+ * Return: the length (1-4) of the valid sequence at @s, or minus the length of
+ * the invalid prefix to replace with one U+FFFD (Unicode's "maximal subpart"
+ * rule). Overlong forms, surrogates and code points above U+10FFFF are invalid.
+ */
+int evr_utf8_seq(const void *s, size_t n);
+
+/**
  * evr_event_to_json() - append @v as one JSON object (no newline) to @out.
  *
  * Event: {"type":"event","ts":NS,"provider":P,"event":E,"id":ID,"cpu":RING,
