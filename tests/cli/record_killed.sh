@@ -28,6 +28,30 @@ for line in sys.stdin:
 done
 [[ $sessions == 0 ]] || fail "the session outlived its recorder ($sessions sessions)"
 [[ $fds == "$base" ]] || fail "the producer has $fds descriptors, $base before the recording"
-# What the killed recorder wrote is still readable.
-"$EVRING" dump "$T/r.evtrace" >/dev/null 2>"$T/dump.err" || fail "dump: $(cat "$T/dump.err")"
-echo "PASS ($base descriptors before and after)"
+# What the killed recorder wrote is still readable, and converts: the same events in
+# every format, up to the last complete chunk.
+"$EVRING" dump --json "$T/r.evtrace" >"$T/dump.jsonl" 2>"$T/dump.err" ||
+	fail "dump: $(cat "$T/dump.err")"
+"$EVRING" convert "$T/r.evtrace" --format jsonl -o "$T/conv.jsonl" 2>"$T/conv.err" ||
+	fail "convert jsonl: $(cat "$T/conv.err")"
+cmp -s "$T/dump.jsonl" "$T/conv.jsonl" || fail "convert --format jsonl differs from dump --json"
+"$EVRING" convert "$T/r.evtrace" --format chrome -o "$T/r.json" 2>"$T/conv.err" ||
+	fail "convert chrome: $(cat "$T/conv.err")"
+"$EVRING" report "$T/r.evtrace" >"$T/report.txt" 2>"$T/report.err" ||
+	fail "report: $(cat "$T/report.err")"
+events=$(python3 -c '
+import json, sys
+n = sum(1 for l in open(sys.argv[1]) if json.loads(l)["type"] == "event")
+chrome = json.load(open(sys.argv[2]))["traceEvents"]
+got = sum(1 for e in chrome if e.get("cat") == "Demo")
+if got != n:
+    sys.exit("chrome has %d Demo events, dump %d" % (got, n))
+print(n)' "$T/dump.jsonl" "$T/r.json") || fail "the Chrome JSON of the killed recording: $events"
+grep -q "^Events    $events " "$T/report.txt" || fail "report does not count $events events"
+if command -v babeltrace2 >/dev/null; then
+	"$EVRING" convert "$T/r.evtrace" --format ctf -o "$T/ctf" 2>"$T/conv.err" ||
+		fail "convert ctf: $(cat "$T/conv.err")"
+	n=$(babeltrace2 "$T/ctf" 2>/dev/null | grep -c ' Demo:') || true
+	((n == events)) || fail "babeltrace2 reads $n events of the killed recording, dump $events"
+fi
+echo "PASS ($base descriptors before and after, $events events in every format)"
