@@ -208,23 +208,6 @@ static uint8_t *put64(uint8_t *p, uint64_t v)
 	return p + 8;
 }
 
-/* Bytes of a fixed-size field type in a payload, 0 for str, json and bytes. */
-static uint32_t fixed_size(uint32_t type)
-{
-	switch (type) {
-	case EVR_FT_U8: case EVR_FT_I8: case EVR_FT_BOOL:
-		return 1;
-	case EVR_FT_U16: case EVR_FT_I16:
-		return 2;
-	case EVR_FT_U32: case EVR_FT_I32: case EVR_FT_F32:
-		return 4;
-	case EVR_FT_U64: case EVR_FT_I64: case EVR_FT_F64: case EVR_FT_PTR:
-		return 8;
-	default:
-		return 0;
-	}
-}
-
 /*
  * The CTF payload of @v by class @k into @out. The evring encoding is the CTF
  * one except for strings (u32 length + bytes -> bytes up to the first NUL, then
@@ -249,14 +232,15 @@ static int encode_fields(struct ctf_conv *c, const struct evr_ctf_class *k,
 	}
 	for (int i = 0; i < n; i++) {
 		const struct evr_field_value *f = &c->vals[i];
-		uint32_t sz = fixed_size(f->type), len;
+		int sz = evr_field_type_size(f->type);	/* the payload decoded: no -1 */
+		uint32_t len;
 		const uint8_t *nul;
 
 		if (f->type == EVR_FT_BOOL) {
 			*p++ = *in ? 1 : 0;
 			in++;
-		} else if (sz) {
-			memcpy(p, in, sz);
+		} else if (sz > 0) {
+			memcpy(p, in, (size_t)sz);
 			p += sz;
 			in += sz;
 		} else if (f->type == EVR_FT_STR || f->type == EVR_FT_JSON) {

@@ -12,8 +12,7 @@
 
 #include "decode-internal.h"
 
-/* Size of a fixed-size field, 0 for the length-prefixed ones, -1 unknown type. */
-static int fixed_size(uint32_t type)
+int evr_field_type_size(uint32_t type)
 {
 	switch (type) {
 	case EVR_FT_U8: case EVR_FT_I8: case EVR_FT_BOOL:
@@ -88,7 +87,7 @@ int evr_decode_fields_why(const struct evr_schema_event *ev, const void *payload
 	for (uint32_t i = 0; i < ev->nfields; i++) {
 		const struct evr_schema_field *f = &ev->fields[i];
 		const char *name = f->name ? f->name : "?";
-		int n = fixed_size(f->type);
+		int n = evr_field_type_size(f->type);
 
 		if (n < 0) {
 			WHY("field '%s' has unknown type %u", name, f->type);

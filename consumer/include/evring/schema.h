@@ -84,6 +84,10 @@ const struct evr_schema_event *evr_schema_set_at(const struct evr_schema_set *s,
  */
 int evr_schema_event_pack(const struct evr_schema_event *ev, void **ret_data, size_t *ret_len);
 
+/* Payload bytes of a field of @type: 1, 2, 4 or 8; 0 for str, json and bytes
+ * (a u32 length, then the data); -1 for an unknown type. */
+int evr_field_type_size(uint32_t type);
+
 /* "u32", "str"... or NULL for an unknown code. */
 const char *evr_field_type_name(uint32_t type);
 
