@@ -433,7 +433,6 @@ static int record_threads(struct recorder *r)
 			ret = write_error(r, ret);
 			goto out;
 		}
-		/* batch points into cur: copied into merged above, so free cur after. */
 	}
 	free(r->tnames);
 	r->tnames = merged;

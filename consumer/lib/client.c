@@ -42,6 +42,25 @@ int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
 
 /* ---- the transaction ------------------------------------------------------------ */
 
+/* The message and error of a failed evr_frame_recv() (@err < 0) on @c's socket. */
+static int recv_failed(struct evr_client *c, int err, char *errbuf, size_t errlen)
+{
+	if (err == -ETIMEDOUT)
+		return fail(errbuf, errlen, err, "process %d did not answer (stopped?)", (int)c->pid);
+	if (err == -ECONNRESET || err == -EPIPE) {
+		c->sock_eof = true;
+		return fail(errbuf, errlen, -ECONNRESET, "process %d closed the connection",
+			    (int)c->pid);
+	}
+	if (err == -EPROTO) {
+		evr_frame_rx_drop_fds(&c->rx);
+		return fail(errbuf, errlen, err, "process %d answered with a malformed message",
+			    (int)c->pid);
+	}
+	return fail(errbuf, errlen, err, "reading from process %d: %s", (int)c->pid,
+		    strerror(-err));
+}
+
 int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Reply__BodyCase want,
 			int timeout_ms, int *fds, unsigned int nfds, Evr__Reply **ret, char *errbuf,
 			size_t errlen)
@@ -58,20 +77,8 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 			    (int)c->pid);
 	while (c->stale_replies) {
 		err = evr_frame_recv(&c->rx, c->sock, timeout_ms, &payload, &len);
-		if (err == -ETIMEDOUT)
-			return fail(errbuf, errlen, err, "process %d did not answer (stopped?)",
-				    (int)c->pid);
-		if (err == -ECONNRESET || err == -EPIPE) {
-			c->sock_eof = true;
-			return fail(errbuf, errlen, -ECONNRESET, "process %d closed the connection",
-				    (int)c->pid);
-		}
-		if (err == -EPROTO)
-			return fail(errbuf, errlen, err, "process %d answered with a malformed message",
-				    (int)c->pid);
 		if (err < 0)
-			return fail(errbuf, errlen, err, "reading from process %d: %s", (int)c->pid,
-				    strerror(-err));
+			return recv_failed(c, err, errbuf, errlen);
 		evr_frame_rx_drop_fds(&c->rx);
 		evr_frame_rx_pop(&c->rx);
 		c->stale_replies--;
@@ -101,17 +108,9 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 		if (err == -ETIMEDOUT)
 			c->stale_replies++;
 	}
-	if (err == -ETIMEDOUT)
-		return fail(errbuf, errlen, err, "process %d did not answer (stopped?)", (int)c->pid);
-	if (err == -ECONNRESET || err == -EPIPE) {
-		c->sock_eof = true;
-		return fail(errbuf, errlen, -ECONNRESET, "process %d closed the connection",
-			    (int)c->pid);
-	}
-	if (err < 0 && err != -EPROTO)
-		return fail(errbuf, errlen, err, "reading from process %d: %s", (int)c->pid,
-			    strerror(-err));
-	if (err < 0 || evr_pb_unpack_reply(payload, len, &r) < 0) {
+	if (err < 0)
+		return recv_failed(c, err, errbuf, errlen);
+	if (evr_pb_unpack_reply(payload, len, &r) < 0) {
 		evr_frame_rx_drop_fds(&c->rx);
 		return fail(errbuf, errlen, -EPROTO, "process %d answered with a malformed message",
 			    (int)c->pid);

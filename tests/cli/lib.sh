@@ -1,53 +1,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Helpers for the evring command-line tests: sourced by tests/cli/*.sh, which ctest runs as
 #   bash tests/cli/NAME.sh EVRING WORKLOAD
-# Every wait is for the thing itself (a line on a pipe, a process exit); the only timeouts
-# are generous upper bounds that turn a hang into a failure. Exit 77 means skipped.
+# Shared pieces (temp and runtime directories, fail, skip, expect) are in tests/common.sh.
 set -euo pipefail
 
 EVRING=$(realpath "${1:?usage: $0 EVRING WORKLOAD}")
 WORKLOAD=$(realpath "${2:?usage: $0 EVRING WORKLOAD}")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-T=$(mktemp -d /tmp/evring-cli.XXXXXX)
-# A private runtime directory: this test's processes are the only ones evring ps sees
-# (when not root: root lists every user's directory as well), and tests running in
-# parallel never meet.
-export EVR_RUNTIME_DIR=$T/run
-mkdir -m 0700 "$EVR_RUNTIME_DIR"
-KILL_AT_EXIT=()
-
-cleanup() {
-	local p
-	for p in "${KILL_AT_EXIT[@]}"; do
-		kill -9 "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
-
-skip() {
-	echo "SKIP: $*" >&2
-	exit 77
-}
-
-need_python() {
-	command -v python3 >/dev/null 2>&1 || skip "python3 is needed to check the output"
-}
-
-# expect FD REGEX [WHAT]: read lines from FD until one matches REGEX; sets LINE.
-expect() {
-	local fd=$1 re=$2 what=${3:-"a line matching '$2'"}
-	while IFS= read -r -t 120 -u "$fd" LINE; do
-		[[ $LINE =~ $re ]] && return 0
-	done
-	fail "never saw $what"
-}
+source "$HERE/../common.sh"
+evr_test_setup cli
 
 # start_workload NAME ARGS...: run the workload in the background, its stdout on a fifo
 # (file descriptor in WL_FD), and wait for its "ready PID" line. Sets WL_PID.

@@ -10,6 +10,10 @@ base=$(fd_count "$WL_PID")
 start_record rec -p "$WL_PID" --providers Demo -o "$T/r.evtrace"
 expect "$WL_FD" "^started\$"
 ((base < $(fd_count "$WL_PID"))) || fail "the session did not open a descriptor in the producer"
+# Kill it once the file holds events, so that the conversions below compare something.
+for ((i = 0; i < 1000; i++)); do
+	"$EVRING" dump --json "$T/r.evtrace" 2>/dev/null | grep -q '"type":"event"' && break
+done
 kill -9 "$REC_PID"
 wait "$REC_PID" 2>/dev/null || true
 
@@ -47,6 +51,7 @@ got = sum(1 for e in chrome if e.get("cat") == "Demo")
 if got != n:
     sys.exit("chrome has %d Demo events, dump %d" % (got, n))
 print(n)' "$T/dump.jsonl" "$T/r.json") || fail "the Chrome JSON of the killed recording: $events"
+((events > 0)) || fail "the killed recorder's file holds no event to convert"
 grep -q "^Events    $events " "$T/report.txt" || fail "report does not count $events events"
 if command -v babeltrace2 >/dev/null; then
 	"$EVRING" convert "$T/r.evtrace" --format ctf -o "$T/ctf" 2>"$T/conv.err" ||

@@ -25,9 +25,8 @@ sleep 600 &
 plain=$!
 KILL_AT_EXIT+=("$plain")
 # The forked shell is "bash" until it has exec'd sleep: wait for the exec itself.
-for ((i = 0; i < 1000; i++)); do
-	[[ $(cat /proc/$plain/comm 2>/dev/null) == sleep ]] && break
-	read -rt 0.01 <> <(:) || true
+for ((i = 0; i < 100000; i++)); do
+	[[ $(</proc/$plain/comm) == sleep ]] && break
 done
 [[ $(cat /proc/$plain/comm) == sleep ]] || fail "sleep $plain did not start"
 run_err 1 "^clrtop: process $plain \(sleep\) does not run libevring's agent" -b -n 1 -p "$plain"

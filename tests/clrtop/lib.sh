@@ -8,43 +8,16 @@ set -euo pipefail
 CLRTOP=$(realpath "${1:?usage: $0 CLRTOP MINIRT WORKLOAD}")
 MINIRT=$(realpath "${2:?usage: $0 CLRTOP MINIRT WORKLOAD}")
 WORKLOAD=$(realpath "${3:?usage: $0 CLRTOP MINIRT WORKLOAD}")
-T=$(mktemp -d /tmp/evring-clrtop.XXXXXX)
-# A private runtime directory: only this test's processes are attachable.
-export EVR_RUNTIME_DIR=$T/run
-mkdir -m 0700 "$EVR_RUNTIME_DIR"
-KILL_AT_EXIT=()
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+evr_test_setup clrtop
 TMUX_SOCK=
 
-cleanup() {
-	local p s
+# Every tmux server a test started (one socket each, see below) goes with it.
+cleanup_hook() {
+	local s
 	for s in "$T"/tmux*.sock; do
 		[[ -S $s ]] && tmux -S "$s" kill-server 2>/dev/null || true
 	done
-	for p in "${KILL_AT_EXIT[@]}"; do
-		kill -9 "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
-
-skip() {
-	echo "SKIP: $*" >&2
-	exit 77
-}
-
-# expect FD REGEX [WHAT]: read lines from FD until one matches REGEX; sets LINE.
-expect() {
-	local fd=$1 re=$2 what=${3:-"a line matching '$2'"}
-	while IFS= read -r -t 120 -u "$fd" LINE; do
-		[[ $LINE =~ $re ]] && return 0
-	done
-	fail "never saw $what"
 }
 
 # start PROGRAM NAME ARGS...: run PROGRAM in the background and wait for its "ready PID"

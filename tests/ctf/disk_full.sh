@@ -10,7 +10,7 @@ source "$(dirname "$0")/../cli/lib.sh"
 mkdir "$T/small"
 mount -t tmpfs -o size=256k evring-ctf-test "$T/small" 2>/dev/null ||
 	skip "cannot mount a tmpfs here (not root, or no permission)"
-trap 'umount "$T/small" 2>/dev/null || true; cleanup' EXIT
+cleanup_hook() { umount "$T/small" 2>/dev/null || true; }
 st=0
 "$EVRING" convert "$T/t.evtrace" -f ctf -o "$T/small/out" 2>"$T/e.err" || st=$?
 cat "$T/e.err"

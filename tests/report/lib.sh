@@ -8,23 +8,10 @@ set -euo pipefail
 EVRING=$(realpath "${1:?usage: $0 EVRING MINIRT}")
 MINIRT=$(realpath "${2:?usage: $0 EVRING MINIRT}")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-T=$(mktemp -d /tmp/evring-report.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-# A private runtime directory: tests running in parallel never meet.
-export EVR_RUNTIME_DIR=$T/run
-mkdir -m 0700 "$EVR_RUNTIME_DIR"
+source "$HERE/../common.sh"
+evr_test_setup report
 
-fail() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
-
-skip() {
-	echo "SKIP: $*" >&2
-	exit 77
-}
-
-command -v python3 >/dev/null 2>&1 || skip "python3 is needed to check the output"
+need_python
 
 # record_minirt FILE: 2 s of minirt's steady phase with MiniRT, System.Runtime and Process.
 record_minirt() {
