@@ -142,7 +142,7 @@ static void baseline_locked(struct evr_counter *c, uint32_t slot)
 /* ---- writing one sample into one session ----------------------------------------------- */
 
 struct pk {
-	uint8_t buf[3 * 260 + 64];
+	uint8_t buf[3 * 260 + 64];	/* room for the padding to 8 bytes too */
 	uint32_t len;
 };
 
@@ -176,9 +176,12 @@ static void pk_head(struct pk *k, const struct evr_counter *c, uint32_t interval
 }
 
 static void write_one(struct evr_session *s, uint32_t slot, const struct evr_event *ev,
-		      const struct pk *k)
+		      struct pk *k)
 {
 	struct evr_session_table *t;
+
+	/* The write path copies whole words: zero the padding after the payload. */
+	memset(k->buf + k->len, 0, 8);
 
 	urcu_bp_read_lock();
 	t = evr_session_table_get_rcu();

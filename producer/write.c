@@ -9,6 +9,14 @@
  * critical section (<evring/ring-rseq.h>), otherwise the try-lock. The timestamp,
  * thread id and the record's header are computed once for all sessions. No lock
  * is waited on, nothing is allocated, no system call is made.
+ *
+ * The common case, one per-CPU session, is laid out on its own so that it
+ * needs almost no stack frame; more sessions, try-lock sessions and the
+ * built-in events' per-session filter go through write_rcu(), out of line.
+ *
+ * Payloads reach the rings in whole 8-byte words (struct evr_rseq_rec): the
+ * generated fire functions and evr_event_write_padded() supply them padded,
+ * evr_event_write() pads a copy when the length needs it.
  */
 #define _LGPL_SOURCE
 #include <urcu-bp.h>
@@ -25,19 +33,19 @@ static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned in
 						       memory_order_relaxed), keywords);
 }
 
-/* @filter: for built-in events, the level and keywords of this write. */
-static inline __attribute__((always_inline)) int
-write_rcu(struct evr_event *ev, const void *payload, uint32_t len, bool filter, uint8_t level,
-	  uint64_t keywords)
+/*
+ * write_rcu() - write a padded payload into every session of @mask (already
+ * masked by the live table @t). @filter: for built-in events, the level and
+ * keywords of this write, checked per session.
+ */
+static __attribute__((noinline)) int
+write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, const void *payload,
+	  uint32_t len, bool filter, uint8_t level, uint64_t keywords)
 {
-	struct evr_session_table *t = evr_session_table_get_rcu();
-	uint64_t mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
 	uint32_t cpu = UINT32_MAX;
 	struct evr_rseq_rec rec;
 	struct rseq *rs;
 
-	if (!mask)
-		return 0;
 	evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(), payload, len);
 	rs = evr_rseq_area();
 	do {
@@ -52,17 +60,120 @@ write_rcu(struct evr_event *ev, const void *payload, uint32_t len, bool filter, 
 	return 0;
 }
 
-int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len)
+/*
+ * write_fast() - write a payload of at most EVR_MAX_PAYLOAD bytes: @k words
+ * @q (a constant, 0..EVR_RSEQ_WORDS_MAX) in registers, or with @k < 0 the
+ * padded bytes at @payload. One per-CPU session: inline, without a stack frame
+ * to speak of; anything else, and a fast path that must restart or take the
+ * slow path, goes to write_rcu() with the payload in memory.
+ */
+/* write_rcu() for a payload in words: out of line, so that write_fast() takes no word's address. */
+static __attribute__((noinline)) void
+write_rcu_words(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, uint32_t len,
+		uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
 {
-	int ret;
+	const uint64_t q[EVR_RSEQ_WORDS_MAX] = { q0, q1, q2, q3 };
 
+	write_rcu(t, mask, ev, q, len, false, 0, 0);
+}
+
+static inline __attribute__((always_inline)) int
+write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k, uint64_t q0,
+	   uint64_t q1, uint64_t q2, uint64_t q3)
+{
+	struct evr_session_table *t;
+	uint64_t mask;
+
+	urcu_bp_read_lock();
+	t = evr_session_table_get_rcu();
+	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
+	if (EVR_UNLIKELY(!mask))
+		goto out;
+#if EVR_HAVE_RSEQ
+	if (EVR_LIKELY(!(mask & (mask - 1)))) {
+		struct evr_session *s = t->slot[__builtin_ctzll(mask)];
+		struct rseq *rs = evr_rseq_area();
+		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
+
+		/* A negative cpu (no rseq registration) fails the bound too. */
+		if (EVR_LIKELY(s->nr_rings >= evr_ring_percpu_min && cpu < s->nr_rings)) {
+			struct evr_ring_writer *w = &s->rings[cpu];
+			uint64_t w0 = (uint64_t)(EVR_REC_HDR_SIZE + len) |
+				      (uint64_t)EVR_REC_EVENT << 16 | (uint64_t)ev->rid << 32;
+			int rc;
+
+			if (k >= 0) {
+				rc = evr_ring_rseq_append_words(w, rs, cpu, evr_clock_now(), w0,
+								evr_thread_id(), k, q0, q1, q2,
+								q3);
+			} else {
+				struct evr_rseq_rec rec = {
+					.w0 = w0, .ts = evr_clock_now(), .src = payload,
+					.nq = (len + 7u) / 8u, .tid = evr_thread_id(),
+				};
+
+				rc = evr_ring_rseq_append(w, rs, cpu, &rec);
+			}
+			if (EVR_LIKELY(rc == 0))
+				goto out;
+			if (rc == 3) {
+				evr_ring_rseq_publish_from_afar(w);
+				goto out;
+			}
+		}
+	}
+#endif
+	if (k >= 0)
+		write_rcu_words(t, mask, ev, len, q0, q1, q2, q3);
+	else
+		write_rcu(t, mask, ev, payload, len, false, 0, 0);
+out:
+	urcu_bp_read_unlock();
+	return 0;
+}
+
+int evr_event_write_padded(struct evr_event *ev, const void *payload, uint32_t len)
+{
 	if (EVR_UNLIKELY(len > EVR_MAX_PAYLOAD))
 		return evr_event_write_too_big(ev);
-	urcu_bp_read_lock();
-	ret = write_rcu(ev, payload, len, false, 0, 0);
-	urcu_bp_read_unlock();
-	return ret;
+	return write_fast(ev, payload, len, -1, 0, 0, 0, 0);
 }
+
+int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len)
+{
+	if (EVR_UNLIKELY(len > EVR_MAX_PAYLOAD))
+		return evr_event_write_too_big(ev);
+	if (len & 7u) {
+		uint8_t buf[evr_rseq_pad_size(len)];
+
+		return write_fast(ev, evr_rseq_rec_pad(buf, payload, len), len, -1, 0, 0, 0, 0);
+	}
+	return write_fast(ev, payload, len, -1, 0, 0, 0, 0);
+}
+
+/*
+ * The generated fire functions of events whose payload has a fixed size of at
+ * most 32 bytes pass it in registers, as whole words whose bytes past @len
+ * are zero. @len must need exactly that many words.
+ */
+#define EVR_WRITE_Q(n, ...)                                                                \
+	int evr__event_write_q##n(struct evr_event *ev, uint32_t len __VA_ARGS__)         \
+	{                                                                                  \
+		if (EVR_UNLIKELY((len + 7u) / 8u != (n)))                                   \
+			return -EINVAL;                                                    \
+		return write_fast(ev, NULL, len, (n), EVR_Q_ARGS_##n);                     \
+	}
+#define EVR_Q_ARGS_0 0, 0, 0, 0
+#define EVR_Q_ARGS_1 q0, 0, 0, 0
+#define EVR_Q_ARGS_2 q0, q1, 0, 0
+#define EVR_Q_ARGS_3 q0, q1, q2, 0
+#define EVR_Q_ARGS_4 q0, q1, q2, q3
+
+EVR_WRITE_Q(0)
+EVR_WRITE_Q(1, , uint64_t q0)
+EVR_WRITE_Q(2, , uint64_t q0, uint64_t q1)
+EVR_WRITE_Q(3, , uint64_t q0, uint64_t q1, uint64_t q2)
+EVR_WRITE_Q(4, , uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
 
 int evr_event_write_too_big(struct evr_event *ev)
 {
@@ -145,10 +256,11 @@ int evr_event_writev(struct evr_event *ev, const union evr_value *values, uint32
 	len = encoded_size(ev->desc, values);
 	if (len > EVR_MAX_PAYLOAD)
 		return evr_event_write_too_big(ev);
-	uint8_t buf[len ? len : 1];
+	uint8_t buf[evr_rseq_pad_size((uint32_t)len)];
 
+	memset(buf + (len & ~7u), 0, 8);
 	encode(ev->desc, values, buf);
-	return evr_event_write(ev, buf, (uint32_t)len);
+	return write_fast(ev, buf, (uint32_t)len, -1, 0, 0, 0, 0);
 }
 
 /*
@@ -160,21 +272,25 @@ static int builtin_write(struct evr_provider *p, struct evr_event *ev, const cha
 			 uint8_t level, uint64_t keywords, union evr_value last)
 {
 	const union evr_value v[4] = { { .s = name }, { .u = keywords }, { .u = level }, last };
-	uint64_t len;
-	int ret;
+	struct evr_session_table *t;
+	uint64_t len, mask;
 
 	if (!evr_provider_enabled(p, level, keywords))
 		return 0;
 	len = encoded_size(ev->desc, v);
 	if (len > EVR_MAX_PAYLOAD)
 		return evr_event_write_too_big(ev);
-	uint8_t buf[len];
+	uint8_t buf[evr_rseq_pad_size((uint32_t)len)];
 
+	memset(buf + (len & ~7u), 0, 8);
 	encode(ev->desc, v, buf);
 	urcu_bp_read_lock();
-	ret = write_rcu(ev, buf, (uint32_t)len, true, level, keywords);
+	t = evr_session_table_get_rcu();
+	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
+	if (mask)
+		write_rcu(t, mask, ev, buf, (uint32_t)len, true, level, keywords);
 	urcu_bp_read_unlock();
-	return ret;
+	return 0;
 }
 
 int evr_dynamic_write(struct evr_provider *p, const char *name, uint8_t level,

@@ -341,7 +341,7 @@ int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_
 	 * so that a holder preempted meanwhile does not turn the next writes of this
 	 * CPU into "ring locked" drops as well. The next holder reports them in-band.
 	 */
-	if (ring_surely_full(w, r->asize)) {
+	if (ring_surely_full(w, EVR_REC_HDR_SIZE + r->nq * 8)) {
 		evr_ring_count_lost(w, 1);
 		return -ENOSPC;
 	}

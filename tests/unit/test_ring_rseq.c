@@ -41,6 +41,8 @@ static int rseq_write_seq(struct ring_fx *f, struct rseq *rs, uint64_t seq, uint
 	uint8_t buf[256];
 	struct evr_rseq_rec rec;
 
+	assert_true(evr_rseq_pad_size(len) <= sizeof(buf));
+	memset(buf, 0, sizeof(buf));	/* the padding the write path copies */
 	pl_fill(buf, len, seq, stream);
 	evr_rseq_rec_init(&rec, event_id_of(seq), seq, (uint32_t)stream + 1, buf, len);
 	return evr_ring_rseq_write(f->w, f->nr, rs, &rec);

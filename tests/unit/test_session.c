@@ -55,6 +55,19 @@ EVR_PROVIDER_DEFINE(ty, "Types", TYPES_EVENTS)
 EVR_PROVIDER_DECLARE(fi, FILT_EVENTS)
 EVR_PROVIDER_DEFINE(fi, "Filt", FILT_EVENTS)
 
+/* Fixed sizes for every number of payload words, with fields that straddle words. */
+#define WORDS_EVENTS(EVENT)                                                                    \
+	EVENT(wd_1, "W1", 1, EVR_LEVEL_INFO, 0x1, (u8, a))                                     \
+	EVENT(wd_2, "W2", 2, EVR_LEVEL_INFO, 0x1, (u8, a), (u64, b), (u32, c), (u16, d))       \
+	EVENT(wd_3, "W3", 3, EVR_LEVEL_INFO, 0x1, (u64, a), (u64, b), (bool, c))               \
+	EVENT(wd_4, "W4", 4, EVR_LEVEL_INFO, 0x1, (u32, a), (u64, b), (u64, c), (u64, d),     \
+	      (i32, e))                                                                        \
+	EVENT(wd_5, "W5", 5, EVR_LEVEL_INFO, 0x1, (u64, a), (u64, b), (u64, c), (u64, d),     \
+	      (i8, e))
+
+EVR_PROVIDER_DECLARE(wd, WORDS_EVENTS)
+EVR_PROVIDER_DEFINE(wd, "Words", WORDS_EVENTS)
+
 #define LATE_EVENTS(EVENT) EVENT(late_ev, "LateEvent", 1, EVR_LEVEL_INFO, 0x1, (u64, v))
 
 EVR_PROVIDER_DECLARE(latep, LATE_EVENTS)
@@ -498,6 +511,145 @@ static void test_session_start_bad_options_fail(void **state)
 	assert_int_equal(evr_session_start(&o, NULL, NULL, 0), -EINVAL);
 	assert_null(s);
 	assert_false(ty_ints_enabled());
+}
+
+/*
+ * Every way into the rings gives the same bytes, padded with zeros: the
+ * generated fire functions (payload words in registers, 1 to 4 words, and in
+ * memory beyond 32 bytes), evr_event_write() of any length (padded copy), and
+ * evr_event_write_padded(); in one session (the inline path) and in two (the
+ * general one). The padding is checked in place, where a gating reader reads.
+ */
+struct wd_expect {
+	uint8_t bytes[48];
+	uint32_t len;
+	uint32_t event_id;
+};
+
+static void wd_put(struct wd_expect *e, uint32_t *o, uint64_t v, uint32_t n)
+{
+	memcpy(e->bytes + *o, &v, n);
+	*o += n;
+}
+
+static uint32_t wd_fire_all(struct wd_expect *e, uint64_t x)
+{
+	uint32_t n = 0, o;
+
+	assert_int_equal(wd_1((uint8_t)x), 0);
+	o = 0, wd_put(&e[n], &o, (uint8_t)x, 1);
+	e[n].len = o, e[n++].event_id = wd_1__event.rid;
+
+	assert_int_equal(wd_2((uint8_t)(x >> 3), x * 7, (uint32_t)(x ^ 0xa5a5a5a5u), (uint16_t)~x), 0);
+	o = 0, wd_put(&e[n], &o, (uint8_t)(x >> 3), 1), wd_put(&e[n], &o, x * 7, 8);
+	wd_put(&e[n], &o, (uint32_t)(x ^ 0xa5a5a5a5u), 4), wd_put(&e[n], &o, (uint16_t)~x, 2);
+	e[n].len = o, e[n++].event_id = wd_2__event.rid;
+
+	assert_int_equal(wd_3(~x, x << 9, x & 1), 0);
+	o = 0, wd_put(&e[n], &o, ~x, 8), wd_put(&e[n], &o, x << 9, 8), wd_put(&e[n], &o, x & 1, 1);
+	e[n].len = o, e[n++].event_id = wd_3__event.rid;
+
+	assert_int_equal(wd_4((uint32_t)x, x + 1, x + 2, ~x, -(int32_t)(x & 0xffff)), 0);
+	o = 0, wd_put(&e[n], &o, (uint32_t)x, 4), wd_put(&e[n], &o, x + 1, 8);
+	wd_put(&e[n], &o, x + 2, 8), wd_put(&e[n], &o, ~x, 8);
+	wd_put(&e[n], &o, (uint32_t)-(int32_t)(x & 0xffff), 4);
+	e[n].len = o, e[n++].event_id = wd_4__event.rid;
+
+	assert_int_equal(wd_5(x, x * 3, x * 5, x * 11, (int8_t)-x), 0);
+	o = 0, wd_put(&e[n], &o, x, 8), wd_put(&e[n], &o, x * 3, 8), wd_put(&e[n], &o, x * 5, 8);
+	wd_put(&e[n], &o, x * 11, 8), wd_put(&e[n], &o, (uint8_t)-x, 1);
+	e[n].len = o, e[n++].event_id = wd_5__event.rid;
+
+	/* Any length through evr_event_write() and evr_event_write_padded(). */
+	for (uint32_t len = 0; len <= 40; len++) {
+		uint8_t buf[48] = {0};
+
+		for (uint32_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)(x + 31 * i + len);
+		assert_int_equal(evr_event_write(&wd_5__event, buf, len), 0);
+		memcpy(e[n].bytes, buf, len);
+		e[n].len = len, e[n++].event_id = wd_5__event.rid;
+		assert_int_equal(evr_event_write_padded(&wd_1__event, buf, len), 0);
+		memcpy(e[n].bytes, buf, len);
+		e[n].len = len, e[n++].event_id = wd_1__event.rid;
+	}
+	return n;
+}
+
+static void wd_check(struct evr_session *s, struct evr_reader *r, const struct wd_expect *e,
+		     uint32_t n)
+{
+	struct evr_record rec;
+	uint32_t i = 0;
+
+	evr_session_stop(s);
+	while (evr_reader_next(r, &rec) > 0) {
+		const uint8_t *p = rec.payload;
+
+		assert_int_equal(rec.type, EVR_REC_EVENT);
+		assert_true(i < n);
+		assert_int_equal(rec.event_id, e[i].event_id);
+		assert_int_equal(rec.len, e[i].len);
+		assert_memory_equal(p, e[i].bytes, rec.len);
+		for (uint32_t k = rec.len; k % 8; k++)
+			assert_int_equal(p[k], 0);
+		i++;
+	}
+	assert_int_equal(i, n);
+}
+
+static cpu_set_t pinned_from;
+
+/* Keep this thread on the CPU it runs on (one ring), until unpin(). */
+static void pin_to_current_cpu(void)
+{
+	cpu_set_t one;
+	int cpu = sched_getcpu();
+
+	assert_true(cpu >= 0);
+	assert_int_equal(sched_getaffinity(0, sizeof(pinned_from), &pinned_from), 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+static void unpin(void)
+{
+	assert_int_equal(sched_setaffinity(0, sizeof(pinned_from), &pinned_from), 0);
+}
+
+static void test_event_write_paths_agree_and_pad_with_zeros(void **state)
+{
+	static struct wd_expect e[128];
+	struct evr_session *s1, *s2;
+	struct evr_reader *r1, *r2;
+	uint32_t n;
+
+	(void)state;
+	/* One thread on one CPU, so that the one ring's order is the firing order. */
+	pin_to_current_cpu();
+	assert_int_equal(evr__event_write_q1(&wd_1__event, 9, 1), -EINVAL);
+	assert_int_equal(evr__event_write_q3(&wd_3__event, 16, 1, 2, 3), -EINVAL);
+	for (int sessions = 1; sessions <= 2; sessions++) {
+		for (uint64_t x = 1; x < 1u << 20; x = x * 37 + 5) {
+			s1 = start("Words", EVR_MODE_DISCARD, SMALL_RING);
+			r1 = reader_of(s1, EVR_READER_GATING);
+			s2 = sessions == 2 ? start("Words", EVR_MODE_DISCARD, SMALL_RING) : NULL;
+			r2 = s2 ? reader_of(s2, EVR_READER_GATING) : NULL;
+			n = wd_fire_all(e, x);
+			assert_true(n <= sizeof(e) / sizeof(e[0]));
+			wd_check(s1, r1, e, n);
+			if (s2)
+				wd_check(s2, r2, e, n);
+			evr_reader_free(r1);
+			evr_session_free(s1);
+			if (s2) {
+				evr_reader_free(r2);
+				evr_session_free(s2);
+			}
+		}
+	}
+	unpin();
 }
 
 static void test_event_write_too_big_counts_one_lost(void **state)
@@ -1038,6 +1190,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_session_start_65th_session_is_busy),
 		cmocka_unit_test(test_session_start_bad_options_fail),
 		cmocka_unit_test(test_event_write_too_big_counts_one_lost),
+		cmocka_unit_test(test_event_write_paths_agree_and_pad_with_zeros),
 		cmocka_unit_test(test_dynamic_write_filters_per_session),
 		cmocka_unit_test(test_event_define_after_start_is_delivered),
 		cmocka_unit_test(test_provider_register_callback_sees_enable_changes),

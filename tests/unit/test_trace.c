@@ -561,7 +561,7 @@ static void count_all(int fd, int *ret_rc, uint64_t *ret_events, struct evr_trac
 static void test_trace_reader_truncated(void **state)
 {
 	struct evr_trace_stats st;
-	uint64_t size, full, n;
+	uint64_t size, full, n = 0;
 	struct gen g;
 	int rc;
 
@@ -603,7 +603,7 @@ static void test_trace_reader_corrupt_events_chunk(void **state)
 	struct evr_trace_reader *r;
 	struct evr_trace_chunk c;
 	struct evr_trace_stats st;
-	uint64_t pos = 0, target = 0, n;
+	uint64_t pos = 0, target = 0, n = 0;
 	int rc, seen = 0;
 	uint8_t byte;
 	struct gen g;

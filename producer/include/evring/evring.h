@@ -195,6 +195,27 @@ EVR_API int evr_event_define(struct evr_provider *p, const struct evr_event_desc
  */
 EVR_API int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len);
 
+/**
+ * evr_event_write_padded() - evr_event_write() for a payload that the rings can
+ * take in whole 8-byte words: @payload is readable for @len rounded up to a
+ * multiple of 8 bytes, and the bytes past @len are zero. What the generated
+ * fire functions call; it saves evr_event_write() a padded copy.
+ */
+EVR_API int evr_event_write_padded(struct evr_event *ev, const void *payload, uint32_t len);
+
+/*
+ * What the generated fire functions call for a payload of a fixed size of at
+ * most 32 bytes: evr_event_write_padded() with the payload's (len + 7) / 8
+ * words passed by value (-EINVAL if @len needs another number of words).
+ */
+EVR_API int evr__event_write_q0(struct evr_event *ev, uint32_t len);
+EVR_API int evr__event_write_q1(struct evr_event *ev, uint32_t len, uint64_t q0);
+EVR_API int evr__event_write_q2(struct evr_event *ev, uint32_t len, uint64_t q0, uint64_t q1);
+EVR_API int evr__event_write_q3(struct evr_event *ev, uint32_t len, uint64_t q0, uint64_t q1,
+				uint64_t q2);
+EVR_API int evr__event_write_q4(struct evr_event *ev, uint32_t len, uint64_t q0, uint64_t q1,
+				uint64_t q2, uint64_t q3);
+
 /* Count @ev as lost in every session that wants it; returns -EMSGSIZE. */
 EVR_API int evr_event_write_too_big(struct evr_event *ev);
 
@@ -396,6 +417,25 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__PACK_json(n) evr__put_var(&p_, n, evr__strlen(n))
 #define EVR__PACK_bytes(n) evr__put_var(&p_, n, n ? n##_len : 0)
 
+/* The same, into the words q_ of a fixed-size payload of at most 32 bytes, at o_. */
+#define EVR__PACKW(t, n) EVR__PACKW_##t(n);
+#define EVR__PACKW_u8(n) evr__putw(q_, &o_, &n, 1)
+#define EVR__PACKW_u16(n) evr__putw(q_, &o_, &n, 2)
+#define EVR__PACKW_u32(n) evr__putw(q_, &o_, &n, 4)
+#define EVR__PACKW_u64(n) evr__putw(q_, &o_, &n, 8)
+#define EVR__PACKW_i8(n) evr__putw(q_, &o_, &n, 1)
+#define EVR__PACKW_i16(n) evr__putw(q_, &o_, &n, 2)
+#define EVR__PACKW_i32(n) evr__putw(q_, &o_, &n, 4)
+#define EVR__PACKW_i64(n) evr__putw(q_, &o_, &n, 8)
+#define EVR__PACKW_f32(n) evr__putw(q_, &o_, &n, 4)
+#define EVR__PACKW_f64(n) evr__putw(q_, &o_, &n, 8)
+#define EVR__PACKW_bool(n) evr__putw_u64(q_, &o_, (uint64_t)(n ? 1 : 0), 1)
+#define EVR__PACKW_ptr(n) evr__putw_u64(q_, &o_, (uint64_t)(uintptr_t)(n), 8)
+/* Never reached (not a fixed size), but must compile. */
+#define EVR__PACKW_str(n) (void)(n)
+#define EVR__PACKW_json(n) (void)(n)
+#define EVR__PACKW_bytes(n) (void)(n), (void)n##_len
+
 #define EVR__TYPE_u8 EVR_TYPE_U8
 #define EVR__TYPE_u16 EVR_TYPE_U16
 #define EVR__TYPE_u32 EVR_TYPE_U32
@@ -421,6 +461,7 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__ARG__Bool(n) EVR__ARG_bool(n)
 #define EVR__SIZE__Bool(n) EVR__SIZE_bool(n)
 #define EVR__PACK__Bool(n) EVR__PACK_bool(n)
+#define EVR__PACKW__Bool(n) EVR__PACKW_bool(n)
 #define EVR__TYPE__Bool EVR__TYPE_bool
 #define EVR__FIELD(t, n) { #n, EVR__TYPE_##t },
 #define EVR__ONE(t, n) +1u
@@ -434,6 +475,31 @@ static inline void evr__put(uint8_t **p, const void *v, uint32_t n)
 {
 	memcpy(*p, v, n);
 	*p += n;
+}
+
+/*
+ * Put the @n (<= 8) low bytes of @v at byte @*o of the words @q, with shifts
+ * rather than stores: with @*o a constant the words stay in registers (a word
+ * loaded after narrower stores into it would miss the store buffer).
+ */
+static inline void evr__putw_u64(uint64_t *q, uint32_t *o, uint64_t v, uint32_t n)
+{
+	uint32_t i = *o / 8u, sh = (*o % 8u) * 8u;
+
+	if (n < 8u)
+		v &= (1ull << (8u * n)) - 1u;
+	q[i] |= v << sh;
+	if (sh && *o % 8u + n > 8u)
+		q[i + 1] |= v >> (64u - sh);
+	*o += n;
+}
+
+static inline void evr__putw(uint64_t *q, uint32_t *o, const void *v, uint32_t n)
+{
+	uint64_t x = 0;
+
+	memcpy(&x, v, n);
+	evr__putw_u64(q, o, x, n);
 }
 
 static inline void evr__put_u8(uint8_t **p, uint8_t v)
@@ -452,6 +518,14 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 	if (n)
 		evr__put(p, v, n);
 }
+
+/* The fire function's call for a payload of @len <= 32 bytes in the words @q. */
+#define EVR__WRITE_Q(ev, len, q)                                                          \
+	((len) == 0u ? evr__event_write_q0((ev), (len)) :                                 \
+	 (len) <= 8u ? evr__event_write_q1((ev), (len), (q)[0]) :                         \
+	 (len) <= 16u ? evr__event_write_q2((ev), (len), (q)[0], (q)[1]) :                \
+	 (len) <= 24u ? evr__event_write_q3((ev), (len), (q)[0], (q)[1], (q)[2]) :        \
+			evr__event_write_q4((ev), (len), (q)[0], (q)[1], (q)[2], (q)[3]))
 
 #define EVR__PARAMS(...) EVR__CAT(EVR__PARAMS_, EVR__HAS_FIELDS(__VA_ARGS__))(__VA_ARGS__)
 #define EVR__PARAMS_0(...) void
@@ -487,12 +561,21 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 		uint64_t len_ = 0u EVR__MAP(EVR__SIZE, EVR__NOSEP, __VA_ARGS__);          \
 		if (len_ > EVR_MAX_PAYLOAD)                                               \
 			return evr_event_write_too_big(&sym##__event);                    \
-		uint8_t buf_[len_ ? len_ : 1];                                            \
-		uint8_t *p_ = buf_;                                                       \
-		buf_[0] = 0; /* defined even for events without fields */                 \
+		/* Up to 32 bytes of a fixed size: whole words, in registers. */         \
+		if (__builtin_constant_p(len_) && len_ <= 32u) {                          \
+			uint64_t q_[5] = { 0, 0, 0, 0, 0 };                               \
+			uint32_t o_ = 0;                                                  \
+			EVR__MAP(EVR__PACKW, EVR__NOSEP, __VA_ARGS__)                     \
+			(void)o_;                                                         \
+			return EVR__WRITE_Q(&sym##__event, (uint32_t)len_, q_);           \
+		}                                                                         \
+		/* Whole words, the one holding the end zeroed: the padding. */        \
+		uint64_t buf_[len_ / 8u + 1u];                                            \
+		uint8_t *p_ = (uint8_t *)buf_;                                            \
+		buf_[len_ / 8u] = 0;                                                      \
 		EVR__MAP(EVR__PACK, EVR__NOSEP, __VA_ARGS__)                              \
 		(void)p_;                                                                 \
-		return evr_event_write(&sym##__event, buf_, (uint32_t)len_);              \
+		return evr_event_write_padded(&sym##__event, buf_, (uint32_t)len_);       \
 	}
 
 #define EVR__EVENT_PTR(sym, ...) &sym##__event,

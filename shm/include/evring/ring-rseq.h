@@ -84,19 +84,25 @@
  */
 extern uint32_t evr_ring_percpu_min __attribute__((visibility("hidden")));
 
+/* Payload words an EVENT record can take in registers (evr_ring_rseq_append_words()). */
+#define EVR_RSEQ_WORDS_MAX 4
+
 /* Restarts of one write before it gives up and counts the event lost. */
 #define EVR_RSEQ_MAX_RESTARTS 1024
 
-/* One EVENT record, prepared once and appended to each session's ring. */
+/*
+ * One EVENT record, prepared once and appended to each session's ring.
+ *
+ * The payload is copied in whole 8-byte words: @src must be readable for
+ * nq * 8 bytes, and the bytes from len up to there must be zero (they become
+ * the record's padding). The generated fire functions build their payload that
+ * way; evr_rseq_rec_pad() makes such a copy of any other payload.
+ */
 struct evr_rseq_rec {
 	uint64_t w0;		/* record header word 0: size, type, event_id */
 	uint64_t ts;
-	uint64_t asize;		/* aligned record size */
-	uint64_t tid_hi;	/* (uint64_t)tid << 32, the high half of w->tid_events */
-	const uint8_t *src;	/* payload, borrowed */
-	uint64_t nq;		/* whole 8-byte words of payload */
-	uint64_t tail;		/* the last len % 8 payload bytes, zero-extended */
-	uint64_t has_tail;
+	const uint8_t *src;	/* payload, borrowed, padded as above */
+	uint64_t nq;		/* 8-byte words of payload: ceil(len / 8) */
 	uint32_t event_id;	/* for the slow path */
 	uint32_t tid;
 	uint32_t len;
@@ -105,27 +111,35 @@ struct evr_rseq_rec {
 
 /*
  * evr_rseq_rec_init() - describe one EVENT record of @len payload bytes.
- * @payload: borrowed until the writes are done.
+ * @payload: borrowed until the writes are done; padded (see struct evr_rseq_rec).
  */
 static inline void evr_rseq_rec_init(struct evr_rseq_rec *r, uint32_t event_id, uint64_t ts,
 				     uint32_t tid, const void *payload, uint32_t len)
 {
-	const uint8_t *s = payload;
-	uint32_t size = EVR_REC_HDR_SIZE + len;
-	uint32_t rem = len & 7u;
-
-	r->w0 = (uint64_t)size | (uint64_t)EVR_REC_EVENT << 16 | (uint64_t)event_id << 32;
+	r->w0 = (uint64_t)(EVR_REC_HDR_SIZE + len) | (uint64_t)EVR_REC_EVENT << 16 |
+		(uint64_t)event_id << 32;
 	r->ts = ts;
-	r->asize = evr_align8(size);
-	r->tid_hi = (uint64_t)tid << 32;
-	r->src = s;
-	r->nq = len / 8;
-	r->tail = evr_load_tail(s + (len & ~7u), rem);
-	r->has_tail = rem != 0;
+	r->src = payload;
+	r->nq = (len + 7u) / 8u;
 	r->event_id = event_id;
 	r->tid = tid;
 	r->len = len;
 	r->pad = 0;
+}
+
+/* Bytes of a padded copy of a @len-byte payload (at least 8, for len 0). */
+static inline uint32_t evr_rseq_pad_size(uint32_t len)
+{
+	return len ? (len + 7u) & ~7u : 8u;
+}
+
+/* evr_rseq_rec_pad() - copy @len bytes of @payload into @buf (evr_rseq_pad_size(len) bytes), zero-padded. */
+static inline const void *evr_rseq_rec_pad(uint8_t *buf, const void *payload, uint32_t len)
+{
+	memset(buf + (len & ~7u), 0, 8);
+	if (len)
+		memcpy(buf, payload, len);
+	return buf;
 }
 
 /* This thread's rseq area, as registered by glibc. */
@@ -185,16 +199,6 @@ evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cp
 #define EVR_OFF_W_LOST_ASYNC 192
 #define EVR_OFF_W_BELL_DUE 56
 #define EVR_OFF_CTL_HEAD 0
-#define EVR_OFF_R_W0 0
-#define EVR_OFF_R_TS 8
-#define EVR_OFF_R_ASIZE 16
-#define EVR_OFF_R_TID_HI 24
-#define EVR_OFF_R_SRC 32
-#define EVR_OFF_R_NQ 40
-#define EVR_OFF_R_TAIL 48
-#define EVR_OFF_R_HAS_TAIL 56
-#define EVR_OFF_R_TID 68
-
 #define EVR_RSEQ_CHECK_OFF(type, field, off) \
 	_Static_assert(offsetof(type, field) == (off), #off)
 EVR_RSEQ_CHECK_OFF(struct rseq, rseq_cs, EVR_OFF_RS_CS);
@@ -210,15 +214,6 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, ctl, EVR_OFF_W_CTL);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, lost_async, EVR_OFF_W_LOST_ASYNC);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, bell_due, EVR_OFF_W_BELL_DUE);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, w0, EVR_OFF_R_W0);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, ts, EVR_OFF_R_TS);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, asize, EVR_OFF_R_ASIZE);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tid_hi, EVR_OFF_R_TID_HI);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, src, EVR_OFF_R_SRC);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, nq, EVR_OFF_R_NQ);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tail, EVR_OFF_R_TAIL);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, has_tail, EVR_OFF_R_HAS_TAIL);
-EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tid, EVR_OFF_R_TID);
 
 /*
  * The abort signature precedes every abort handler: the 4 bytes before the
@@ -252,7 +247,121 @@ EVR_RSEQ_CHECK_OFF(struct evr_rseq_rec, tid, EVR_OFF_R_TID);
 	"movq %%rax, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 
 /*
- * evr_ring_rseq_append() - CS1 then CS2 on ring @w, which belongs to @cpu.
+ * The append: CS1 then CS2 on ring %[w], which belongs to CPU %[cpu].
+ *
+ * Every value comes in a register or as an operand the compiler picks, and
+ * the scratch registers are the compiler's to choose, so that the write path
+ * needs almost no stack frame: a call that spills and reloads is a good part of
+ * a 15 ns write. The two users differ in how the record's size is computed
+ * (@end: %[c] = head + the EVENT record's aligned size) and how the payload
+ * is copied (@copy, to 16(%[d])); %[a] and %[t9] are free in @copy.
+ *
+ * Exits: falls through when written and published; %l[done]: written, the
+ * lock holder publishes; %l[restart]: preempted, migrated before the commit,
+ * or signal; %l[slow]: slow path needed; %l[afar]: written, but the thread
+ * migrated before publishing.
+ */
+#define EVR_RSEQ_APPEND_ASM(end, copy)                                                    \
+	EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")                                            \
+	EVR_RSEQ_CS_DESC("5", "6f", "7f", "8f")                                            \
+	".pushsection __rseq_failure, \"ax\"\n\t"                                          \
+	EVR_RSEQ_ABORT_SIG                                                                 \
+	"4:\n\t"                                                                           \
+	"jmp %l[restart]\n\t"                                                              \
+	EVR_RSEQ_ABORT_SIG                                                                 \
+	"8:\n\t"                                                                           \
+	"jmp 9f\n\t"                                                                       \
+	".popsection\n\t"                                                                  \
+	/* CS1: append. */                                                                 \
+	"leaq 3b(%%rip), %[a]\n\t"                                                         \
+	"movq %[a], " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n"                                \
+	"1:\n\t"                                                                           \
+	"cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"                           \
+	"jne 4b\n\t"                                                                       \
+	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"                                \
+	"jne %l[slow]\n\t"                                                                 \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"		/* d = head */    \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_TID_EVENTS) "(%[w]), %[te]\n\t"	/* te = tid_events */ \
+	"movq %[te], %[a]\n\t"                                                             \
+	"shrq $32, %[a]\n\t"                                                               \
+	"xorl %k[t9], %k[t9]\n\t"	/* t9 = THREAD record size, 0 or 24 */             \
+	"cmpl %[tid], %k[a]\n\t"                                                           \
+	"je 13f\n\t"                                                                       \
+	"movl %[thr_asize], %k[t9]\n\t"                                                    \
+	"13:\n\t"                                                                          \
+	end                                                                                \
+	"addq %[t9], %[c]\n\t"		/* c = end */                                      \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %[c]\n\t"                          \
+	"ja %l[slow]\n\t"                                                                  \
+	"cmpq $0, " EVR_RSEQ_S(EVR_OFF_W_LOST_ASYNC) "(%[w])\n\t"                          \
+	"jne %l[slow]\n\t"                                                                 \
+	"movq %[ts0], %[ts]\n\t"	/* ts, clamped to last_ts */                       \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_BELL_DUE) "(%[w]), %[ts]\n\t"	/* a wake-up is due */ \
+	"jae %l[slow]\n\t"                                                                 \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %[ts]\n\t"                          \
+	"cmovbq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %[ts]\n\t"                        \
+	"movq %[ts], " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w])\n\t"                          \
+	"leaq %c[pf](%[c]), %[a]\n\t"	/* own the line ahead */                           \
+	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[a]\n\t"                         \
+	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[a]\n\t"                              \
+	"prefetchw (%[a])\n\t"                                                             \
+	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[d]\n\t"                         \
+	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[d]\n\t"	/* d = destination */      \
+	"testl %k[t9], %k[t9]\n\t"                                                         \
+	"jz 14f\n\t"                                                                       \
+	"movq %[thr_w0], (%[d])\n\t"	/* THREAD record: header, ts, {tid, 0} */          \
+	"movq %[ts], 8(%[d])\n\t"                                                          \
+	"movl %[tid], %k[a]\n\t"                                                           \
+	"movq %[a], 16(%[d])\n\t"                                                          \
+	"addq %[t9], %[d]\n\t"                                                             \
+	"shlq $32, %[a]\n\t"		/* tid_events: this tid, the packet's count */     \
+	"movl %k[te], %k[te]\n\t"                                                          \
+	"orq %[a], %[te]\n\t"                                                              \
+	"14:\n\t"                                                                          \
+	"movq %[w0], %[a]\n\t"		/* EVENT record: header, ts, payload */            \
+	"movq %[a], (%[d])\n\t"                                                            \
+	"movq %[ts], 8(%[d])\n\t"                                                          \
+	copy                                                                               \
+	"incq %[te]\n\t"		/* one more event in the packet */                 \
+	"movq %[c], %[x0]\n\t"                                                             \
+	"movq %[te], %[x1]\n\t"                                                            \
+	"punpcklqdq %[x1], %[x0]\n\t"                                                      \
+	"movdqa %[x0], " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w])\n\t"	/* commit {head, tid_events} */ \
+	"2:\n\t"                                                                           \
+	/* CS2: publish; its abort handler comes back here. */                             \
+	"9:\n\t"                                                                           \
+	"leaq 5b(%%rip), %[a]\n\t"                                                         \
+	"movq %[a], " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n"                                \
+	"6:\n\t"                                                                           \
+	"cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"                           \
+	"jne %l[afar]\n\t"                                                                 \
+	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"                                \
+	"jne %l[done]\n\t"		/* the holder publishes */                         \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"                              \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[c]\n\t"                               \
+	"movq %[d], " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%[c])\n\t"	/* commit: publish */      \
+	"7:\n\t"                                                                           \
+	"movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
+
+/* Operands common to both users of EVR_RSEQ_APPEND_ASM. */
+#define EVR_RSEQ_APPEND_OUT                                                                \
+	[a] "=&r"(a_), [c] "=&r"(c_), [d] "=&r"(d_), [te] "=&r"(te_), [t9] "=&r"(t9_),     \
+	[ts] "=&r"(ts_), [x0] "=&x"(x0_), [x1] "=&x"(x1_)
+#define EVR_RSEQ_APPEND_IN(w_, rs_, cpu_, ts__, w0__, tid_)                                \
+	[rs] "r"(rs_), [cpu] "r"(cpu_), [w] "r"(w_), [ts0] "rm"(ts__), [w0] "rm"(w0__),    \
+	[tid] "rm"(tid_), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),                 \
+	[thr_asize] "i"(EVR_REC_THREAD_ASIZE),                                             \
+	[thr_w0] "i"(EVR_REC_THREAD_SIZE | EVR_REC_THREAD << 16)
+#define EVR_RSEQ_APPEND_VARS                                                               \
+	typedef long long evr_v2di_ __attribute__((vector_size(16)));                      \
+	uint64_t a_, c_, d_, te_, t9_, ts_;                                                \
+	evr_v2di_ x0_, x1_
+#define EVR_RSEQ_APPEND_USE                                                                \
+	((void)a_, (void)c_, (void)d_, (void)te_, (void)t9_, (void)ts_, (void)x0_, (void)x1_)
+
+/*
+ * evr_ring_rseq_append() - CS1 then CS2 on ring @w, which belongs to @cpu:
+ * the record @r, its payload copied from memory.
  *
  * Return: 0 written and published (or left to a lock holder to publish),
  * 1 restart (preempted, migrated before the commit, or signal), 2 slow path
@@ -263,110 +372,76 @@ static inline __attribute__((always_inline)) int
 evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 		     const struct evr_rseq_rec *r)
 {
-	__asm__ goto(EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")
-		 EVR_RSEQ_CS_DESC("5", "6f", "7f", "8f")
-		 ".pushsection __rseq_failure, \"ax\"\n\t"
-		 EVR_RSEQ_ABORT_SIG
-		 "4:\n\t"
-		 "jmp %l[restart]\n\t"
-		 EVR_RSEQ_ABORT_SIG
-		 "8:\n\t"
-		 "jmp 9f\n\t"
-		 ".popsection\n\t"
-		 /* CS1: append. */
-		 EVR_RSEQ_ARM("3b")
-		 "1:\n\t"
-		 "cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"
-		 "jne 4b\n\t"
-		 "cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"
-		 "jne %l[slow]\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %%rdx\n\t"	/* rdx = head */
-		 "movq " EVR_RSEQ_S(EVR_OFF_W_TID_EVENTS) "(%[w]), %%r8\n\t"	/* r8 = tid_events */
-		 "movq " EVR_RSEQ_S(EVR_OFF_R_ASIZE) "(%[r]), %%rcx\n\t"
-		 "addq %%rdx, %%rcx\n\t"
-		 "xorl %%r9d, %%r9d\n\t"		/* r9 = THREAD record size, 0 or 24 */
-		 "movq %%r8, %%rax\n\t"
-		 "shrq $32, %%rax\n\t"
-		 "cmpl " EVR_RSEQ_S(EVR_OFF_R_TID) "(%[r]), %%eax\n\t"
-		 "je 13f\n\t"
-		 "movl %[thr_asize], %%r9d\n\t"
-		 "13:\n\t"
-		 "addq %%r9, %%rcx\n\t"		/* rcx = end */
-		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %%rcx\n\t"
-		 "ja %l[slow]\n\t"
-		 "cmpq $0, " EVR_RSEQ_S(EVR_OFF_W_LOST_ASYNC) "(%[w])\n\t"
-		 "jne %l[slow]\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_R_TS) "(%[r]), %%rsi\n\t"	/* rsi = ts, clamped to last_ts */
-		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_BELL_DUE) "(%[w]), %%rsi\n\t"	/* a wake-up is due */
-		 "jae %l[slow]\n\t"
-		 "cmpq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %%rsi\n\t"
-		 "cmovbq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %%rsi\n\t"
-		 "movq %%rsi, " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w])\n\t"
-		 "movq %%rcx, %%rdi\n\t"		/* own the line ahead */
-		 "addq %[pf], %%rdi\n\t"
-		 "andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %%rdi\n\t"
-		 "addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %%rdi\n\t"
-		 "prefetchw (%%rdi)\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %%rax\n\t"
-		 "andq %%rdx, %%rax\n\t"
-		 "addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %%rax\n\t"	/* rax = destination */
-		 "testl %%r9d, %%r9d\n\t"
-		 "jz 14f\n\t"
-		 "movq %[thr_w0], (%%rax)\n\t"	/* THREAD record: header, ts, {tid, 0} */
-		 "movq %%rsi, 8(%%rax)\n\t"
-		 "movl " EVR_RSEQ_S(EVR_OFF_R_TID) "(%[r]), %%edi\n\t"
-		 "movq %%rdi, 16(%%rax)\n\t"
-		 "addq %%r9, %%rax\n\t"
-		 "14:\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_R_W0) "(%[r]), %%rdi\n\t"	/* EVENT record: header, ts, payload */
-		 "movq %%rdi, (%%rax)\n\t"
-		 "movq %%rsi, 8(%%rax)\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_R_SRC) "(%[r]), %%rsi\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_R_NQ) "(%[r]), %%r10\n\t"
-		 "xorl %%edx, %%edx\n\t"
-		 "testq %%r10, %%r10\n\t"
-		 "jz 11f\n\t"
-		 "10:\n\t"
-		 "movq (%%rsi,%%rdx,8), %%r9\n\t"
-		 "movq %%r9, 16(%%rax,%%rdx,8)\n\t"
-		 "incq %%rdx\n\t"
-		 "cmpq %%r10, %%rdx\n\t"
-		 "jb 10b\n\t"
-		 "11:\n\t"
-		 "cmpq $0, " EVR_RSEQ_S(EVR_OFF_R_HAS_TAIL) "(%[r])\n\t"
-		 "je 12f\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_R_TAIL) "(%[r]), %%r9\n\t"
-		 "movq %%r9, 16(%%rax,%%r10,8)\n\t"
-		 "12:\n\t"
-		 "movl %%r8d, %%edi\n\t"		/* events in packet + 1, under this tid */
-		 "incq %%rdi\n\t"
-		 "orq " EVR_RSEQ_S(EVR_OFF_R_TID_HI) "(%[r]), %%rdi\n\t"
-		 "movq %%rcx, %%xmm0\n\t"
-		 "movq %%rdi, %%xmm1\n\t"
-		 "punpcklqdq %%xmm1, %%xmm0\n\t"
-		 "movdqa %%xmm0, " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w])\n\t"	/* commit {head, tid_events} */
-		 "2:\n\t"
-		 /* CS2: publish; its abort handler comes back here. */
-		 "9:\n\t"
-		 EVR_RSEQ_ARM("5b")
-		 "6:\n\t"
-		 "cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"
-		 "jne %l[afar]\n\t"
-		 "cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"
-		 "jne %l[done]\n\t"			/* the holder publishes */
-		 "movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %%rdx\n\t"
-		 "movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %%rcx\n\t"
-		 "movq %%rdx, " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%%rcx)\n\t"	/* commit: publish */
-		 "7:\n\t"
-		 "movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
-		 :
-		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [r] "r"(r), [sig] "i"(RSEQ_SIG),
-		   [pf] "i"(EVR_RING_PREFETCH),
-		   [thr_asize] "i"(EVR_REC_THREAD_ASIZE),
-		   [thr_w0] "i"(EVR_REC_THREAD_SIZE | EVR_REC_THREAD << 16)
-		 : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "xmm0", "xmm1", "memory",
-		   "cc"
-		 : restart, slow, afar, done);
+	EVR_RSEQ_APPEND_VARS;
+
+	/* volatile: with outputs, gcc would drop an asm goto whose outputs go unused. */
+	__asm__ __volatile__ goto(
+		EVR_RSEQ_APPEND_ASM("leaq 16(%[d],%[nq],8), %[c]\n\t",
+				    "xorl %k[a], %k[a]\n\t"
+				    "testq %[nq], %[nq]\n\t"
+				    "jz 11f\n\t"
+				    "10:\n\t"
+				    "movq (%[src],%[a],8), %[t9]\n\t"
+				    "movq %[t9], 16(%[d],%[a],8)\n\t"
+				    "incq %[a]\n\t"
+				    "cmpq %[nq], %[a]\n\t"
+				    "jb 10b\n\t"
+				    "11:\n\t")
+		: EVR_RSEQ_APPEND_OUT
+		: EVR_RSEQ_APPEND_IN(w, rs, cpu, r->ts, r->w0, r->tid),
+		  [src] "r"(r->src), [nq] "r"(r->nq)
+		: "memory", "cc"
+		: restart, slow, afar, done);
+	EVR_RSEQ_APPEND_USE;
+	return 0;
+done:
+	evr_rseq_clear_cs(rs);
+	return 0;
+restart:
+	return 1;
+slow:
+	evr_rseq_clear_cs(rs);
+	return 2;
+afar:
+	evr_rseq_clear_cs(rs);
+	return 3;
+}
+
+/*
+ * evr_ring_rseq_append_words() - evr_ring_rseq_append() for a payload of @k
+ * (a constant, 0..EVR_RSEQ_WORDS_MAX) 8-byte words passed by value: an EVENT
+ * record with header word @w0 (its size field says how many payload bytes
+ * count), timestamp @ts, thread @tid. Words past @k are ignored.
+ */
+static inline __attribute__((always_inline)) int
+evr_ring_rseq_append_words(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu, uint64_t ts,
+			   uint64_t w0, uint32_t tid, const int k, uint64_t q0, uint64_t q1,
+			   uint64_t q2, uint64_t q3)
+{
+	EVR_RSEQ_APPEND_VARS;
+
+	__asm__ __volatile__ goto(
+		EVR_RSEQ_APPEND_ASM("leaq %c[rsz](%[d]), %[c]\n\t",
+				    ".if %c[k] > 0\n\t"
+				    "movq %[q0], 16(%[d])\n\t"
+				    ".endif\n\t"
+				    ".if %c[k] > 1\n\t"
+				    "movq %[q1], 24(%[d])\n\t"
+				    ".endif\n\t"
+				    ".if %c[k] > 2\n\t"
+				    "movq %[q2], 32(%[d])\n\t"
+				    ".endif\n\t"
+				    ".if %c[k] > 3\n\t"
+				    "movq %[q3], 40(%[d])\n\t"
+				    ".endif\n\t")
+		: EVR_RSEQ_APPEND_OUT
+		: EVR_RSEQ_APPEND_IN(w, rs, cpu, ts, w0, tid),
+		  [k] "i"(k), [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k),
+		  [q0] "re"(k > 0 ? q0 : 0), [q1] "re"(k > 1 ? q1 : 0),
+		  [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
+		: "memory", "cc"
+		: restart, slow, afar, done);
+	EVR_RSEQ_APPEND_USE;
 	return 0;
 done:
 	evr_rseq_clear_cs(rs);
