@@ -542,6 +542,16 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 	{                                                                                 \
 		if (__builtin_expect(!evr_event_enabled(&sym##__event), 1))               \
 			return 0;                                                         \
+		/* Up to 32 bytes of a fixed size: whole words, in registers, with     \
+		 * one call. The rest: sym##__emit(), out of line. */                  \
+		const uint64_t len_ = 0u EVR__MAP(EVR__SIZE, EVR__NOSEP, __VA_ARGS__);    \
+		if (__builtin_constant_p(len_) && len_ <= 32u) {                          \
+			uint64_t q_[5] = { 0, 0, 0, 0, 0 };                               \
+			uint32_t o_ = 0;                                                  \
+			EVR__MAP(EVR__PACKW, EVR__NOSEP, __VA_ARGS__)                     \
+			(void)o_;                                                         \
+			return EVR__WRITE_Q(&sym##__event, (uint32_t)len_, q_);           \
+		}                                                                         \
 		return sym##__emit(EVR__MAP(EVR__ARG, EVR__COMMA, __VA_ARGS__));          \
 	}
 
@@ -561,14 +571,6 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 		uint64_t len_ = 0u EVR__MAP(EVR__SIZE, EVR__NOSEP, __VA_ARGS__);          \
 		if (len_ > EVR_MAX_PAYLOAD)                                               \
 			return evr_event_write_too_big(&sym##__event);                    \
-		/* Up to 32 bytes of a fixed size: whole words, in registers. */         \
-		if (__builtin_constant_p(len_) && len_ <= 32u) {                          \
-			uint64_t q_[5] = { 0, 0, 0, 0, 0 };                               \
-			uint32_t o_ = 0;                                                  \
-			EVR__MAP(EVR__PACKW, EVR__NOSEP, __VA_ARGS__)                     \
-			(void)o_;                                                         \
-			return EVR__WRITE_Q(&sym##__event, (uint32_t)len_, q_);           \
-		}                                                                         \
 		/* Whole words, the one holding the end zeroed: the padding. */        \
 		uint64_t buf_[len_ / 8u + 1u];                                            \
 		uint8_t *p_ = (uint8_t *)buf_;                                            \
