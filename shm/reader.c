@@ -112,7 +112,9 @@ int evr_reader_next(struct evr_reader *r, struct evr_record *ret)
 	if (r->final_done)
 		return 0;
 	/* Fast path: the ring being read still has records. */
-	if (r->batch < EVR_READER_BATCH && evr_ring_reader_next(&r->rings[r->cur], ret) > 0) {
+	if (r->batch < EVR_READER_BATCH &&
+	    (evr_ring_reader_next_event(&r->rings[r->cur], ret) > 0 ||
+	     evr_ring_reader_next(&r->rings[r->cur], ret) > 0)) {
 		r->batch++;
 		return count(r, ret);
 	}

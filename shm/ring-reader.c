@@ -24,7 +24,6 @@
  * where the hardware's streamer stops. Measured 256 B to 8 KiB on the reader
  * benchmark: 2 to 8 KiB read 15% faster than none.
  */
-#define EVR_READER_PREFETCH 4096u
 
 static void baseline_now(struct evr_ring_reader *r);
 
