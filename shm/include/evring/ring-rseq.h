@@ -358,6 +358,21 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	evr_v2di_ x0_, x1_
 #define EVR_RSEQ_APPEND_USE                                                                \
 	((void)a_, (void)c_, (void)d_, (void)te_, (void)t9_, (void)ts_, (void)x0_, (void)x1_)
+/* After the asm: its exits, as the return values of evr_ring_rseq_append(). */
+#define EVR_RSEQ_APPEND_EXITS(rs_)                                                         \
+	EVR_RSEQ_APPEND_USE;                                                               \
+	return 0;                                                                          \
+done:                                                                                      \
+	evr_rseq_clear_cs(rs_);                                                            \
+	return 0;                                                                          \
+restart:                                                                                   \
+	return 1;                                                                          \
+slow:                                                                                      \
+	evr_rseq_clear_cs(rs_);                                                            \
+	return 2;                                                                          \
+afar:                                                                                      \
+	evr_rseq_clear_cs(rs_);                                                            \
+	return 3
 
 /*
  * evr_ring_rseq_append() - CS1 then CS2 on ring @w, which belongs to @cpu:
@@ -392,19 +407,7 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 		  [src] "r"(r->src), [nq] "r"(r->nq)
 		: "memory", "cc"
 		: restart, slow, afar, done);
-	EVR_RSEQ_APPEND_USE;
-	return 0;
-done:
-	evr_rseq_clear_cs(rs);
-	return 0;
-restart:
-	return 1;
-slow:
-	evr_rseq_clear_cs(rs);
-	return 2;
-afar:
-	evr_rseq_clear_cs(rs);
-	return 3;
+	EVR_RSEQ_APPEND_EXITS(rs);
 }
 
 /*
@@ -441,19 +444,7 @@ evr_ring_rseq_append_words(struct evr_ring_writer *w, struct rseq *rs, uint32_t 
 		  [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
 		: "memory", "cc"
 		: restart, slow, afar, done);
-	EVR_RSEQ_APPEND_USE;
-	return 0;
-done:
-	evr_rseq_clear_cs(rs);
-	return 0;
-restart:
-	return 1;
-slow:
-	evr_rseq_clear_cs(rs);
-	return 2;
-afar:
-	evr_rseq_clear_cs(rs);
-	return 3;
+	EVR_RSEQ_APPEND_EXITS(rs);
 }
 
 #endif /* EVR_HAVE_RSEQ */
