@@ -191,7 +191,9 @@ EVR_API int evr_event_define(struct evr_provider *p, const struct evr_event_desc
  * Return: 0 (written or, if a ring was full or busy, counted as lost), or
  * -EMSGSIZE when @len > EVR_MAX_PAYLOAD (the event is counted as lost in every
  * session that wanted it).
- * Context: any thread, signal handlers included; never blocks.
+ * Context: any thread, signal handlers included; never blocks. A @len that is
+ * not a multiple of 8 is first copied, zero-padded, to the stack (up to
+ * EVR_MAX_PAYLOAD bytes there): evr_event_write_padded() avoids the copy.
  */
 EVR_API int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len);
 
