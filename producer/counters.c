@@ -181,7 +181,7 @@ static void write_one(struct evr_session *s, uint32_t slot, const struct evr_eve
 	struct evr_session_table *t;
 
 	/* The write path copies whole words: zero the padding after the payload. */
-	memset(k->buf + k->len, 0, 8);
+	evr_rseq_pad_zero(k->buf, k->len);
 
 	urcu_bp_read_lock();
 	t = evr_session_table_get_rcu();

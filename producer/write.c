@@ -258,8 +258,8 @@ int evr_event_writev(struct evr_event *ev, const union evr_value *values, uint32
 		return evr_event_write_too_big(ev);
 	uint8_t buf[evr_rseq_pad_size((uint32_t)len)];
 
-	memset(buf + (len & ~7u), 0, 8);
 	encode(ev->desc, values, buf);
+	evr_rseq_pad_zero(buf, (uint32_t)len);
 	return write_fast(ev, buf, (uint32_t)len, -1, 0, 0, 0, 0);
 }
 
@@ -282,8 +282,8 @@ static int builtin_write(struct evr_provider *p, struct evr_event *ev, const cha
 		return evr_event_write_too_big(ev);
 	uint8_t buf[evr_rseq_pad_size((uint32_t)len)];
 
-	memset(buf + (len & ~7u), 0, 8);
 	encode(ev->desc, v, buf);
+	evr_rseq_pad_zero(buf, (uint32_t)len);
 	urcu_bp_read_lock();
 	t = evr_session_table_get_rcu();
 	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;

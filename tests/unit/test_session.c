@@ -532,6 +532,8 @@ static void wd_put(struct wd_expect *e, uint32_t *o, uint64_t v, uint32_t n)
 	*o += n;
 }
 
+static struct evr_event *wd_rt8;	/* Words/RT8: one u64, defined at run time */
+
 static uint32_t wd_fire_all(struct wd_expect *e, uint64_t x)
 {
 	uint32_t n = 0, o;
@@ -559,6 +561,13 @@ static uint32_t wd_fire_all(struct wd_expect *e, uint64_t x)
 	o = 0, wd_put(&e[n], &o, x, 8), wd_put(&e[n], &o, x * 3, 8), wd_put(&e[n], &o, x * 5, 8);
 	wd_put(&e[n], &o, x * 11, 8), wd_put(&e[n], &o, (uint8_t)-x, 1);
 	e[n].len = o, e[n++].event_id = wd_5__event.rid;
+
+	/* A run-time event of 8 bytes through evr_event_writev(): the length is a
+	 * whole number of words, so there is no padding to write. */
+	assert_int_equal(evr_event_writev(wd_rt8, (const union evr_value[]){ { .u = ~x * 3 } }, 1),
+			 0);
+	o = 0, wd_put(&e[n], &o, ~x * 3, 8);
+	e[n].len = o, e[n++].event_id = wd_rt8->rid;
 
 	/* Any length through evr_event_write() and evr_event_write_padded(). */
 	for (uint32_t len = 0; len <= 40; len++) {
@@ -625,7 +634,15 @@ static void test_event_write_paths_agree_and_pad_with_zeros(void **state)
 	struct evr_reader *r1, *r2;
 	uint32_t n;
 
+	static const struct evr_field_desc rt8_fields[] = { { "v", EVR_TYPE_U64 } };
+	static const struct evr_event_desc rt8 = {
+		.name = "RT8", .id = 8, .level = EVR_LEVEL_INFO, .keywords = 0x1,
+		.nfields = 1, .fields = rt8_fields,
+	};
+
 	(void)state;
+	if (!wd_rt8)
+		assert_int_equal(evr_event_define(&wd, &rt8, &wd_rt8), 0);
 	/* One thread on one CPU, so that the one ring's order is the firing order. */
 	pin_to_current_cpu();
 	assert_int_equal(evr__event_write_q1(&wd_1__event, 9, 1), -EINVAL);

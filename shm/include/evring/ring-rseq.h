@@ -133,12 +133,19 @@ static inline uint32_t evr_rseq_pad_size(uint32_t len)
 	return len ? (len + 7u) & ~7u : 8u;
 }
 
+/* Zero the bytes of @buf from @len up to the next multiple of 8: its padding. */
+static inline void evr_rseq_pad_zero(uint8_t *buf, uint32_t len)
+{
+	if (len & 7u)
+		memset(buf + len, 0, 8u - (len & 7u));
+}
+
 /* evr_rseq_rec_pad() - copy @len bytes of @payload into @buf (evr_rseq_pad_size(len) bytes), zero-padded. */
 static inline const void *evr_rseq_rec_pad(uint8_t *buf, const void *payload, uint32_t len)
 {
-	memset(buf + (len & ~7u), 0, 8);
 	if (len)
 		memcpy(buf, payload, len);
+	evr_rseq_pad_zero(buf, len);
 	return buf;
 }
 
