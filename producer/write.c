@@ -38,7 +38,7 @@ static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned in
  * masked by the live table @t). @filter: for built-in events, the level and
  * keywords of this write, checked per session.
  */
-static __attribute__((noinline)) int
+static __attribute__((noinline)) void
 write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, const void *payload,
 	  uint32_t len, bool filter, uint8_t level, uint64_t keywords)
 {
@@ -57,16 +57,8 @@ write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, cons
 			continue;
 		evr_session_write_rec_rcu(s, rs, &rec, &cpu);
 	} while (mask);
-	return 0;
 }
 
-/*
- * write_fast() - write a payload of at most EVR_MAX_PAYLOAD bytes: @k words
- * @q (a constant, 0..EVR_RSEQ_WORDS_MAX) in registers, or with @k < 0 the
- * padded bytes at @payload. One per-CPU session: inline, without a stack frame
- * to speak of; anything else, and a fast path that must restart or take the
- * slow path, goes to write_rcu() with the payload in memory.
- */
 /* write_rcu() for a payload in words: out of line, so that write_fast() takes no word's address. */
 static __attribute__((noinline)) void
 write_rcu_words(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, uint32_t len,
@@ -77,6 +69,13 @@ write_rcu_words(struct evr_session_table *t, uint64_t mask, struct evr_event *ev
 	write_rcu(t, mask, ev, q, len, false, 0, 0);
 }
 
+/*
+ * write_fast() - write a payload of at most EVR_MAX_PAYLOAD bytes: @k words
+ * @q (a constant, 0..EVR_RSEQ_WORDS_MAX) in registers, or with @k < 0 the
+ * padded bytes at @payload. One per-CPU session: inline, without a stack frame
+ * to speak of; anything else, and a fast path that must restart or take the
+ * slow path, goes to write_rcu() with the payload in memory.
+ */
 static inline __attribute__((always_inline)) int
 write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k, uint64_t q0,
 	   uint64_t q1, uint64_t q2, uint64_t q3)
@@ -98,20 +97,18 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 		/* A negative cpu (no rseq registration) fails the bound too. */
 		if (EVR_LIKELY(s->nr_rings >= evr_ring_percpu_min && cpu < s->nr_rings)) {
 			struct evr_ring_writer *w = &s->rings[cpu];
-			uint64_t w0 = (uint64_t)(EVR_REC_HDR_SIZE + len) |
-				      (uint64_t)EVR_REC_EVENT << 16 | (uint64_t)ev->rid << 32;
 			int rc;
 
 			if (k >= 0) {
-				rc = evr_ring_rseq_append_words(w, rs, cpu, evr_clock_now(), w0,
+				rc = evr_ring_rseq_append_words(w, rs, cpu, evr_clock_now(),
+								evr_rseq_event_w0(ev->rid, len),
 								evr_thread_id(), k, q0, q1, q2,
 								q3);
 			} else {
-				struct evr_rseq_rec rec = {
-					.w0 = w0, .ts = evr_clock_now(), .src = payload,
-					.nq = (len + 7u) / 8u, .tid = evr_thread_id(),
-				};
+				struct evr_rseq_rec rec;
 
+				evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(),
+						  payload, len);
 				rc = evr_ring_rseq_append(w, rs, cpu, &rec);
 			}
 			if (EVR_LIKELY(rc == 0))

@@ -318,12 +318,7 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret)
 			ret->len = 0;
 			return 1;
 		}
-		ret->event_id = (uint32_t)(w0 >> 32);
-		ret->tid = r->tid;
-		ret->lost = 0;
-		ret->payload = rec + EVR_REC_HDR_SIZE;
-		ret->len = size - EVR_REC_HDR_SIZE;
-		r->events++;
+		evr_ring_reader_take_event(r, rec, w0, ret);
 		return 1;
 	}
 }

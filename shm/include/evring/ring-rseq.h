@@ -113,11 +113,17 @@ struct evr_rseq_rec {
  * evr_rseq_rec_init() - describe one EVENT record of @len payload bytes.
  * @payload: borrowed until the writes are done; padded (see struct evr_rseq_rec).
  */
+/* Word 0 of an EVENT record's header: size, type, event_id. */
+static inline uint64_t evr_rseq_event_w0(uint32_t event_id, uint32_t len)
+{
+	return (uint64_t)(EVR_REC_HDR_SIZE + len) | (uint64_t)EVR_REC_EVENT << 16 |
+	       (uint64_t)event_id << 32;
+}
+
 static inline void evr_rseq_rec_init(struct evr_rseq_rec *r, uint32_t event_id, uint64_t ts,
 				     uint32_t tid, const void *payload, uint32_t len)
 {
-	r->w0 = (uint64_t)(EVR_REC_HDR_SIZE + len) | (uint64_t)EVR_REC_EVENT << 16 |
-		(uint64_t)event_id << 32;
+	r->w0 = evr_rseq_event_w0(event_id, len);
 	r->ts = ts;
 	r->src = payload;
 	r->nq = (len + 7u) / 8u;

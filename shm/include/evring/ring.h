@@ -419,6 +419,24 @@ int evr_ring_reader_next(struct evr_ring_reader *r, struct evr_record *ret);
 /* Bytes ahead of a reader that evr_ring_reader_next_event() prefetches. */
 #define EVR_READER_PREFETCH 4096u
 
+/*
+ * The EVENT record at @rec (in place, or a passive reader's copy), whose header
+ * word 0 is @w0, as @ret; counted as consumed.
+ */
+static inline void evr_ring_reader_take_event(struct evr_ring_reader *r, const uint8_t *rec,
+					      uint64_t w0, struct evr_record *ret)
+{
+	r->events++;
+	ret->type = EVR_REC_EVENT;
+	ret->event_id = (uint32_t)(w0 >> 32);
+	ret->tid = r->tid;
+	ret->ring = r->index;
+	memcpy(&ret->ts, rec + 8, 8);
+	ret->lost = 0;
+	ret->payload = rec + EVR_REC_HDR_SIZE;
+	ret->len = (uint32_t)(w0 & 0xffff) - EVR_REC_HDR_SIZE;
+}
+
 /**
  * evr_ring_reader_next_event() - the common case of evr_ring_reader_next(),
  * inline: a gating reader inside a validated packet, at an EVENT record below
@@ -452,15 +470,7 @@ static inline int evr_ring_reader_next_event(struct evr_ring_reader *r, struct e
 	if (pos + EVR_READER_PREFETCH < head)
 		__builtin_prefetch(r->data + ((pos + EVR_READER_PREFETCH) & (r->ring_size - 1)));
 	r->pos = pos + asize;
-	r->events++;
-	ret->type = EVR_REC_EVENT;
-	ret->event_id = (uint32_t)(w0 >> 32);
-	ret->tid = r->tid;
-	ret->ring = r->index;
-	memcpy(&ret->ts, src + 8, 8);
-	ret->lost = 0;
-	ret->payload = src + EVR_REC_HDR_SIZE;
-	ret->len = size - EVR_REC_HDR_SIZE;
+	evr_ring_reader_take_event(r, src, w0, ret);
 	return 1;
 }
 
