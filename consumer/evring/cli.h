@@ -68,6 +68,15 @@ struct evr_cli_flags {
 int evr_cli_common_opt(const char *cmd, int c, char **argv, void (*usage)(FILE *f),
 		       struct evr_cli_flags *flags);
 
+/*
+ * The one FILE operand left after the options (from getopt's optind) into
+ * *@path; a missing or extra operand is a usage error, the missing one naming
+ * @synopsis (for example "evring dump FILE").
+ * Return: 0, -EINVAL.
+ */
+int evr_cli_file_operand(const char *cmd, const char *synopsis, int argc, char **argv,
+			 const char **path);
+
 /* An error -errno to an exit status: -EINVAL from option parsing is a usage error. */
 int evr_cli_exit_status(int err);
 

@@ -91,16 +91,9 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 		if (r <= 0)
 			return r;
 	}
-	if (optind < argc)
-		o->path = argv[optind++];
-	if (!o->path) {
-		evr_cli_error(CMD, "which file? (evring convert FILE --format ctf|chrome|jsonl)");
+	if (evr_cli_file_operand(CMD, "evring convert FILE --format ctf|chrome|jsonl", argc, argv,
+				 &o->path) < 0)
 		return -EINVAL;
-	}
-	if (optind < argc) {
-		evr_cli_error(CMD, "unexpected argument '%s' (one file at a time)", argv[optind]);
-		return -EINVAL;
-	}
 	if (o->format == FMT_NONE) {
 		evr_cli_error(CMD, "--format is required: ctf, chrome or jsonl");
 		return -EINVAL;

@@ -96,15 +96,8 @@ static int parse_argv(int argc, char **argv, struct report_opts *o)
 		if (r <= 0)
 			return r;
 	}
-	if (optind >= argc) {
-		evr_cli_error(CMD, "which file? (evring report FILE)");
+	if (evr_cli_file_operand(CMD, "evring report FILE", argc, argv, &o->path) < 0)
 		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		evr_cli_error(CMD, "unexpected argument '%s' (one file at a time)", argv[optind + 1]);
-		return -EINVAL;
-	}
-	o->path = argv[optind];
 	return 1;
 }
 

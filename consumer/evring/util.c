@@ -42,6 +42,21 @@ void evr_cli_warn(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 }
 
+int evr_cli_file_operand(const char *cmd, const char *synopsis, int argc, char **argv,
+			 const char **path)
+{
+	if (optind >= argc) {
+		evr_cli_error(cmd, "which file? (%s)", synopsis);
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		evr_cli_error(cmd, "unexpected argument '%s' (one file at a time)", argv[optind + 1]);
+		return -EINVAL;
+	}
+	*path = argv[optind];
+	return 0;
+}
+
 int evr_cli_exit_status(int err)
 {
 	if (err >= 0)
