@@ -26,14 +26,17 @@ void evr_top_fmt_iso8601(char *buf, size_t len, uint64_t realtime_ns)
 {
 	time_t t = (time_t)(realtime_ns / 1000000000u);
 	struct tm tm;
+	int n;
 
 	if (!gmtime_r(&t, &tm)) {
 		snprintf(buf, len, "?");
 		return;
 	}
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (unsigned int)(realtime_ns % 1000000000u / 1000u));
+	n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     (unsigned int)(realtime_ns % 1000000000u / 1000u));
+	if ((n < 0 || (size_t)n >= len) && len)
+		buf[0] = '\0';	/* a cut timestamp would mislead; callers pass 40 */
 }
 
 static const char csv_cols[] =

@@ -561,7 +561,7 @@ static void count_all(int fd, int *ret_rc, uint64_t *ret_events, struct evr_trac
 static void test_trace_reader_truncated(void **state)
 {
 	struct evr_trace_stats st;
-	uint64_t size, full, n = 0;
+	uint64_t size, full = 0, n = 0;
 	struct gen g;
 	int rc;
 
