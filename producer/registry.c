@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <evring/ring-rseq.h>
+
 #include "producer-internal.h"
 #include "registry-internal.h"
 
@@ -233,6 +235,7 @@ void evr_provider_unregister(struct evr_provider *p)
 		}
 	}
 	for (uint32_t i = 0; i < pp->nr; i++) {
+		atomic_store_explicit(&pp->events[i]->percpu, NULL, memory_order_relaxed);
 		atomic_store_explicit(&pp->events[i]->mask, 0, memory_order_relaxed);
 		by_rid[pp->events[i]->rid] = NULL;
 	}
@@ -320,6 +323,24 @@ const struct evr_event *evr_event_by_rid(uint32_t rid)
 	return ev;
 }
 
+/*
+ * The write path's shortcut for an event that session mask @m of table @t
+ * enables: the rings of the one session that wants it if that session is
+ * per-CPU, else NULL (evr_event.percpu). Built-in events filter per write and
+ * never take it. Whoever removes the session clears it before the grace period
+ * that precedes freeing the rings (evr_session_stop(), evr_provider_unregister()).
+ */
+static struct evr_ring_writer *event_percpu_rings(const struct evr_event *ev,
+						  const struct evr_session_table *t, uint64_t m)
+{
+	const struct evr_session *s;
+
+	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN))
+		return NULL;
+	s = t->slot[__builtin_ctzll(m)];
+	return s->nr_rings >= evr_ring_percpu_min ? s->rings : NULL;
+}
+
 static void provider_recompute_locked(struct evr_provider *p, const struct evr_session_table *t)
 {
 	struct evr_provider_priv *pp = p->priv;
@@ -362,6 +383,9 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 		}
 		/* Never enable an event in a session that lacks its description. */
 		m &= pp->meta[e].described;
+		/* Release: a writer that loads the rings sees them set up. */
+		atomic_store_explicit(&ev->percpu, event_percpu_rings(ev, t, m),
+				      memory_order_release);
 		atomic_store_explicit(&ev->mask, m, memory_order_relaxed);
 	}
 	changed = pmask != atomic_load_explicit(&p->mask, memory_order_relaxed) ||

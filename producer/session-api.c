@@ -180,9 +180,13 @@ void evr_session_stop(struct evr_session *s)
 	*next = *cur;
 	next->slot[s->slot] = NULL;
 	next->live &= ~(1ull << s->slot);
-	/* Waits a grace period: afterwards no writer is inside s's rings. */
-	evr_session_table_publish_locked(next);
+	/*
+	 * The masks and the events' per-CPU shortcuts first: they name only
+	 * sessions of both tables. Then the table, which waits a grace period:
+	 * afterwards no writer is inside s's rings, by either way in.
+	 */
 	evr_registry_recompute_locked(next);
+	evr_session_table_publish_locked(next);
 	evr_session_flush_and_end(s, evr_clock_now());
 	pthread_mutex_unlock(&evr_registry_lock);
 }

@@ -84,19 +84,23 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 	uint64_t mask;
 
 	urcu_bp_read_lock();
-	t = evr_session_table_get_rcu();
-	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
-	if (EVR_UNLIKELY(!mask))
-		goto out;
 #if EVR_HAVE_RSEQ
-	if (EVR_LIKELY(!(mask & (mask - 1)))) {
-		struct evr_session *s = t->slot[__builtin_ctzll(mask)];
+	{
+		/*
+		 * Acquire pairs with the release in the registry's recompute: the
+		 * rings are set up. One load from the event's line instead of the
+		 * table, the slot and the session: each was a load waiting on the
+		 * one before.
+		 */
+		struct evr_ring_writer *rings =
+			atomic_load_explicit(&ev->percpu, memory_order_acquire);
 		struct rseq *rs = evr_rseq_area();
 		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
 
-		/* A negative cpu (no rseq registration) fails the bound too. */
-		if (EVR_LIKELY(s->nr_rings >= evr_ring_percpu_min && cpu < s->nr_rings)) {
-			struct evr_ring_writer *w = &s->rings[cpu];
+		/* A per-CPU session has a ring for every CPU id below evr_ring_percpu_min;
+		 * a negative cpu (no rseq registration) fails the bound too. */
+		if (EVR_LIKELY(rings && cpu < evr_ring_percpu_min)) {
+			struct evr_ring_writer *w = &rings[cpu];
 			int rc;
 
 			if (k >= 0) {
@@ -120,6 +124,10 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 		}
 	}
 #endif
+	t = evr_session_table_get_rcu();
+	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
+	if (EVR_UNLIKELY(!mask))
+		goto out;
 	if (k >= 0)
 		write_rcu_words(t, mask, ev, len, q0, q1, q2, q3);
 	else

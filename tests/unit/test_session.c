@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/rseq.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -326,6 +327,22 @@ static void test_event_typed_fields_encode_as_documented(void **state)
 	got_free(&g);
 }
 
+/*
+ * Whether sessions get a ring per CPU written under rseq here: glibc registered
+ * rseq, EVR_RSEQ=0 is not set, and the build is x86-64 without ThreadSanitizer
+ * (<evring/ring-rseq.h>).
+ */
+static bool expect_percpu(void)
+{
+#if defined(__x86_64__) && defined(RSEQ_SIG) && !defined(__SANITIZE_THREAD__)
+	const char *env = getenv("EVR_RSEQ");
+
+	return __rseq_size > 0 && !(env && strcmp(env, "0") == 0);
+#else
+	return false;
+#endif
+}
+
 static void test_event_enabled_follows_sessions(void **state)
 {
 	struct evr_session *s, *s2;
@@ -338,6 +355,8 @@ static void test_event_enabled_follows_sessions(void **state)
 	assert_int_equal(ty_ints(1, 2, 3, 4, 5, 6, 7, 8), 0);
 
 	s = start("Types:0x1:4", EVR_MODE_DISCARD, SMALL_RING);
+	/* One session with a ring per CPU: the write path's shortcut to its rings. */
+	assert_true((atomic_load(&ty_ints__event.percpu) != NULL) == expect_percpu());
 	assert_true(ty_ints_enabled());
 	assert_true(ty_empty_enabled());
 	assert_true(evr_provider_enabled(&ty, EVR_LEVEL_INFO, 0x1));
@@ -356,11 +375,19 @@ static void test_event_enabled_follows_sessions(void **state)
 	assert_true(evr_provider_enabled(&ty, EVR_LEVEL_VERBOSE, 0x2));
 	assert_true(evr_provider_enabled(&ty, EVR_LEVEL_VERBOSE, 0x1));
 	assert_false(evr_provider_enabled(&ty, EVR_LEVEL_VERBOSE, 0x4));
+	/* Empty (keywords 0) is in both sessions: no shortcut, the general path
+	 * writes both. Ints (keyword 0x1) is still in s alone. */
+	assert_null(atomic_load(&ty_empty__event.percpu));
+	assert_true((atomic_load(&ty_ints__event.percpu) != NULL) == expect_percpu());
 	evr_session_free(s2);
+	assert_true((atomic_load(&ty_empty__event.percpu) != NULL) == expect_percpu());
+	assert_true((atomic_load(&ty_ints__event.percpu) != NULL) == expect_percpu());
 	assert_false(evr_provider_enabled(&ty, EVR_LEVEL_VERBOSE, 0x1));
 	assert_true(evr_provider_enabled(&ty, EVR_LEVEL_INFO, 0x1));
 
 	evr_session_stop(s);
+	assert_null(atomic_load(&ty_ints__event.percpu));
+	assert_null(atomic_load(&ty_empty__event.percpu));
 	assert_false(ty_ints_enabled());
 	assert_false(ty_empty_enabled());
 	assert_false(evr_provider_enabled(&ty, EVR_LEVEL_LOGALWAYS, 0));

@@ -94,15 +94,22 @@ struct evr_event_desc {
 };
 
 struct evr_provider;
+struct evr_ring_writer;
 
-/* An event. The first field is what the hot-path check reads. */
+/*
+ * An event. The first field is what the hot-path check reads; the second is
+ * what the write path reads next, on the same line (the struct is 16-aligned).
+ */
 struct evr_event {
 	_Atomic uint64_t mask;		/* bit i: session slot i wants this event */
+	/* libevring's: when exactly one session wants the event and that session
+	 * has a ring per CPU, its rings; otherwise NULL. */
+	struct evr_ring_writer *_Atomic percpu;
 	uint32_t rid;			/* registry id written in records; 0 until registered */
 	uint32_t flags;
 	const struct evr_event_desc *desc;
 	struct evr_provider *provider;
-};
+} __attribute__((aligned(16)));
 
 /**
  * evr_provider_enable_fn - called when a provider's aggregate enablement changes.

@@ -22,10 +22,12 @@
  * really read). The last instruction commits.
  *
  *   CS1 (append): check cpu_id == i, lock == 0, lost_async == 0, no wake-up
- *       due, and that the record (preceded by a THREAD record if the thread
- *       changed) ends at or below fast_end; store the records; commit
+ *       due, that this thread wrote the packet's last THREAD record, and that
+ *       the record ends at or below fast_end; store the record; commit
  *       {head, tid_events} with one 16-byte store (one instruction: the kernel
- *       aborts before it or not at all).
+ *       aborts before it or not at all). A thread new to the packet takes the
+ *       slow path, which writes its THREAD record: that happens after a context
+ *       switch, which costs far more than the slow path.
  *   CS2 (publish): check cpu_id == i and lock == 0; load head; commit it to
  *       ctl->head. CS2 may only store the latest committed head (a commit by
  *       anyone else on CPU i would have preempted it), so ctl->head never goes
@@ -267,7 +269,8 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
  * needs almost no stack frame: a call that spills and reloads is a good part of
  * a 15 ns write. The two users differ in how the record's size is computed
  * (@end: %[c] = head + the EVENT record's aligned size) and how the payload
- * is copied (@copy, to 16(%[d])); %[a] and %[t9] are free in @copy.
+ * is copied (@copy, to 16(%[d])); %[a] and %[x1] are free in @copy. %[ts]
+ * comes in as the timestamp read and is clamped in place.
  *
  * Exits: falls through when written and published; %l[done]: written, the
  * lock holder publishes; %l[restart]: preempted, migrated before the commit,
@@ -293,22 +296,17 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"jne 4b\n\t"                                                                       \
 	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"                                \
 	"jne %l[slow]\n\t"                                                                 \
-	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"		/* d = head */    \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_TID_EVENTS) "(%[w]), %[te]\n\t"	/* te = tid_events */ \
 	"movq %[te], %[a]\n\t"                                                             \
 	"shrq $32, %[a]\n\t"                                                               \
-	"xorl %k[t9], %k[t9]\n\t"	/* t9 = THREAD record size, 0 or 24 */             \
-	"cmpl %[tid], %k[a]\n\t"                                                           \
-	"je 13f\n\t"                                                                       \
-	"movl %[thr_asize], %k[t9]\n\t"                                                    \
-	"13:\n\t"                                                                          \
-	end                                                                                \
-	"addq %[t9], %[c]\n\t"		/* c = end */                                      \
+	"cmpl %[tid], %k[a]\n\t"	/* new thread in the packet: THREAD record */      \
+	"jne %l[slow]\n\t"                                                                 \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"		/* d = head */    \
+	end				/* c = end */                                      \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %[c]\n\t"                          \
 	"ja %l[slow]\n\t"                                                                  \
 	"cmpq $0, " EVR_RSEQ_S(EVR_OFF_W_LOST_ASYNC) "(%[w])\n\t"                          \
 	"jne %l[slow]\n\t"                                                                 \
-	"movq %[ts0], %[ts]\n\t"	/* ts, clamped to last_ts */                       \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_BELL_DUE) "(%[w]), %[ts]\n\t"	/* a wake-up is due */ \
 	"jae %l[slow]\n\t"                                                                 \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_LAST_TS) "(%[w]), %[ts]\n\t"                          \
@@ -320,17 +318,6 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"prefetchw (%[a])\n\t"                                                             \
 	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[d]\n\t"                         \
 	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[d]\n\t"	/* d = destination */      \
-	"testl %k[t9], %k[t9]\n\t"                                                         \
-	"jz 14f\n\t"                                                                       \
-	"movq %[thr_w0], (%[d])\n\t"	/* THREAD record: header, ts, {tid, 0} */          \
-	"movq %[ts], 8(%[d])\n\t"                                                          \
-	"movl %[tid], %k[a]\n\t"                                                           \
-	"movq %[a], 16(%[d])\n\t"                                                          \
-	"addq %[t9], %[d]\n\t"                                                             \
-	"shlq $32, %[a]\n\t"		/* tid_events: this tid, the packet's count */     \
-	"movl %k[te], %k[te]\n\t"                                                          \
-	"orq %[a], %[te]\n\t"                                                              \
-	"14:\n\t"                                                                          \
 	"movq %[w0], %[a]\n\t"		/* EVENT record: header, ts, payload */            \
 	"movq %[a], (%[d])\n\t"                                                            \
 	"movq %[ts], 8(%[d])\n\t"                                                          \
@@ -357,20 +344,18 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 
 /* Operands common to both users of EVR_RSEQ_APPEND_ASM. */
-#define EVR_RSEQ_APPEND_OUT                                                                \
-	[a] "=&r"(a_), [c] "=&r"(c_), [d] "=&r"(d_), [te] "=&r"(te_), [t9] "=&r"(t9_),     \
-	[ts] "=&r"(ts_), [x0] "=&x"(x0_), [x1] "=&x"(x1_)
-#define EVR_RSEQ_APPEND_IN(w_, rs_, cpu_, ts__, w0__, tid_)                                \
-	[rs] "r"(rs_), [cpu] "r"(cpu_), [w] "r"(w_), [ts0] "rm"(ts__), [w0] "rm"(w0__),    \
-	[tid] "rm"(tid_), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),                 \
-	[thr_asize] "i"(EVR_REC_THREAD_ASIZE),                                             \
-	[thr_w0] "i"(EVR_REC_THREAD_SIZE | EVR_REC_THREAD << 16)
+#define EVR_RSEQ_APPEND_OUT(ts_)                                                           \
+	[a] "=&r"(a_), [c] "=&r"(c_), [d] "=&r"(d_), [te] "=&r"(te_), [ts] "+&r"(ts_),     \
+	[x0] "=&x"(x0_), [x1] "=&x"(x1_)
+#define EVR_RSEQ_APPEND_IN(w_, rs_, cpu_, w0__, tid_)                                      \
+	[rs] "r"(rs_), [cpu] "r"(cpu_), [w] "r"(w_), [w0] "rm"(w0__), [tid] "rm"(tid_),    \
+	[sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH)
 #define EVR_RSEQ_APPEND_VARS                                                               \
 	typedef long long evr_v2di_ __attribute__((vector_size(16)));                      \
-	uint64_t a_, c_, d_, te_, t9_, ts_;                                                \
+	uint64_t a_, c_, d_, te_;                                                          \
 	evr_v2di_ x0_, x1_
 #define EVR_RSEQ_APPEND_USE                                                                \
-	((void)a_, (void)c_, (void)d_, (void)te_, (void)t9_, (void)ts_, (void)x0_, (void)x1_)
+	((void)a_, (void)c_, (void)d_, (void)te_, (void)x0_, (void)x1_)
 /* After the asm: its exits, as the return values of evr_ring_rseq_append(). */
 #define EVR_RSEQ_APPEND_EXITS(rs_)                                                         \
 	EVR_RSEQ_APPEND_USE;                                                               \
@@ -401,6 +386,7 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 		     const struct evr_rseq_rec *r)
 {
 	EVR_RSEQ_APPEND_VARS;
+	uint64_t ts = r->ts;
 
 	/* volatile: with outputs, gcc would drop an asm goto whose outputs go unused. */
 	__asm__ __volatile__ goto(
@@ -409,14 +395,14 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 				    "testq %[nq], %[nq]\n\t"
 				    "jz 11f\n\t"
 				    "10:\n\t"
-				    "movq (%[src],%[a],8), %[t9]\n\t"
-				    "movq %[t9], 16(%[d],%[a],8)\n\t"
+				    "movq (%[src],%[a],8), %[x1]\n\t"
+				    "movq %[x1], 16(%[d],%[a],8)\n\t"
 				    "incq %[a]\n\t"
 				    "cmpq %[nq], %[a]\n\t"
 				    "jb 10b\n\t"
 				    "11:\n\t")
-		: EVR_RSEQ_APPEND_OUT
-		: EVR_RSEQ_APPEND_IN(w, rs, cpu, r->ts, r->w0, r->tid),
+		: EVR_RSEQ_APPEND_OUT(ts)
+		: EVR_RSEQ_APPEND_IN(w, rs, cpu, r->w0, r->tid),
 		  [src] "r"(r->src), [nq] "r"(r->nq)
 		: "memory", "cc"
 		: restart, slow, afar, done);
@@ -450,8 +436,8 @@ evr_ring_rseq_append_words(struct evr_ring_writer *w, struct rseq *rs, uint32_t 
 				    ".if %c[k] > 3\n\t"
 				    "movq %[q3], 40(%[d])\n\t"
 				    ".endif\n\t")
-		: EVR_RSEQ_APPEND_OUT
-		: EVR_RSEQ_APPEND_IN(w, rs, cpu, ts, w0, tid),
+		: EVR_RSEQ_APPEND_OUT(ts)
+		: EVR_RSEQ_APPEND_IN(w, rs, cpu, w0, tid),
 		  [k] "i"(k), [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k),
 		  [q0] "re"(k > 0 ? q0 : 0), [q1] "re"(k > 1 ? q1 : 0),
 		  [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
