@@ -45,6 +45,8 @@
 
 #include <urcu-bp.h>
 
+#include <evring/ring-rseq.h>
+
 #include "agent-internal.h"
 #include "counters-internal.h"
 
@@ -561,6 +563,9 @@ static void fork_child(void)
 	bool restart = agent.enabled;
 
 	urcu_bp_after_fork_child();
+	/* membarrier registrations belong to the process: make sure of ours. */
+	if (evr_rseq_fence_ok)
+		evr_rseq_fence_register();
 	evr_sessions_reset_in_child_locked();
 	/* The parent's agent thread does not exist here; its fds and sessions do. */
 	agent_teardown(true);

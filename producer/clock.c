@@ -117,6 +117,7 @@ static void rings_init(void)
 	    evr_rseq_cpu(evr_rseq_area()) < 0)
 		return;
 	evr_ring_percpu_min = n;
+	evr_rseq_fence_register();
 #endif
 }
 

@@ -338,7 +338,8 @@ static struct evr_ring_writer *event_percpu_rings(const struct evr_event *ev,
 	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN))
 		return NULL;
 	s = t->slot[__builtin_ctzll(m)];
-	return s->nr_rings >= evr_ring_percpu_min ? s->rings : NULL;
+	/* The fast path reads it inside rseq critical sections: only with their fence. */
+	return s->nr_rings >= evr_ring_percpu_min && evr_rseq_fence_ok ? s->rings : NULL;
 }
 
 static void provider_recompute_locked(struct evr_provider *p, const struct evr_session_table *t)

@@ -83,6 +83,25 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 	struct evr_session_table *t;
 	uint64_t mask;
 
+#if EVR_HAVE_RSEQ
+	/*
+	 * Payload in words, one per-CPU session: the whole write is one rseq
+	 * critical section that loads the session's rings itself, its own RCU
+	 * read side (evr_ring_rseq_append_words_rcu()). Anything else, and a
+	 * section that must restart or take the slow path, goes on below.
+	 */
+	if (k >= 0) {
+		struct rseq *rs = evr_rseq_area();
+		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
+
+		if (EVR_LIKELY(cpu < evr_ring_percpu_min) &&
+		    EVR_LIKELY(evr_ring_rseq_append_words_rcu(
+				       &ev->percpu, rs, cpu, evr_clock_now(),
+				       evr_rseq_event_w0(ev->rid, len), evr_thread_id(), k, q0, q1,
+				       q2, q3) == 0))
+			return 0;
+	}
+#endif
 	urcu_bp_read_lock();
 #if EVR_HAVE_RSEQ
 	{
@@ -117,10 +136,6 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 			}
 			if (EVR_LIKELY(rc == 0))
 				goto out;
-			if (rc == 3) {
-				evr_ring_rseq_publish_from_afar(w);
-				goto out;
-			}
 		}
 	}
 #endif

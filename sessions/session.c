@@ -10,6 +10,7 @@
 #define _LGPL_SOURCE
 #include <urcu-bp.h>
 
+#include <evring/ring-rseq.h>
 #include <evring/session.h>
 
 static struct evr_session_table empty_table;
@@ -143,9 +144,15 @@ void evr_reclaim_after_grace_period(void *p, void (*fn)(void *))
 	fn(p);
 }
 
+/*
+ * Writers are inside liburcu-bp read-side sections, or, on the write path's
+ * per-CPU shortcut, inside rseq critical sections (<evring/ring-rseq.h>):
+ * wait for both.
+ */
 void evr_session_table_synchronize(void)
 {
 	urcu_bp_synchronize_rcu();
+	evr_rseq_synchronize();
 }
 
 void evr_session_table_publish_locked(struct evr_session_table *next)
@@ -154,7 +161,7 @@ void evr_session_table_publish_locked(struct evr_session_table *next)
 
 	/* Pairs with the load-acquire in evr_session_table_get_rcu(). */
 	prev = atomic_exchange_explicit(&evr_session_table_cur, next, memory_order_acq_rel);
-	urcu_bp_synchronize_rcu();
+	evr_session_table_synchronize();
 	if (prev != &empty_table)
 		evr_reclaim_after_grace_period(prev, free);
 }

@@ -5,11 +5,34 @@
  * <evring/ring.h>; everything here runs with the ring's lock held.
  */
 #include <assert.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <evring/ring-rseq.h>
 
 uint32_t evr_ring_percpu_min = UINT32_MAX;
+int evr_rseq_fence_ok;
+
+void evr_rseq_fence_register(void)
+{
+#if EVR_HAVE_RSEQ
+	/* Linux 5.10+; without it the write path takes the RCU read lock every time. */
+	evr_rseq_fence_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ,
+				    0, 0) == 0;
+#endif
+}
+
+void evr_rseq_synchronize(void)
+{
+	if (!evr_rseq_fence_ok)
+		return;
+	/* Registered above, so it only fails for reasons that cannot happen
+	 * here (bad flags); then nothing is safe to free: stop loudly. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
+		abort();
+}
 
 void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, uint32_t index,
 			  int doorbell_fd)
@@ -83,8 +106,7 @@ static void ring_publish_counters(struct evr_ring_writer *w)
 
 static void ring_publish(struct evr_ring_writer *w, uint64_t pos)
 {
-	/* Relaxed atomic: a per-CPU writer that migrated may read it to publish
-	 * (evr_ring_rseq_publish_from_afar()). */
+	/* Relaxed atomic: read without the lock by ring_surely_full(). */
 	__atomic_store_n(&w->head, pos, __ATOMIC_RELAXED);
 	/* Pairs with the load-acquire of head in evr_ring_reader_next(). */
 	__atomic_store_n(&w->ctl->head, pos, __ATOMIC_RELEASE);
@@ -248,6 +270,8 @@ void evr_ring_writer_flush_locked(struct evr_ring_writer *w, uint64_t ts)
 {
 	uint64_t pos;
 
+	/* A writer interrupted before its commit may have left the session since. */
+	evr_ring_settle_locked(w);
 	ring_absorb_async_losses(w);
 	if (ts < w->last_ts)
 		ts = w->last_ts;
@@ -260,30 +284,34 @@ void evr_ring_writer_flush_locked(struct evr_ring_writer *w, uint64_t ts)
 	ring_publish_counters(w);
 }
 
-/*
- * A per-CPU writer committed on ring @w's CPU and migrated before it could
- * publish there (<evring/ring-rseq.h>, CS2). It may not store head from here:
- * the ring's CPU may be publishing a later head at the same moment. Instead it
- * raises ctl->head to the committed head it sees, never lowering it; the
- * ring's own publishes only ever store the latest committed head, which is at
- * least what we saw.
- */
-void evr_ring_rseq_publish_from_afar(struct evr_ring_writer *w)
+void evr_ring_settle_locked(struct evr_ring_writer *w)
 {
-	/* Acquire pairs with the commit of {head, tid_events} (a plain x86 store
-	 * after the record's stores), so the bytes below it are ours to publish. */
-	uint64_t h = __atomic_load_n(&w->head, __ATOMIC_ACQUIRE);
-	uint64_t cur = __atomic_load_n(&w->ctl->head, __ATOMIC_RELAXED);
+	/* Relaxed: written by this ring's writers only (or, wrongly, a consumer). */
+	uint64_t pub = __atomic_load_n(&w->ctl->head, __ATOMIC_RELAXED);
+	uint64_t h = w->head;
+	uint64_t back = h - pub;
 
-	/* Release pairs with the readers' load-acquire of head. */
-	while (cur < h && !__atomic_compare_exchange_n(&w->ctl->head, &cur, h, false,
-						       __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
+	if (EVR_LIKELY(pub == h))
+		return;
+	/*
+	 * An interrupted append: one EVENT record (no THREAD record: those come
+	 * from the slow path), inside the packet of head, after its header, and
+	 * counted in it. Its writer writes it again.
+	 */
+	if (pub < h && back >= EVR_REC_HDR_SIZE && back <= evr_align8(EVR_MAX_RECORD) &&
+	    (pub & ~(uint64_t)w->packet_mask) == ((h - 1) & ~(uint64_t)w->packet_mask) &&
+	    (pub & w->packet_mask) >= EVR_PACKET_HDR_SIZE && (uint32_t)w->tid_events > 0) {
+		__atomic_store_n(&w->head, pub, __ATOMIC_RELAXED);
+		w->tid_events--;
+		return;
+	}
+	/* Not the writer's: say again what was published. */
+	__atomic_store_n(&w->ctl->head, h, __ATOMIC_RELEASE);
 }
 
 #if EVR_HAVE_RSEQ
 /*
- * ring_rseq_lock() - CS3: take @w's lock while running on @cpu.
+ * ring_rseq_lock() - CS-lock: take @w's lock while running on @cpu.
  * Return: 0 taken, -EBUSY held, -EAGAIN restart (preempted, migrated, signal).
  */
 static int ring_rseq_lock(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu)
@@ -354,16 +382,10 @@ int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_
 		evr_ring_count_lost(w, 1);
 		return -EBUSY;
 	}
+	evr_ring_settle_locked(w);
 	ret = evr_ring_write_locked(w, r->event_id, r->ts, r->tid, r->src, r->len);
-	/*
-	 * A fast path that committed just before we took the lock and then found it
-	 * held left its publish to us; a successful write above published past it
-	 * already. Pairs with the readers' load-acquire of head.
-	 */
-	if (ret)
-		__atomic_store_n(&w->ctl->head, w->head, __ATOMIC_RELEASE);
 	bell = evr_ring_take_bell_locked(w);
-	/* Pairs with the lock checks of CS1/CS2/CS3, plain x86 loads (acquire). */
+	/* Pairs with the lock checks of both sections, plain x86 loads (acquire). */
 	atomic_store_explicit(&w->lock, 0, memory_order_release);
 	if (bell)
 		evr_ring_doorbell(w);

@@ -4,8 +4,9 @@
  * (<evring/ring-rseq.h>): more writer threads than CPUs, signal handlers that
  * write events at random points of the interrupted write (inside its critical
  * sections, inside its slow path under the ring lock), the lock-held and
- * no-registration drops, and the publish of a writer that migrated. Payloads
- * check themselves and conservation is exact: emitted == received + lost.
+ * no-registration drops, the settling of an append interrupted before its
+ * commit, and the rseq fence that the write path's shortcut relies on.
+ * Payloads check themselves and conservation is exact: emitted == received + lost.
  *
  * Tests that need rseq are skipped where it is unavailable (another
  * architecture, ThreadSanitizer, glibc.pthread.rseq=0, a kernel without it).
@@ -406,27 +407,174 @@ static void test_ring_rseq_write_without_registration_counts_lost(void **state)
 	fx_teardown(&f);
 }
 
-static void test_ring_rseq_publish_from_afar_only_raises_head(void **state)
+/*
+ * An append interrupted between its stores of {head, tid_events} and its commit
+ * leaves one record unpublished, which its writer writes again: the slow path
+ * takes it back. A ctl->head that is no such record's start (a consumer wrote
+ * it) is published again, never adopted.
+ */
+static void test_ring_rseq_settle_takes_back_an_interrupted_append(void **state)
 {
+	struct evr_ring_reader *r;
+	struct evr_record rec;
 	uint8_t buf[64];
 	struct ring_fx f;
-	uint64_t h;
+	uint64_t h, te;
 
 	(void)state;
-	fx_setup(&f, 1, PSIZE_MIN, RING_MIN, EVR_MODE_OVERWRITE);
+	fx_setup(&f, 1, PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
+	r = reader_new(&f, 0, EVR_READER_GATING);
 	pl_fill(buf, PL_HDR, 0, 0);
 	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 1, 1, buf, PL_HDR), 0);
 	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 2, 1, buf, PL_HDR), 0);
 	h = f.w[0].head;
-	/* Committed on the ring's CPU, not yet published there. */
+	te = f.w[0].tid_events;
+
+	/* Published up to the second record's start: the interrupted state. */
 	__atomic_store_n(&f.w[0].ctl->head, h - 40, __ATOMIC_RELAXED);
-	evr_ring_rseq_publish_from_afar(&f.w[0]);
-	assert_true(__atomic_load_n(&f.w[0].ctl->head, __ATOMIC_RELAXED) == h);
-	/* The ring's CPU published further meanwhile: never lowered. */
-	__atomic_store_n(&f.w[0].ctl->head, h + 4096, __ATOMIC_RELAXED);
-	evr_ring_rseq_publish_from_afar(&f.w[0]);
-	assert_true(__atomic_load_n(&f.w[0].ctl->head, __ATOMIC_RELAXED) == h + 4096);
+	evr_ring_settle_locked(&f.w[0]);
+	assert_true(f.w[0].head == h - 40);
+	assert_true(f.w[0].tid_events == te - 1);
+	assert_true(__atomic_load_n(&f.w[0].ctl->head, __ATOMIC_RELAXED) == h - 40);
+	/* Written again (ts 3), it is read once. */
+	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 3, 1, buf, PL_HDR), 0);
+	assert_true(f.w[0].head == h);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 1);
+	assert_true(rec.type == EVR_REC_EVENT && rec.ts == 1 && rec.tid == 1);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 1);
+	assert_true(rec.type == EVR_REC_EVENT && rec.ts == 3);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
+	assert_int_equal(r->corrupt, 0);
+
+	/* Values a consumer may have stored: ahead, far behind, in the header. */
+	h = f.w[0].head;
+	te = f.w[0].tid_events;
+	{
+		const uint64_t bad[] = { h + 40, h + 4096, h - 4096, h & ~(uint64_t)(PSIZE_MIN - 1), 0 };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			__atomic_store_n(&f.w[0].ctl->head, bad[i], __ATOMIC_RELAXED);
+			evr_ring_settle_locked(&f.w[0]);
+			assert_true(f.w[0].head == h && f.w[0].tid_events == te);
+			assert_true(__atomic_load_n(&f.w[0].ctl->head, __ATOMIC_RELAXED) == h);
+		}
+	}
+	free(r);
 	fx_teardown(&f);
+}
+
+/* ---- the fence: evr_rseq_synchronize() ------------------------------------------- */
+
+#if EVR_HAVE_RSEQ
+/* Keep the calling thread on @cpu if allowed (best effort). */
+static void pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+}
+
+static uint64_t fence_aborts, fence_entered, fence_last, fence_go, fence_stop;
+static uint64_t fence_log[1024];	/* [gen % 1024] = gen: section gen committed */
+
+/*
+ * Round after round, a critical section that waits inside for fence_go, saying
+ * so with its number in fence_entered, then commits by logging its number;
+ * fence_last is the last number that committed.
+ */
+static void *fence_helper(void *arg)
+{
+	struct rseq *rs = evr_rseq_area();
+	uint64_t gen = 0;
+
+	pin_to_cpu(1);
+	(void)arg;
+	while (!__atomic_load_n(&fence_stop, __ATOMIC_RELAXED)) {
+		gen++;
+		__asm__ __volatile__ goto(EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")
+					  ".pushsection __rseq_failure, \"ax\"\n\t"
+					  EVR_RSEQ_ABORT_SIG
+					  "4:\n\t"
+					  "jmp %l[aborted]\n\t"
+					  ".popsection\n\t"
+					  EVR_RSEQ_ARM("3b")
+					  "1:\n\t"
+					  "5:\n\t"
+					  "cmpq $0, (%[go])\n\t"
+					  "jne 6f\n\t"
+					  "movq %[gen], (%[entered])\n\t"	/* waits with go == 0 */
+					  "cmpq $0, (%[stop])\n\t"
+					  "je 5b\n\t"
+					  "6:\n\t"
+					  "movq %[gen], %%rax\n\t"
+					  "andq $1023, %%rax\n\t"
+					  "movq %[gen], (%[log],%%rax,8)\n\t"	/* commit */
+					  "2:\n\t"
+					  :
+					  : [gen] "r"(gen), [entered] "r"(&fence_entered),
+					    [go] "r"(&fence_go), [stop] "r"(&fence_stop),
+					    [log] "r"(fence_log), [rs] "r"(rs),
+					    [sig] "i"(RSEQ_SIG)
+					  : "rax", "memory", "cc"
+					  : aborted);
+		evr_rseq_clear_cs(rs);
+		__atomic_store_n(&fence_last, gen, __ATOMIC_RELEASE);
+		continue;
+aborted:
+		__atomic_add_fetch(&fence_aborts, 1, __ATOMIC_RELAXED);
+		continue;
+	}
+	return NULL;
+}
+#endif
+
+/*
+ * A section that was running when evr_rseq_synchronize() was called never
+ * commits after it returns: the session table's grace period relies on it for
+ * the writers that load a session's rings inside their section.
+ */
+static void test_ring_rseq_synchronize_aborts_running_sections(void **state)
+{
+#if EVR_HAVE_RSEQ
+	pthread_t th;
+	uint64_t last = 0;
+	int rounds = 0;
+
+	(void)state;
+	if (rseq_usable())
+		evr_rseq_fence_register();	/* what the producer does at start-up */
+	if (!rseq_usable() || !evr_rseq_fence_ok || get_nprocs() < 2) {
+		print_message("no rseq, no membarrier rseq fence, or one CPU: skipped\n");
+		skip();
+	}
+	pin_to_cpu(0);
+	__atomic_store_n(&fence_stop, 0, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_create(&th, NULL, fence_helper, NULL), 0);
+	for (; rounds < 50; rounds++) {
+		uint64_t g, c;
+
+		__atomic_store_n(&fence_go, 0, __ATOMIC_SEQ_CST);
+		/* A section that saw this round's go == 0: it began after the last commit. */
+		while ((g = __atomic_load_n(&fence_entered, __ATOMIC_ACQUIRE)) <= last)
+			sched_yield();
+		evr_rseq_synchronize();
+		__atomic_store_n(&fence_go, 1, __ATOMIC_SEQ_CST);
+		while ((c = __atomic_load_n(&fence_last, __ATOMIC_ACQUIRE)) < g)
+			sched_yield();
+		/* g was running (or was preempted, which aborts it too): it never commits. */
+		assert_true(__atomic_load_n(&fence_log[g % 1024], __ATOMIC_RELAXED) != g);
+		last = c;
+	}
+	__atomic_store_n(&fence_stop, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	unpin();
+	print_message("%d rounds, no section committed after the fence (%llu aborts)\n", rounds, (unsigned long long)fence_aborts);
+#else
+	(void)state;
+	skip();
+#endif
 }
 
 int main(void)
@@ -435,7 +583,8 @@ int main(void)
 		cmocka_unit_test(test_ring_rseq_write_threads_and_signals_account_exactly),
 		cmocka_unit_test(test_ring_rseq_write_locked_ring_counts_lost),
 		cmocka_unit_test(test_ring_rseq_write_without_registration_counts_lost),
-		cmocka_unit_test(test_ring_rseq_publish_from_afar_only_raises_head),
+		cmocka_unit_test(test_ring_rseq_settle_takes_back_an_interrupted_append),
+		cmocka_unit_test(test_ring_rseq_synchronize_aborts_running_sections),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

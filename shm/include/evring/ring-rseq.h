@@ -17,36 +17,46 @@
  * kernel aborts (restarts at its abort handler) if the thread is preempted,
  * migrated or interrupted by a signal before the section's last instruction.
  * Everything a section stores before that last instruction is speculative: the
- * record bytes at [head, head + size) (unpublished, so no reader looks at them)
- * and last_ts (only a clamp floor; an aborted value is a timestamp that was
- * really read). The last instruction commits.
+ * record bytes at [head, head + size) (unpublished, so no reader looks at them),
+ * last_ts (only a clamp floor; an aborted value is a timestamp that was really
+ * read), and the writer's own {head, tid_events}. The last instruction commits.
  *
- *   CS1 (append): check cpu_id == i, lock == 0, lost_async == 0, no wake-up
- *       due, that this thread wrote the packet's last THREAD record, and that
- *       the record ends at or below fast_end; store the record; commit
- *       {head, tid_events} with one 16-byte store (one instruction: the kernel
- *       aborts before it or not at all). A thread new to the packet takes the
- *       slow path, which writes its THREAD record: that happens after a context
- *       switch, which costs far more than the slow path.
- *   CS2 (publish): check cpu_id == i and lock == 0; load head; commit it to
- *       ctl->head. CS2 may only store the latest committed head (a commit by
- *       anyone else on CPU i would have preempted it), so ctl->head never goes
- *       back. If the thread migrated after CS1, CS2 cannot run on CPU i: it
- *       publishes from afar with a compare-and-swap that only raises ctl->head
- *       (evr_ring_rseq_publish_from_afar()).
+ *   CS (append): check cpu_id == i, lock == 0, lost_async == 0, no wake-up
+ *       due, that this thread wrote the packet's last THREAD record, that the
+ *       published head (ctl->head) is the writer's head, and that the record
+ *       ends at or below fast_end; store the record; store {head, tid_events}
+ *       advanced by the record (one 16-byte store, so the settling below
+ *       never finds one without the other); commit by publishing the new head to
+ *       ctl->head (one store: the kernel aborts before it or not at all).
+ *       A thread new to the packet takes the slow path, which writes its
+ *       THREAD record: that only follows a context switch, which costs far
+ *       more than the slow path.
  *
- * x86 is TSO: the record stores, the commit and the publish become visible in
- * program order, which is what the release store of head and the release fence
- * F1 give in the try-lock path; the acquire side is the readers' (unchanged).
+ * A section aborted between the store of {head, tid_events} and the commit
+ * leaves the writer one EVENT record ahead of what it published, a record its
+ * writer will append again when it restarts. The next section on CPU i sees
+ * ctl->head != head and takes the slow path, which takes that record back
+ * under the lock (evr_ring_settle_locked()): head and the packet's event count
+ * go back by one record, and ctl->head is unchanged, so it never goes back.
+ * ctl->head is in memory that consumers map writable; a value that is not
+ * such a record's start is not trusted: the slow path publishes the writer's
+ * head again.
+ *
+ * x86 is TSO: the record stores, the writer's head and the publish become
+ * visible in program order, which is what the release store of head and the
+ * release fence F1 give in the try-lock path; the acquire side is the readers'
+ * (unchanged).
  *
  * The slow path (packet switch, LOST records, the discard tail check, a due
- * wake-up) is plain C and may be preempted, so it runs under w->lock, which
- * a per-CPU writer takes in a third critical section (CS3: cpu_id == i,
- * lock == 0, commit lock = 1): nobody else can take it while the thread runs on
+ * wake-up, an interrupted append to settle) is plain C and may be preempted, so
+ * it runs under w->lock, which a per-CPU writer takes in a second critical
+ * section (CS-lock: cpu_id == i, lock == 0, commit lock = 1): nobody else can take it while the thread runs on
  * CPU i, and every fast path on CPU i sees it held and stays out. The holder may
  * then migrate; it publishes with a release store and releases the lock with a
- * store-release (pairs with the lock checks of CS1/CS2/CS3, plain x86 loads,
- * which are acquire loads).
+ * store-release (pairs with the lock checks of both sections, plain x86
+ * loads, which are acquire loads). A section of another thread that was
+ * between its stores and its commit when the lock was taken on CPU i was
+ * preempted, hence aborted: the holder may settle what it left.
  *
  * A writer that finds the lock held (a holder preempted in the slow path, or a
  * signal handler nested on it) cannot write another CPU's ring: it counts the
@@ -85,6 +95,28 @@
  * rseq is not usable. Set by the producer before the first session starts.
  */
 extern uint32_t evr_ring_percpu_min __attribute__((visibility("hidden")));
+
+/*
+ * Nonzero when this process registered for membarrier's rseq fence, so that
+ * evr_rseq_synchronize() can wait for rseq critical sections; set once, with
+ * evr_ring_percpu_min. Without it, nothing reads rings inside a section
+ * without an RCU read lock (evr_ring_rseq_append_words_rcu() is not used).
+ */
+extern int evr_rseq_fence_ok __attribute__((visibility("hidden")));
+
+/*
+ * evr_rseq_fence_register() - register the process for the fence; sets
+ * evr_rseq_fence_ok. Again in a forked child.
+ */
+__attribute__((visibility("hidden"))) void evr_rseq_fence_register(void);
+
+/*
+ * evr_rseq_synchronize() - the grace period of rseq critical sections: on
+ * return, no section of this process that started before the call can still
+ * commit (running ones were aborted by an IPI, preempted ones at preemption).
+ * Does nothing without evr_rseq_fence_ok. Context: may sleep.
+ */
+__attribute__((visibility("hidden"))) void evr_rseq_synchronize(void);
 
 /* Payload words an EVENT record can take in registers (evr_ring_rseq_append_words()). */
 #define EVR_RSEQ_WORDS_MAX 4
@@ -182,12 +214,16 @@ static inline void evr_rseq_clear_cs(struct rseq *rs)
 			 __ATOMIC_RELAXED);
 }
 
-__attribute__((visibility("hidden"))) void
-evr_ring_rseq_publish_from_afar(struct evr_ring_writer *w);
+/*
+ * evr_ring_settle_locked() - take back the record of an append interrupted
+ * before its commit (see the protocol above), or publish head again if
+ * ctl->head was overwritten. Context: @w's lock held, or no writer can run.
+ */
+__attribute__((visibility("hidden"))) void evr_ring_settle_locked(struct evr_ring_writer *w);
 
 #if EVR_HAVE_RSEQ
 /*
- * Slow path of evr_ring_rseq_write(): take w->lock on @cpu (CS3), then append
+ * Slow path of evr_ring_rseq_write(): take w->lock on @cpu (CS-lock), settle, then append
  * with the C code of the try-lock path. Return: as evr_ring_rseq_write(), or
  * -EAGAIN to restart (preempted, migrated or interrupted before the lock).
  */
@@ -262,38 +298,32 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"movq %%rax, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 
 /*
- * The append: CS1 then CS2 on ring %[w], which belongs to CPU %[cpu].
+ * The append: one critical section on ring %[w], which belongs to CPU %[cpu].
  *
  * Every value comes in a register or as an operand the compiler picks, and
  * the scratch registers are the compiler's to choose, so that the write path
  * needs almost no stack frame: a call that spills and reloads is a good part of
  * a 15 ns write. The two users differ in how the record's size is computed
  * (@end: %[c] = head + the EVENT record's aligned size) and how the payload
- * is copied (@copy, to 16(%[d])); %[a] and %[x1] are free in @copy. %[ts]
+ * is copied (@copy, to 16(%[d])); %[a] and %[x0] are free in @copy. %[ts]
  * comes in as the timestamp read and is clamped in place.
  *
- * Exits: falls through when written and published; %l[done]: written, the
- * lock holder publishes; %l[restart]: preempted, migrated before the commit,
- * or signal; %l[slow]: slow path needed; %l[afar]: written, but the thread
- * migrated before publishing.
+ * Exits: falls through when written and published; %l[restart]: preempted,
+ * migrated or signalled before the commit; %l[slow]: slow path needed.
  */
-#define EVR_RSEQ_APPEND_ASM(end, copy)                                                    \
+#define EVR_RSEQ_APPEND_ASM(begin, end, copy)                                             \
 	EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")                                            \
-	EVR_RSEQ_CS_DESC("5", "6f", "7f", "8f")                                            \
 	".pushsection __rseq_failure, \"ax\"\n\t"                                          \
 	EVR_RSEQ_ABORT_SIG                                                                 \
 	"4:\n\t"                                                                           \
 	"jmp %l[restart]\n\t"                                                              \
-	EVR_RSEQ_ABORT_SIG                                                                 \
-	"8:\n\t"                                                                           \
-	"jmp 9f\n\t"                                                                       \
 	".popsection\n\t"                                                                  \
-	/* CS1: append. */                                                                 \
 	"leaq 3b(%%rip), %[a]\n\t"                                                         \
 	"movq %[a], " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n"                                \
 	"1:\n\t"                                                                           \
 	"cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"                           \
 	"jne 4b\n\t"                                                                       \
+	begin                                                                              \
 	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"                                \
 	"jne %l[slow]\n\t"                                                                 \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_TID_EVENTS) "(%[w]), %[te]\n\t"	/* te = tid_events */ \
@@ -302,6 +332,9 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"cmpl %[tid], %k[a]\n\t"	/* new thread in the packet: THREAD record */      \
 	"jne %l[slow]\n\t"                                                                 \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"		/* d = head */    \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%[a]), %[d]\n\t"	/* interrupted append */ \
+	"jne %l[slow]\n\t"                                                                 \
 	end				/* c = end */                                      \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %[c]\n\t"                          \
 	"ja %l[slow]\n\t"                                                                  \
@@ -323,24 +356,13 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"movq %[ts], 8(%[d])\n\t"                                                          \
 	copy                                                                               \
 	"incq %[te]\n\t"		/* one more event in the packet */                 \
-	"movq %[c], %[x0]\n\t"                                                             \
+	"movq %[c], %[x0]\n\t"	/* {head, tid_events}: one store, never half */    \
 	"movq %[te], %[x1]\n\t"                                                            \
 	"punpcklqdq %[x1], %[x0]\n\t"                                                      \
-	"movdqa %[x0], " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w])\n\t"	/* commit {head, tid_events} */ \
+	"movdqa %[x0], " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w])\n\t"                           \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
+	"movq %[c], " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%[a])\n\t"	/* commit: publish */      \
 	"2:\n\t"                                                                           \
-	/* CS2: publish; its abort handler comes back here. */                             \
-	"9:\n\t"                                                                           \
-	"leaq 5b(%%rip), %[a]\n\t"                                                         \
-	"movq %[a], " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n"                                \
-	"6:\n\t"                                                                           \
-	"cmpl %[cpu], " EVR_RSEQ_S(EVR_OFF_RS_CPU) "(%[rs])\n\t"                           \
-	"jne %l[afar]\n\t"                                                                 \
-	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"                                \
-	"jne %l[done]\n\t"		/* the holder publishes */                         \
-	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"                              \
-	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[c]\n\t"                               \
-	"movq %[d], " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%[c])\n\t"	/* commit: publish */      \
-	"7:\n\t"                                                                           \
 	"movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 
 /* Operands common to both users of EVR_RSEQ_APPEND_ASM. */
@@ -360,25 +382,18 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 #define EVR_RSEQ_APPEND_EXITS(rs_)                                                         \
 	EVR_RSEQ_APPEND_USE;                                                               \
 	return 0;                                                                          \
-done:                                                                                      \
-	evr_rseq_clear_cs(rs_);                                                            \
-	return 0;                                                                          \
 restart:                                                                                   \
 	return 1;                                                                          \
 slow:                                                                                      \
 	evr_rseq_clear_cs(rs_);                                                            \
-	return 2;                                                                          \
-afar:                                                                                      \
-	evr_rseq_clear_cs(rs_);                                                            \
-	return 3
+	return 2
 
 /*
- * evr_ring_rseq_append() - CS1 then CS2 on ring @w, which belongs to @cpu:
- * the record @r, its payload copied from memory.
+ * evr_ring_rseq_append() - append and publish, in one critical section on
+ * ring @w, which belongs to @cpu: the record @r, its payload copied from memory.
  *
- * Return: 0 written and published (or left to a lock holder to publish),
- * 1 restart (preempted, migrated before the commit, or signal), 2 slow path
- * needed, 3 written but the thread migrated before publishing.
+ * Return: 0 written and published, 1 restart (preempted, migrated or signalled
+ * before the commit), 2 slow path needed.
  * Context: per-CPU session, RCU read side.
  */
 static inline __attribute__((always_inline)) int
@@ -390,13 +405,13 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 
 	/* volatile: with outputs, gcc would drop an asm goto whose outputs go unused. */
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM("leaq 16(%[d],%[nq],8), %[c]\n\t",
+		EVR_RSEQ_APPEND_ASM("", "leaq 16(%[d],%[nq],8), %[c]\n\t",
 				    "xorl %k[a], %k[a]\n\t"
 				    "testq %[nq], %[nq]\n\t"
 				    "jz 11f\n\t"
 				    "10:\n\t"
-				    "movq (%[src],%[a],8), %[x1]\n\t"
-				    "movq %[x1], 16(%[d],%[a],8)\n\t"
+				    "movq (%[src],%[a],8), %[x0]\n\t"
+				    "movq %[x0], 16(%[d],%[a],8)\n\t"
 				    "incq %[a]\n\t"
 				    "cmpq %[nq], %[a]\n\t"
 				    "jb 10b\n\t"
@@ -405,9 +420,27 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 		: EVR_RSEQ_APPEND_IN(w, rs, cpu, r->w0, r->tid),
 		  [src] "r"(r->src), [nq] "r"(r->nq)
 		: "memory", "cc"
-		: restart, slow, afar, done);
+		: restart, slow);
 	EVR_RSEQ_APPEND_EXITS(rs);
 }
+
+#define EVR_RSEQ_WORDS_ASM(begin)                                                           \
+	EVR_RSEQ_APPEND_ASM(begin, "leaq %c[rsz](%[d]), %[c]\n\t",                          \
+			    ".if %c[k] > 0\n\t"                                             \
+			    "movq %[q0], 16(%[d])\n\t"                                      \
+			    ".endif\n\t"                                                    \
+			    ".if %c[k] > 1\n\t"                                             \
+			    "movq %[q1], 24(%[d])\n\t"                                      \
+			    ".endif\n\t"                                                    \
+			    ".if %c[k] > 2\n\t"                                             \
+			    "movq %[q2], 32(%[d])\n\t"                                      \
+			    ".endif\n\t"                                                    \
+			    ".if %c[k] > 3\n\t"                                             \
+			    "movq %[q3], 40(%[d])\n\t"                                      \
+			    ".endif\n\t")
+#define EVR_RSEQ_WORDS_IN                                                                  \
+	[k] "i"(k), [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k), [q0] "re"(k > 0 ? q0 : 0),        \
+	[q1] "re"(k > 1 ? q1 : 0), [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
 
 /*
  * evr_ring_rseq_append_words() - evr_ring_rseq_append() for a payload of @k
@@ -422,28 +455,59 @@ evr_ring_rseq_append_words(struct evr_ring_writer *w, struct rseq *rs, uint32_t 
 {
 	EVR_RSEQ_APPEND_VARS;
 
-	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM("leaq %c[rsz](%[d]), %[c]\n\t",
-				    ".if %c[k] > 0\n\t"
-				    "movq %[q0], 16(%[d])\n\t"
-				    ".endif\n\t"
-				    ".if %c[k] > 1\n\t"
-				    "movq %[q1], 24(%[d])\n\t"
-				    ".endif\n\t"
-				    ".if %c[k] > 2\n\t"
-				    "movq %[q2], 32(%[d])\n\t"
-				    ".endif\n\t"
-				    ".if %c[k] > 3\n\t"
-				    "movq %[q3], 40(%[d])\n\t"
-				    ".endif\n\t")
-		: EVR_RSEQ_APPEND_OUT(ts)
-		: EVR_RSEQ_APPEND_IN(w, rs, cpu, w0, tid),
-		  [k] "i"(k), [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k),
-		  [q0] "re"(k > 0 ? q0 : 0), [q1] "re"(k > 1 ? q1 : 0),
-		  [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
-		: "memory", "cc"
-		: restart, slow, afar, done);
+	__asm__ __volatile__ goto(EVR_RSEQ_WORDS_ASM("")
+				  : EVR_RSEQ_APPEND_OUT(ts)
+				  : EVR_RSEQ_APPEND_IN(w, rs, cpu, w0, tid), EVR_RSEQ_WORDS_IN
+				  : "memory", "cc"
+				  : restart, slow);
 	EVR_RSEQ_APPEND_EXITS(rs);
+}
+
+_Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i << 8)");
+
+/*
+ * evr_ring_rseq_append_words_rcu() - evr_ring_rseq_append_words() into ring
+ * @cpu of the rings *@rings, loaded inside the critical section: the section is
+ * the read side that protects them, and needs no RCU read lock. Whoever
+ * unpublishes the rings (sets *@rings to something else) waits for
+ * evr_rseq_synchronize() before freeing them: that aborts every section still
+ * running, and a preempted one was aborted already.
+ *
+ * Return: as evr_ring_rseq_append_words(), or 3 when *@rings is NULL.
+ * Context: @cpu < evr_ring_percpu_min; the rings behind *@rings, when set, are
+ * those of a per-CPU session.
+ */
+static inline __attribute__((always_inline)) int
+evr_ring_rseq_append_words_rcu(struct evr_ring_writer *const _Atomic *rings, struct rseq *rs,
+			       uint32_t cpu, uint64_t ts, uint64_t w0, uint32_t tid, const int k,
+			       uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
+{
+	EVR_RSEQ_APPEND_VARS;
+	struct evr_ring_writer *w;
+
+	__asm__ __volatile__ goto(EVR_RSEQ_WORDS_ASM("movq (%[rings]), %[w]\n\t"
+						     "testq %[w], %[w]\n\t"
+						     "jz %l[none]\n\t"
+						     "movl %[cpu], %k[a]\n\t"
+						     "shlq $8, %[a]\n\t"
+						     "addq %[a], %[w]\n\t")
+				  : EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
+				  : [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),
+				    [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),
+				    EVR_RSEQ_WORDS_IN
+				  : "memory", "cc"
+				  : restart, slow, none);
+	(void)w;
+	EVR_RSEQ_APPEND_USE;
+	return 0;
+restart:
+	return 1;
+slow:
+	evr_rseq_clear_cs(rs);
+	return 2;
+none:
+	evr_rseq_clear_cs(rs);
+	return 3;
 }
 
 #endif /* EVR_HAVE_RSEQ */
@@ -483,9 +547,6 @@ evr_ring_rseq_write(struct evr_ring_writer *rings, uint32_t nr,
 			return 0;
 		case 1:
 			continue;
-		case 3:
-			evr_ring_rseq_publish_from_afar(w);
-			return 0;
 		default:
 			break;
 		}

@@ -287,8 +287,7 @@ static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t even
 	}
 	evr_ring_store_hdr(dst, size, EVR_REC_EVENT, event_id, ts);
 	evr_ring_store_bytes(dst + EVR_REC_HDR_SIZE, payload, len);
-	/* Relaxed atomic: a per-CPU writer that migrated may read it
-	 * (evr_ring_rseq_publish_from_afar()). */
+	/* Relaxed atomic: read without the lock (ring_surely_full()). */
 	__atomic_store_n(&w->head, end, __ATOMIC_RELAXED);
 	w->tid_events = (uint64_t)tid << 32 | ((uint32_t)te + 1u);
 	/* Pairs with the load-acquire of head in evr_ring_reader_next(). */
