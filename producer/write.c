@@ -13,6 +13,14 @@
  * The common case, one per-CPU session, is laid out on its own so that it
  * needs almost no stack frame; more sessions, try-lock sessions and the
  * built-in events' per-session filter go through write_rcu(), out of line.
+ * The registry keeps, in each event, the rings of the one per-CPU session that
+ * wants it (evr_event.percpu): one load instead of table, slot, session and
+ * rings. A payload in words (the generated fire functions of fixed-size
+ * events) goes further: one rseq critical section loads those rings, appends
+ * and publishes, and is itself the read side that protects them; the session
+ * table's grace period waits for it with membarrier's rseq fence
+ * (evr_session_table_synchronize()). If that section must restart or take the
+ * slow path, the write starts again below, under the RCU read lock.
  *
  * Payloads reach the rings in whole 8-byte words (struct evr_rseq_rec): the
  * generated fire functions and evr_event_write_padded() supply them padded,

@@ -114,9 +114,15 @@ int evr_sandbox_enter(enum evr_sandbox_profile profile, char *errbuf, size_t err
 	ret = add_rules(ctx, common_rules, sizeof(common_rules) / sizeof(common_rules[0]));
 	if (ret < 0)
 		goto fail;
-	/* abort() and raise() signal this process only. */
-	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-			       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	/* abort() and raise() signal this process only. Spelled out rather than
+	 * SCMP_A0(), whose compound literal leaves datum_b to clang's warning. */
+	{
+		const struct scmp_arg_cmp self = {
+			.arg = 0, .op = SCMP_CMP_EQ, .datum_a = (scmp_datum_t)getpid(), .datum_b = 0
+		};
+
+		ret = seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, &self);
+	}
 	if (ret < 0)
 		goto fail;
 	if (profile == EVR_SANDBOX_RECORD) {

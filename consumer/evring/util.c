@@ -11,7 +11,8 @@
 
 #include "cli.h"
 
-static void vmsg(const char *cmd, const char *kind, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void vmsg(const char *cmd, const char *kind,
+						       const char *fmt, va_list ap)
 {
 	/* One write per line, so lines from two tools on one terminal never mix. */
 	char line[1024];

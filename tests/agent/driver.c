@@ -99,7 +99,7 @@ static void prod_expect(struct prod *p, const char *want)
 	CHECK(strcmp(line, want) == 0, "producer said '%s', expected '%s'", line, want);
 }
 
-static void prod_cmd(struct prod *p, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void prod_cmd(struct prod *p, const char *fmt, ...)
 {
 	va_list ap;
 

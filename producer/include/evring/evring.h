@@ -543,11 +543,12 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 #define EVR__DECLARE_EVENT(sym, name_, id_, level_, keywords_, ...)                          \
 	extern struct evr_event sym##__event;                                             \
 	int sym##__emit(EVR__PARAMS(__VA_ARGS__));                                        \
-	static inline bool sym##_enabled(void)                                            \
+	/* unused: clang warns about unused static inline functions of the .c file. */ \
+	static inline __attribute__((unused)) bool sym##_enabled(void)                    \
 	{                                                                                 \
 		return evr_event_enabled(&sym##__event);                                  \
 	}                                                                                 \
-	static inline int sym(EVR__PARAMS(__VA_ARGS__))                                   \
+	static inline __attribute__((unused)) int sym(EVR__PARAMS(__VA_ARGS__))           \
 	{                                                                                 \
 		if (__builtin_expect(!evr_event_enabled(&sym##__event), 1))               \
 			return 0;                                                         \
