@@ -96,9 +96,12 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 	 * Payload in words, one per-CPU session: the whole write is one rseq
 	 * critical section that loads the session's rings itself, its own RCU
 	 * read side (evr_ring_rseq_append_words_rcu()). Anything else, and a
-	 * section that must restart or take the slow path, goes on below.
+	 * section that must restart or take the slow path, goes on below. The
+	 * event's rings are first looked at outside, as a hint (the section loads
+	 * them again): an event without them, in several sessions say, would
+	 * otherwise read the clock twice, and rdtsc costs more than the section.
 	 */
-	if (k >= 0) {
+	if (k >= 0 && atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
 		struct rseq *rs = evr_rseq_area();
 		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
 
