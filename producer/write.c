@@ -115,7 +115,10 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 #endif
 	urcu_bp_read_lock();
 #if EVR_HAVE_RSEQ
-	{
+	/* A payload in memory: the same shortcut, under the RCU read lock. (One in
+	 * words tried it above, inside its section; a second try would only read
+	 * the clock again on its way to the same restart or slow path.) */
+	if (k < 0) {
 		/*
 		 * Acquire pairs with the release in the registry's recompute: the
 		 * rings are set up. One load from the event's line instead of the
@@ -130,22 +133,11 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 		/* A per-CPU session has a ring for every CPU id below evr_ring_percpu_min;
 		 * a negative cpu (no rseq registration) fails the bound too. */
 		if (EVR_LIKELY(rings && cpu < evr_ring_percpu_min)) {
-			struct evr_ring_writer *w = &rings[cpu];
-			int rc;
+			struct evr_rseq_rec rec;
 
-			if (k >= 0) {
-				rc = evr_ring_rseq_append_words(w, rs, cpu, evr_clock_now(),
-								evr_rseq_event_w0(ev->rid, len),
-								evr_thread_id(), k, q0, q1, q2,
-								q3);
-			} else {
-				struct evr_rseq_rec rec;
-
-				evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(),
-						  payload, len);
-				rc = evr_ring_rseq_append(w, rs, cpu, &rec);
-			}
-			if (EVR_LIKELY(rc == 0))
+			evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(),
+					  payload, len);
+			if (EVR_LIKELY(evr_ring_rseq_append(&rings[cpu], rs, cpu, &rec) == 0))
 				goto out;
 		}
 	}

@@ -298,7 +298,8 @@ void evr_ring_settle_locked(struct evr_ring_writer *w)
 	 * from the slow path), inside the packet of head, after its header, and
 	 * counted in it. Its writer writes it again.
 	 */
-	if (pub < h && back >= EVR_REC_HDR_SIZE && back <= evr_align8(EVR_MAX_RECORD) &&
+	/* pub > h makes back wrap far above any record: rejected by the bound. */
+	if (back >= EVR_REC_HDR_SIZE && back <= evr_align8(EVR_MAX_RECORD) &&
 	    (pub & ~(uint64_t)w->packet_mask) == ((h - 1) & ~(uint64_t)w->packet_mask) &&
 	    (pub & w->packet_mask) >= EVR_PACKET_HDR_SIZE && (uint32_t)w->tid_events > 0) {
 		__atomic_store_n(&w->head, pub, __ATOMIC_RELAXED);

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/rseq.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -328,16 +330,19 @@ static void test_event_typed_fields_encode_as_documented(void **state)
 }
 
 /*
- * Whether sessions get a ring per CPU written under rseq here: glibc registered
- * rseq, EVR_RSEQ=0 is not set, and the build is x86-64 without ThreadSanitizer
- * (<evring/ring-rseq.h>).
+ * Whether events get the shortcut to a per-CPU session's rings here: glibc
+ * registered rseq, EVR_RSEQ=0 is not set, the build is x86-64 without
+ * ThreadSanitizer (<evring/ring-rseq.h>), and the kernel has membarrier's
+ * rseq fence, which the shortcut's grace period needs (Linux 5.10+).
  */
 static bool expect_percpu(void)
 {
 #if defined(__x86_64__) && defined(RSEQ_SIG) && !defined(__SANITIZE_THREAD__)
 	const char *env = getenv("EVR_RSEQ");
+	long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 
-	return __rseq_size > 0 && !(env && strcmp(env, "0") == 0);
+	return __rseq_size > 0 && !(env && strcmp(env, "0") == 0) && cmds > 0 &&
+	       (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ);
 #else
 	return false;
 #endif

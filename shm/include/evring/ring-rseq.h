@@ -118,7 +118,7 @@ __attribute__((visibility("hidden"))) void evr_rseq_fence_register(void);
  */
 __attribute__((visibility("hidden"))) void evr_rseq_synchronize(void);
 
-/* Payload words an EVENT record can take in registers (evr_ring_rseq_append_words()). */
+/* Payload words an EVENT record can take in registers (evr_ring_rseq_append_words_rcu()). */
 #define EVR_RSEQ_WORDS_MAX 4
 
 /* Restarts of one write before it gives up and counts the event lost. */
@@ -365,7 +365,7 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"2:\n\t"                                                                           \
 	"movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 
-/* Operands common to both users of EVR_RSEQ_APPEND_ASM. */
+/* Operands common to the users of EVR_RSEQ_APPEND_ASM. */
 #define EVR_RSEQ_APPEND_OUT(ts_)                                                           \
 	[a] "=&r"(a_), [c] "=&r"(c_), [d] "=&r"(d_), [te] "=&r"(te_), [ts] "+&r"(ts_),     \
 	[x0] "=&x"(x0_), [x1] "=&x"(x1_)
@@ -424,56 +424,22 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 	EVR_RSEQ_APPEND_EXITS(rs);
 }
 
-#define EVR_RSEQ_WORDS_ASM(begin)                                                           \
-	EVR_RSEQ_APPEND_ASM(begin, "leaq %c[rsz](%[d]), %[c]\n\t",                          \
-			    ".if %c[k] > 0\n\t"                                             \
-			    "movq %[q0], 16(%[d])\n\t"                                      \
-			    ".endif\n\t"                                                    \
-			    ".if %c[k] > 1\n\t"                                             \
-			    "movq %[q1], 24(%[d])\n\t"                                      \
-			    ".endif\n\t"                                                    \
-			    ".if %c[k] > 2\n\t"                                             \
-			    "movq %[q2], 32(%[d])\n\t"                                      \
-			    ".endif\n\t"                                                    \
-			    ".if %c[k] > 3\n\t"                                             \
-			    "movq %[q3], 40(%[d])\n\t"                                      \
-			    ".endif\n\t")
-#define EVR_RSEQ_WORDS_IN                                                                  \
-	[k] "i"(k), [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k), [q0] "re"(k > 0 ? q0 : 0),        \
-	[q1] "re"(k > 1 ? q1 : 0), [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
-
-/*
- * evr_ring_rseq_append_words() - evr_ring_rseq_append() for a payload of @k
- * (a constant, 0..EVR_RSEQ_WORDS_MAX) 8-byte words passed by value: an EVENT
- * record with header word @w0 (its size field says how many payload bytes
- * count), timestamp @ts, thread @tid. Words past @k are ignored.
- */
-static inline __attribute__((always_inline)) int
-evr_ring_rseq_append_words(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu, uint64_t ts,
-			   uint64_t w0, uint32_t tid, const int k, uint64_t q0, uint64_t q1,
-			   uint64_t q2, uint64_t q3)
-{
-	EVR_RSEQ_APPEND_VARS;
-
-	__asm__ __volatile__ goto(EVR_RSEQ_WORDS_ASM("")
-				  : EVR_RSEQ_APPEND_OUT(ts)
-				  : EVR_RSEQ_APPEND_IN(w, rs, cpu, w0, tid), EVR_RSEQ_WORDS_IN
-				  : "memory", "cc"
-				  : restart, slow);
-	EVR_RSEQ_APPEND_EXITS(rs);
-}
-
 _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i << 8)");
 
 /*
- * evr_ring_rseq_append_words_rcu() - evr_ring_rseq_append_words() into ring
- * @cpu of the rings *@rings, loaded inside the critical section: the section is
- * the read side that protects them, and needs no RCU read lock. Whoever
- * unpublishes the rings (sets *@rings to something else) waits for
- * evr_rseq_synchronize() before freeing them: that aborts every section still
- * running, and a preempted one was aborted already.
+ * evr_ring_rseq_append_words_rcu() - evr_ring_rseq_append() for a payload of @k
+ * (a constant, 0..EVR_RSEQ_WORDS_MAX) 8-byte words passed by value, an EVENT
+ * record with header word @w0 (its size field says how many payload bytes
+ * count), timestamp @ts and thread @tid, into ring @cpu of the rings *@rings.
+ * Words past @k are ignored.
  *
- * Return: as evr_ring_rseq_append_words(), or 3 when *@rings is NULL.
+ * *@rings is loaded inside the critical section: the section is the read side
+ * that protects them, and needs no RCU read lock. Whoever unpublishes the
+ * rings (sets *@rings to something else) waits for evr_rseq_synchronize()
+ * before freeing them: that aborts every section still running, and a
+ * preempted one was aborted already.
+ *
+ * Return: as evr_ring_rseq_append(), or 3 when *@rings is NULL.
  * Context: @cpu < evr_ring_percpu_min; the rings behind *@rings, when set, are
  * those of a per-CPU session.
  */
@@ -485,26 +451,35 @@ evr_ring_rseq_append_words_rcu(struct evr_ring_writer *const _Atomic *rings, str
 	EVR_RSEQ_APPEND_VARS;
 	struct evr_ring_writer *w;
 
-	__asm__ __volatile__ goto(EVR_RSEQ_WORDS_ASM("movq (%[rings]), %[w]\n\t"
-						     "testq %[w], %[w]\n\t"
-						     "jz %l[none]\n\t"
-						     "movl %[cpu], %k[a]\n\t"
-						     "shlq $8, %[a]\n\t"
-						     "addq %[a], %[w]\n\t")
-				  : EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
-				  : [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),
-				    [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),
-				    EVR_RSEQ_WORDS_IN
-				  : "memory", "cc"
-				  : restart, slow, none);
+	__asm__ __volatile__ goto(
+		EVR_RSEQ_APPEND_ASM("movq (%[rings]), %[w]\n\t"
+				    "testq %[w], %[w]\n\t"
+				    "jz %l[none]\n\t"
+				    "movl %[cpu], %k[a]\n\t"
+				    "shlq $8, %[a]\n\t"
+				    "addq %[a], %[w]\n\t",
+				    "leaq %c[rsz](%[d]), %[c]\n\t",
+				    ".if %c[k] > 0\n\t"
+				    "movq %[q0], 16(%[d])\n\t"
+				    ".endif\n\t"
+				    ".if %c[k] > 1\n\t"
+				    "movq %[q1], 24(%[d])\n\t"
+				    ".endif\n\t"
+				    ".if %c[k] > 2\n\t"
+				    "movq %[q2], 32(%[d])\n\t"
+				    ".endif\n\t"
+				    ".if %c[k] > 3\n\t"
+				    "movq %[q3], 40(%[d])\n\t"
+				    ".endif\n\t")
+		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
+		: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0), [tid] "rm"(tid),
+		  [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH), [k] "i"(k),
+		  [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k), [q0] "re"(k > 0 ? q0 : 0),
+		  [q1] "re"(k > 1 ? q1 : 0), [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
+		: "memory", "cc"
+		: restart, slow, none);
 	(void)w;
-	EVR_RSEQ_APPEND_USE;
-	return 0;
-restart:
-	return 1;
-slow:
-	evr_rseq_clear_cs(rs);
-	return 2;
+	EVR_RSEQ_APPEND_EXITS(rs);
 none:
 	evr_rseq_clear_cs(rs);
 	return 3;
