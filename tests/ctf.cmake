@@ -1,11 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# evring convert --format ctf (consumer/evring/convert-ctf*.c), checked with babeltrace2.
+# evring convert --format ctf (consumer/export/convert-ctf*.c), checked with babeltrace2.
 # The integration tests skip (77) without babeltrace2 or python3.
 
-add_executable(test_ctf_tsdl unit/test_ctf_tsdl.c
-  ${PROJECT_SOURCE_DIR}/consumer/evring/convert-ctf-tsdl.c)
-target_include_directories(test_ctf_tsdl PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
-target_link_libraries(test_ctf_tsdl PRIVATE evring-consumer ${CMOCKA_LIB} evr_warnings)
+add_executable(test_ctf_tsdl unit/test_ctf_tsdl.c)
+target_include_directories(test_ctf_tsdl PRIVATE ${PROJECT_SOURCE_DIR}/consumer/export)
+target_link_libraries(test_ctf_tsdl PRIVATE evring-export ${CMOCKA_LIB} evr_warnings)
 add_test(NAME test_ctf_tsdl COMMAND test_ctf_tsdl)
 set_tests_properties(test_ctf_tsdl PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 60)
 evr_sanitizer_env(test_ctf_tsdl)

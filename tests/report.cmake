@@ -2,9 +2,8 @@
 # Tests of `evring convert --format chrome` and `evring report` (tests/report/): real
 # minirt recordings, checked with python3 against dump --json; the HTML page in headless
 # Chromium. Each is `bash tests/report/NAME.sh EVRING MINIRT`; exit 77: skipped.
-evr_unit(test_report_util LIBS evring-consumer)
-target_sources(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/report-util.c)
-target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
+evr_unit(test_report_util LIBS evring-export)
+target_include_directories(test_report_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/export)
 
 if(TARGET evring-cli AND TARGET minirt)
   set(EVR_REPORT_TESTS chrome report truncated html)

@@ -2,8 +2,7 @@
 /*
  * evring convert: a trace file to CTF 1.8 (babeltrace2, Trace Compass), Chrome
  * trace-event JSON (Perfetto UI, chrome://tracing) or JSON lines. This file is
- * the command line and the JSON lines writer; the other formats are in
- * convert-ctf.c and convert-chrome.c.
+ * the command line; the writers are in libevring-export (consumer/export/).
  *
  * Like dump, a truncated file converts up to its last complete chunk with a
  * warning and exit status 0. The summary on stderr gives the throughput.
@@ -17,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <evring/export.h>
+
 #include "cli.h"
-#include "convert.h"
 
 #define CMD "convert"
 
@@ -105,48 +105,6 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 	return 1;
 }
 
-int evr_convert_jsonl(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret)
-{
-	struct evr_convert_stats st = { 0 };
-	struct evr_strbuf sb = { 0 };
-	struct evr_event_view v;
-	int err;
-
-	while ((err = evr_trace_reader_next(r, &v)) == 1) {
-		sb.len = 0;
-		err = evr_event_to_json(&v, &sb);
-		if (err < 0)
-			break;
-		if (evr_strbuf_append(&sb, "\n", 1) < 0) {
-			err = -ENOMEM;
-			break;
-		}
-		if (fwrite(sb.buf, 1, sb.len, out) != sb.len)
-			break;
-		st.bytes += sb.len;
-		if (v.type == EVR_REC_LOST) {
-			st.lost += v.lost;
-		} else {
-			st.events++;
-			if (!v.schema)
-				st.undecodable++;
-		}
-	}
-	free(sb.buf);
-	if (err < 0) {
-		evr_cli_error(CMD, "%s", err == -ENOMEM ? "out of memory"
-							: evr_trace_reader_errmsg(r));
-		return err;
-	}
-	if (fflush(out) != 0 || ferror(out)) {
-		err = errno ? -errno : -EIO;
-		evr_cli_error(CMD, "cannot write the output: %s", strerror(-err));
-		return err;
-	}
-	*ret = st;
-	return 0;
-}
-
 static const char *format_name(enum convert_format f)
 {
 	return f == FMT_CTF ? "ctf" : f == FMT_CHROME ? "chrome" : "jsonl";
@@ -159,7 +117,7 @@ static int run(const struct convert_opts *o)
 	bool to_stdout = !o->output || !strcmp(o->output, "-");
 	struct evr_trace_stats st;
 	FILE *out = NULL;
-	char b1[32], b2[32];
+	char b1[32], b2[32], err[512];
 	uint64_t t0;
 	int ret;
 
@@ -196,17 +154,19 @@ static int run(const struct convert_opts *o)
 	t0 = evr_now_ns();
 	switch (o->format) {
 	case FMT_CTF:
-		ret = evr_convert_ctf(r, o->output, &cs);
+		ret = evr_convert_ctf(r, o->output, &cs, err, sizeof(err));
 		break;
 	case FMT_CHROME:
-		ret = evr_convert_chrome(r, out, &cs);
+		ret = evr_convert_chrome(r, out, &cs, err, sizeof(err));
 		break;
 	default:
-		ret = evr_convert_jsonl(r, out, &cs);
+		ret = evr_convert_jsonl(r, out, &cs, err, sizeof(err));
 		break;
 	}
-	if (ret < 0)
+	if (ret < 0) {
+		evr_cli_error(CMD, "%s", err);
 		goto out;
+	}
 	t0 = evr_now_ns() - t0;
 
 	evr_trace_reader_stats(r, &st);

@@ -4,10 +4,12 @@
  * the time span, events in all and per provider and event type (count, rate,
  * share), losses per CPU, counter statistics, the busiest threads; as tables
  * on the terminal, as one JSON object (--json), and as one self-contained HTML
- * page with plots (--html FILE, report-html.c).
+ * page with plots (--html FILE). The model, the JSON object and the page come
+ * from libevring-export (consumer/export/: report-model.c, report-json.c,
+ * report-html.c); this file is the command line and the tables.
  *
  * A truncated file is reported up to its last complete chunk with a warning,
- * exit status 0, as dump does. The numbers come from report-model.c.
+ * exit status 0, as dump does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/export.h>
+
 #include "cli.h"
-#include "report.h"
 
 #define CMD "report"
 #define TOP_THREADS 10
@@ -177,16 +180,6 @@ static void put_count_line(FILE *f, const char *name, int w, uint64_t n, uint64_
 	fprintf(f, " %12" PRIu64 " %12.1f %7.2f%%\n", n, per_s(n, span), pct(n, total));
 }
 
-static const char *event_name(const struct evr_rpt *m, const struct evr_rpt_event *e,
-			      char *buf, size_t len)
-{
-	if (e->schema)
-		snprintf(buf, len, "%s/%s", e->schema->provider, e->schema->name);
-	else
-		snprintf(buf, len, "%s/rid %" PRIu32, m->providers[e->provider].name, e->rid);
-	return buf;
-}
-
 static void print_head(FILE *f, const struct evr_rpt *m, const char *path)
 {
 	const struct evr_process_info *p = m->proc;
@@ -247,7 +240,7 @@ static void print_providers(FILE *f, const struct evr_rpt *m, unsigned width)
 
 	longest = (int)strlen("PROVIDER/EVENT");
 	for (uint32_t i = 0; i < m->nevents; i++) {
-		int n = (int)strlen(event_name(m, m->events_v[i], buf, sizeof(buf)));
+		int n = (int)strlen(evr_rpt_event_name(m, m->events_v[i], buf, sizeof(buf)));
 
 		if (n > longest)
 			longest = n;
@@ -257,7 +250,7 @@ static void print_providers(FILE *f, const struct evr_rpt *m, unsigned width)
 	put_col(f, "PROVIDER/EVENT", w);
 	fprintf(f, " %12s %12s %8s\n", "EVENTS", "PER SECOND", "SHARE");
 	for (uint32_t i = 0; i < m->nevents; i++)
-		put_count_line(f, event_name(m, m->events_v[i], buf, sizeof(buf)), w,
+		put_count_line(f, evr_rpt_event_name(m, m->events_v[i], buf, sizeof(buf)), w,
 			       m->events_v[i]->count, span, m->events);
 }
 
@@ -314,13 +307,6 @@ static void print_counters(FILE *f, const struct evr_rpt *m, unsigned width)
 	}
 }
 
-static const char *thread_name(const struct evr_trace_reader *r, uint32_t tid)
-{
-	const char *n = evr_trace_reader_thread_name(r, tid);
-
-	return n ? n : tid ? "" : "(unknown thread)";
-}
-
 static void print_threads(FILE *f, const struct evr_rpt *m, const struct evr_trace_reader *r,
 			  unsigned width, unsigned top)
 {
@@ -328,8 +314,8 @@ static void print_threads(FILE *f, const struct evr_rpt *m, const struct evr_tra
 	int longest = 4, w;
 
 	for (uint32_t i = 0; i < n; i++)
-		if ((int)strlen(thread_name(r, m->threads_v[i]->tid)) > longest)
-			longest = (int)strlen(thread_name(r, m->threads_v[i]->tid));
+		if ((int)strlen(evr_rpt_thread_name(r, m->threads_v[i]->tid)) > longest)
+			longest = (int)strlen(evr_rpt_thread_name(r, m->threads_v[i]->tid));
 	w = name_width(longest, 2 + 8 + 1 + 22, width, 4);
 	fprintf(f, "\nBusiest threads (%" PRIu32 " of %" PRIu32 ")\n  %8s ", n, m->nthreads, "TID");
 	put_col(f, "NAME", w);
@@ -338,118 +324,9 @@ static void print_threads(FILE *f, const struct evr_rpt *m, const struct evr_tra
 		const struct evr_rpt_thread *t = m->threads_v[i];
 
 		fprintf(f, "  %8" PRIu32 " ", t->tid);
-		put_col(f, thread_name(r, t->tid), w);
+		put_col(f, evr_rpt_thread_name(r, t->tid), w);
 		fprintf(f, " %12" PRIu64 " %7.2f%%\n", t->count, pct(t->count, m->events));
 	}
-}
-
-/* ---- JSON -------------------------------------------------------------------- */
-
-static int json_report(struct evr_strbuf *sb, const struct evr_rpt *m,
-		       const struct evr_trace_reader *r, const char *path)
-{
-	uint64_t span = evr_rpt_span(m);
-	struct evr_strbuf cmd = { 0 };
-	char buf[512];
-	int err;
-
-	err = evr_strbuf_append(sb, "{\"file\":", 8);
-	if (!err)
-		err = evr_rpt_json_cstr(sb, path);
-	if (!err && m->proc) {
-		err = evr_rpt_command(m, &cmd);
-		if (!err)
-			err = evr_strbuf_printf(sb, ",\"process\":{\"pid\":%" PRIu32 ",\"command\":",
-						m->proc->pid);
-		if (!err)
-			err = evr_strbuf_json_string(sb, cmd.buf ? cmd.buf : "", cmd.len);
-		if (!err)
-			err = evr_strbuf_append(sb, ",\"host\":", 8);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, m->proc->hostname ? m->proc->hostname : "");
-		if (!err)
-			err = evr_strbuf_append(sb, "}", 1);
-	}
-	free(cmd.buf);
-	if (!err)
-		err = evr_strbuf_printf(sb, ",\"truncated\":%s,\"first_ts_ns\":%" PRIu64
-					",\"last_ts_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
-					",\"events\":%" PRIu64 ",\"events_per_s\":%.17g,\"lost\":%"
-					PRIu64 ",\"lost_pct\":%.17g,\"undescribed\":%" PRIu64
-					",\"providers\":[", m->st.truncated ? "true" : "false",
-					m->first_ts, m->last_ts, m->last_ts - m->first_ts, m->events,
-					per_s(m->events, span), m->lost,
-					pct(m->lost, m->events + m->lost), m->undecodable);
-	for (uint32_t i = 0; i < m->nproviders && !err; i++) {
-		err = evr_strbuf_append(sb, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, m->providers[i].name);
-		if (!err)
-			err = evr_strbuf_printf(sb, ",\"events\":%" PRIu64 ",\"per_s\":%.17g,"
-						"\"share_pct\":%.17g}", m->providers[i].count,
-						per_s(m->providers[i].count, span),
-						pct(m->providers[i].count, m->events));
-	}
-	if (!err)
-		err = evr_strbuf_append(sb, "],\"event_types\":[", 17);
-	for (uint32_t i = 0; i < m->nevents && !err; i++) {
-		const struct evr_rpt_event *e = m->events_v[i];
-
-		err = evr_strbuf_append(sb, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, event_name(m, e, buf, sizeof(buf)));
-		if (!err)
-			err = evr_strbuf_printf(sb, ",\"rid\":%" PRIu32 ",\"events\":%" PRIu64
-						",\"per_s\":%.17g,\"share_pct\":%.17g}", e->rid, e->count,
-						per_s(e->count, span), pct(e->count, m->events));
-	}
-	if (!err)
-		err = evr_strbuf_append(sb, "],\"rings\":[", 11);
-	for (uint32_t i = 0; i < m->nr_rings && !err; i++)
-		err = evr_strbuf_printf(sb, "%s{\"cpu\":%" PRIu32 ",\"events\":%" PRIu64 ",\"lost\":%"
-					PRIu64 "}", i ? "," : "", i, m->ring_events[i],
-					m->ring_lost[i]);
-	if (!err)
-		err = evr_strbuf_append(sb, "],\"counters\":[", 14);
-	for (uint32_t i = 0; i < m->ncounters && !err; i++) {
-		const struct evr_rpt_counter *c = &m->counters[i];
-
-		err = evr_strbuf_append(sb, i ? ",{\"provider\":" : "{\"provider\":", i ? 13 : 12);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, c->provider);
-		if (!err)
-			err = evr_strbuf_append(sb, ",\"name\":", 8);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, c->name);
-		if (!err)
-			err = evr_strbuf_append(sb, ",\"display_name\":", 16);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, c->display);
-		if (!err)
-			err = evr_strbuf_append(sb, ",\"unit\":", 8);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, c->unit);
-		if (!err)
-			err = evr_strbuf_printf(sb, ",\"kind\":\"%s\",\"samples\":%" PRIu64 ",\"min\":%.17g,"
-						"\"mean\":%.17g,\"max\":%.17g,\"last\":%.17g}",
-						evr_sample_kind_name(c->kind), c->samples, c->min,
-						c->sum / (double)c->samples, c->max, c->last);
-	}
-	if (!err)
-		err = evr_strbuf_append(sb, "],\"threads\":[", 13);
-	for (uint32_t i = 0; i < m->nthreads && !err; i++) {
-		const struct evr_rpt_thread *t = m->threads_v[i];
-
-		err = evr_strbuf_printf(sb, "%s{\"tid\":%" PRIu32 ",\"name\":", i ? "," : "", t->tid);
-		if (!err)
-			err = evr_rpt_json_cstr(sb, thread_name(r, t->tid));
-		if (!err)
-			err = evr_strbuf_printf(sb, ",\"events\":%" PRIu64 ",\"share_pct\":%.17g}",
-						t->count, pct(t->count, m->events));
-	}
-	if (!err)
-		err = evr_strbuf_append(sb, "]}\n", 3);
-	return err;
 }
 
 /* ---- run ------------------------------------------------------------------------ */
@@ -505,7 +382,7 @@ static int run(const struct report_opts *o)
 	}
 	evr_rpt_sort(&m);
 	if (o->flags.json) {
-		ret = json_report(&sb, &m, r, o->path);
+		ret = evr_rpt_json(&sb, &m, r, o->path);
 		if (ret < 0)
 			goto nomem;
 		fwrite(sb.buf, 1, sb.len, stdout);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The escaping and value helpers of `evring report` and `convert --format chrome`
- * (consumer/evring/report-util.c): whatever bytes a trace holds, the JSON and HTML
+ * (consumer/export/report-util.c): whatever bytes a trace holds, the JSON and HTML
  * written are valid UTF-8 with nothing unescaped; integers beyond 2^53 are strings.
  */
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "report.h"
+#include "export-internal.h"
 
 /* Valid UTF-8 throughout (the same rules as the writer: no overlongs or surrogates). */
 static bool utf8_valid(const char *s, size_t n)

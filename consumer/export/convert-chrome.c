@@ -34,11 +34,7 @@
 
 #include <evring/abi.h>
 
-#include "cli.h"
-#include "convert.h"
-#include "report.h"
-
-#define CMD "convert"
+#include "export-internal.h"
 
 /* What a rid is for the converter. */
 struct chrome_type {
@@ -554,7 +550,8 @@ static int close_open(struct chrome *c)
 	return 0;
 }
 
-int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret)
+int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
+		       char *errbuf, size_t errlen)
 {
 	const struct evr_process_info *p = evr_trace_reader_process(r);
 	struct chrome c = { .out = out, .r = r, .first = true };
@@ -587,11 +584,12 @@ int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert
 		err = -EIO;
 out:
 	if (err == -ENOMEM)
-		evr_cli_error(CMD, "out of memory");
+		evr_export_fail(errbuf, errlen, err, "out of memory");
 	else if (err == -EIO)
-		evr_cli_error(CMD, "cannot write the output: %s", strerror(errno ? errno : EIO));
+		evr_export_fail(errbuf, errlen, err, "cannot write the output: %s",
+				strerror(errno ? errno : EIO));
 	else if (err < 0)
-		evr_cli_error(CMD, "%s", evr_trace_reader_errmsg(r));
+		evr_export_fail(errbuf, errlen, err, "%s", evr_trace_reader_errmsg(r));
 	for (uint32_t i = 0; i < c.nthreads; i++) {
 		free(c.threadv[i]->stack);
 		free(c.threadv[i]);

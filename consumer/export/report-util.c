@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Helpers of `evring report` and `convert --format chrome`: every string comes
+ * Helpers of the report and the Chrome converter: every string comes
  * from the traced process (names, field values), so everything written to JSON
  * or HTML is escaped here and invalid UTF-8 is replaced, whatever it holds.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <evring/abi.h>
 
-#include "report.h"
+#include "export-internal.h"
 
 int evr_rpt_json_cstr(struct evr_strbuf *sb, const char *s)
 {
@@ -217,4 +219,29 @@ void evr_rpt_map_fini(struct evr_rpt_map *m)
 	free(m->keys);
 	free(m->vals);
 	memset(m, 0, sizeof(*m));
+}
+
+int evr_export_fail(char *buf, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (buf && len) {
+		va_start(ap, fmt);
+		vsnprintf(buf, len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+const char *evr_export_fmt_count(double n, char *buf, size_t len)
+{
+	if (n >= 1e9)
+		snprintf(buf, len, "%.2f G", n / 1e9);
+	else if (n >= 1e6)
+		snprintf(buf, len, "%.2f M", n / 1e6);
+	else if (n >= 1e4)
+		snprintf(buf, len, "%.1f k", n / 1e3);
+	else
+		snprintf(buf, len, "%.0f", n);
+	return buf;
 }

@@ -8,12 +8,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <evring/abi.h>
 
-#include "report.h"
+#include "export-internal.h"
 
 #define FIRST_BUCKET_NS 1000000u	/* 1 ms: widened as the trace goes on */
 
@@ -378,4 +379,21 @@ void evr_rpt_sort(struct evr_rpt *m)
 		qsort(m->threads_v, m->nthreads, sizeof(*m->threads_v), cmp_thread);
 	if (m->ncounters)
 		qsort(m->counters, m->ncounters, sizeof(*m->counters), cmp_counter);
+}
+
+const char *evr_rpt_event_name(const struct evr_rpt *m, const struct evr_rpt_event *e,
+			       char *buf, size_t len)
+{
+	if (e->schema)
+		snprintf(buf, len, "%s/%s", e->schema->provider, e->schema->name);
+	else
+		snprintf(buf, len, "%s/rid %" PRIu32, m->providers[e->provider].name, e->rid);
+	return buf;
+}
+
+const char *evr_rpt_thread_name(const struct evr_trace_reader *r, uint32_t tid)
+{
+	const char *n = evr_trace_reader_thread_name(r, tid);
+
+	return n ? n : tid ? "" : "(unknown thread)";
 }

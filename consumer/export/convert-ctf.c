@@ -28,11 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "convert-ctf-internal.h"
-#include "convert.h"
-
-#define CMD "convert"
+#include "export-internal.h"
 
 /* One ring's data stream. */
 struct ctf_stream {
@@ -57,6 +54,8 @@ struct ctf_conv {
 	uint8_t *ev;			/* scratch: one encoded event */
 	struct evr_field_value *vals;
 	struct evr_convert_stats st;
+	char *err;			/* the caller's message buffer */
+	size_t errlen;
 };
 
 /* ---- output ---------------------------------------------------------------- */
@@ -83,12 +82,12 @@ static int write_all(int fd, const void *data, size_t len)
 
 static int write_error(const struct ctf_conv *c, const char *name, int err)
 {
-	evr_cli_error(CMD, "cannot write %s/%s: %s", c->dir, name, strerror(-err));
-	return err;
+	return evr_export_fail(c->err, c->errlen, err, "cannot write %s/%s: %s", c->dir, name,
+			       strerror(-err));
 }
 
 /* Create @dir if missing; an existing one must be an empty directory. */
-static int open_outdir(const char *dir, int *ret_fd)
+static int open_outdir(struct ctf_conv *c, const char *dir, int *ret_fd)
 {
 	struct dirent *de;
 	DIR *d;
@@ -96,16 +95,18 @@ static int open_outdir(const char *dir, int *ret_fd)
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		err = -errno;
-		evr_cli_error(CMD, "cannot create directory %s: %s", dir, strerror(-err));
-		return err;
+		return evr_export_fail(c->err, c->errlen, err, "cannot create directory %s: %s", dir,
+				       strerror(-err));
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		if (err == -ENOTDIR)
-			evr_cli_error(CMD, "%s exists and is not a directory", dir);
+			evr_export_fail(c->err, c->errlen, err, "%s exists and is not a directory",
+					dir);
 		else
-			evr_cli_error(CMD, "cannot open directory %s: %s", dir, strerror(-err));
+			evr_export_fail(c->err, c->errlen, err, "cannot open directory %s: %s", dir,
+					strerror(-err));
 		return err;
 	}
 	fd2 = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -114,14 +115,14 @@ static int open_outdir(const char *dir, int *ret_fd)
 		err = -errno;
 		if (fd2 >= 0)
 			close(fd2);
-		evr_cli_error(CMD, "cannot read directory %s: %s", dir, strerror(-err));
+		evr_export_fail(c->err, c->errlen, err, "cannot read directory %s: %s", dir,
+				strerror(-err));
 		goto out;
 	}
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			evr_cli_error(CMD, "%s is not empty (it holds %s): name a new or empty "
-				      "directory", dir, de->d_name);
-			err = -EEXIST;
+			err = evr_export_fail(c->err, c->errlen, -EEXIST, "%s is not empty (it holds "
+					      "%s): name a new or empty directory", dir, de->d_name);
 			break;
 		}
 	}
@@ -299,17 +300,14 @@ static int stream_open(struct ctf_conv *c, uint32_t ring, struct ctf_stream **re
 	char name[32];
 
 	if (ring >= c->nstreams) {
-		evr_cli_error(CMD, "the trace names ring %" PRIu32 " of %" PRIu32, ring,
-			      c->nstreams);
-		return -EBADMSG;
+		return evr_export_fail(c->err, c->errlen, -EBADMSG, "the trace names ring %" PRIu32
+				       " of %" PRIu32, ring, c->nstreams);
 	}
 	s = &c->streams[ring];
 	if (s->fd < 0) {
 		s->buf = malloc(EVR_CTF_PACKET_MAX);
-		if (!s->buf) {
-			evr_cli_error(CMD, "out of memory");
-			return -ENOMEM;
-		}
+		if (!s->buf)
+			return evr_export_fail(c->err, c->errlen, -ENOMEM, "out of memory");
 		stream_name(ring, name, sizeof(name));
 		s->fd = openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (s->fd < 0)
@@ -488,18 +486,16 @@ static int write_metadata(struct ctf_conv *c, struct evr_trace_reader *r)
 		in.clock_offset_ns = (int64_t)(s->clock.real_base - s->clock.mono_base);
 	/* In id order, so that the metadata reads in the order events were described. */
 	byid = calloc(c->nclasses ? c->nclasses : 1, sizeof(*byid));
-	if (!byid) {
-		evr_cli_error(CMD, "out of memory");
-		return -ENOMEM;
-	}
+	if (!byid)
+		return evr_export_fail(c->err, c->errlen, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < c->nclasses; i++)
 		byid[c->classes[i].id - 1] = c->classes[i];
 	in.classes = byid;
 	err = evr_ctf_metadata(&sb, &in);
 	free(byid);
 	if (err < 0) {
-		evr_cli_error(CMD, "%s", err == -ENOMEM ? "out of memory"
-							: "an event description has an unknown type");
+		evr_export_fail(c->err, c->errlen, err, "%s", err == -ENOMEM ? "out of memory"
+					: "an event description has an unknown type");
 		goto out;
 	}
 	err = write_file(c, "metadata", sb.buf, sb.len);
@@ -508,14 +504,15 @@ out:
 	return err;
 }
 
-int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_convert_stats *ret)
+int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_convert_stats *ret,
+		    char *errbuf, size_t errlen)
 {
 	const struct evr_trace_session *sess = evr_trace_reader_session(r);
-	struct ctf_conv c = { .dir = dir, .dirfd = -1 };
+	struct ctf_conv c = { .dir = dir, .dirfd = -1, .err = errbuf, .errlen = errlen };
 	struct evr_event_view v;
 	int err;
 
-	err = open_outdir(dir, &c.dirfd);
+	err = open_outdir(&c, dir, &c.dirfd);
 	if (err < 0)
 		return err;
 	c.nstreams = sess ? sess->nr_rings : 0;
@@ -525,8 +522,7 @@ int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_conv
 	c.vals = calloc(EVR_SCHEMA_MAX_FIELDS, sizeof(*c.vals));
 	if (!c.streams || !c.ev || !c.vals ||
 	    classes_init(&c, evr_trace_reader_schemas(r)) < 0) {
-		evr_cli_error(CMD, "out of memory");
-		err = -ENOMEM;
+		err = evr_export_fail(errbuf, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (uint32_t i = 0; i < c.nstreams; i++)
@@ -541,17 +537,16 @@ int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_conv
 			err = add_loss(&c, &v);
 		else if (v.len > EVR_MAX_PAYLOAD) {
 			/* The reader never returns one (a record is smaller): guard the buffer. */
-			evr_cli_error(CMD, "an event payload of %" PRIu32 " bytes is too large",
-				      v.len);
-			err = -EBADMSG;
+			err = evr_export_fail(errbuf, errlen, -EBADMSG, "an event payload of %"
+					      PRIu32 " bytes is too large", v.len);
 		} else
 			err = add_event(&c, &v);
 		if (err < 0)
 			goto out;
 	}
 	if (err < 0) {
-		evr_cli_error(CMD, "%s", err == -ENOMEM ? "out of memory"
-							: evr_trace_reader_errmsg(r));
+		evr_export_fail(errbuf, errlen, err, "%s", err == -ENOMEM ? "out of memory"
+				: evr_trace_reader_errmsg(r));
 		goto out;
 	}
 	err = streams_finish(&c);

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libevring-export: what `evring convert`, `evring report` and `evring monitor`
+ * share. A trace, read with the trace reader (<evring/trace.h>), written as
+ * another format (CTF 1.8, Chrome trace-event JSON, JSON lines) or summarized
+ * into numbers (the report model) that can be shown as JSON or as one HTML page.
+ *
+ * The library never prints and never exits: a function that fails returns
+ * -errno and, where it takes one, writes a one-line reason into an @err buffer
+ * (NUL-terminated, cut to @errlen). The caller decides how to show it.
+ *
+ * Sources: convert-*.c (the writers), report-model.c (the model),
+ * report-json.c and report-html.c (its outputs), report-util.c (escaping).
+ */
+#ifndef EVR_EXPORT_H
+#define EVR_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <evring/counter-sample.h>
+#include <evring/schema.h>
+#include <evring/trace.h>
+
+/* ---- converters ----------------------------------------------------------- */
+
+/* What every writer reports, for a summary line. */
+struct evr_convert_stats {
+	uint64_t events;		/* events written */
+	uint64_t lost;			/* lost events carried into the output */
+	uint64_t bytes;			/* bytes of output written */
+	uint64_t undecodable;		/* events without a schema or whose payload did not decode */
+};
+
+/**
+ * evr_convert_ctf() - write @r as a CTF 1.8 trace into directory @dir: a
+ * `metadata` file (TSDL) and one data stream file per ring that has events.
+ * @r: a freshly opened reader; consumed with evr_trace_reader_next().
+ * @dir: created if missing (mode 0755); an existing directory must be empty.
+ * @ret: the counts, written on success only.
+ * @err: a one-line reason on failure ("cannot create directory D: ...").
+ * Return: 0, or -errno.
+ * Context: the caller's thread.
+ */
+int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_convert_stats *ret,
+		    char *err, size_t errlen);
+
+/**
+ * evr_convert_chrome() - write @r as Chrome trace-event JSON (the "JSON Object
+ * Format": {"traceEvents":[...],"displayTimeUnit":"ns",...}) to @out.
+ * @out: borrowed; flushed at the end, not closed.
+ * Return: 0, or -errno with a one-line reason in @err (-EIO: @out failed).
+ * Context: the caller's thread.
+ */
+int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
+		       char *err, size_t errlen);
+
+/**
+ * evr_convert_jsonl() - one JSON object per event and line, exactly as
+ * `evring dump --json` prints them (evr_event_to_json()).
+ * Return: 0, or -errno with a one-line reason in @err.
+ * Context: the caller's thread.
+ */
+int evr_convert_jsonl(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
+		      char *err, size_t errlen);
+
+/* ---- the report model (report-model.c) ------------------------------------- */
+
+#define EVR_RPT_BUCKETS 256		/* most time buckets kept for the rate plots */
+
+/* u32 -> pointer hash (report-util.c); the model's lookups. */
+struct evr_rpt_map {
+	uint32_t *keys;
+	void **vals;
+	uint32_t cap;			/* a power of two, or 0 */
+	uint32_t n;
+};
+
+struct evr_rpt_event {			/* one event type (rid) */
+	const struct evr_schema_event *schema;	/* NULL: undescribed */
+	uint32_t rid;
+	uint32_t provider;		/* index into evr_rpt.providers */
+	uint64_t count;
+};
+
+struct evr_rpt_provider {
+	char *name;
+	uint64_t count;
+	uint64_t *buckets;		/* EVR_RPT_BUCKETS counts */
+};
+
+struct evr_rpt_thread {
+	uint32_t tid;
+	uint64_t count;
+};
+
+struct evr_rpt_point {
+	uint64_t ts_ns;
+	double value;
+};
+
+struct evr_rpt_counter {		/* one counter series: provider + name */
+	char *provider, *name, *display, *unit;
+	uint32_t kind;			/* enum evr_sample_kind of the first sample */
+	uint32_t interval_ms;
+	uint64_t samples;
+	double min, max, sum, last;	/* of evr_counter_sample.value */
+	struct evr_rpt_point *points;	/* at most EVR_RPT_POINTS, thinned evenly */
+	uint32_t npoints, stride;	/* every stride-th sample is kept */
+};
+
+#define EVR_RPT_POINTS 2048
+
+struct evr_rpt {
+	/* the file */
+	const struct evr_process_info *proc;	/* NULL: no PROCESS chunk */
+	const struct evr_trace_session *sess;	/* NULL: no SESSION chunk */
+	struct evr_trace_stats st;
+	/* totals */
+	uint64_t events, lost, undecodable, bad_samples;
+	uint64_t first_ts, last_ts;	/* of all views; 0 if none */
+	/* lost per ring, and events per ring */
+	uint32_t nr_rings;
+	uint64_t *ring_lost, *ring_events;
+	/* tables */
+	struct evr_rpt_provider *providers;
+	uint32_t nproviders;
+	struct evr_rpt_event **events_v;	/* every event type seen, in order of first sight */
+	uint32_t nevents;
+	struct evr_rpt_thread **threads_v;
+	uint32_t nthreads;
+	struct evr_rpt_counter *counters;
+	uint32_t ncounters;
+	/* rate buckets: bucket i covers [first_ts + i * bucket_ns, + bucket_ns) */
+	uint64_t bucket_ns;
+	uint64_t lost_buckets[EVR_RPT_BUCKETS];
+	/* lookups */
+	struct evr_rpt_map by_rid, by_tid;
+};
+
+/**
+ * evr_rpt_build() - read every record of @r into @m (zeroed by the caller).
+ * @m: keeps pointers into @r's schemas and process info: use it while @r lives.
+ * Return: 0, or -errno with one line in @err (the reader's error, out of memory).
+ * Context: the caller's thread.
+ */
+int evr_rpt_build(struct evr_trace_reader *r, struct evr_rpt *m, char *err, size_t errlen);
+/* Free what evr_rpt_build() allocated; @m may be zeroed or half built. */
+void evr_rpt_fini(struct evr_rpt *m);
+
+/* The traced command: argv joined by spaces, or exe, or "?"; into @sb. Return: 0, -ENOMEM. */
+int evr_rpt_command(const struct evr_rpt *m, struct evr_strbuf *sb);
+
+/* Event types, threads and counters sorted for display (count descending...). */
+void evr_rpt_sort(struct evr_rpt *m);
+
+/* The span in ns (last - first), at least 1. */
+uint64_t evr_rpt_span(const struct evr_rpt *m);
+
+/* "Provider/Event", or "Provider/rid N" for an undescribed event, into @buf. */
+const char *evr_rpt_event_name(const struct evr_rpt *m, const struct evr_rpt_event *e,
+			       char *buf, size_t len);
+
+/* A thread's name from the trace, "" when it has none, "(unknown thread)" for tid 0. */
+const char *evr_rpt_thread_name(const struct evr_trace_reader *r, uint32_t tid);
+
+/* ---- report outputs --------------------------------------------------------- */
+
+/**
+ * evr_rpt_json() - append the report of a sorted model @m as one JSON object
+ * and a newline to @sb (the `evring report --json` document).
+ * @r: the reader @m was built from (thread names); @path: the "file" member.
+ * Return: 0 or -ENOMEM.
+ * Context: the caller's thread.
+ */
+int evr_rpt_json(struct evr_strbuf *sb, const struct evr_rpt *m, const struct evr_trace_reader *r,
+		 const char *path);
+
+/**
+ * evr_rpt_html() - append the whole self-contained HTML page of a sorted
+ * model @m to @out (no script or style from elsewhere).
+ * Return: 0 or -ENOMEM.
+ * Context: the caller's thread.
+ */
+int evr_rpt_html(const struct evr_rpt *m, const struct evr_trace_reader *r, const char *path,
+		 struct evr_strbuf *out);
+
+#endif /* EVR_EXPORT_H */
