@@ -428,10 +428,10 @@ _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i 
 
 /*
  * evr_ring_rseq_append_words_rcu() - evr_ring_rseq_append() for a payload of @k
- * (a constant, 0..EVR_RSEQ_WORDS_MAX) 8-byte words passed by value, an EVENT
- * record with header word @w0 (its size field says how many payload bytes
- * count), timestamp @ts and thread @tid, into ring @cpu of the rings *@rings.
- * Words past @k are ignored.
+ * (0..EVR_RSEQ_WORDS_MAX) 8-byte words passed by value, an EVENT record with
+ * header word @w0 (its size field says how many payload bytes count),
+ * timestamp @ts and thread @tid, into ring @cpu of the rings *@rings. Words
+ * past @k are ignored.
  *
  * *@rings is loaded inside the critical section: the section is the read side
  * that protects them, and needs no RCU read lock. Whoever unpublishes the
@@ -442,47 +442,83 @@ _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i 
  * Return: as evr_ring_rseq_append(), or 3 when *@rings is NULL.
  * Context: @cpu < evr_ring_percpu_min; the rings behind *@rings, when set, are
  * those of a per-CPU session.
+ *
+ * The asm needs @k as a literal (the record's size and which words it
+ * stores are assembled in), and an "i" operand takes only what the compiler
+ * sees as a constant: at -O0 nothing is propagated into an inlined function,
+ * not even a constant argument. So there is one function per word count,
+ * evr_ring_rseq_append_w<K>_rcu(), each with its K spelled out, and this one
+ * picks one: with @k a constant, as in every caller at -O1 and above, the
+ * switch folds away and the code is that function's alone.
  */
+#define EVR_RSEQ_APPEND_WORDS_FN(K)                                                         \
+	static inline __attribute__((always_inline)) int evr_ring_rseq_append_w##K##_rcu(   \
+		struct evr_ring_writer *const _Atomic *rings, struct rseq *rs, uint32_t cpu, \
+		uint64_t ts, uint64_t w0, uint32_t tid, uint64_t q0, uint64_t q1,          \
+		uint64_t q2, uint64_t q3)                                                  \
+	{                                                                                  \
+		EVR_RSEQ_APPEND_VARS;                                                      \
+		struct evr_ring_writer *w;                                                 \
+                                                                                           \
+		__asm__ __volatile__ goto(                                                 \
+			EVR_RSEQ_APPEND_ASM("movq (%[rings]), %[w]\n\t"                     \
+					    "testq %[w], %[w]\n\t"                          \
+					    "jz %l[none]\n\t"                               \
+					    "movl %[cpu], %k[a]\n\t"                        \
+					    "shlq $8, %[a]\n\t"                             \
+					    "addq %[a], %[w]\n\t",                          \
+					    "leaq %c[rsz](%[d]), %[c]\n\t",                 \
+					    ".if " #K " > 0\n\t"                            \
+					    "movq %[q0], 16(%[d])\n\t"                      \
+					    ".endif\n\t"                                    \
+					    ".if " #K " > 1\n\t"                            \
+					    "movq %[q1], 24(%[d])\n\t"                      \
+					    ".endif\n\t"                                    \
+					    ".if " #K " > 2\n\t"                            \
+					    "movq %[q2], 32(%[d])\n\t"                      \
+					    ".endif\n\t"                                    \
+					    ".if " #K " > 3\n\t"                            \
+					    "movq %[q3], 40(%[d])\n\t"                      \
+					    ".endif\n\t")                                   \
+			: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)                            \
+			: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),  \
+			  [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH), \
+			  [rsz] "i"(EVR_REC_HDR_SIZE + 8 * (K)),                          \
+			  [q0] "re"((K) > 0 ? q0 : 0), [q1] "re"((K) > 1 ? q1 : 0),        \
+			  [q2] "re"((K) > 2 ? q2 : 0), [q3] "re"((K) > 3 ? q3 : 0)         \
+			: "memory", "cc"                                                   \
+			: restart, slow, none);                                            \
+		(void)w;                                                                   \
+		EVR_RSEQ_APPEND_EXITS(rs);                                                 \
+	none:                                                                              \
+		evr_rseq_clear_cs(rs);                                                     \
+		return 3;                                                                  \
+	}
+
+EVR_RSEQ_APPEND_WORDS_FN(0)
+EVR_RSEQ_APPEND_WORDS_FN(1)
+EVR_RSEQ_APPEND_WORDS_FN(2)
+EVR_RSEQ_APPEND_WORDS_FN(3)
+EVR_RSEQ_APPEND_WORDS_FN(4)
+_Static_assert(EVR_RSEQ_WORDS_MAX == 4, "one evr_ring_rseq_append_w<K>_rcu() per word count");
+
 static inline __attribute__((always_inline)) int
 evr_ring_rseq_append_words_rcu(struct evr_ring_writer *const _Atomic *rings, struct rseq *rs,
 			       uint32_t cpu, uint64_t ts, uint64_t w0, uint32_t tid, const int k,
 			       uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
 {
-	EVR_RSEQ_APPEND_VARS;
-	struct evr_ring_writer *w;
-
-	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM("movq (%[rings]), %[w]\n\t"
-				    "testq %[w], %[w]\n\t"
-				    "jz %l[none]\n\t"
-				    "movl %[cpu], %k[a]\n\t"
-				    "shlq $8, %[a]\n\t"
-				    "addq %[a], %[w]\n\t",
-				    "leaq %c[rsz](%[d]), %[c]\n\t",
-				    ".if %c[k] > 0\n\t"
-				    "movq %[q0], 16(%[d])\n\t"
-				    ".endif\n\t"
-				    ".if %c[k] > 1\n\t"
-				    "movq %[q1], 24(%[d])\n\t"
-				    ".endif\n\t"
-				    ".if %c[k] > 2\n\t"
-				    "movq %[q2], 32(%[d])\n\t"
-				    ".endif\n\t"
-				    ".if %c[k] > 3\n\t"
-				    "movq %[q3], 40(%[d])\n\t"
-				    ".endif\n\t")
-		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
-		: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0), [tid] "rm"(tid),
-		  [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH), [k] "i"(k),
-		  [rsz] "i"(EVR_REC_HDR_SIZE + 8 * k), [q0] "re"(k > 0 ? q0 : 0),
-		  [q1] "re"(k > 1 ? q1 : 0), [q2] "re"(k > 2 ? q2 : 0), [q3] "re"(k > 3 ? q3 : 0)
-		: "memory", "cc"
-		: restart, slow, none);
-	(void)w;
-	EVR_RSEQ_APPEND_EXITS(rs);
-none:
-	evr_rseq_clear_cs(rs);
-	return 3;
+	switch (k) {
+	case 0:
+		return evr_ring_rseq_append_w0_rcu(rings, rs, cpu, ts, w0, tid, q0, q1, q2, q3);
+	case 1:
+		return evr_ring_rseq_append_w1_rcu(rings, rs, cpu, ts, w0, tid, q0, q1, q2, q3);
+	case 2:
+		return evr_ring_rseq_append_w2_rcu(rings, rs, cpu, ts, w0, tid, q0, q1, q2, q3);
+	case 3:
+		return evr_ring_rseq_append_w3_rcu(rings, rs, cpu, ts, w0, tid, q0, q1, q2, q3);
+	default:
+		return evr_ring_rseq_append_w4_rcu(rings, rs, cpu, ts, w0, tid, q0, q1, q2, q3);
+	}
 }
 
 #endif /* EVR_HAVE_RSEQ */
