@@ -26,6 +26,7 @@ int evr_cmd_record(int argc, char **argv);
 int evr_cmd_dump(int argc, char **argv);
 int evr_cmd_convert(int argc, char **argv);
 int evr_cmd_report(int argc, char **argv);
+int evr_cmd_stacks(int argc, char **argv);
 
 /* "evring record: <message>\n" on stderr. */
 __attribute__((format(printf, 2, 3)))

@@ -18,6 +18,7 @@ static const struct {
 	{ "dump", evr_cmd_dump, "print the events of a trace file" },
 	{ "convert", evr_cmd_convert, "convert a trace file to CTF, Chrome JSON or JSON lines" },
 	{ "report", evr_cmd_report, "summarize a trace file: tables, --json, --html page" },
+	{ "stacks", evr_cmd_stacks, "print the call stack of every thread of a process" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring stacks: the current call stack of every thread of a running process,
+ * symbolized (libevring-symbols: ptrace + libdw, as eu-stack), as text close to
+ * eu-stack's or as one JSON document (docs/stacks.md gives its shape; the
+ * monitor serves the same).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <evring/symbols.h>
+
+#include "cli.h"
+
+#define CMD "stacks"
+
+struct stacks_opts {
+	struct evr_cli_flags flags;	/* --json */
+	pid_t pid;
+	uint32_t depth;
+	bool lines;
+	bool verbose;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: evring stacks -p PID [--json] [--depth N] [--lines] [--verbose]\n"
+		"Print the current call stack of every thread of process PID, symbolized.\n"
+		"  -p, --pid PID    the process (yours; any process when root)\n"
+		"  -j, --json       one JSON document instead of text\n"
+		"      --depth N    at most N frames per thread (1-1024, default 64)\n"
+		"      --lines      add source file:line where debug information has it\n"
+		"  -v, --verbose    say on stderr how long each thread was stopped\n"
+		"Each thread is stopped with ptrace while it is unwound (well under a\n"
+		"millisecond each); a process that a debugger traces cannot be snapshotted.\n");
+}
+
+static int parse_uint(const char *opt, const char *s, uint32_t lo, uint32_t hi, uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
+		evr_cli_error(CMD, "%s: '%s' is not a number from %u to %u", opt, s, lo, hi);
+		return -EINVAL;
+	}
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+static int parse_argv(int argc, char **argv, struct stacks_opts *o)
+{
+	enum { OPT_DEPTH = EVR_OPT_FIRST_OWN, OPT_LINES };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "depth", required_argument, NULL, OPT_DEPTH },
+		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint32_t pid;
+	int c, r;
+
+	o->depth = 64;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:p:jvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_uint("--pid", optarg, 1, 0x3fffffff, &pid) < 0)
+				return -EINVAL;
+			o->pid = (pid_t)pid;
+			break;
+		case OPT_DEPTH:
+			if (parse_uint("--depth", optarg, 1, 1024, &o->depth) < 0)
+				return -EINVAL;
+			break;
+		case OPT_LINES:
+			o->lines = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		default:
+			r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
+			if (r <= 0)
+				return r;
+		}
+	}
+	if (optind < argc) {
+		evr_cli_error(CMD, "unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->pid) {
+		evr_cli_error(CMD, "-p PID is required (try --help)");
+		return -EINVAL;
+	}
+	return 1;
+}
+
+static void print_text(const struct evr_stacks *st, const struct stacks_opts *o)
+{
+	char buf[1024];
+
+	for (uint32_t i = 0; i < st->nthreads; i++) {
+		const struct evr_thread_stack *t = &st->threads[i];
+
+		printf("%sTID %u \"%s\" (%c):\n", i ? "\n" : "", t->tid, t->name, t->state);
+		if (t->err) {
+			printf("    (%s)\n", t->errmsg ? t->errmsg : strerror(-t->err));
+			continue;
+		}
+		for (uint32_t f = 0; f < t->nframes; f++) {
+			struct evr_sym sym;
+
+			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
+			printf("#%-2u 0x%016" PRIx64 " %s\n", f, t->pcs[f],
+			       evr_sym_format(&sym, t->pcs[f], o->lines, buf, sizeof(buf)));
+		}
+		if (t->nframes == o->depth)
+			printf("    (more frames: --depth %u shows at most that many)\n", o->depth);
+	}
+}
+
+static void json_str_or_null(const char *s)
+{
+	if (s)
+		evr_json_fputs(stdout, s);
+	else
+		fputs("null", stdout);
+}
+
+static void print_json(const struct evr_stacks *st)
+{
+	const char *w = evr_symbolizer_warnings(st->sym);
+
+	printf("{\"pid\":%d,\"total_us\":%.1f,\"threads\":[", (int)st->pid, st->total_ns / 1e3);
+	for (uint32_t i = 0; i < st->nthreads; i++) {
+		const struct evr_thread_stack *t = &st->threads[i];
+		char state[2] = { t->state, 0 };
+
+		printf("%s{\"tid\":%u,\"name\":", i ? "," : "", t->tid);
+		evr_json_fputs(stdout, t->name);
+		printf(",\"state\":");
+		evr_json_fputs(stdout, state);
+		printf(",\"pause_us\":%.1f,\"error\":", t->pause_ns / 1e3);
+		json_str_or_null(t->err ? t->errmsg : NULL);
+		printf(",\"frames\":[");
+		for (uint32_t f = 0; f < t->nframes; f++) {
+			struct evr_sym sym;
+
+			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
+			printf("%s{\"pc\":\"0x%" PRIx64 "\",\"func\":", f ? "," : "", t->pcs[f]);
+			json_str_or_null(sym.func);
+			printf(",\"offset\":%" PRIu64 ",\"module\":", sym.func ? sym.offset : 0);
+			json_str_or_null(sym.module);
+			printf(",\"module_offset\":\"0x%" PRIx64 "\",\"file\":", sym.module_offset);
+			json_str_or_null(sym.file);
+			printf(",\"line\":%u,\"jit\":%s}", sym.line, sym.jit ? "true" : "false");
+		}
+		printf("]}");
+	}
+	printf("],\"warnings\":[");
+	for (bool first = true; *w; first = false) {
+		const char *nl = strchr(w, '\n');
+		size_t l = nl ? (size_t)(nl - w) : strlen(w);
+		char line[1100];
+
+		snprintf(line, sizeof(line), "%.*s", (int)(l < 1099 ? l : 1099), w);
+		if (!first)
+			putchar(',');
+		evr_json_fputs(stdout, line);
+		w += l + (nl ? 1 : 0);
+	}
+	printf("]}\n");
+}
+
+static int run(const struct stacks_opts *o)
+{
+	struct evr_stacks *st = NULL;
+	char err[512] = "";
+	int ret;
+
+	ret = evr_stacks_snapshot(o->pid, o->depth, &st, err, sizeof(err));
+	if (ret < 0) {
+		evr_cli_error(CMD, "%s", err[0] ? err : strerror(-ret));
+		return ret;
+	}
+	if (o->flags.json)
+		print_json(st);
+	else
+		print_text(st, o);
+	if (o->verbose) {
+		uint64_t max = 0, sum = 0;
+
+		for (uint32_t i = 0; i < st->nthreads; i++) {
+			sum += st->threads[i].pause_ns;
+			if (st->threads[i].pause_ns > max)
+				max = st->threads[i].pause_ns;
+		}
+		fprintf(stderr,
+			"evring stacks: %u threads in %.2f ms; each stopped %.3f ms on average, "
+			"%.3f ms at most\n",
+			st->nthreads, st->total_ns / 1e6,
+			st->nthreads ? (double)sum / st->nthreads / 1e6 : 0.0, max / 1e6);
+	}
+	if (!o->flags.json && *evr_symbolizer_warnings(st->sym))
+		fprintf(stderr, "%s", evr_symbolizer_warnings(st->sym));
+	ret = fflush(stdout) == 0 ? 0 : -EIO;
+	evr_stacks_free(st);
+	return ret;
+}
+
+int evr_cmd_stacks(int argc, char **argv)
+{
+	struct stacks_opts o = { 0 };
+	int r = parse_argv(argc, argv, &o);
+
+	if (r <= 0)
+		return r == 0 ? EVR_EXIT_OK : evr_cli_exit_status(r);
+	return evr_cli_run_status(run(&o));
+}

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * evring's stacks and symbols library (libevring-symbols): module maps,
+ * symbolization with elfutils' libdw (ELF symbols, DWARF lines) and perf maps
+ * (JIT code), live thread-stack snapshots of a process (ptrace + libdw, as
+ * eu-stack does), and the CPU sampler (perf_event_open) that `evring record
+ * --sample-cpu` runs as a side-band source. Used by the evring command (record,
+ * dump, report, convert, stacks) and the monitor; nothing here runs in the
+ * traced process.
+ *
+ * Addresses: stacks hold program counters as the process saw them. Frame 0 of
+ * a snapshot or a sample is where the thread was; every other frame is a
+ * return address, which points after its call instruction: the lookup then
+ * uses pc - 1 so that a call at the very end of a function names that
+ * function (evr_symbolizer_lookup()'s @is_return).
+ *
+ * Errors: functions return 0 or a positive count on success, -errno on
+ * failure; those that take @errbuf leave one line naming the cause there.
+ * Nothing here prints or exits.
+ */
+#ifndef EVR_SYMBOLS_H
+#define EVR_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- module maps ------------------------------------------------------------ */
+
+#define EVR_BUILD_ID_MAX 20u
+
+/* One executable file mapping of a process, as /proc/PID/maps or a perf MMAP2 record has it. */
+struct evr_module {
+	uint64_t start;			/* mapped address range [start, end) */
+	uint64_t end;
+	uint64_t pgoff;			/* file offset mapped at start */
+	uint64_t time_ns;		/* CLOCK_MONOTONIC when seen mapped; 0: before the trace */
+	uint32_t pid;
+	uint8_t build_id_len;		/* 0: unknown */
+	uint8_t build_id[EVR_BUILD_ID_MAX];
+	char *path;			/* owned by the map */
+};
+
+struct evr_modmap {
+	size_t n;
+	struct evr_module *v;		/* sorted by start once evr_modmap_sort() ran */
+	size_t cap;
+};
+
+/**
+ * evr_modmap_new() - an empty map.
+ * @ret: free with evr_modmap_free().
+ * Return: 0, -ENOMEM.
+ */
+int evr_modmap_new(struct evr_modmap **ret);
+
+/* Free @m and its paths. Accepts NULL. */
+void evr_modmap_free(struct evr_modmap *m);
+
+/**
+ * evr_modmap_add() - add one mapping (the path is copied). A build ID not
+ * given (@build_id_len 0) is left unknown.
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+int evr_modmap_add(struct evr_modmap *m, const struct evr_module *mod);
+
+/**
+ * evr_modmap_read_pid() - add the executable file mappings of process @pid
+ * (/proc/PID/maps), each with the GNU build ID read from its file
+ * (/proc/PID/root/PATH, so that a process in another mount namespace works).
+ * Anonymous and deleted mappings and [vdso] are left out.
+ * Return: number added, -ESRCH (no such process), -EACCES, -ENOMEM.
+ */
+int evr_modmap_read_pid(struct evr_modmap *m, pid_t pid, uint64_t time_ns);
+
+/* Sort by start (stable for equal starts). */
+void evr_modmap_sort(struct evr_modmap *m);
+
+/**
+ * evr_modmap_find() - the mapping holding @addr, the latest added among
+ * overlapping ones; NULL if none. Sorted maps only.
+ */
+const struct evr_module *evr_modmap_find(const struct evr_modmap *m, uint64_t addr);
+
+/**
+ * evr_modmap_encode() - the map as a MODULES chunk payload (docs/trace-format.md).
+ * @ret: malloc'ed, free() it.
+ * Return: 0, -ENOMEM, -E2BIG (more than a chunk can hold).
+ */
+int evr_modmap_encode(const struct evr_modmap *m, void **ret, size_t *ret_len);
+
+/**
+ * evr_modmap_decode() - add the mappings of a MODULES chunk payload.
+ * Return: number added, -EBADMSG (malformed: nothing added), -ENOMEM.
+ */
+int evr_modmap_decode(struct evr_modmap *m, const void *data, size_t len);
+
+/**
+ * evr_build_id_read() - the GNU build ID of ELF file @path.
+ * Return: its length (1..EVR_BUILD_ID_MAX), 0 when the file has none,
+ * -ENOENT/-EACCES, -ENOEXEC (not ELF).
+ */
+int evr_build_id_read(const char *path, uint8_t ret[EVR_BUILD_ID_MAX]);
+
+/* @id as lower-case hex into @buf (2 * len + 1 bytes). */
+const char *evr_build_id_hex(const uint8_t *id, size_t len, char *buf, size_t buflen);
+
+/* ---- perf maps (JIT code) ------------------------------------------------------ */
+
+/*
+ * The perf map convention (linux tools/perf/Documentation/jit-interface.txt):
+ * /tmp/perf-PID.map, one "START SIZE name" line per symbol, START and SIZE in
+ * hex (with or without 0x), the name being the rest of the line.
+ */
+#define EVR_PERF_MAP_MAX (64u << 20)	/* bytes of a perf map we read */
+
+/**
+ * evr_perf_map_read() - the contents of /tmp/perf-@pid.map.
+ * @ret: malloc'ed, NUL-terminated; free() it.
+ * Return: its length, -ENOENT (no map: a process without JIT), -EACCES,
+ * -EPERM (the file is not owned by the process's user: not trusted),
+ * -EFBIG (over EVR_PERF_MAP_MAX), -ENOMEM.
+ */
+ssize_t evr_perf_map_read(pid_t pid, char **ret);
+
+/* ---- symbolization -------------------------------------------------------- */
+
+struct evr_symbolizer;
+
+/* One resolved address. Strings are borrowed from the symbolizer until it is freed. */
+struct evr_sym {
+	const char *func;		/* NULL: unknown */
+	uint64_t offset;		/* pc - function start, when func */
+	const char *module;		/* file name of the module (basename), "[jit]", or NULL */
+	uint64_t module_offset;		/* pc - module bias (file-relative), when module */
+	const char *file;		/* source file, when debug info says */
+	uint32_t line;			/* 0: unknown */
+	bool jit;			/* resolved by a perf map */
+};
+
+/**
+ * evr_symbolizer_new_offline() - a symbolizer for addresses of a process
+ * described by @m (a trace's module map): each module is looked for at its
+ * path, and used only if its build ID matches the map's (when both are known).
+ * @m: borrowed for the call.
+ * @ret: free with evr_symbolizer_free().
+ * Return: 0, -ENOMEM.
+ * Context: opens files lazily; call evr_symbolizer_preload() before a seccomp
+ * sandbox that forbids open().
+ */
+int evr_symbolizer_new_offline(const struct evr_modmap *m, struct evr_symbolizer **ret);
+
+/**
+ * evr_symbolizer_new_pid() - a symbolizer for the live process @pid: its
+ * modules come from /proc/PID/maps (libdw's dwfl_linux_proc_report) and its
+ * perf map, when it has one, is read too.
+ * Return: 0, -ESRCH, -EACCES, -ENOMEM.
+ */
+int evr_symbolizer_new_pid(pid_t pid, struct evr_symbolizer **ret, char *errbuf, size_t errlen);
+
+void evr_symbolizer_free(struct evr_symbolizer *s);
+
+/**
+ * evr_symbolizer_add_perf_map() - add JIT symbols from perf map text @text
+ * (@len bytes). Lines that do not parse are skipped and counted.
+ * Return: number of symbols added, -ENOMEM.
+ */
+int evr_symbolizer_add_perf_map(struct evr_symbolizer *s, const char *text, size_t len);
+
+/**
+ * evr_symbolizer_preload() - open every module and read its symbol table now,
+ * so that later lookups need no system call.
+ * Return: number of modules whose file could not be used (missing, other build ID).
+ */
+int evr_symbolizer_preload(struct evr_symbolizer *s);
+
+/**
+ * evr_symbolizer_lookup() - resolve @pc.
+ * @is_return: @pc is a return address (every frame but a stack's first): look up
+ *	@pc - 1.
+ * @ret: filled; every field may be unknown.
+ * Return: 1 a function name was found, 0 not (ret says what is known).
+ * Context: results are cached per address.
+ */
+int evr_symbolizer_lookup(struct evr_symbolizer *s, uint64_t pc, bool is_return,
+			  struct evr_sym *ret);
+
+/**
+ * evr_sym_format() - one frame as text: "func+0xOFF (module)", "module+0xOFF"
+ * when the function is unknown, or "0xPC" when nothing is; with
+ * @with_line, " at file:line" when known.
+ * Return: @buf.
+ */
+const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_line, char *buf,
+			   size_t len);
+
+/* Warnings the symbolizer collected (missing files, build-ID mismatches), one per line, or "". */
+const char *evr_symbolizer_warnings(const struct evr_symbolizer *s);
+
+/* ---- live thread stacks (evring stacks) ----------------------------------- */
+
+struct evr_thread_stack {
+	uint32_t tid;
+	char name[16];			/* /proc/PID/task/TID/comm */
+	char state;			/* from /proc/PID/task/TID/stat: R, S, D, T... ; '?' gone */
+	int err;			/* 0, or -errno: the thread could not be unwound */
+	const char *errmsg;		/* when err: one line; borrowed from the snapshot */
+	uint32_t nframes;
+	uint64_t *pcs;			/* frame 0 first; owned by the snapshot */
+	bool *activation;		/* per frame: the pc is where the thread is (no -1) */
+	uint64_t pause_ns;		/* how long the thread was stopped */
+};
+
+struct evr_stacks {
+	pid_t pid;
+	uint32_t nthreads;
+	struct evr_thread_stack *threads;	/* in /proc/PID/task order */
+	uint64_t total_ns;			/* the whole snapshot */
+	struct evr_symbolizer *sym;		/* the process's modules at snapshot time */
+	void *msgs_;				/* private: the threads' errmsg storage */
+};
+
+/**
+ * evr_stacks_snapshot() - the call stack of every thread of @pid, unwound with
+ * DWARF CFI by libdw while each thread is stopped in turn with ptrace
+ * (PTRACE_ATTACH, read registers and stack, PTRACE_DETACH): the method of
+ * eu-stack, which works on any process the caller may trace, libevring or not.
+ * A thread that exits during the snapshot is reported with -ESRCH; one that
+ * cannot be stopped with its error.
+ * @max_depth: frames per thread (1..1024).
+ * @ret: free with evr_stacks_free().
+ * Return: 0, -ESRCH (no process), -EACCES/-EPERM (another user's process, or
+ * ptrace forbidden: errbuf says which), -ENOMEM.
+ */
+int evr_stacks_snapshot(pid_t pid, uint32_t max_depth, struct evr_stacks **ret, char *errbuf,
+			size_t errlen);
+
+void evr_stacks_free(struct evr_stacks *st);
+
+/* ---- process checks --------------------------------------------------------- */
+
+/**
+ * evr_proc_check_access() - may the caller look into @pid? Checks that it
+ * exists and belongs to the caller's user (or that the caller is root).
+ * Return: 0, -ESRCH ("no process PID"), -EACCES ("process PID belongs to
+ * user NAME (uid U); ..." with @what saying what is refused, e.g. "you can
+ * sample only your own processes").
+ */
+int evr_proc_check_access(pid_t pid, const char *what, char *errbuf, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVR_SYMBOLS_H */

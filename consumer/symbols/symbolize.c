@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Symbolization: program counters to function+offset, module and source line.
+ *
+ * ELF code goes through elfutils' libdwfl: a Dwfl of the process's modules,
+ * either reported from a trace's module map (offline: the files are found at
+ * their recorded paths and used only when their build ID matches) or read
+ * from /proc/PID/maps (live). libdwfl's own dwfl_module_addrinfo() walks the
+ * symbol table linearly on every call (146 us per lookup measured in
+ * shared/research/stacks.md §3.1), so each module's function symbols are read
+ * once into a sorted array and searched in O(log n), and every resolved
+ * address is cached.
+ *
+ * JIT code has no file: its symbols come from perf maps (/tmp/perf-PID.map,
+ * kept in the trace as PERF_MAP chunks), searched before the modules.
+ *
+ * libdw fetches debug information over the network when DEBUGINFOD_URLS is
+ * set; a converter must not, so the symbolizer unsets it in this process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <evring/schema.h>
+
+#include "symbols-internal.h"
+
+struct fsym {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;		/* borrowed from the module's ELF data */
+	uint32_t rank;			/* lower wins at one address: global, weak, local */
+};
+
+/* Per Dwfl_Module, kept in its userdata slot. */
+struct modsyms {
+	struct fsym *v;
+	size_t n;
+	const char *base;		/* basename of the module's name */
+	uint64_t bias;
+};
+
+struct jsym {
+	uint64_t start;
+	uint64_t size;
+	char *name;
+	size_t seq;			/* order of addition: the later of equal starts wins */
+};
+
+struct cache_ent {
+	uint64_t key;			/* looked-up address + 1; 0: empty slot */
+	struct evr_sym sym;
+	uint64_t func_start;
+	int found;
+};
+
+/* Offline: one module file, reported once for all its mappings. */
+struct offmod {
+	const struct evr_module *mod;	/* in s->map */
+	int state;			/* 0 not tried, 1 reported, -1 unusable */
+};
+
+struct evr_symbolizer {
+	Dwfl *dwfl;
+	Dwfl_Callbacks cb;
+	char *debuginfo_path;
+	bool offline;
+	bool reported;
+	struct evr_modmap *map;		/* offline: our sorted copy */
+	struct offmod *offmods;
+	struct modsyms **allsyms;	/* to free */
+	size_t nallsyms, capallsyms;
+	struct jsym *jit;
+	size_t njit, capjit;
+	bool jit_sorted;
+	struct cache_ent *cache;
+	size_t cache_cap, cache_n;
+	struct evr_strbuf warnings;
+};
+
+Dwfl *evr_symbolizer_dwfl(struct evr_symbolizer *s)
+{
+	return s->dwfl;
+}
+
+void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	(void)evr_strbuf_printf(&s->warnings, "%s\n", line);
+}
+
+const char *evr_symbolizer_warnings(const struct evr_symbolizer *s)
+{
+	return s && s->warnings.buf ? s->warnings.buf : "";
+}
+
+static int symbolizer_alloc(struct evr_symbolizer **ret)
+{
+	struct evr_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	/* See the top of the file. */
+	unsetenv("DEBUGINFOD_URLS");
+	s->cache_cap = 1024;
+	s->cache = calloc(s->cache_cap, sizeof(*s->cache));
+	if (!s->cache) {
+		free(s);
+		return -ENOMEM;
+	}
+	*ret = s;
+	return 0;
+}
+
+int evr_symbolizer_new_offline(const struct evr_modmap *m, struct evr_symbolizer **ret)
+{
+	struct evr_symbolizer *s;
+	int err;
+
+	err = symbolizer_alloc(&s);
+	if (err < 0)
+		return err;
+	s->offline = true;
+	s->cb.find_elf = dwfl_build_id_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.debuginfo_path = &s->debuginfo_path;
+	s->dwfl = dwfl_begin(&s->cb);
+	err = evr_modmap_new(&s->map);
+	if (!s->dwfl || err < 0)
+		goto fail;
+	for (size_t i = 0; m && i < m->n; i++) {
+		err = evr_modmap_add(s->map, &m->v[i]);
+		if (err < 0)
+			goto fail;
+	}
+	evr_modmap_sort(s->map);
+	s->offmods = calloc(s->map->n ? s->map->n : 1, sizeof(*s->offmods));
+	if (!s->offmods)
+		goto fail;
+	for (size_t i = 0; i < s->map->n; i++)
+		s->offmods[i].mod = &s->map->v[i];
+	*ret = s;
+	return 0;
+fail:
+	evr_symbolizer_free(s);
+	return -ENOMEM;
+}
+
+int evr_symbolizer_new_pid(pid_t pid, struct evr_symbolizer **ret, char *errbuf, size_t errlen)
+{
+	struct evr_symbolizer *s;
+	char *map;
+	ssize_t n;
+	int err;
+
+	err = symbolizer_alloc(&s);
+	if (err < 0)
+		return err;
+	s->cb.find_elf = dwfl_linux_proc_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.debuginfo_path = &s->debuginfo_path;
+	s->dwfl = dwfl_begin(&s->cb);
+	if (!s->dwfl) {
+		evr_symbolizer_free(s);
+		return -ENOMEM;
+	}
+	dwfl_report_begin(s->dwfl);
+	err = dwfl_linux_proc_report(s->dwfl, pid);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (err) {
+		/* A positive errno value, or -1 for a libdwfl error. */
+		err = err > 0 ? -err : -EIO;
+		if (err == -ENOENT)
+			err = -ESRCH;
+		if (errbuf)
+			snprintf(errbuf, errlen, "cannot read the memory map of process %d: %s",
+				 (int)pid, err == -EIO ? dwfl_errmsg(-1) : strerror(-err));
+		evr_symbolizer_free(s);
+		return err;
+	}
+	s->reported = true;
+	n = evr_perf_map_read(pid, &map);
+	if (n >= 0) {
+		evr_symbolizer_add_perf_map(s, map, (size_t)n);
+		free(map);
+	} else if (n == -EPERM) {
+		evr_symbolizer_warn(s, "/tmp/perf-%d.map is not owned by the process's user: not used",
+				    (int)pid);
+	}
+	*ret = s;
+	return 0;
+}
+
+void evr_symbolizer_free(struct evr_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nallsyms; i++) {
+		free(s->allsyms[i]->v);
+		free(s->allsyms[i]);
+	}
+	free(s->allsyms);
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->njit; i++)
+		free(s->jit[i].name);
+	free(s->jit);
+	free(s->cache);
+	free(s->offmods);
+	evr_modmap_free(s->map);
+	free(s->warnings.buf);
+	free(s);
+}
+
+/* ---- perf maps ---------------------------------------------------------------- */
+
+int evr_symbolizer_add_perf_map(struct evr_symbolizer *s, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	int added = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		char line[1024], *q, *name;
+		unsigned long long start, size;
+		size_t l = (size_t)(le - p);
+
+		if (l >= sizeof(line))
+			l = sizeof(line) - 1;
+		memcpy(line, p, l);
+		line[l] = '\0';
+		p = nl ? nl + 1 : end;
+		errno = 0;
+		start = strtoull(line, &q, 16);
+		if (errno || q == line || *q != ' ')
+			continue;
+		size = strtoull(q + 1, &name, 16);
+		if (errno || name == q + 1 || *name != ' ' || !size)
+			continue;
+		name++;
+		if (!*name)
+			continue;
+		if (s->njit == s->capjit) {
+			size_t cap = s->capjit ? s->capjit * 2 : 256;
+			struct jsym *v = realloc(s->jit, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			s->jit = v;
+			s->capjit = cap;
+		}
+		s->jit[s->njit].name = strdup(name);
+		if (!s->jit[s->njit].name)
+			return -ENOMEM;
+		s->jit[s->njit].start = start;
+		s->jit[s->njit].size = size;
+		s->jit[s->njit].seq = s->njit;
+		s->njit++;
+		added++;
+	}
+	s->jit_sorted = false;
+	/* Cached misses may now resolve. */
+	memset(s->cache, 0, s->cache_cap * sizeof(*s->cache));
+	s->cache_n = 0;
+	return added;
+}
+
+static int cmp_jsym(const void *a, const void *b)
+{
+	const struct jsym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The last symbol covering @a: a later line for the same range wins (code replaced). */
+static const struct jsym *jit_find(struct evr_symbolizer *s, uint64_t a)
+{
+	size_t lo = 0, hi;
+
+	if (!s->njit)
+		return NULL;
+	if (!s->jit_sorted) {
+		qsort(s->jit, s->njit, sizeof(*s->jit), cmp_jsym);
+		s->jit_sorted = true;
+	}
+	hi = s->njit;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->jit[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && lo - i <= 16;)
+		if (a - s->jit[i].start < s->jit[i].size)
+			return &s->jit[i];
+	return NULL;
+}
+
+ssize_t evr_perf_map_read(pid_t pid, char **ret)
+{
+	char path[64];
+	struct stat st;
+	uid_t owner;
+	ssize_t n = 0;
+	char *buf;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EPERM;
+	}
+	/* As perf does: only a map written by the process's own user is trusted. */
+	if (evr_proc_uid(pid, &owner) == 0 && st.st_uid != owner) {
+		close(fd);
+		return -EPERM;
+	}
+	if (st.st_size > (off_t)EVR_PERF_MAP_MAX) {
+		close(fd);
+		return -EFBIG;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (n < st.st_size) {
+		ssize_t r = read(fd, buf + n, (size_t)(st.st_size - n));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*ret = buf;
+	return n;
+}
+
+/* ---- ELF modules ---------------------------------------------------------------- */
+
+/*
+ * The load bias of @fd's ELF when its file offset @pgoff is mapped at @start:
+ * the PT_LOAD segment holding that offset tells which virtual address it has.
+ */
+static int elf_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *ret_bias, bool *ret_exec)
+{
+	GElf_Ehdr eh;
+	size_t n;
+
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &n) < 0)
+		return -ENOEXEC;
+	*ret_exec = eh.e_type == ET_EXEC;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		uint64_t off = ph.p_offset & ~(uint64_t)0xfff;
+
+		if (pgoff >= off && pgoff < ph.p_offset + ph.p_filesz) {
+			*ret_bias = start - ((ph.p_vaddr & ~(uint64_t)0xfff) + (pgoff - off));
+			return 0;
+		}
+	}
+	return -ENOEXEC;
+}
+
+/* Report every module of an offline map to libdwfl, once. */
+static void report_offline(struct evr_symbolizer *s)
+{
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->map->n; i++) {
+		struct offmod *om = &s->offmods[i];
+		const struct evr_module *mod = om->mod;
+		uint8_t id[EVR_BUILD_ID_MAX];
+		uint64_t bias = 0;
+		bool exec = false;
+		bool dup = false;
+		Elf *elf;
+		int fd, n;
+
+		/* A second mapping of a file already reported (same path and bias) adds nothing. */
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = s->offmods[j].state == 1 && strcmp(s->offmods[j].mod->path, mod->path) == 0;
+		if (dup)
+			continue;
+		om->state = -1;
+		fd = open(mod->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			evr_symbolizer_warn(s, "%s: %s: its frames are shown as module+offset",
+					    mod->path, strerror(errno));
+			continue;
+		}
+		n = evr_build_id_read(mod->path, id);
+		if (mod->build_id_len && n > 0 &&
+		    (n != mod->build_id_len || memcmp(id, mod->build_id, (size_t)n) != 0)) {
+			char a[48], b[48];
+
+			evr_symbolizer_warn(s,
+					    "%s: build ID %s, the trace has %s (the file changed): its "
+					    "frames are shown as module+offset",
+					    mod->path, evr_build_id_hex(id, (size_t)n, a, sizeof(a)),
+					    evr_build_id_hex(mod->build_id, mod->build_id_len, b,
+							     sizeof(b)));
+			close(fd);
+			continue;
+		}
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!elf || elf_bias(elf, mod->start, mod->pgoff, &bias, &exec) < 0) {
+			evr_symbolizer_warn(s, "%s: not an ELF file that maps as recorded", mod->path);
+			elf_end(elf);
+			close(fd);
+			continue;
+		}
+		elf_end(elf);
+		/* libdwfl takes the fd (and closes it). ET_EXEC ignores the base. */
+		if (!dwfl_report_elf(s->dwfl, mod->path, mod->path, fd, exec ? 0 : bias, true)) {
+			evr_symbolizer_warn(s, "%s: %s", mod->path, dwfl_errmsg(-1));
+			close(fd);
+			continue;
+		}
+		om->state = 1;
+	}
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	s->reported = true;
+}
+
+static int cmp_fsym(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+/* The module's function symbols, sorted (built on first use). */
+static struct modsyms *module_syms(struct evr_symbolizer *s, Dwfl_Module *mod)
+{
+	void **ud;
+	const char *name;
+	struct modsyms *ms;
+	Dwarf_Addr bias = 0;
+	int n;
+
+	name = dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (*ud)
+		return *ud;
+	ms = calloc(1, sizeof(*ms));
+	if (!ms)
+		return NULL;
+	if (s->nallsyms == s->capallsyms) {
+		size_t cap = s->capallsyms ? s->capallsyms * 2 : 32;
+		struct modsyms **v = realloc(s->allsyms, cap * sizeof(*v));
+
+		if (!v) {
+			free(ms);
+			return NULL;
+		}
+		s->allsyms = v;
+		s->capallsyms = cap;
+	}
+	s->allsyms[s->nallsyms++] = ms;
+	*ud = ms;
+	ms->base = name ? strrchr(name, '/') : NULL;
+	ms->base = ms->base ? ms->base + 1 : name;
+	(void)dwfl_module_getelf(mod, &bias);
+	ms->bias = bias;
+	n = dwfl_module_getsymtab(mod);
+	if (n <= 0)
+		return ms;
+	ms->v = calloc((size_t)n, sizeof(*ms->v));
+	if (!ms->v)
+		return ms;
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *sn = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+
+		if (!sn || !*sn || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		ms->v[ms->n].addr = addr;
+		ms->v[ms->n].size = sym.st_size;
+		ms->v[ms->n].name = sn;
+		ms->v[ms->n].rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+		ms->n++;
+	}
+	qsort(ms->v, ms->n, sizeof(*ms->v), cmp_fsym);
+	return ms;
+}
+
+static const struct fsym *fsym_find(const struct modsyms *ms, uint64_t a)
+{
+	size_t lo = 0, hi = ms->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ms->v[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/* The first (best ranked) of the symbols at that address. */
+	size_t i = lo - 1;
+	uint64_t at = ms->v[i].addr;
+
+	while (i > 0 && ms->v[i - 1].addr == at)
+		i--;
+	/* A sized symbol must cover the address; an unsized one covers up to the next. */
+	if (ms->v[i].size && a - at >= ms->v[i].size)
+		return NULL;
+	return &ms->v[i];
+}
+
+int evr_symbolizer_preload(struct evr_symbolizer *s)
+{
+	int bad = 0;
+
+	if (!s->reported)
+		report_offline(s);
+	if (s->offline) {
+		for (size_t i = 0; i < s->map->n; i++) {
+			Dwfl_Module *m;
+
+			if (s->offmods[i].state != 1) {
+				bad += s->offmods[i].state < 0;
+				continue;
+			}
+			m = dwfl_addrmodule(s->dwfl, s->offmods[i].mod->start);
+			if (m) {
+				Dwarf_Addr bias;
+
+				module_syms(s, m);
+				/* Line tables too: they are read at the first lookup otherwise. */
+				(void)dwfl_module_getdwarf(m, &bias);
+			}
+		}
+	}
+	return bad;
+}
+
+/* ---- lookups ------------------------------------------------------------------- */
+
+static struct cache_ent *cache_slot(struct evr_symbolizer *s, uint64_t key)
+{
+	size_t mask = s->cache_cap - 1;
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+
+	while (s->cache[i].key && s->cache[i].key != key)
+		i = (i + 1) & mask;
+	return &s->cache[i];
+}
+
+static void cache_grow(struct evr_symbolizer *s)
+{
+	struct cache_ent *old = s->cache;
+	size_t oldcap = s->cache_cap;
+	struct cache_ent *n = calloc(oldcap * 2, sizeof(*n));
+
+	if (!n)
+		return;
+	s->cache = n;
+	s->cache_cap = oldcap * 2;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].key)
+			*cache_slot(s, old[i].key) = old[i];
+	free(old);
+}
+
+static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
+{
+	const struct jsym *j;
+	Dwfl_Module *mod;
+	struct modsyms *ms;
+	const struct fsym *f;
+	Dwfl_Line *line;
+
+	memset(&e->sym, 0, sizeof(e->sym));
+	j = jit_find(s, a);
+	if (j) {
+		e->sym.func = j->name;
+		e->sym.module = "[jit]";
+		e->sym.jit = true;
+		e->func_start = j->start;
+		return 1;
+	}
+	if (!s->reported)
+		report_offline(s);
+	mod = dwfl_addrmodule(s->dwfl, a);
+	if (!mod)
+		return 0;
+	ms = module_syms(s, mod);
+	if (!ms)
+		return 0;
+	e->sym.module = ms->base;
+	e->sym.module_offset = a - ms->bias;
+	line = dwfl_module_getsrc(mod, a);
+	if (line) {
+		int lineno = 0;
+		const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+
+		if (file && lineno > 0) {
+			e->sym.file = file;
+			e->sym.line = (uint32_t)lineno;
+		}
+	}
+	f = fsym_find(ms, a);
+	if (!f)
+		return 0;
+	e->sym.func = f->name;
+	e->func_start = f->addr;
+	return 1;
+}
+
+int evr_symbolizer_lookup(struct evr_symbolizer *s, uint64_t pc, bool is_return,
+			  struct evr_sym *ret)
+{
+	uint64_t a = is_return && pc ? pc - 1 : pc;
+	struct cache_ent *e;
+
+	e = cache_slot(s, a + 1);
+	if (!e->key) {
+		e->key = a + 1;
+		e->found = resolve(s, a, e);
+		if (++s->cache_n * 2 > s->cache_cap) {
+			cache_grow(s);
+			e = cache_slot(s, a + 1);
+		}
+	}
+	*ret = e->sym;
+	/* The offset of the pc itself, as eu-stack and perf print it. */
+	ret->offset = e->found ? pc - e->func_start : 0;
+	if (ret->module && !ret->jit)
+		ret->module_offset = e->sym.module_offset + (pc - a);
+	return e->found;
+}
+
+const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_line, char *buf,
+			   size_t len)
+{
+	int n;
+
+	if (sym->func && sym->module)
+		n = snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", sym->func, sym->offset, sym->module);
+	else if (sym->func)
+		n = snprintf(buf, len, "%s+0x%" PRIx64, sym->func, sym->offset);
+	else if (sym->module)
+		n = snprintf(buf, len, "%s+0x%" PRIx64, sym->module, sym->module_offset);
+	else
+		n = snprintf(buf, len, "0x%" PRIx64, pc);
+	if (with_line && sym->file && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " at %s:%u", sym->file, sym->line);
+	return buf;
+}

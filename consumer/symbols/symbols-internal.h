@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Private to libevring-symbols: what its files share. */
+#ifndef EVR_SYMBOLS_INTERNAL_H
+#define EVR_SYMBOLS_INTERNAL_H
+
+#include <elfutils/libdwfl.h>
+
+#include <evring/symbols.h>
+
+/* The symbolizer's Dwfl (a live one for evr_symbolizer_new_pid()); borrowed. */
+Dwfl *evr_symbolizer_dwfl(struct evr_symbolizer *s);
+
+/* Add one line to the symbolizer's warnings. */
+void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Owner uid of /proc/@pid: 0 and the uid, or -ESRCH. */
+int evr_proc_uid(pid_t pid, uid_t *ret);
+
+#endif /* EVR_SYMBOLS_INTERNAL_H */

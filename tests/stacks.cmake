@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Tests of stacks, symbols and CPU sampling (consumer/symbols/, evring stacks, record
+# --stacks/--sample-cpu). The test programs are built with frame pointers and debug
+# information, as docs/stacks.md tells users to build theirs.
+set(EVR_STACKS_CFLAGS -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_executable(stacks-parked stacks/parked.c)
+target_compile_options(stacks-parked PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-parked PRIVATE Threads::Threads)
+
+# Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
+set(EVR_STACKS_TESTS snapshot snapshot_errors)
+foreach(t IN LISTS EVR_STACKS_TESTS)
+  add_test(NAME stacks_${t}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE_DIR:stacks-parked>)
+  set_tests_properties(stacks_${t} PROPERTIES LABELS integration TIMEOUT 180
+    SKIP_RETURN_CODE 77)
+endforeach()
