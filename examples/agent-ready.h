@@ -6,13 +6,13 @@
 #include <signal.h>
 
 /**
- * evr_example_wait_agent() - wait until libevring's agent socket of this process
- * exists ($EVR_RUNTIME_DIR/PID.sock, default /tmp/evring-EUID/PID.sock), so that
- * "ready" promises a consumer can attach. Returns at once with EVR_AGENT=0.
- * @prog: the program's name, for the warning printed if the socket does not
- *        appear within 5 s.
- * @stop: may be NULL; when it becomes non-zero, stop waiting (and warn).
- * Context: main thread, after the runtime started.
+ * evr_example_wait_agent() - make sure "ready" can promise that a consumer can
+ * attach: libevring's agent listens from before main() on, so this only warns
+ * on stderr, with the reason evr_agent_status() gives, when there is no agent
+ * (EVR_AGENT=0 is silent).
+ * @prog: the program's name, for the warning.
+ * @stop: unused (kept for the callers).
+ * Context: main thread.
  */
 void evr_example_wait_agent(const char *prog, volatile sig_atomic_t *stop);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The agent: one thread per instrumented process that lets consumers attach by
- * PID. It listens on $EVR_RUNTIME_DIR/<pid>.sock (default /tmp/evring-<euid>, a
- * directory of mode 0700 that only we own), checks every peer's uid with
+ * PID. It listens on <pid>.sock in the first runtime directory of our euid
+ * (<evring/rundir.h>: $EVR_RUNTIME_DIR, /run/user/<euid>/evring where that is
+ * ours, or /tmp/evring-<euid>; a directory of mode 0700 that only we own), checks every peer's uid with
  * SO_PEERCRED, and serves the control protocol (proto/evring.proto, framed by
  * proto/framing.c) over non-blocking sockets from one epoll loop.
  *
@@ -46,6 +47,7 @@
 #include <urcu-bp.h>
 
 #include <evring/ring-rseq.h>
+#include <evring/rundir.h>
 
 #include "agent-internal.h"
 #include "counters-internal.h"
@@ -62,6 +64,8 @@ static struct {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct evr_agent_conn *conns;
 	uint32_t nconns;
+	char status[512];		/* the socket path, or why there is none */
+	int status_err;			/* 0, or why listen_socket() failed */
 	bool listen_paused;		/* out of fds: stop polling the listen socket */
 } agent = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -88,33 +92,40 @@ void evr_agent_resume_constructor(void)
 
 /* ---- runtime directory ------------------------------------------------------- */
 
-static int runtime_dir(char *buf, size_t len)
-{
-	const char *env = secure_getenv("EVR_RUNTIME_DIR");
-	int n;
-
-	if (env && *env)
-		n = snprintf(buf, len, "%s", env);
-	else
-		n = snprintf(buf, len, "/tmp/evring-%u", (unsigned int)geteuid());
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 /*
- * Create the directory if missing; trust it only if it is a real directory
- * (lstat: no symlinks), owned by us, mode 0700. Anything else could let
- * another user see or replace our socket.
+ * The directory we listen in: the first of our euid's runtime directories
+ * (<evring/rundir.h>), so that consumers, which search the same list, find us.
+ * Create it if missing; trust it only if it is a real directory (lstat: no
+ * symlinks), owned by us, mode 0700. Anything else could let another user see
+ * or replace our socket: then no agent, and evr_agent_status() says why
+ * (consumers that look say it too).
  */
-static int runtime_dir_check(const char *dir)
+static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 {
+	char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN];
+	unsigned int n;
 	struct stat st;
+	int err;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	if (lstat(dir, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+	if (evr_rundir_candidates(geteuid(), dirs, &n) < 0 || strlen(dirs[0]) >= len) {
+		snprintf(why, whylen, "EVR_RUNTIME_DIR is too long for a socket path");
+		return -ENAMETOOLONG;
+	}
+	memcpy(buf, dirs[0], strlen(dirs[0]) + 1);
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
+		err = -errno;
+		snprintf(why, whylen, "cannot create %s: %s", buf, strerror(-err));
+		return err;
+	}
+	err = evr_rundir_check(buf, geteuid(), why, whylen);
+	if (err < 0)
+		return err;
+	if (lstat(buf, &st) < 0 || (st.st_mode & 07777) != 0700) {
+		snprintf(why, whylen, "refusing %s: its mode is %04o, the agent listens only in a "
+			 "directory of mode 0700: run chmod 0700 %s, then restart the program", buf,
+			 (unsigned int)(st.st_mode & 07777), buf);
 		return -EPERM;
+	}
 	return 0;
 }
 
@@ -143,30 +154,55 @@ static void remove_stale_sockets(const char *dir)
 	closedir(d);
 }
 
+/* Listen on our socket; on failure agent.status says why. Agent lock held. */
 static int listen_socket(void)
 {
 	char dir[sizeof(agent.path)];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, n;
 
-	if (runtime_dir(dir, sizeof(dir)) < 0 || runtime_dir_check(dir) < 0)
-		return -EPERM;
+	n = runtime_dir(dir, sizeof(dir), agent.status, sizeof(agent.status));
+	if (n < 0)
+		return n;
 	remove_stale_sockets(dir);
 	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+		snprintf(agent.status, sizeof(agent.status), "socket path %s/%d.sock is too long",
+			 dir, (int)getpid());
 		return -ENAMETOOLONG;
+	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		n = -errno;
+		snprintf(agent.status, sizeof(agent.status), "socket: %s", strerror(-n));
+		return n;
+	}
 	/* A socket left by an earlier process with our pid. */
 	(void)unlink(sa.sun_path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
 		n = -errno;
+		snprintf(agent.status, sizeof(agent.status), "cannot listen on %s: %s", sa.sun_path,
+			 strerror(-n));
 		close(fd);
 		return n;
 	}
 	memcpy(agent.path, sa.sun_path, sizeof(agent.path));
+	snprintf(agent.status, sizeof(agent.status), "%s", sa.sun_path);
 	return fd;
+}
+
+int evr_agent_status(char *buf, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&agent.lock);
+	if (!agent.enabled)
+		snprintf(agent.status, sizeof(agent.status), "the agent is disabled (EVR_AGENT=0)");
+	err = agent.running && agent.listen_fd >= 0 ? 0 : agent.status_err ? agent.status_err : -ENOENT;
+	if (buf && len)
+		snprintf(buf, len, "%s", agent.status[0] ? agent.status : "no agent");
+	pthread_mutex_unlock(&agent.lock);
+	return err;
 }
 
 /* ---- connections --------------------------------------------------------------- */
@@ -498,6 +534,7 @@ static int agent_start(int reverse_fd)
 	agent.pid = getpid();
 	agent.listen_paused = false;
 	agent.listen_fd = listen_socket();
+	agent.status_err = agent.listen_fd < 0 ? agent.listen_fd : 0;
 	if (agent.listen_fd < 0 && reverse_fd < 0)
 		return agent.listen_fd;
 	agent.epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -536,6 +573,10 @@ static int agent_start(int reverse_fd)
 err:
 	if (reverse_fd >= 0)
 		close(reverse_fd);
+	if (agent.listen_fd >= 0) {
+		snprintf(agent.status, sizeof(agent.status), "cannot start the agent thread");
+		agent.status_err = -EAGAIN;
+	}
 	agent_teardown(false);
 	return -EAGAIN;
 }

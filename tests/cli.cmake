@@ -17,3 +17,12 @@ foreach(t IN LISTS EVR_CLI_TESTS)
   set_tests_properties(cli_${t} PROPERTIES LABELS integration TIMEOUT 180
     SKIP_RETURN_CODE 77)
 endforeach()
+
+# Socket squatting by another user: a fake agent (tests/cli/fake-agent.c) in a directory
+# uid 65534 created first, in a private mount namespace (tests/cli/squat.sh).
+add_executable(evr-fake-agent cli/fake-agent.c)
+target_link_libraries(evr-fake-agent PRIVATE evring-proto evr_warnings)
+add_test(NAME cli_squat
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/squat.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE:workload> $<TARGET_FILE:clrtop> $<TARGET_FILE:evr-fake-agent>)
+set_tests_properties(cli_squat PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)

@@ -124,11 +124,16 @@ static int run(const struct ps_opts *o)
 	char err[512];
 	int ret;
 
-	ret = evr_process_list(&pids, &n);
+	ret = evr_process_list_checked(&pids, &n, err, sizeof(err));
 	if (ret < 0) {
 		evr_cli_error(CMD, "cannot list processes: %s", strerror(-ret));
 		return ret;
 	}
+	/* A directory we cannot trust: its processes are not shown, say why. */
+	if (ret == 1)
+		evr_cli_warn(CMD, "%s", err);
+	else if (ret > 1)
+		evr_cli_warn(CMD, "%s (and %d more directories refused)", err, ret - 1);
 	if (!o->flags.json)
 		printf("%7s %4s %s\n", "PID", "SESS", "COMMAND");
 	for (uint32_t i = 0; i < n; i++) {

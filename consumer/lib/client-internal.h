@@ -42,6 +42,9 @@ struct evr_client {
 	bool meta_broken;		/* the area failed validation: read no further */
 };
 
+/* pidfd_open(@pid) (close-on-exec), or -1 with errno. */
+int evr_consumer_pidfd_open(pid_t pid);
+
 /* Write "fmt..." to @errbuf (may be NULL) and return @err. */
 int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

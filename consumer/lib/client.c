@@ -2,11 +2,10 @@
 /*
  * libevring-consumer: the control connection to a process's agent (attach by
  * PID, or the reverse connection of EVR_CONNECT), Hello, and the questions
- * that need no session (ListSessions, ListEvents, the process list).
+ * that need no session (ListSessions, ListEvents, ListThreads). Finding the
+ * socket and the checks before it is used are in client-find.c.
  *
- * Every check that can name the cause of a failure is done before touching the
- * socket: the process exists, it is ours, its agent's socket exists. What the
- * agent sends is untrusted: every reply is unpacked by proto/framing.c and
+ * What the agent sends is untrusted: every reply is unpacked by proto/framing.c and
  * checked for the expected kind, and fds come only with StartSessionReply.
  */
 #include <dirent.h>
@@ -23,8 +22,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <evring/rundir.h>
+
 #include "client-internal.h"
 #include "process-internal.h"
+
+int evr_consumer_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	/* pidfds are close-on-exec by definition. */
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
 
 int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
 {
@@ -243,119 +256,29 @@ static int hello(struct evr_client *c, const char *client_name, char *errbuf, si
 	return err;
 }
 
-static int pidfd_open_cloexec(pid_t pid)
+int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
+		     struct evr_client **ret, char *errbuf, size_t errlen)
 {
-#ifdef SYS_pidfd_open
-	/* pidfds are close-on-exec by definition. */
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
-static void comm_of(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(buf, len, "?");
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
-/* The runtime directory of user @uid: EVR_RUNTIME_DIR, or /tmp/evring-UID. */
-static int runtime_dir_of(uid_t uid, char *buf, size_t len)
-{
-	const char *env = secure_getenv("EVR_RUNTIME_DIR");
-	int n;
-
-	if (env && *env)
-		n = snprintf(buf, len, "%s", env);
-	else
-		n = snprintf(buf, len, "/tmp/evring-%u", (unsigned int)uid);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **ret,
-		       char *errbuf, size_t errlen)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = EVR_CLIENT_HELLO_TIMEOUT_MS / 1000 };
-	char path[64], dir[sizeof(sa.sun_path)], comm[64];
 	struct evr_client *c;
-	struct stat st;
-	int sock, pidfd, err, n;
-	uid_t me = geteuid();
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	int err;
 
-	if (!ret)
-		return -EINVAL;
-	if (pid <= 0)
-		return fail(errbuf, errlen, -EINVAL, "invalid process id %d", (int)pid);
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (stat(path, &st) < 0)
-		return fail(errbuf, errlen, -ESRCH, "no process %d", (int)pid);
-	/* Refuse before touching the socket: the reason is clearer than EACCES on
-	 * a directory the user cannot enter. */
-	if (st.st_uid != me && me != 0) {
-		char pwbuf[1024], name[64];
-		struct passwd pw, *pwp = NULL;
-
-		if (getpwuid_r(st.st_uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp)
-			snprintf(name, sizeof(name), "%s", pwp->pw_name);
-		else
-			snprintf(name, sizeof(name), "%u", (unsigned int)st.st_uid);
-		return fail(errbuf, errlen, -EACCES,
-			    "process %d belongs to user %s (uid %u); you can attach only to your own processes",
-			    (int)pid, name, (unsigned int)st.st_uid);
+	if (!ret || sock < 0 || pid <= 0) {
+		err = -EINVAL;
+		goto err;
 	}
-	comm_of(pid, comm, sizeof(comm));
-	if (runtime_dir_of(st.st_uid, dir, sizeof(dir)) < 0)
-		return fail(errbuf, errlen, -ENAMETOOLONG, "EVR_RUNTIME_DIR is too long");
-	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir, (int)pid);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-		return fail(errbuf, errlen, -ENAMETOOLONG, "socket path %s/%d.sock is too long", dir,
-			    (int)pid);
-	/* Before connecting: the pidfd then surely names the process we talk to. */
-	pidfd = pidfd_open_cloexec(pid);
-	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (sock < 0) {
-		err = -errno;
-		goto err_pidfd;
-	}
-	/* A full backlog (agent stopped) must not block connect() forever. */
-	(void)setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = -errno;
-		if (err == -ENOENT || err == -ECONNREFUSED || err == -ENOTDIR)
-			err = fail(errbuf, errlen, -ENOENT,
-				   "process %d (%s) does not run libevring's agent",
-				   (int)pid, comm);
-		else if (err == -EAGAIN || err == -EINPROGRESS || err == -ETIMEDOUT)
-			err = fail(errbuf, errlen, -ETIMEDOUT,
-				   "process %d did not answer (stopped?)", (int)pid);
-		else if (err == -EACCES || err == -EPERM)
-			err = fail(errbuf, errlen, -EACCES, "cannot reach %s: %s", sa.sun_path,
-				   strerror(-err));
-		else
-			fail(errbuf, errlen, err, "cannot connect to %s: %s", sa.sun_path,
-			     strerror(-err));
-		goto err_sock;
-	}
-	if (fcntl(sock, F_SETFL, O_NONBLOCK) < 0) {
-		err = fail(errbuf, errlen, -errno, "fcntl: %s", strerror(errno));
-		goto err_sock;
+	/* Whoever connected checked the peer; the pid at least is cheap to confirm. */
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid != pid) {
+		err = fail(errbuf, errlen, -EPERM,
+			   "refusing the connection: it is served by process %d, not by process %d",
+			   (int)cred.pid, (int)pid);
+		goto err;
 	}
 	err = client_new(pid, sock, pidfd, &c);
 	if (err < 0) {
 		fail(errbuf, errlen, err, "out of memory");
-		goto err_sock;
+		goto err;
 	}
 	err = hello(c, client_name, errbuf, errlen);
 	if (err < 0) {
@@ -365,12 +288,25 @@ int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **r
 	*ret = c;
 	return 0;
 
-err_sock:
-	close(sock);
-err_pidfd:
+err:
+	if (sock >= 0)
+		close(sock);
 	if (pidfd >= 0)
 		close(pidfd);
 	return err;
+}
+
+int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **ret,
+		       char *errbuf, size_t errlen)
+{
+	int sock, pidfd, err;
+
+	if (!ret)
+		return -EINVAL;
+	err = evr_client_open_socket(pid, &sock, &pidfd, errbuf, errlen);
+	if (err < 0)
+		return err;
+	return evr_client_adopt(pid, sock, pidfd, client_name, ret, errbuf, errlen);
 }
 
 /* ---- the reverse connection -------------------------------------------------------------- */
@@ -379,22 +315,27 @@ int evr_client_listen(int *ret_fd, char **ret_path, char *errbuf, size_t errlen)
 {
 	static unsigned int counter;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
+	char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN], *dir = dirs[0];
+	unsigned int ndirs;
 	struct stat st;
 	int fd, n, err;
 
 	if (!ret_fd || !ret_path)
 		return -EINVAL;
-	if (runtime_dir_of(geteuid(), dir, sizeof(dir)) < 0)
+	/* Where our own agents would listen: private to us, as the agent wants it. */
+	if (evr_rundir_candidates(geteuid(), dirs, &ndirs) < 0)
 		return fail(errbuf, errlen, -ENAMETOOLONG, "EVR_RUNTIME_DIR is too long");
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return fail(errbuf, errlen, -errno, "cannot create %s: %s", dir, strerror(errno));
+	err = evr_rundir_check(dir, geteuid(), errbuf, errlen);
+	if (err < 0)
+		return err == -ENOENT ? fail(errbuf, errlen, err, "%s vanished", dir) : err;
 	if (lstat(dir, &st) < 0)
 		return fail(errbuf, errlen, -errno, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+	if ((st.st_mode & 07777) != 0700)
 		return fail(errbuf, errlen, -EPERM,
-			    "%s is not a directory of mode 0700 owned by uid %u: refusing to use it",
-			    dir, (unsigned int)geteuid());
+			    "%s has mode %04o: run chmod 0700 %s (evring needs a directory only "
+			    "you can enter)", dir, (unsigned int)(st.st_mode & 07777), dir);
 	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/connect-%d-%u.sock", dir, (int)getpid(),
 		     __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
@@ -453,7 +394,7 @@ int evr_client_accept(int listen_fd, int timeout_ms, const char *client_name,
 			    "process %d of uid %u connected; only your own processes may",
 			    (int)cred.pid, (unsigned int)cred.uid);
 	}
-	pidfd = pidfd_open_cloexec(cred.pid);
+	pidfd = evr_consumer_pidfd_open(cred.pid);
 	err = client_new(cred.pid, fd, pidfd, &c);
 	if (err < 0) {
 		close(fd);
@@ -645,107 +586,3 @@ int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, ch
 	return 0;
 }
 
-/* ---- the process list ------------------------------------------------------------------ */
-
-struct pid_vec {
-	pid_t *v;
-	uint32_t n, cap;
-};
-
-static int scan_dir(const char *dir, struct pid_vec *pv)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int err = 0;
-
-	if (!d)
-		return 0;	/* no directory: nobody runs an agent there */
-	while (!err && (e = readdir(d))) {
-		char proc[64], *end;
-		unsigned long pid;
-		struct stat st;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		errno = 0;
-		pid = strtoul(e->d_name, &end, 10);
-		if (errno || strcmp(end, ".sock") != 0 || pid > INT32_MAX)
-			continue;
-		/* A socket whose process is gone is stale; the next agent removes it. */
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISSOCK(st.st_mode))
-			continue;
-		snprintf(proc, sizeof(proc), "/proc/%lu", pid);
-		if (access(proc, F_OK) < 0)
-			continue;
-		if (pv->n == pv->cap) {
-			uint32_t cap = pv->cap ? pv->cap * 2 : 32;
-			pid_t *nv = realloc(pv->v, sizeof(*nv) * cap);
-
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			pv->v = nv;
-			pv->cap = cap;
-		}
-		pv->v[pv->n++] = (pid_t)pid;
-	}
-	closedir(d);
-	return err;
-}
-
-static int pid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-int evr_process_list(pid_t **ret, uint32_t *ret_n)
-{
-	struct pid_vec pv = { 0 };
-	const char *env = secure_getenv("EVR_RUNTIME_DIR");
-	char dir[sizeof("/tmp/") + sizeof(((struct dirent *)0)->d_name)];
-	uint32_t n = 0;
-	int err = 0;
-
-	if (!ret || !ret_n)
-		return -EINVAL;
-	if (env && *env) {
-		err = scan_dir(env, &pv);
-	} else if (geteuid() == 0) {
-		DIR *d = opendir("/tmp");
-		struct dirent *e;
-
-		while (d && !err && (e = readdir(d))) {
-			if (strncmp(e->d_name, "evring-", 7) != 0)
-				continue;
-			snprintf(dir, sizeof(dir), "/tmp/%s", e->d_name);
-			err = scan_dir(dir, &pv);
-		}
-		if (d)
-			closedir(d);
-	} else {
-		snprintf(dir, sizeof(dir), "/tmp/evring-%u", (unsigned int)geteuid());
-		err = scan_dir(dir, &pv);
-	}
-	if (err < 0) {
-		free(pv.v);
-		return err;
-	}
-	if (pv.n)
-		qsort(pv.v, pv.n, sizeof(*pv.v), pid_cmp);
-	for (uint32_t i = 0; i < pv.n; i++) {
-		if (i == 0 || pv.v[i] != pv.v[n - 1])
-			pv.v[n++] = pv.v[i];
-	}
-	if (!pv.v) {
-		pv.v = malloc(sizeof(*pv.v));
-		if (!pv.v)
-			return -ENOMEM;
-	}
-	*ret = pv.v;
-	*ret_n = n;
-	return 0;
-}

@@ -8,15 +8,19 @@
  * session, which lives exactly as long as the connection: evr_client_free(), or
  * the consumer dying, ends it and the producer frees its memory at once.
  *
- * The socket of process PID is $EVR_RUNTIME_DIR/PID.sock, where EVR_RUNTIME_DIR
- * defaults to /tmp/evring-UID (UID: the process owner's), a directory of mode
- * 0700: only its owner (and root) can even reach the socket, and the agent checks
- * the peer's uid with SO_PEERCRED as well.
+ * The socket of process PID is PID.sock in a runtime directory of the process's
+ * effective uid: $EVR_RUNTIME_DIR if set, else /run/user/UID/evring (where
+ * /run/user/UID is the user's own) or /tmp/evring-UID (docs/protocol.md,
+ * "Finding the process"). A directory is used only if it is the uid's own and
+ * no one else may write to it, and the socket only if SO_PEERCRED says that
+ * process PID of that uid serves it: another user cannot plant a fake agent.
+ * The agent checks its peer's uid with SO_PEERCRED as well.
  *
  * Errors are -errno with a one-line reason in @errbuf, e.g.
  *   -ESRCH   "no process 4242"
  *   -EACCES  "process 4242 belongs to user bob (uid 1001); you can attach only to your own processes"
  *   -ENOENT  "process 4242 (sleep) does not run libevring's agent"
+ *   -EPERM   "process 4242 (app): refusing /tmp/evring-1001: it belongs to uid 1002 (eve), ..."
  *   -EPROTO  "process 4242 answered with a malformed message"
  */
 #ifndef EVR_CONSUMER_H
@@ -73,6 +77,30 @@ int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **r
 		       char *errbuf, size_t errlen);
 
 /**
+ * evr_client_open_socket() - the first half of evr_client_connect(): find process
+ * @pid's agent socket, check its directory and its peer (SO_PEERCRED), and
+ * connect, exchanging no message. For a process that must not open sockets
+ * itself (a sandboxed tool): a helper connects and passes the socket over.
+ * @ret_sock: the connected socket (non-blocking, close-on-exec).
+ * @ret_pidfd: a pidfd of @pid (close-on-exec), or -1 where the kernel has none.
+ * Return: 0, or -errno as evr_client_connect() with @errbuf set.
+ * Context: any thread; blocks at most 5 s (an agent with a full backlog).
+ */
+int evr_client_open_socket(pid_t pid, int *ret_sock, int *ret_pidfd, char *errbuf,
+			   size_t errlen);
+
+/**
+ * evr_client_adopt() - the second half of evr_client_connect(): a client on
+ * @sock (from evr_client_open_socket(), here or in another process), and Hello.
+ * Takes ownership of @sock and @pidfd (-1: none), also on failure.
+ * @ret: free with evr_client_free().
+ * Return: 0, or -errno with @errbuf set.
+ * Context: any thread; one round trip (waits up to 5 s).
+ */
+int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
+		     struct evr_client **ret, char *errbuf, size_t errlen);
+
+/**
  * evr_client_listen() / evr_client_accept() - the reverse connection used to
  * trace a program from its first event: evr_client_listen() creates a private
  * listening socket and returns the value to put in the child's EVR_CONNECT
@@ -120,10 +148,20 @@ int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, ch
 
 /**
  * evr_process_list() - processes the caller may attach to: every live socket in
- * the caller's runtime directory (root: every user's).
+ * the caller's runtime directories (root: every user's). Directories that
+ * cannot be trusted (see above) are skipped.
  * @ret: malloc'ed array of pids, sorted; @ret_n its length.
  */
 int evr_process_list(pid_t **ret, uint32_t *ret_n);
+
+/**
+ * evr_process_list_checked() - evr_process_list(), saying what it skipped.
+ * @errbuf: when a directory was refused, the first refusal (what is wrong with
+ *          it and how to fix it), else "".
+ * Return: the number of runtime directories refused (their sockets are not
+ * listed), or -errno.
+ */
+int evr_process_list_checked(pid_t **ret, uint32_t *ret_n, char *errbuf, size_t errlen);
 
 /* ---- the session ------------------------------------------------------- */
 

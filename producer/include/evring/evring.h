@@ -310,6 +310,17 @@ EVR_API int evr_session_doorbell_fd(const struct evr_session *s);
 EVR_API const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s);
 
 /**
+ * evr_agent_status() - where this process's agent listens for consumers, or why
+ * it does not (docs/protocol.md, "Finding the process").
+ * @buf: receives the socket path ("/tmp/evring-1000/4242.sock"), or one line
+ *       saying why there is none ("the agent is disabled (EVR_AGENT=0)",
+ *       "refusing /tmp/evring-1000: it belongs to uid 1002 (eve), ..."); may be NULL.
+ * Return: 0 the agent listens, -errno (no agent).
+ * Context: any thread, once libevring's constructor has run (from main() on).
+ */
+EVR_API int evr_agent_status(char *buf, size_t len);
+
+/**
  * evr_event_by_rid() - the event with registry id @rid, to decode records read
  * in this process. Borrowed until its provider is unregistered.
  */
