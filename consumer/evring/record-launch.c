@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <evring/consumer.h>
+#include <evring/recorder.h>
 
 #include "cli.h"
 #include "record.h"
@@ -213,21 +214,18 @@ oom:
 
 void evr_record_child_wait(struct recorder *r)
 {
+	struct evr_recorder_stats st;
+
 	/* Ended or gone: the program is exiting (libevring ends its sessions from a
 	 * destructor), give it a moment to become reapable. A
 	 * Ctrl-C reached it too (same process group). After --duration it runs on. */
-	switch (r->stop) {
-	case STOP_ENDED:
-	case STOP_GONE:
+	evr_recorder_stats(r->rec, &st);
+	if (st.stop == EVR_RECORDER_STOP_ENDED || st.stop == EVR_RECORDER_STOP_GONE)
 		reap(r, 5000);
-		break;
-	case STOP_SIGNAL:
+	else if (st.stop == EVR_RECORDER_STOP_REQUESTED)
 		reap(r, 2000);
-		break;
-	default:
+	else
 		reap(r, 0);
-		break;
-	}
 }
 
 void evr_record_child_abandon(struct recorder *r)

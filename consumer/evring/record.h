@@ -13,8 +13,7 @@
 #define EVR_RECORD_CLIENT_NAME "evring record"
 
 struct evr_client;
-struct evr_thread_info;
-struct evr_trace_writer;
+struct evr_recorder;
 
 struct record_opts {
 	pid_t pid;			/* -p, or 0 */
@@ -29,34 +28,16 @@ struct record_opts {
 	struct evr_cli_flags flags;	/* --no-sandbox */
 };
 
-enum record_stop {
-	STOP_NONE = 0,
-	STOP_SIGNAL,		/* Ctrl-C, SIGTERM, SIGHUP */
-	STOP_DURATION,
-	STOP_ENDED,		/* the producer ended the session */
-	STOP_GONE,		/* the producer died or exited */
-};
-
 struct recorder {
 	const struct record_opts *o;
 	struct evr_client *c;
-	struct evr_trace_writer *w;
+	struct evr_recorder *rec;	/* <evring/recorder.h> */
 	int out_fd;
 	bool created;			/* we created the output file */
 	bool tty;			/* stderr is a terminal: show progress */
-	bool write_failed;
-	enum record_stop stop;
-	uint64_t meta_pos;		/* evr_client_meta_next() cursor */
-	uint32_t nr_rings;
-	uint64_t *ring_seen;		/* per ring: events + losses accounted so far */
-	uint64_t events, lost, spans_retracted;
+	int stop_signal;		/* the signal that stopped the recording, or 0 */
 	uint64_t t_start, t_end, t_progress;
 	uint64_t progress_events;	/* events at t_progress */
-	/* Thread names written so far (THREADS chunks), sorted by tid. */
-	struct evr_thread_info *tnames;
-	uint32_t ntnames;
-	uint64_t t_threads;		/* when the thread list was last asked for */
-	bool threads_off;		/* the process cannot list its threads: stop asking */
 	/* -- PROGRAM */
 	pid_t child;
 	int child_pidfd;

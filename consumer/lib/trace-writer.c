@@ -395,6 +395,21 @@ int evr_trace_writer_threads(struct evr_trace_writer *w, const struct evr_trace_
 	return err;
 }
 
+int evr_trace_writer_chunk(struct evr_trace_writer *w, uint32_t kind, const void *data,
+			   uint32_t len)
+{
+	struct iovec part = {.iov_base = (void *)data, .iov_len = len};
+	int err = writer_usable(w);
+
+	if (err)
+		return err;
+	/* The kinds with a function of their own keep their invariants there. */
+	if (kind <= EVR_CHUNK_THREADS || kind > UINT16_MAX || (len && !data) ||
+	    len > EVR_TRACE_CHUNK_MAX)
+		return -EINVAL;
+	return write_chunk(w, kind, &part, 1);
+}
+
 int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end *e)
 {
 	struct evr_trace_end_rec rec;
@@ -428,4 +443,9 @@ uint64_t evr_trace_writer_bytes(const struct evr_trace_writer *w)
 uint64_t evr_trace_writer_chunks(const struct evr_trace_writer *w)
 {
 	return w ? w->seq : 0;
+}
+
+int evr_trace_writer_error(const struct evr_trace_writer *w)
+{
+	return w ? w->err : -EINVAL;
 }

@@ -727,6 +727,56 @@ static void test_trace_thread_names(void **state)
 	evr_trace_reader_free(r);
 }
 
+/* Chunks of kinds the writer has no function for (side bands: sync points, CPU
+ * samples): readers skip them when reading events, chunk_next() returns them
+ * as written, and the kinds with a function of their own are refused. */
+static void test_trace_writer_chunk_other_kinds(void **state)
+{
+	char path[] = "/tmp/evr-test-trace-XXXXXX";
+	int fd = mkostemp(path, O_CLOEXEC);
+	static const char payload[] = "sync point 12345";
+	struct evr_trace_writer *w;
+	struct evr_trace_reader *r;
+	struct evr_trace_chunk ch;
+	struct evr_trace_stats st;
+	struct evr_event_view v;
+	uint64_t pos = 0;
+	int found = 0, rc;
+
+	(void)state;
+	assert_true(fd >= 0);
+	w = hand_writer(fd, 1);
+	assert_int_equal(evr_trace_writer_chunk(w, EVR_CHUNK_EVENTS, payload, 8), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, EVR_CHUNK_THREADS, payload, 8), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, 0, payload, 8), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, 70000, payload, 8), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, 12, NULL, 8), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, 12, payload, EVR_TRACE_CHUNK_MAX + 1), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, 12, payload, sizeof(payload)), 0);
+	assert_int_equal(evr_trace_writer_chunk(w, 9, NULL, 0), 0);
+	assert_int_equal(evr_trace_writer_error(w), 0);
+	evr_trace_writer_free(w);
+	close(fd);
+	assert_int_equal(evr_trace_reader_open(path, &r, NULL, 0), 0);
+	unlink(path);
+	while ((rc = evr_trace_reader_chunk_next(r, &pos, &ch)) == 1) {
+		if (ch.kind == 12) {
+			assert_int_equal(ch.len, sizeof(payload));
+			assert_memory_equal(ch.data, payload, sizeof(payload));
+			found++;
+		} else if (ch.kind == 9) {
+			assert_int_equal(ch.len, 0);
+			found++;
+		}
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(found, 2);
+	assert_int_equal(evr_trace_reader_next(r, &v), 0);
+	evr_trace_reader_stats(r, &st);
+	assert_false(st.truncated);
+	evr_trace_reader_free(r);
+}
+
 static void test_trace_writer_bad_args(void **state)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC);
@@ -842,6 +892,7 @@ int main(void)
 		cmocka_unit_test(test_trace_reader_not_a_trace),
 		cmocka_unit_test(test_trace_reader_header_only_by_path),
 		cmocka_unit_test(test_trace_thread_names),
+		cmocka_unit_test(test_trace_writer_chunk_other_kinds),
 		cmocka_unit_test(test_trace_writer_bad_args),
 		cmocka_unit_test(test_trace_writer_enospc),
 	};

@@ -272,6 +272,19 @@ int evr_trace_writer_threads(struct evr_trace_writer *w, const struct evr_trace_
 			     uint32_t n);
 
 /**
+ * evr_trace_writer_chunk() - a chunk of a kind that has no writer function of
+ * its own here (kinds above EVR_CHUNK_THREADS: sync points, CPU samples, module
+ * maps...). Readers skip kinds they do not know, so a new kind needs no format
+ * version (docs/trace-format.md, "Versioning").
+ * @data: @len payload bytes, borrowed for the call.
+ * Return: 0, -EINVAL (a kind up to EVR_CHUNK_THREADS or above 65535, or @len
+ * above EVR_TRACE_CHUNK_MAX), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write.
+ */
+int evr_trace_writer_chunk(struct evr_trace_writer *w, uint32_t kind, const void *data,
+			   uint32_t len);
+
+/**
  * evr_trace_writer_end() - the END chunk, the last of the file.
  * @e: the recorder's totals; chunks and bytes are filled in by the writer.
  * Return: 0, -EINVAL (already ended), or a write error.
@@ -283,6 +296,9 @@ int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end 
 /* Bytes written so far (whole chunks only), and chunks. Context: the writer's thread. */
 uint64_t evr_trace_writer_bytes(const struct evr_trace_writer *w);
 uint64_t evr_trace_writer_chunks(const struct evr_trace_writer *w);
+
+/* The write error that broke the writer (sticky), or 0. Context: the writer's thread. */
+int evr_trace_writer_error(const struct evr_trace_writer *w);
 
 /* ---- reader ---------------------------------------------------------------- */
 

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libevring-recorder: record a session of a traced process into a trace file,
+ * or into any byte stream (a pipe, a socket: the output is written front to
+ * back and never seeked). `evring record` and the monitor are built on it.
+ *
+ * Life cycle, all on one thread:
+ *
+ *   evr_recorder_new()    start the session on a connected client (<evring/consumer.h>)
+ *   evr_recorder_start()  write the trace's first chunks (PROCESS, SESSION, METADATA) to an fd
+ *   evr_recorder_pump()   non-blocking: write what the producer published, then what is due
+ *                         (thread names, side bands); repeat
+ *   evr_recorder_wait()   sleep until there is something to pump
+ *   evr_recorder_run()    pump and wait until a stop condition (a loop around the two above)
+ *   evr_recorder_stop()   stop the session, drain it, write the final losses and the END chunk
+ *   evr_recorder_stats()  events, bytes, lost, why it stopped; at any time
+ *   evr_recorder_free()
+ *
+ * What goes to the output: the producer's ring bytes, unchanged, in EVENTS
+ * chunks (docs/trace-format.md); the session's event descriptions (METADATA)
+ * before the first EVENTS chunk that needs them; the process's thread names
+ * (THREADS) as they are learnt; what side bands add (evr_recorder_add_sideband()).
+ * Every write is one whole chunk, so the output is a valid, truncated trace at
+ * every moment: a recorder killed mid-way leaves a file that reads up to its
+ * last chunk.
+ *
+ * Losses are exact: once evr_recorder_stop() returned 0, for the session
+ * emitted == evr_recorder_stats.events + evr_recorder_stats.lost, and the END
+ * chunk says the same.
+ *
+ * Errors are -errno with one line in the caller's @errbuf (which may be NULL).
+ * An error while writing the output (a full disk, a closed pipe) sets
+ * evr_recorder_stats.write_failed: the output then holds whole chunks only,
+ * evr_recorder_stats.events of them readable. Warnings (the session did not stop
+ * cleanly, ...) go to the log function of evr_recorder_opts. The library never
+ * prints, never exits and installs no signal handler; a caller that writes to a
+ * pipe should ignore SIGPIPE (a closed pipe is then an -EPIPE write error).
+ */
+#ifndef EVR_RECORDER_H
+#define EVR_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <evring/consumer.h>
+#include <evring/trace.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct evr_recorder;
+
+/* A warning, one line without a newline; @arg is evr_recorder_opts.log_arg. */
+typedef void evr_recorder_log_fn(void *arg, const char *msg);
+
+#define EVR_RECORDER_NO_THREADS		0x1u	/* do not ask the process for thread names */
+
+struct evr_recorder_opts {
+	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */
+	const char *client;		/* the recorder's name in the SESSION chunk; NULL:
+					 * "evring recorder" */
+	uint32_t flags;			/* EVR_RECORDER_* */
+	/*
+	 * Data of a packet still being filled is written once it has waited this
+	 * long (0: 250 ms). Complete packets are written as soon as they are
+	 * pumped; a shorter interval means fresher output (a live stream) for a
+	 * little more work per interval.
+	 */
+	uint32_t flush_ms;
+	evr_recorder_log_fn *log;	/* warnings; NULL: dropped */
+	void *log_arg;
+};
+
+/* Why the recording stopped (evr_recorder_stats.stop). */
+enum evr_recorder_stop {
+	EVR_RECORDER_RUNNING = 0,	/* not stopped yet */
+	EVR_RECORDER_STOP_REQUESTED,	/* the caller: evr_recorder_run()'s tick, or evr_recorder_stop() */
+	EVR_RECORDER_STOP_DEADLINE,	/* evr_recorder_run()'s deadline passed */
+	EVR_RECORDER_STOP_ENDED,	/* the producer ended the session (libevring does when
+					 * the process exits normally) */
+	EVR_RECORDER_STOP_GONE,		/* the producer died, or exited without ending it */
+	EVR_RECORDER_STOP_ERROR,	/* an error (evr_recorder_stats.error) */
+};
+
+struct evr_recorder_stats {
+	uint64_t events;		/* event records written (in whole chunks) */
+	uint64_t lost;			/* events known lost so far; exact once stopped */
+	uint64_t bytes;			/* output bytes written (whole chunks) */
+	uint64_t chunks;		/* chunks written */
+	uint64_t spans;			/* EVENTS chunks written */
+	uint64_t spans_retracted;	/* overwrite mode: spans overwritten while written */
+	enum evr_recorder_stop stop;
+	int error;			/* the failure's -errno, or 0 */
+	bool write_failed;		/* the failure was writing the output */
+	bool has_end;			/* the END chunk was written */
+	uint32_t nr_rings;
+};
+
+/**
+ * evr_recorder_new() - start a session on @c for recording.
+ * @c: connected (evr_client_connect() or _accept()), without a session yet;
+ *     borrowed, it must outlive the recorder. Reading the session is the
+ *     recorder's from now on: do not call evr_client_next() or the span
+ *     functions on @c.
+ * @opts: borrowed for the call (strings are copied).
+ * @ret: free with evr_recorder_free().
+ * Return: 0, or the -errno of evr_client_start() (-EINVAL: the producer
+ * refused the options, @errbuf says which), -ENOMEM.
+ * Context: the recorder's thread; one round trip to the agent.
+ */
+int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
+		     struct evr_recorder **ret, char *errbuf, size_t errlen);
+
+/**
+ * evr_recorder_start() - begin the trace on @fd: the file header, the PROCESS
+ * and SESSION chunks, and the event descriptions known so far.
+ * @fd: a file, pipe or socket, positioned where the trace starts; borrowed
+ *      (never closed), only write() and writev() are used on it (and poll()
+ *      while a non-blocking one is full), so a seccomp sandbox may be entered
+ *      after this call.
+ * Return: 0; -EPROTO (the session memory has an invalid geometry); a write
+ * error (evr_recorder_stats.write_failed, .bytes says how much is there);
+ * -EINVAL (called twice).
+ * Context: the recorder's thread.
+ */
+int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errlen);
+
+/**
+ * evr_recorder_pump() - write what the producer published, without waiting:
+ * up to 256 spans (complete packets, or the part of a packet that waited
+ * longer than flush_ms), each with the event descriptions it needs first; then
+ * the thread names and the side bands that are due.
+ * Return: the number of EVENTS chunks written (0: nothing was ready), or
+ * -errno: the recording failed (evr_recorder_stats says why; later calls
+ * return the same error).
+ * Context: the recorder's thread; may block on a full output, and on the
+ * agent's answer when thread names are due (every 250 ms, up to 5 s).
+ */
+int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen);
+
+/**
+ * evr_recorder_wait() - sleep until a packet completes, the session ends, the
+ * producer dies, something of the recorder's own is due (a flush, the thread
+ * names, a side band), a signal arrives, or @timeout_ms passes (-1: no limit).
+ * Return: 1 something to pump, 0 timeout, -errno (-EINTR: a signal).
+ * Context: the recorder's thread.
+ */
+int evr_recorder_wait(struct evr_recorder *r, int timeout_ms);
+
+/* Called by evr_recorder_run() every round: > 0 stops the recording, < 0 fails it. */
+typedef int evr_recorder_tick_fn(struct evr_recorder *r, void *arg);
+
+struct evr_recorder_run_opts {
+	uint64_t deadline_ns;		/* CLOCK_MONOTONIC; 0: none */
+	evr_recorder_tick_fn *tick;	/* may be NULL */
+	void *tick_arg;
+	uint32_t tick_ms;		/* call tick at least this often while idle (0: 250) */
+};
+
+/**
+ * evr_recorder_run() - pump and wait until the producer ends the session or
+ * dies (and everything it published is written), the deadline passes, or the
+ * tick asks to stop. A signal interrupts the wait: the tick then runs at once
+ * (install handlers without SA_RESTART and let the tick check a flag).
+ * @ro: may be NULL (run until the producer ends the session).
+ * Return: 0 stopped (evr_recorder_stats.stop says why), -errno failed.
+ * Context: the recorder's thread.
+ */
+int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts *ro,
+		     char *errbuf, size_t errlen);
+
+/**
+ * evr_recorder_stop() - finish the trace. Unless the producer already ended
+ * the session or died, ask it to stop the session (which flushes every ring);
+ * write everything left, the losses no record shows (LOST chunks), the side
+ * bands' last words, and the END chunk.
+ * @end_flags: EVR_TRACE_END_INTERRUPTED if a signal stopped the recording
+ *             (EVR_TRACE_END_PRODUCER_GONE is added by the recorder).
+ * After a failure (pump or write error) nothing more is written: only the
+ * session is stopped (after a write error) and the error returned again.
+ * Return: 0, or -errno (see evr_recorder_stats). Calling it again returns the
+ * first result.
+ * Context: the recorder's thread; one round trip to the agent.
+ */
+int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen);
+
+/* Copy the figures so far into @ret. Context: the recorder's thread. */
+void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats *ret);
+
+/* Accepts NULL. Does not free the client nor close the fd. Context: the recorder's thread. */
+void evr_recorder_free(struct evr_recorder *r);
+
+/* ---- side bands: more chunks in the same trace ------------------------------------ */
+
+/**
+ * evr_recorder_sideband_fn - a source of extra chunks (clock sync points, CPU
+ * samples, module maps...), called by the recorder with its trace writer.
+ * @w: append chunks with evr_trace_writer_chunk() (kinds the writer does not
+ *     know itself) or a kind's own writer function; borrowed for the call.
+ * @now_ns: CLOCK_MONOTONIC when called.
+ * @final: true once, from evr_recorder_stop(), after the session's last EVENTS
+ *         chunk and before the END chunk: the last chance to write.
+ * Return: 0, or -errno, which fails the recording (a write error on @w fails
+ * it anyway).
+ *
+ * Order in the file: a chunk written at @now_ns follows every EVENTS chunk
+ * written before this call and precedes the rest; records published before
+ * @now_ns may still be in later EVENTS chunks (they wait in the rings until the
+ * recorder takes them). So a chunk that holds timed data must carry its own
+ * timestamps; readers place it by them, not by its position.
+ */
+typedef int evr_recorder_sideband_fn(struct evr_recorder *r, struct evr_trace_writer *w,
+				     uint64_t now_ns, bool final, void *arg);
+
+/**
+ * evr_recorder_add_sideband() - call @fn every @interval_ms while recording
+ * (the recorder wakes up for it), and once at the end.
+ * @interval_ms: at least 1; the first call comes @interval_ms after this one.
+ * @arg: passed to @fn; borrowed until evr_recorder_free().
+ * Return: 0, -EINVAL, -ENOSPC (8 side bands already).
+ * Context: the recorder's thread, after evr_recorder_start().
+ */
+int evr_recorder_add_sideband(struct evr_recorder *r, uint32_t interval_ms,
+			      evr_recorder_sideband_fn *fn, void *arg);
+
+/* The trace writer, NULL before evr_recorder_start(). Borrowed. Context: the recorder's thread. */
+struct evr_trace_writer *evr_recorder_writer(const struct evr_recorder *r);
+
+/* The session's client, as given to evr_recorder_new(). Context: the recorder's thread. */
+struct evr_client *evr_recorder_client(const struct evr_recorder *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVR_RECORDER_H */

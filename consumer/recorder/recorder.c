@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The recording engine behind <evring/recorder.h>: a session's rings into a
+ * trace file.
+ *
+ * The recorder never decodes an event: every span of published records goes
+ * from the session mapping to the output with one writev (the trace writer's
+ * EVENTS chunk). Metadata entries are copied to the output before the first
+ * span that may need them: a span's records were published after their
+ * descriptions (<evring/abi.h>), so reading new metadata after taking a span,
+ * and before writing it, always finds them.
+ *
+ * Losses: LOST records inside spans, gaps between what a packet header says was
+ * written on its ring before it and what we stored (a lapped overwrite session,
+ * a span retracted because the writers reached it), and at the end the losses
+ * no record shows (evr_client_span_final_lost). The END chunk carries the sum.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <evring/recorder.h>
+
+#define SPANS_PER_PUMP		256u	/* then look at the clock and the caller again */
+#define THREADS_NS		250000000u	/* ask for the thread names 4 times a second */
+#define FLUSH_MS_DEFAULT	250u
+#define TICK_MS_DEFAULT		250u
+#define META_BATCH		256u
+#define META_BATCH_BYTES	(1u << 20)
+#define SIDEBANDS_MAX		8u
+#define DEFAULT_CLIENT		"evring recorder"
+
+struct sideband {
+	evr_recorder_sideband_fn *fn;
+	void *arg;
+	uint64_t interval_ns;
+	uint64_t due_ns;
+};
+
+struct evr_recorder {
+	struct evr_client *c;
+	struct evr_trace_writer *w;
+	char *providers;
+	char *client;
+	uint32_t flags;
+	uint64_t flush_ns;
+	evr_recorder_log_fn *log;
+	void *log_arg;
+
+	uint32_t nr_rings;
+	uint64_t meta_pos;		/* evr_client_meta_next() cursor */
+	uint64_t *ring_seen;		/* per ring: events + losses accounted so far */
+	uint64_t events, lost, spans, spans_retracted;
+
+	enum evr_recorder_stop stop;
+	int err;			/* sticky failure, 0 */
+	bool write_failed;
+	char errmsg[256];		/* the failure's message, repeated to later callers */
+	bool stopped;			/* evr_recorder_stop() ran */
+	bool has_end;
+
+	/* Thread names written so far (THREADS chunks), sorted by tid. */
+	struct evr_thread_info *tnames;
+	uint32_t ntnames;
+	uint64_t t_threads;		/* when the thread list was last asked for */
+	bool threads_off;		/* the process cannot list its threads: stop asking */
+
+	struct sideband sb[SIDEBANDS_MAX];
+	uint32_t nsb;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void copy_msg(char *buf, size_t len, const char *msg)
+{
+	if (buf && len)
+		snprintf(buf, len, "%s", msg);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void warn(const struct evr_recorder *r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!r->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->log(r->log_arg, msg);
+}
+
+/* Mark the recording failed with @err and the message; return @err. */
+__attribute__((format(printf, 3, 4)))
+static int fail(struct evr_recorder *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->err)
+		return r->err;
+	r->err = err;
+	r->stop = EVR_RECORDER_STOP_ERROR;
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* A trace writer error: the output holds whole chunks only from now on. */
+static int write_error(struct evr_recorder *r, int err)
+{
+	if (r->err)
+		return r->err;
+	r->write_failed = true;
+	return fail(r, err, "cannot write the trace: %s", strerror(-err));
+}
+
+/* ---- metadata and spans ------------------------------------------------------------ */
+
+/* Copy the metadata entries not yet in the output into METADATA chunks. */
+static int write_metadata(struct evr_recorder *r)
+{
+	struct evr_trace_meta batch[META_BATCH];
+	uint32_t n = 0, bytes = 0;
+	int ret;
+
+	for (;;) {
+		const void *data;
+		uint32_t kind, len;
+
+		ret = evr_client_meta_next(r->c, &r->meta_pos, &kind, &data, &len);
+		if (ret < 0)
+			return fail(r, ret, "the session's metadata area is corrupt: %s",
+				    strerror(-ret));
+		if (ret == 1) {
+			batch[n++] = (struct evr_trace_meta){ .kind = kind, .len = len,
+							      .data = data };
+			bytes += len + 16;
+		}
+		if (n && (ret == 0 || n == META_BATCH || bytes >= META_BATCH_BYTES)) {
+			int w = evr_trace_writer_metadata(r->w, batch, n);
+
+			if (w < 0)
+				return write_error(r, w);
+			n = 0;
+			bytes = 0;
+		}
+		if (ret == 0)
+			return 0;
+	}
+}
+
+/*
+ * A span starting at a packet boundary carries the packet header: the events
+ * written and lost on its ring before it. Return: true and that sum in @ret.
+ */
+static bool packet_before(const struct evr_recorder *r, const struct evr_span *sp, uint64_t *ret)
+{
+	const struct evr_shm_hdr *h = evr_client_shm(r->c);
+	struct evr_packet_hdr ph;
+
+	if (sp->ring >= r->nr_rings || (sp->pos & (h->packet_size - 1)) != 0 ||
+	    sp->len < sizeof(ph))
+		return false;
+	memcpy(&ph, sp->data, sizeof(ph));
+	if (ph.magic != EVR_PACKET_MAGIC)
+		return false;
+	*ret = ph.events_before + ph.lost_before;
+	return true;
+}
+
+/*
+ * Write what is published, at most SPANS_PER_PUMP spans.
+ * Return: the number of spans written (retracted ones included), or -errno.
+ */
+static int pump_spans(struct evr_recorder *r)
+{
+	struct evr_span sp;
+	int n = 0, ret;
+
+	while (n < (int)SPANS_PER_PUMP) {
+		uint64_t ev = 0, lost = 0, before = 0;
+		bool has_hdr;
+		int count;
+
+		ret = evr_client_span_next(r->c, &sp);
+		if (ret < 0)
+			return fail(r, ret, "cannot read the session: %s", strerror(-ret));
+		if (ret == 0)
+			break;
+		ret = write_metadata(r);
+		if (ret < 0)
+			return ret;
+		ret = evr_trace_writer_events(r->w, sp.ring, sp.pos, sp.data, sp.len);
+		if (ret < 0)
+			return write_error(r, ret);
+		/* Read from the span before handing it back (discard mode: the writers
+		 * may then reuse it). In overwrite mode they may be rewriting it under
+		 * us already: what was read (here and by the writer's CRC) counts only
+		 * if evr_client_span_done() then says it stayed intact. */
+		has_hdr = packet_before(r, &sp, &before);
+		count = evr_span_count(&sp, &ev, &lost);
+		ret = evr_client_span_done(r->c, &sp);
+		if (ret == -ESTALE) {
+			/* Retract it from the output. Its events, and any gap before it,
+			 * are counted when the next intact packet header of the ring
+			 * says how many were written before it. */
+			ret = evr_trace_writer_discard_last(r->w);
+			if (ret < 0)
+				return write_error(r, ret);
+			r->spans_retracted++;
+			n++;
+			continue;
+		}
+		if (ret < 0)
+			return fail(r, ret, "cannot release a span: %s", strerror(-ret));
+		if (count < 0)
+			return fail(r, count, "ring %u holds a malformed record near position %" PRIu64,
+				    sp.ring, sp.pos);
+		if (has_hdr && before > r->ring_seen[sp.ring]) {
+			r->lost += before - r->ring_seen[sp.ring];
+			r->ring_seen[sp.ring] = before;
+		}
+		r->events += ev;
+		r->lost += lost;
+		r->spans++;
+		if (sp.ring < r->nr_rings)
+			r->ring_seen[sp.ring] += ev + lost;
+		n++;
+	}
+	return n;
+}
+
+/* ---- thread names ------------------------------------------------------------------ */
+
+static int tname_cmp(const void *a, const void *b)
+{
+	const struct evr_thread_info *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/*
+ * Ask the process for its threads and write a THREADS chunk with those that are
+ * new or renamed since the last one, so that tools can show names next to tids.
+ * Threads that live less than THREADS_NS between two looks go unnamed. Only a
+ * write error is an error: a process that cannot answer just stays unnamed.
+ */
+static int record_threads(struct evr_recorder *r)
+{
+	struct evr_thread_info *cur = NULL, *merged;
+	struct evr_trace_thread *batch = NULL;
+	uint32_t n = 0, nb = 0, nm = 0;
+	char err[256];
+	int ret = 0;
+
+	if (r->threads_off || r->err)
+		return 0;
+	r->t_threads = mono_ns();
+	if (evr_client_list_threads(r->c, &cur, &n, err, sizeof(err)) < 0) {
+		/* An older agent (EOPNOTSUPP) or a stopped one: names are a nicety. */
+		r->threads_off = true;
+		return 0;
+	}
+	merged = calloc((size_t)r->ntnames + n + 1, sizeof(*merged));
+	batch = calloc((size_t)n + 1, sizeof(*batch));
+	if (!merged || !batch) {
+		free(merged);
+		goto out;
+	}
+	qsort(cur, n, sizeof(*cur), tname_cmp);
+	/* Merge the sorted lists; a tid in both keeps the current name. */
+	for (uint32_t i = 0, j = 0; i < r->ntnames || j < n;) {
+		if (j == n || (i < r->ntnames && r->tnames[i].tid < cur[j].tid)) {
+			merged[nm++] = r->tnames[i++];
+			continue;
+		}
+		if (i == r->ntnames || cur[j].tid < r->tnames[i].tid ||
+		    strcmp(cur[j].name, r->tnames[i].name)) {
+			if (cur[j].name[0])
+				batch[nb++] = (struct evr_trace_thread){ .tid = cur[j].tid,
+									 .name = cur[j].name };
+		}
+		if (i < r->ntnames && r->tnames[i].tid == cur[j].tid)
+			i++;
+		merged[nm++] = cur[j++];
+	}
+	if (nb) {
+		ret = evr_trace_writer_threads(r->w, batch, nb);
+		if (ret < 0) {
+			free(merged);
+			ret = write_error(r, ret);
+			goto out;
+		}
+	}
+	free(r->tnames);
+	r->tnames = merged;
+	r->ntnames = nm;
+out:
+	free(batch);
+	free(cur);
+	return ret;
+}
+
+/* ---- side bands ---------------------------------------------------------------------- */
+
+static int run_sideband(struct evr_recorder *r, struct sideband *s, uint64_t now, bool final)
+{
+	int ret = s->fn(r, r->w, now, final, s->arg);
+
+	s->due_ns = now + s->interval_ns;
+	if (ret < 0) {
+		if (evr_trace_writer_error(r->w))
+			return write_error(r, evr_trace_writer_error(r->w));
+		return fail(r, ret, "a side band of the recording failed: %s", strerror(-ret));
+	}
+	return 0;
+}
+
+int evr_recorder_add_sideband(struct evr_recorder *r, uint32_t interval_ms,
+			      evr_recorder_sideband_fn *fn, void *arg)
+{
+	if (!r || !fn || !interval_ms || !r->w)
+		return -EINVAL;
+	if (r->nsb == SIDEBANDS_MAX)
+		return -ENOSPC;
+	r->sb[r->nsb++] = (struct sideband){
+		.fn = fn,
+		.arg = arg,
+		.interval_ns = (uint64_t)interval_ms * 1000000u,
+		.due_ns = mono_ns() + (uint64_t)interval_ms * 1000000u,
+	};
+	return 0;
+}
+
+/* ---- life cycle ---------------------------------------------------------------------- */
+
+int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
+		     struct evr_recorder **ret, char *errbuf, size_t errlen)
+{
+	struct evr_recorder *r;
+	int err;
+
+	if (!c || !opts || !ret || !opts->attach.providers)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		copy_msg(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->c = c;
+	r->flags = opts->flags;
+	r->flush_ns = (uint64_t)(opts->flush_ms ? opts->flush_ms : FLUSH_MS_DEFAULT) * 1000000u;
+	r->log = opts->log;
+	r->log_arg = opts->log_arg;
+	r->threads_off = opts->flags & EVR_RECORDER_NO_THREADS;
+	r->providers = strdup(opts->attach.providers);
+	r->client = strdup(opts->client ? opts->client : DEFAULT_CLIENT);
+	if (!r->providers || !r->client) {
+		err = -ENOMEM;
+		copy_msg(errbuf, errlen, "out of memory");
+		goto fail;
+	}
+	err = evr_client_start(c, &opts->attach, errbuf, errlen);
+	if (err < 0)
+		goto fail;
+	r->nr_rings = evr_client_shm(c)->nr_rings;
+	r->ring_seen = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->ring_seen));
+	if (!r->ring_seen) {
+		err = -ENOMEM;
+		copy_msg(errbuf, errlen, "out of memory");
+		goto fail;
+	}
+	*ret = r;
+	return 0;
+fail:
+	evr_recorder_free(r);
+	return err;
+}
+
+int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errlen)
+{
+	const struct evr_process_info *pi;
+	const struct evr_shm_hdr *h;
+	struct evr_trace_session s = { 0 };
+	int ret;
+
+	if (!r || fd < 0 || r->w || r->err)
+		return -EINVAL;
+	pi = evr_client_process(r->c);
+	h = evr_client_shm(r->c);
+	ret = evr_trace_writer_new(fd, &r->w);
+	if (ret < 0) {
+		if (ret == -ENOMEM)
+			fail(r, ret, "out of memory");
+		else
+			write_error(r, ret);
+		goto out;
+	}
+	if (pi->pb && pi->pb_len) {
+		ret = evr_trace_writer_process(r->w, pi->pb, pi->pb_len);
+		if (ret < 0) {
+			write_error(r, ret);
+			goto out;
+		}
+	}
+	s.mode = h->mode;
+	s.packet_size = h->packet_size;
+	s.ring_size = h->ring_size;
+	s.nr_rings = h->nr_rings;
+	s.session_id = h->session_id;
+	s.session_serial = h->session_serial;
+	s.start_realtime_ns = realtime_ns();
+	s.start_mono_ns = mono_ns();
+	s.clock = h->clock;
+	s.providers = r->providers;
+	s.client = r->client;
+	ret = evr_trace_writer_session(r->w, &s);
+	if (ret == -EINVAL) {
+		ret = fail(r, -EPROTO, "the session memory has an invalid geometry");
+		goto out;
+	}
+	if (ret < 0) {
+		write_error(r, ret);
+		goto out;
+	}
+	ret = write_metadata(r);
+	r->t_threads = 0;	/* the first pump asks for the thread names at once */
+out:
+	if (ret < 0)
+		copy_msg(errbuf, errlen, r->errmsg);
+	return ret < 0 ? r->err : 0;
+}
+
+int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
+{
+	uint64_t now;
+	int n, ret;
+
+	if (!r || !r->w)
+		return -EINVAL;
+	if (r->err || r->stopped)
+		goto failed;
+	n = pump_spans(r);
+	if (n < 0)
+		goto failed;
+	now = mono_ns();
+	if (!r->threads_off && now - r->t_threads >= THREADS_NS) {
+		ret = record_threads(r);
+		if (ret < 0)
+			goto failed;
+	}
+	for (uint32_t i = 0; i < r->nsb; i++) {
+		if (now < r->sb[i].due_ns)
+			continue;
+		ret = run_sideband(r, &r->sb[i], now, false);
+		if (ret < 0)
+			goto failed;
+	}
+	return n;
+failed:
+	if (!r->err)
+		return -EINVAL;	/* pumping after evr_recorder_stop() */
+	copy_msg(errbuf, errlen, r->errmsg);
+	return r->err;
+}
+
+/* The next time something of the recorder's own is due (UINT64_MAX: nothing). */
+static uint64_t next_due(const struct evr_recorder *r)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (!r->threads_off)
+		due = r->t_threads + THREADS_NS;
+	for (uint32_t i = 0; i < r->nsb; i++)
+		if (r->sb[i].due_ns < due)
+			due = r->sb[i].due_ns;
+	return due;
+}
+
+int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
+{
+	uint64_t now, due;
+	int ms, ret;
+
+	if (!r || !r->w)
+		return -EINVAL;
+	now = mono_ns();
+	due = next_due(r);
+	if (due <= now)
+		return 1;
+	ms = due - now >= (uint64_t)INT32_MAX * 1000000u ? INT32_MAX
+							  : (int)((due - now + 999999) / 1000000u);
+	if (timeout_ms >= 0 && timeout_ms < ms)
+		ms = timeout_ms;
+	ret = evr_client_wait(r->c, ms);
+	if (ret == 0 && mono_ns() >= due)
+		return 1;
+	return ret;
+}
+
+int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts *ro,
+		     char *errbuf, size_t errlen)
+{
+	const struct evr_recorder_run_opts none = { 0 };
+	uint64_t tick_ns;
+
+	if (!r || !r->w)
+		return -EINVAL;
+	if (!ro)
+		ro = &none;
+	tick_ns = (uint64_t)(ro->tick_ms ? ro->tick_ms : TICK_MS_DEFAULT) * 1000000u;
+	for (;;) {
+		enum evr_client_state st;
+		uint64_t now, until;
+		int n;
+
+		if (ro->tick) {
+			n = ro->tick(r, ro->tick_arg);
+			if (n < 0) {
+				fail(r, n, "stopped by the caller: %s", strerror(-n));
+				copy_msg(errbuf, errlen, r->errmsg);
+				return n;
+			}
+			if (n > 0) {
+				r->stop = EVR_RECORDER_STOP_REQUESTED;
+				return 0;
+			}
+		}
+		now = mono_ns();
+		if (ro->deadline_ns && now >= ro->deadline_ns) {
+			r->stop = EVR_RECORDER_STOP_DEADLINE;
+			return 0;
+		}
+		/* The state first: what was published before it changed is read below. */
+		st = evr_client_state(r->c);
+		n = evr_recorder_pump(r, errbuf, errlen);
+		if (n < 0)
+			return n;
+		if (st == EVR_CLIENT_ENDED || st == EVR_CLIENT_GONE) {
+			if (n == (int)SPANS_PER_PUMP)
+				continue;
+			r->stop = st == EVR_CLIENT_GONE ? EVR_RECORDER_STOP_GONE
+							: EVR_RECORDER_STOP_ENDED;
+			return 0;
+		}
+		if (n)
+			continue;
+		until = now + tick_ns;
+		if (ro->deadline_ns && ro->deadline_ns < until)
+			until = ro->deadline_ns;
+		/* -EINTR (a signal) and timeouts just end the round. */
+		(void)evr_recorder_wait(r, (int)((until - now + 999999) / 1000000u));
+	}
+}
+
+/* Stop the session (it flushes every ring), then take what is left. */
+static int finish_session(struct evr_recorder *r)
+{
+	char err[512];
+	int n, ret;
+
+	if (r->stop == EVR_RECORDER_STOP_REQUESTED || r->stop == EVR_RECORDER_STOP_DEADLINE ||
+	    r->write_failed) {
+		/* The last look at the threads, while the process still runs. */
+		(void)record_threads(r);
+		ret = evr_client_stop(r->c, err, sizeof(err));
+		if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE)
+			warn(r, "could not stop the session cleanly: %s", err);
+		if (evr_client_state(r->c) == EVR_CLIENT_GONE &&
+		    r->stop == EVR_RECORDER_STOP_DEADLINE)
+			r->stop = EVR_RECORDER_STOP_GONE;
+	}
+	if (r->err)
+		return r->err;
+	do {
+		n = pump_spans(r);
+		if (n < 0)
+			return n;
+	} while (n > 0);
+	if (!evr_client_drained(r->c))
+		warn(r, "the session did not end cleanly: records still being written when the "
+		     "recording stopped are not in the file");
+	for (uint32_t i = 0; i < r->nr_rings; i++) {
+		uint64_t lost = 0;
+
+		if (evr_client_span_final_lost(r->c, i, &lost) < 0 || lost == 0)
+			continue;
+		ret = evr_trace_writer_lost(r->w, i, lost);
+		if (ret < 0)
+			return write_error(r, ret);
+		r->lost += lost;
+	}
+	return 0;
+}
+
+int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen)
+{
+	struct evr_trace_end e = { 0 };
+	int ret;
+
+	if (!r || !r->w)
+		return -EINVAL;
+	if (r->stopped)
+		goto out;
+	r->stopped = true;
+	/* A failure other than writing: the session is left to evr_client_free(). */
+	if (r->err && !r->write_failed)
+		goto out;
+	if (r->stop == EVR_RECORDER_RUNNING)
+		r->stop = EVR_RECORDER_STOP_REQUESTED;
+	ret = finish_session(r);
+	if (ret < 0)
+		goto out;
+	for (uint32_t i = 0; i < r->nsb; i++) {
+		ret = run_sideband(r, &r->sb[i], mono_ns(), true);
+		if (ret < 0)
+			goto out;
+	}
+	e.events = r->events;
+	e.lost = r->lost;
+	e.end_realtime_ns = realtime_ns();
+	e.end_mono_ns = mono_ns();
+	e.flags = end_flags & EVR_TRACE_END_INTERRUPTED;
+	if (r->stop == EVR_RECORDER_STOP_GONE)
+		e.flags |= EVR_TRACE_END_PRODUCER_GONE;
+	ret = evr_trace_writer_end(r->w, &e);
+	if (ret < 0) {
+		write_error(r, ret);
+		goto out;
+	}
+	r->has_end = true;
+out:
+	if (r->err)
+		copy_msg(errbuf, errlen, r->errmsg);
+	return r->err;
+}
+
+void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats *ret)
+{
+	if (!r || !ret)
+		return;
+	*ret = (struct evr_recorder_stats){
+		.events = r->events,
+		.lost = r->lost,
+		.bytes = evr_trace_writer_bytes(r->w),
+		.chunks = evr_trace_writer_chunks(r->w),
+		.spans = r->spans,
+		.spans_retracted = r->spans_retracted,
+		.stop = r->stop,
+		.error = r->err,
+		.write_failed = r->write_failed,
+		.has_end = r->has_end,
+		.nr_rings = r->nr_rings,
+	};
+}
+
+void evr_recorder_free(struct evr_recorder *r)
+{
+	if (!r)
+		return;
+	evr_trace_writer_free(r->w);
+	free(r->ring_seen);
+	free(r->tnames);
+	free(r->providers);
+	free(r->client);
+	free(r);
+}
+
+struct evr_trace_writer *evr_recorder_writer(const struct evr_recorder *r)
+{
+	return r ? r->w : NULL;
+}
+
+struct evr_client *evr_recorder_client(const struct evr_recorder *r)
+{
+	return r ? r->c : NULL;
+}
