@@ -16,7 +16,15 @@
 #define EVR_PROTOCOL_VERSION 1u
 #endif
 
+/* Consumers that said Hello, served at once. */
 #define EVR_AGENT_MAX_CLIENTS	256u
+/*
+ * Connections that have not said Hello yet. They have their own slots, so that
+ * idle connections never take a real consumer's; a new one beyond this closes
+ * the oldest of them. Each also has EVR_AGENT_HELLO_TIMEOUT_MS to say Hello.
+ */
+#define EVR_AGENT_MAX_PENDING	64u
+#define EVR_AGENT_HELLO_TIMEOUT_MS	3000u
 /* Replies queued for one consumer that does not read: two maximal frames. */
 #define EVR_AGENT_TXQ_CAP	(2u * (EVR_FRAME_HDR + EVR_FRAME_MAX))
 
@@ -28,6 +36,7 @@ struct evr_agent_conn {
 	struct evr_frame_txq tx;
 	struct evr_session *session;	/* at most one, lives as long as the connection */
 	char *client;			/* from Hello */
+	uint64_t hello_deadline_ns;	/* CLOCK_MONOTONIC; closed if no Hello by then */
 	uint32_t peer_pid;		/* SO_PEERCRED */
 	uint32_t peer_uid;
 	bool hello;			/* Hello answered */
@@ -57,6 +66,9 @@ EVR_HIDDEN int evr_agent_error_vframe(int code, uint8_t **ret_frame, size_t *ret
 /* Queue Error{@code, message} on @c. Return as evr_agent_handle(). */
 EVR_HIDDEN int evr_agent_error(struct evr_agent_conn *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Consumers that said Hello and are still connected. Agent lock held. */
+EVR_HIDDEN uint32_t evr_agent_served(void);
 
 /* Resume arrived on the reverse connection: let the constructor return. */
 EVR_HIDDEN void evr_agent_resume_constructor(void);

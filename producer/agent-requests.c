@@ -132,6 +132,12 @@ static int handle_hello(struct evr_agent_conn *c, const Evr__Hello *h)
 		return evr_agent_error(c, EPROTONOSUPPORT,
 				       "protocol version %u is not supported (process %d speaks %u)",
 				       h->protocol_version, (int)getpid(), EVR_PROTOCOL_VERSION);
+	/* The slots are for consumers that said Hello; a repeated Hello keeps its own. */
+	if (!c->hello && evr_agent_served() >= EVR_AGENT_MAX_CLIENTS) {
+		c->closing = true;
+		return evr_agent_error(c, EUSERS, "process %d already serves %u consumers, the maximum",
+				       (int)getpid(), EVR_AGENT_MAX_CLIENTS);
+	}
 	free(c->client);
 	c->client = h->client ? strndup(h->client, 256) : NULL;
 	c->hello = true;

@@ -64,6 +64,7 @@ static struct {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct evr_agent_conn *conns;
 	uint32_t nconns;
+	uint32_t hello_timeout_ms;	/* EVR_AGENT_HELLO_TIMEOUT_MS, or the default */
 	char status[512];		/* the socket path, or why there is none */
 	int status_err;			/* 0, or why listen_socket() failed */
 	bool listen_paused;		/* out of fds: stop polling the listen socket */
@@ -381,6 +382,59 @@ static void refuse(int fd, int code, const char *fmt, ...)
 	close(fd);
 }
 
+uint32_t evr_agent_served(void)
+{
+	uint32_t n = 0;
+
+	for (struct evr_agent_conn *c = agent.conns; c; c = c->next)
+		n += c->hello && !c->dead;
+	return n;
+}
+
+/* Tell @c why (if its queue takes it, without waiting) and close it now. */
+static void conn_drop(struct evr_agent_conn *c, int code, const char *why)
+{
+	if (evr_agent_error(c, code, "%s; closing the connection", why) == 0)
+		(void)evr_frame_txq_flush(&c->tx, c->fd);
+	conn_kill(c);
+}
+
+/*
+ * Close the connections whose time to say Hello is over; with @make_room, also
+ * the oldest one still waiting when EVR_AGENT_MAX_PENDING are. A connection
+ * that never says Hello costs nothing but its fd, and this bounds those fds.
+ * Return: the time of the next deadline, or UINT64_MAX.
+ */
+static uint64_t pending_sweep(uint64_t now, bool make_room)
+{
+	struct evr_agent_conn *oldest = NULL;
+	uint64_t next = UINT64_MAX;
+	uint32_t pending = 0;
+	char why[96];
+
+	for (struct evr_agent_conn *c = agent.conns; c; c = c->next) {
+		if (c->hello || c->dead)
+			continue;
+		if (now >= c->hello_deadline_ns) {
+			snprintf(why, sizeof(why), "no Hello within %u ms", agent.hello_timeout_ms);
+			conn_drop(c, ETIMEDOUT, why);
+			continue;
+		}
+		pending++;
+		if (!oldest || c->hello_deadline_ns < oldest->hello_deadline_ns)
+			oldest = c;
+		if (c->hello_deadline_ns < next)
+			next = c->hello_deadline_ns;
+	}
+	if (make_room && pending >= EVR_AGENT_MAX_PENDING && oldest) {
+		snprintf(why, sizeof(why), "%u connections are waiting to say Hello, this the oldest",
+			 pending);
+		conn_drop(oldest, EUSERS, why);
+		next = 0;	/* recomputed by the next sweep */
+	}
+	return next;
+}
+
 /* Adopt connected socket @fd (non-blocking, close-on-exec). Takes ownership. */
 static int conn_add(int fd, bool reverse)
 {
@@ -399,11 +453,8 @@ static int conn_add(int fd, bool reverse)
 		       (unsigned int)cred.uid, (int)getpid(), (unsigned int)me);
 		return -EACCES;
 	}
-	if (agent.nconns >= EVR_AGENT_MAX_CLIENTS) {
-		refuse(fd, EUSERS, "process %d already serves %u consumers, the maximum",
-		       (int)getpid(), EVR_AGENT_MAX_CLIENTS);
-		return -EUSERS;
-	}
+	/* Room among the connections that have not said Hello: evict the oldest. */
+	(void)pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), true);
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
@@ -413,6 +464,8 @@ static int conn_add(int fd, bool reverse)
 	c->peer_pid = (uint32_t)cred.pid;
 	c->peer_uid = (uint32_t)cred.uid;
 	c->reverse = reverse;
+	c->hello_deadline_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC) +
+			       (uint64_t)agent.hello_timeout_ms * 1000000u;
 	evr_frame_rx_init(&c->rx);
 	evr_frame_txq_init(&c->tx, EVR_AGENT_TXQ_CAP);
 	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
@@ -457,10 +510,20 @@ static void *agent_main(void *arg)
 	struct epoll_event evs[32];
 	bool stop = false;
 
+	uint64_t next = UINT64_MAX;
+
 	(void)arg;
 	while (!stop) {
-		int n = epoll_wait(agent.epfd, evs, 32, -1);
+		int timeout = -1, n;
 
+		/* Sleep until the next Hello deadline at most (rounded up: never early). */
+		if (next != UINT64_MAX) {
+			uint64_t now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
+			uint64_t ms = next > now ? (next - now + 999999u) / 1000000u : 0;
+
+			timeout = ms > INT_MAX ? INT_MAX : (int)ms;
+		}
+		n = epoll_wait(agent.epfd, evs, 32, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -477,6 +540,7 @@ static void *agent_main(void *arg)
 			else
 				conn_event(tag, evs[i].events);
 		}
+		next = pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), false);
 		reap_dead();
 		pthread_mutex_unlock(&agent.lock);
 	}
@@ -643,6 +707,22 @@ static int reverse_connect(const char *path, long timeout_ms)
 	return fd;
 }
 
+/* EVR_AGENT_HELLO_TIMEOUT_MS: 10 ms to 60 s, else the default. */
+static uint32_t hello_timeout_ms(void)
+{
+	const char *env = getenv("EVR_AGENT_HELLO_TIMEOUT_MS");
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return EVR_AGENT_HELLO_TIMEOUT_MS;
+	errno = 0;
+	v = strtol(env, &end, 10);
+	if (errno || *end || v < 10 || v > 60000)
+		return EVR_AGENT_HELLO_TIMEOUT_MS;
+	return (uint32_t)v;
+}
+
 static long connect_timeout_ms(void)
 {
 	const char *env = getenv("EVR_CONNECT_TIMEOUT_MS");
@@ -704,6 +784,7 @@ void evr_agent_library_init(void)
 		return;
 	}
 	agent.enabled = true;
+	agent.hello_timeout_ms = hello_timeout_ms();
 	if (reverse_path)
 		rfd = reverse_connect(reverse_path, timeout_ms);
 	free(reverse_path);

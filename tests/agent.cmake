@@ -12,7 +12,7 @@ evr_unit(test_span LIBS evring-shm)
 # stdin/stdout, and a driver that attaches with the client API.
 add_executable(evr-agent-producer agent/producer.c)
 target_link_libraries(evr-agent-producer PRIVATE evring evr_warnings)
-add_executable(evr-agent-driver agent/driver.c)
+add_executable(evr-agent-driver agent/driver.c agent/harness.c)
 target_include_directories(evr-agent-driver PRIVATE ${PROJECT_SOURCE_DIR}/producer/include
   ${PROJECT_SOURCE_DIR}/sessions/include)
 target_link_libraries(evr-agent-driver PRIVATE evring-consumer evr_warnings)
@@ -20,5 +20,15 @@ foreach(t decode late_event sessions64 consumer_killed producer_killed garbage f
           errors max_clients runtime_dir spans loss)
   add_test(NAME agent_${t} COMMAND evr-agent-driver ${t} $<TARGET_FILE:evr-agent-producer>)
   set_tests_properties(agent_${t} PROPERTIES LABELS integration TIMEOUT 120
+    SKIP_RETURN_CODE 77)
+endforeach()
+
+# What a consumer can make the agent and the producer spend (issue 14): idle connections,
+# session memory.
+add_executable(evr-agent-limits agent/limits.c agent/harness.c)
+target_link_libraries(evr-agent-limits PRIVATE evring-consumer evr_warnings)
+foreach(t idle)
+  add_test(NAME agent_limits_${t} COMMAND evr-agent-limits ${t} $<TARGET_FILE:evr-agent-producer>)
+  set_tests_properties(agent_limits_${t} PROPERTIES LABELS integration TIMEOUT 120
     SKIP_RETURN_CODE 77)
 endforeach()
