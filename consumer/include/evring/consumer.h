@@ -115,6 +115,47 @@ int evr_client_accept(int listen_fd, int timeout_ms, const char *client_name,
 /* Let a reverse-connected program run (after starting the session). */
 int evr_client_resume(struct evr_client *c, char *errbuf, size_t errlen);
 
+/*
+ * A program started to be traced from its first event (evr_client_launch()).
+ * The caller owns it: reap it, kill it or let it run on, then evr_launch_fini().
+ */
+struct evr_launch {
+	pid_t pid;			/* -1: none (it could not be started) */
+	int pidfd;			/* -1 where the kernel has no pidfd_open() */
+	bool reaped;
+	int status;			/* as waitpid() reports it, once reaped */
+};
+
+/**
+ * evr_client_launch() - start @argv[0] (searched in PATH) with EVR_CONNECT set
+ * and accept its connection, waiting up to EVR_CONNECT_TIMEOUT_MS (default
+ * 10 s), or less if the program exits first. The program then waits in
+ * libevring's constructor until evr_client_resume(): start the session first.
+ * @client_name: shown by `evring ps`.
+ * @l: filled in every case; on failure @l->pid may still name a running
+ * program (it never connected in time): evr_launch_kill() it.
+ * @ret: the connection, free with evr_client_free().
+ * Return: 0, or -errno with one line in @errbuf ("cannot run X: No such file
+ * or directory", "X exited with status 1 before connecting: is it linked with
+ * libevring...", "X did not connect within 10000 ms: ...").
+ * Context: forks; the child inherits the caller's environment and fds that are
+ * not close-on-exec.
+ */
+int evr_client_launch(char *const *argv, const char *client_name, struct evr_launch *l,
+		      struct evr_client **ret, char *errbuf, size_t errlen);
+
+/* Reap the program if it has ended, waiting up to @timeout_ms for it (0: do not wait). */
+void evr_launch_reap(struct evr_launch *l, int timeout_ms);
+
+/* SIGKILL the program and reap it. Return: 1 killed, 0 nothing to kill, -errno. */
+int evr_launch_kill(struct evr_launch *l);
+
+/* "exited with status 0", "died from signal 9 (Killed)", "is still running". */
+void evr_launch_describe(const struct evr_launch *l, char *buf, size_t len);
+
+/* Close the pidfd (the program itself is left alone). */
+void evr_launch_fini(struct evr_launch *l);
+
 /* Closes the connection, which ends its session. Accepts NULL. */
 void evr_client_free(struct evr_client *c);
 
