@@ -27,6 +27,7 @@ int evr_cmd_dump(int argc, char **argv);
 int evr_cmd_convert(int argc, char **argv);
 int evr_cmd_report(int argc, char **argv);
 int evr_cmd_stacks(int argc, char **argv);
+int evr_cmd_forward(int argc, char **argv);	/* consumer/forward/ */
 
 /* "evring record: <message>\n" on stderr. */
 __attribute__((format(printf, 2, 3)))

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * evring: the command-line front end. `evring SUBCOMMAND [OPTIONS]`; each
- * subcommand is in its own file (ps.c, record.c, dump.c, convert.c, report.c).
+ * subcommand is in its own file (ps.c, record.c, dump.c, convert.c, report.c;
+ * forward in consumer/forward/).
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static const struct {
 	{ "convert", evr_cmd_convert, "convert a trace file to CTF, Chrome JSON or JSON lines" },
 	{ "report", evr_cmd_report, "summarize a trace file: tables, --json, --html page" },
 	{ "stacks", evr_cmd_stacks, "print the call stack of every thread of a process" },
+	{ "forward", evr_cmd_forward, "send live events and counters to JSON lines, LTTng, journald, Graphite" },
 };
 
 static void usage(FILE *f)
