@@ -26,6 +26,8 @@ int evr_cmd_record(int argc, char **argv);
 int evr_cmd_dump(int argc, char **argv);
 int evr_cmd_convert(int argc, char **argv);
 int evr_cmd_report(int argc, char **argv);
+/* Runs evring-monitor (consumer/monitor/) beside this program. */
+int evr_cmd_monitor(int argc, char **argv);
 int evr_cmd_stacks(int argc, char **argv);
 int evr_cmd_forward(int argc, char **argv);	/* consumer/forward/ */
 

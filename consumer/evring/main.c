@@ -21,6 +21,7 @@ static const struct {
 	{ "report", evr_cmd_report, "summarize a trace file: tables, --json, --html page" },
 	{ "stacks", evr_cmd_stacks, "print the call stack of every thread of a process" },
 	{ "forward", evr_cmd_forward, "send live events and counters to JSON lines, LTTng, journald, Graphite" },
+	{ "monitor", evr_cmd_monitor, "serve traces, counters and pages over HTTP" },
 };
 
 static void usage(FILE *f)

@@ -34,9 +34,7 @@ int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v);
  */
 int evr_rpt_json_fields(struct evr_strbuf *sb, const struct evr_event_view *v, bool *ret_bad);
 
-/* Append @n bytes escaped for HTML text and attribute values, invalid UTF-8 replaced. */
-int evr_rpt_html_str(struct evr_strbuf *sb, const void *data, size_t n);
-int evr_rpt_html_cstr(struct evr_strbuf *sb, const char *s);
+/* evr_rpt_html_str() and evr_rpt_html_cstr() are public: <evring/export.h>. */
 
 /* ---- u32 -> pointer hash ------------------------------------------------------- */
 

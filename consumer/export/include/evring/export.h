@@ -166,6 +166,16 @@ const char *evr_rpt_event_name(const struct evr_rpt *m, const struct evr_rpt_eve
 /* A thread's name from the trace, "" when it has none, "(unknown thread)" for tid 0. */
 const char *evr_rpt_thread_name(const struct evr_trace_reader *r, uint32_t tid);
 
+/* ---- escaping (report-util.c) ------------------------------------------------- */
+
+/*
+ * Append @n bytes (or the string @s) escaped for HTML text and attribute
+ * values, each invalid UTF-8 sequence replaced by U+FFFD: for any bytes a
+ * traced process sent. Return: 0 or -ENOMEM. Context: any thread.
+ */
+int evr_rpt_html_str(struct evr_strbuf *sb, const void *data, size_t n);
+int evr_rpt_html_cstr(struct evr_strbuf *sb, const char *s);
+
 /* ---- report outputs --------------------------------------------------------- */
 
 /**

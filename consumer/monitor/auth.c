@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Who may use the monitor. Three ways in (server.c applies them):
+ *
+ * - a local process of our own user (or root): over the Unix socket, checked
+ *   with SO_PEERCRED; over TCP, when the peer address is loopback and the
+ *   kernel says (sock_diag, the interface `ss -e` uses) that the peer's socket
+ *   belongs to that uid. Another local user reaching a loopback port gets no
+ *   more than a stranger: the monitor can read every process of its user.
+ * - an API key: `Authorization: Bearer KEY`. The monitor holds only its
+ *   SHA-256 (nettle), given with --key-hash; `--generate-key` makes one.
+ *   Keys are 256 random bits, so one unsalted hash is enough: there is nothing
+ *   to guess from it.
+ * - --no-auth: everyone, said explicitly.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <nettle/sha2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "monitor.h"
+
+static const char hexdigits[] = "0123456789abcdef";
+
+static void to_hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hexdigits[b[i] >> 4];
+		out[2 * i + 1] = hexdigits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+void evr_mon_key_hash(const char *key, size_t len, uint8_t ret[EVR_MON_HASH_BYTES])
+{
+	struct sha256_ctx ctx;
+
+	sha256_init(&ctx);
+	sha256_update(&ctx, len, (const uint8_t *)key);
+	sha256_digest(&ctx, EVR_MON_HASH_BYTES, ret);
+}
+
+int evr_mon_key_generate(char ret_key[2 * EVR_MON_KEY_BYTES + 1],
+			 uint8_t ret_hash[EVR_MON_HASH_BYTES])
+{
+	uint8_t raw[EVR_MON_KEY_BYTES];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	to_hex(raw, sizeof(raw), ret_key);
+	evr_mon_key_hash(ret_key, strlen(ret_key), ret_hash);
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int evr_mon_key_hash_parse(const char *s, uint8_t ret[EVR_MON_HASH_BYTES], char *err,
+			   size_t errlen)
+{
+	uint8_t h[EVR_MON_HASH_BYTES];
+	size_t n;
+
+	if (strncmp(s, "sha256:", 7) != 0) {
+		snprintf(err, errlen, "'%s' is not sha256:HEX (as --generate-key prints it)", s);
+		return -EINVAL;
+	}
+	s += 7;
+	n = strcspn(s, "\r\n");
+	if (n != 2 * EVR_MON_HASH_BYTES) {
+		snprintf(err, errlen, "the hash has %zu hex digits, not %d", n,
+			 2 * EVR_MON_HASH_BYTES);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < EVR_MON_HASH_BYTES; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			snprintf(err, errlen, "the hash has a character that is not a hex digit");
+			return -EINVAL;
+		}
+		h[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(ret, h, sizeof(h));
+	return 0;
+}
+
+bool evr_mon_key_check(const uint8_t hash[EVR_MON_HASH_BYTES], const char *key, size_t len)
+{
+	uint8_t got[EVR_MON_HASH_BYTES];
+	uint8_t diff = 0;
+
+	evr_mon_key_hash(key, len, got);
+	/* Constant time: how many bytes match must not show in the timing. */
+	for (size_t i = 0; i < EVR_MON_HASH_BYTES; i++)
+		diff |= (uint8_t)(got[i] ^ hash[i]);
+	return diff == 0;
+}
+
+/* ---- the peer's uid --------------------------------------------------------------- */
+
+static bool uid_ok(uid_t uid)
+{
+	return uid == geteuid() || uid == 0;
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+		if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
+			return true;
+		return !memcmp(a->sin6_addr.s6_addr, v4mapped, 12) && a->sin6_addr.s6_addr[12] == 127;
+	}
+	return false;
+}
+
+/*
+ * The uid owning the TCP socket whose local end is @peer and remote end is
+ * @local (the client's socket, seen from our side of the connection), asked of
+ * the kernel with one NETLINK_SOCK_DIAG request for that exact 4-tuple.
+ */
+static int tcp_peer_uid(const struct sockaddr_storage *peer, const struct sockaddr_storage *local,
+			uid_t *ret)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req = { 0 };
+	union {
+		struct nlmsghdr nlh;
+		char buf[8192];
+	} resp;
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	int fd, err = -ENOENT;
+	ssize_t n;
+
+	req.nlh.nlmsg_len = sizeof(req);
+	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nlh.nlmsg_flags = NLM_F_REQUEST;
+	req.r.sdiag_family = (uint8_t)peer->ss_family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;
+	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	if (peer->ss_family == AF_INET) {
+		const struct sockaddr_in *p = (const void *)peer, *l = (const void *)local;
+
+		req.r.id.idiag_sport = p->sin_port;
+		req.r.id.idiag_dport = l->sin_port;
+		memcpy(req.r.id.idiag_src, &p->sin_addr, 4);
+		memcpy(req.r.id.idiag_dst, &l->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *p = (const void *)peer, *l = (const void *)local;
+
+		req.r.id.idiag_sport = p->sin6_port;
+		req.r.id.idiag_dport = l->sin6_port;
+		memcpy(req.r.id.idiag_src, &p->sin6_addr, 16);
+		memcpy(req.r.id.idiag_dst, &l->sin6_addr, 16);
+	}
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		/* The kernel answers at once; the bound only guards against a surprise. */
+		if (poll(&pfd, 1, 1000) <= 0) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		n = recv(fd, &resp, sizeof(resp), 0);
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		for (struct nlmsghdr *h = &resp.nlh; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_DONE)
+				goto out;
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+			    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+				const struct inet_diag_msg *m = NLMSG_DATA(h);
+
+				*ret = m->idiag_uid;
+				err = 0;
+				goto out;
+			}
+		}
+	}
+out:
+	close(fd);
+	return err;
+}
+
+int evr_mon_peer_is_local_user(int fd)
+{
+	struct sockaddr_storage peer, local;
+	socklen_t pl = sizeof(peer), ll = sizeof(local);
+	uid_t uid;
+	int err;
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&local, &ll) < 0)
+		return -errno;
+	if (peer.ss_family == AF_UNIX) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+			return -errno;
+		return uid_ok(cr.uid);
+	}
+	if (peer.ss_family != local.ss_family || !is_loopback(&peer))
+		return 0;
+	err = tcp_peer_uid(&peer, &local, &uid);
+	if (err < 0)
+		return err;
+	return uid_ok(uid);
+}

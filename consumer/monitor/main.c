@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring monitor: options, start-up, and the life of the process. Starts the
+ * counter hub and the HTTP server, prints the URL it listens on as the first
+ * line of stdout (scripts read it; with --listen HOST:0 the port is chosen by
+ * the kernel), confines itself with seccomp, and waits for SIGINT or SIGTERM.
+ *
+ * `evring monitor ...` runs this program (the evring command finds it beside
+ * itself), so the monitor's libraries stay out of the other subcommands.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "monitor.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+__attribute__((format(printf, 1, 2)))
+static void error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("evring monitor: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: evring monitor [OPTIONS]\n"
+		"Serve the processes you can attach to over HTTP: traces, counters, /metrics,\n"
+		"live events and browsable pages (docs/monitor.md).\n"
+		"  --listen HOST:PORT     TCP address (default 127.0.0.1:%d; port 0: any free)\n"
+		"  --unix PATH            also (or with --no-tcp, only) a Unix socket, mode 0600\n"
+		"  --no-tcp               no TCP listener (use with --unix)\n"
+		"  --key-hash sha256:HEX  require this API key (as a bearer token) from anyone but\n"
+		"                         local processes of your user; --generate-key makes one\n"
+		"  --key-hash-file FILE   the same, read from FILE\n"
+		"  --generate-key         print a new key and its hash, and exit\n"
+		"  --no-auth              let anyone who reaches the address in (explicit only)\n"
+		"  --max-connections N    open connections at once (default 512)\n"
+		"  --max-sessions N       traces and streams at once (default 16; then 429)\n"
+		"  --idle-timeout TIME    close connections idle this long (default 30s)\n"
+		"  --max-body SIZE        largest request body (default 64K; then 413)\n"
+		"  --counter-interval TIME  sampling of the counters kept for every process\n"
+		"                         (default 1s)\n"
+		"  --history N            samples kept per counter (default 300)\n"
+		"  --max-duration TIME    longest trace (default 1h)\n"
+		"  --output-dir DIR       where started traces are kept (default $TMPDIR or /tmp)\n"
+		"  --no-sandbox           do not confine the monitor with seccomp\n"
+		"The first line on stdout is the URL it listens on.\n", EVR_MON_DEFAULT_PORT);
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
+		error("%s: '%s' is not a number from %u to %u", opt, s, lo, hi);
+		return -EINVAL;
+	}
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int parse_dur(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *ret)
+{
+	if (evr_mon_parse_duration(s, ret) < 0 || *ret < lo || *ret > hi) {
+		error("%s: '%s' is not a duration from %gs to %gs (500ms, 30s, 5m, 1h)", opt, s,
+		      (double)lo / 1e9, (double)hi / 1e9);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "HOST:PORT", "[V6]:PORT", ":PORT" (loopback), "PORT". */
+static int parse_listen(const char *s, struct evr_mon_opts *o)
+{
+	const char *colon = strrchr(s, ':');
+	char host[256];
+	unsigned port;
+
+	if (!colon) {
+		snprintf(host, sizeof(host), "127.0.0.1");
+		colon = s - 1;
+	} else if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close + 1 != colon) {
+			error("--listen: '%s' is not [IPV6]:PORT", s);
+			return -EINVAL;
+		}
+		snprintf(host, sizeof(host), "%.*s", (int)(close - s - 1), s + 1);
+	} else {
+		if (colon - s >= (long)sizeof(host)) {
+			error("--listen: the host name is too long");
+			return -EINVAL;
+		}
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
+		if (!host[0])
+			snprintf(host, sizeof(host), "127.0.0.1");
+	}
+	if (parse_uint("--listen", colon + 1, 0, 65535, &port) < 0)
+		return -EINVAL;
+	snprintf(o->listen_host, sizeof(o->listen_host), "%s", host);
+	o->listen_port = (uint16_t)port;
+	return 0;
+}
+
+static bool host_is_loopback(const char *h)
+{
+	return !strcmp(h, "localhost") || !strncmp(h, "127.", 4) || !strcmp(h, "::1");
+}
+
+static int read_hash_file(const char *path, struct evr_mon_opts *o)
+{
+	char line[256], err[256];
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		error("--key-hash-file %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		error("--key-hash-file %s: the file is empty", path);
+		return -EINVAL;
+	}
+	fclose(f);
+	if (evr_mon_key_hash_parse(line, o->key_hash, err, sizeof(err)) < 0) {
+		error("--key-hash-file %s: %s", path, err);
+		return -EINVAL;
+	}
+	o->has_key = true;
+	return 0;
+}
+
+static int generate_key(void)
+{
+	char key[2 * EVR_MON_KEY_BYTES + 1];
+	uint8_t hash[EVR_MON_HASH_BYTES];
+	int r = evr_mon_key_generate(key, hash);
+
+	if (r < 0) {
+		error("cannot get random bytes: %s", strerror(-r));
+		return EXIT_FAIL;
+	}
+	/* Shell assignments: `eval "$(evring monitor --generate-key)"` works. */
+	printf("EVRING_MONITOR_KEY=%s\nEVRING_MONITOR_KEY_HASH=sha256:", key);
+	for (size_t i = 0; i < sizeof(hash); i++)
+		printf("%02x", hash[i]);
+	printf("\n");
+	fprintf(stderr, "evring monitor: start the monitor with --key-hash "
+		"\"$EVRING_MONITOR_KEY_HASH\" (it keeps only the hash); clients send "
+		"'Authorization: Bearer $EVRING_MONITOR_KEY'\n");
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+/* Return: 1 run, 0 done (--help, --generate-key: *ret_exit), -EINVAL. */
+static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_exit)
+{
+	enum { OPT_LISTEN = 0x100, OPT_UNIX, OPT_NO_TCP, OPT_KEY_HASH, OPT_KEY_FILE, OPT_GENKEY,
+	       OPT_NO_AUTH, OPT_MAX_CONN, OPT_MAX_SESS, OPT_IDLE, OPT_MAX_BODY, OPT_INTERVAL,
+	       OPT_HISTORY, OPT_MAX_DUR, OPT_OUTDIR, OPT_NO_SANDBOX, OPT_PROBE };
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "unix", required_argument, NULL, OPT_UNIX },
+		{ "no-tcp", no_argument, NULL, OPT_NO_TCP },
+		{ "key-hash", required_argument, NULL, OPT_KEY_HASH },
+		{ "key-hash-file", required_argument, NULL, OPT_KEY_FILE },
+		{ "generate-key", no_argument, NULL, OPT_GENKEY },
+		{ "no-auth", no_argument, NULL, OPT_NO_AUTH },
+		{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+		{ "max-sessions", required_argument, NULL, OPT_MAX_SESS },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+		{ "counter-interval", required_argument, NULL, OPT_INTERVAL },
+		{ "history", required_argument, NULL, OPT_HISTORY },
+		{ "max-duration", required_argument, NULL, OPT_MAX_DUR },
+		{ "output-dir", required_argument, NULL, OPT_OUTDIR },
+		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
+		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool no_tcp = false, genkey = false;
+	char err[256];
+	uint64_t v;
+	unsigned u;
+	int c;
+
+	snprintf(o->listen_host, sizeof(o->listen_host), "127.0.0.1");
+	o->listen_port = EVR_MON_DEFAULT_PORT;
+	o->max_connections = 512;
+	o->max_sessions = 16;
+	o->idle_timeout_s = 30;
+	o->max_body = 64 * 1024;
+	o->counter_interval_ms = 1000;
+	o->history = 300;
+	o->max_duration_ns = 3600000000000ull;
+	o->output_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_LISTEN:
+			if (parse_listen(optarg, o) < 0)
+				return -EINVAL;
+			break;
+		case OPT_UNIX:
+			if (!*optarg) {
+				error("--unix: empty path");
+				return -EINVAL;
+			}
+			o->unix_path = optarg;
+			break;
+		case OPT_NO_TCP:
+			no_tcp = true;
+			break;
+		case OPT_KEY_HASH:
+			if (evr_mon_key_hash_parse(optarg, o->key_hash, err, sizeof(err)) < 0) {
+				error("--key-hash: %s", err);
+				return -EINVAL;
+			}
+			o->has_key = true;
+			break;
+		case OPT_KEY_FILE:
+			if (read_hash_file(optarg, o) < 0)
+				return -EINVAL;
+			break;
+		case OPT_GENKEY:
+			genkey = true;
+			break;
+		case OPT_NO_AUTH:
+			o->no_auth = true;
+			break;
+		case OPT_MAX_CONN:
+			if (parse_uint("--max-connections", optarg, 1, 4096,
+				       &o->max_connections) < 0)
+				return -EINVAL;
+			break;
+		case OPT_MAX_SESS:
+			if (parse_uint("--max-sessions", optarg, 1, 1024, &o->max_sessions) < 0)
+				return -EINVAL;
+			break;
+		case OPT_IDLE:
+			if (parse_dur("--idle-timeout", optarg, 1000000000ull, 86400000000000ull,
+				      &v) < 0)
+				return -EINVAL;
+			o->idle_timeout_s = (unsigned)(v / 1000000000u);
+			break;
+		case OPT_MAX_BODY:
+			if (evr_mon_parse_size(optarg, &v) < 0 || v < 256 || v > (64u << 20)) {
+				error("--max-body: '%s' is not a size from 256 to 64M", optarg);
+				return -EINVAL;
+			}
+			o->max_body = (size_t)v;
+			break;
+		case OPT_INTERVAL:
+			if (parse_dur("--counter-interval", optarg, 10000000ull, 3600000000000ull,
+				      &v) < 0)
+				return -EINVAL;
+			o->counter_interval_ms = (uint32_t)(v / 1000000u);
+			break;
+		case OPT_HISTORY:
+			if (parse_uint("--history", optarg, 0, 100000, &u) < 0)
+				return -EINVAL;
+			o->history = u;
+			break;
+		case OPT_MAX_DUR:
+			if (parse_dur("--max-duration", optarg, 1000000000ull, 604800000000000ull,
+				      &o->max_duration_ns) < 0)
+				return -EINVAL;
+			break;
+		case OPT_OUTDIR:
+			o->output_dir = optarg;
+			break;
+		case OPT_NO_SANDBOX:
+			o->no_sandbox = true;
+			break;
+		case OPT_PROBE:
+			o->sandbox_probe = true;
+			break;
+		case 'h':
+			usage(stdout);
+			*ret_exit = EXIT_OK;
+			return 0;
+		case ':':
+			error("option %s needs a value", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			error("unknown option '%s' (try evring monitor --help)", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		error("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (genkey) {
+		*ret_exit = generate_key();
+		return 0;
+	}
+	if (no_tcp) {
+		if (!o->unix_path) {
+			error("--no-tcp leaves nothing to listen on: add --unix PATH");
+			return -EINVAL;
+		}
+		o->listen_host[0] = '\0';
+	}
+	if (o->no_auth && o->has_key) {
+		error("--no-auth and --key-hash exclude each other");
+		return -EINVAL;
+	}
+	if (o->listen_host[0] && !host_is_loopback(o->listen_host) && !o->has_key && !o->no_auth) {
+		error("--listen %s is not a loopback address: require a key (--key-hash, made by "
+		      "--generate-key) or allow everyone explicitly with --no-auth", o->listen_host);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+/*
+ * The hidden --debug-sandbox-probe: try what the sandbox forbids, harmlessly
+ * (executing a file that does not exist, an Internet socket), and say on
+ * stderr what happened. Without the sandbox: ENOENT and a socket.
+ */
+static void sandbox_probe(void)
+{
+	char *const argv[] = { "evring-probe", NULL };
+	int fd;
+
+	execv("/nonexistent/evring-probe", argv);
+	fprintf(stderr, "evring monitor: sandbox probe: execve: %s\n", strerror(errno));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fprintf(stderr, "evring monitor: sandbox probe: socket(AF_INET): %s\n",
+		fd >= 0 ? "allowed" : strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+static int run(struct evr_mon *m)
+{
+	sigset_t set;
+	char err[512];
+	int sig, r;
+
+	/*
+	 * Every thread (MHD's, the hub's, attaches) starts with these blocked: only
+	 * sigwait() below takes them. SIGPIPE: a client or producer gone is an
+	 * error return, not a death.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	m->started_ns = evr_mon_now_ns();
+	evr_mon_hub_init(&m->hub, &m->o);
+	r = evr_mon_traces_new(m, &m->traces);
+	if (r < 0) {
+		error("cannot set up traces: %s", strerror(-r));
+		goto out;
+	}
+	r = evr_mon_hub_start(&m->hub);
+	if (r < 0) {
+		error("cannot start the counter hub: %s", strerror(-r));
+		goto out;
+	}
+	r = evr_mon_server_start(m, err, sizeof(err));
+	if (r < 0) {
+		error("%s", err);
+		goto out;
+	}
+	/* The first line: what scripts wait for. */
+	printf("%s\n", m->url);
+	fflush(stdout);
+	fprintf(stderr, "evring monitor: listening on %s%s%s; %s\n", m->url,
+		m->o.unix_path && m->o.listen_host[0] ? " and unix:" : "",
+		m->o.unix_path && m->o.listen_host[0] ? m->o.unix_path : "",
+		m->o.no_auth ? "no authentication (--no-auth)" :
+		m->o.has_key ? "API key required except for local processes of this user" :
+		"only local processes of this user may connect");
+	if (!m->o.no_sandbox) {
+		r = evr_mon_sandbox_enter(&m->o, err, sizeof(err));
+		if (r < 0) {
+			error("%s", err);
+			goto out;
+		}
+	}
+	if (m->o.sandbox_probe)
+		sandbox_probe();
+	do {
+		r = sigwait(&set, &sig);
+	} while (r == EINTR);
+	fprintf(stderr, "evring monitor: %s: stopping\n", strsignal(sig));
+	r = 0;
+out:
+	evr_mon_server_stop(m);
+	evr_mon_traces_free(m->traces);
+	evr_mon_hub_fini(&m->hub);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static struct evr_mon m;
+	int ret, code = EXIT_OK;
+
+	/* `evring monitor` execs us with argv[0] "evring monitor"; direct use is the same. */
+	ret = parse_argv(argc, argv, &m.o, &code);
+	if (ret <= 0)
+		return ret < 0 ? EXIT_USAGE : code;
+	return run(&m) < 0 ? EXIT_FAIL : EXIT_OK;
+}

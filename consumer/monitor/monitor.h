@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * evring monitor: an HTTP controller beside running programs (dotnet-monitor
+ * for libevring processes). One header for the whole tool:
+ *
+ *   main.c     options, start-up, the listening URL line, signals, shutdown
+ *   server.c   libmicrohttpd: accept, limits, the Host/Origin/auth gate,
+ *              request bodies, routing, responses and problem+json errors
+ *   auth.c     API keys (generated, stored hashed), the peer's uid
+ *   hub.c      the counter hub: a counters-only session on every process,
+ *              kept alive between requests, with history
+ *   metrics.c  /metrics: the Prometheus text format from the hub
+ *   api.c      JSON routes: processes, sessions, threads, counters
+ *   stream.c   live streams (NDJSON or SSE): events and counters
+ *   stacks.c   thread-stack snapshots (libevring-symbols), JSON and HTML
+ *   trace.c    trace routes: profile for N seconds, start/stop/list/cancel
+ *   pages.c    the browsable pages and their script and style
+ *
+ * Threads: libmicrohttpd runs one thread per connection, so a request may
+ * block (waiting for a session's records, for a trace's duration) without
+ * holding up others; the hub has one thread of its own. What they share is
+ * behind the hub's mutex, the trace table's mutex, or atomics, each said
+ * where it is declared.
+ */
+#ifndef EVR_MONITOR_H
+#define EVR_MONITOR_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <evring/consumer.h>
+#include <evring/counter-sample.h>
+
+#define EVR_MON_NAME "evring monitor"		/* how it names itself, to people and agents */
+#define EVR_MON_DEFAULT_PORT 52330
+#define EVR_MON_KEY_BYTES 32
+#define EVR_MON_HASH_BYTES 32			/* SHA-256 */
+
+/* ---- options (main.c) ---------------------------------------------------- */
+
+struct evr_mon_opts {
+	char listen_host[256];		/* --listen HOST:PORT; "" with --no-tcp */
+	uint16_t listen_port;
+	bool listen_ipv6;
+	const char *unix_path;		/* --unix PATH, or NULL */
+	bool no_auth;			/* --no-auth */
+	bool has_key;			/* --key-hash / --key-hash-file */
+	uint8_t key_hash[EVR_MON_HASH_BYTES];
+	unsigned max_connections;	/* --max-connections */
+	unsigned max_sessions;		/* --max-sessions: traces and streams at once */
+	unsigned idle_timeout_s;	/* --idle-timeout */
+	size_t max_body;		/* --max-body */
+	uint32_t counter_interval_ms;	/* --counter-interval: the hub's sessions */
+	uint32_t history;		/* --history: points kept per counter */
+	uint64_t max_duration_ns;	/* --max-duration: longest trace */
+	const char *output_dir;		/* --output-dir: started traces' files */
+	bool no_sandbox;		/* --no-sandbox */
+	bool sandbox_probe;		/* --debug-sandbox-probe */
+};
+
+/* ---- the counter hub (hub.c) ----------------------------------------------- */
+
+struct evr_mon_point {
+	uint64_t ts_ns;			/* CLOCK_MONOTONIC, the end of the interval */
+	double value;			/* evr_counter_sample.value */
+};
+
+/* Prometheus types, as metrics.c maps counter kinds. */
+enum evr_mon_mtype { EVR_MON_M_NONE, EVR_MON_M_COUNTER, EVR_MON_M_GAUGE, EVR_MON_M_SUMMARY };
+
+struct evr_mon_counter {
+	char provider[64];
+	char name[96];
+	char display[128];
+	char unit[24];
+	uint32_t kind;			/* enum evr_sample_kind of the latest sample */
+	uint64_t nsamples;
+	struct evr_counter_sample last;	/* numbers only: its strings are not kept */
+	double total;			/* RATE: sum of the increments since attached */
+	double sum, count;		/* MEAN: sum of count*mean and of count; HISTOGRAM: sums */
+	struct evr_mon_point *hist;	/* ring of hist_cap (opts.history) points */
+	uint32_t hist_cap, hist_n, hist_next;
+	/* The Prometheus family (metrics.c), decided at the first sample. */
+	char metric[192];		/* "" when it cannot be exposed */
+	enum evr_mon_mtype mtype;
+	double scale;			/* value * scale: the base unit (seconds, bytes, ratio) */
+};
+
+enum evr_mon_proc_state {
+	EVR_MON_ATTACHING,		/* an attach thread is connecting */
+	EVR_MON_LIVE,			/* its counters session runs */
+	EVR_MON_EXITED,			/* the process ended or stopped serving */
+	EVR_MON_FAILED,			/* could not attach: err, errnum */
+};
+
+struct evr_mon_attach;
+
+struct evr_mon_proc {
+	pid_t pid;
+	char name[64];			/* argv[0]'s base name, or exe's */
+	char *command;			/* argv joined by spaces; NULL until attached */
+	char *exe;
+	char version[32];		/* the process's evring version */
+	uint32_t uid, nr_cpus;
+	uint64_t start_realtime_ns;
+	enum evr_mon_proc_state state;
+	int errnum;			/* FAILED: the attach error, positive */
+	char err[256];
+	struct evr_client *client;	/* LIVE: the counters session */
+	struct evr_mon_attach *job;	/* ATTACHING */
+	struct evr_mon_counter *ctr;
+	uint32_t nctr, cap;
+	uint64_t lost;			/* events the counters session lost */
+	uint64_t gen;			/* hub generation of the latest sample */
+	uint64_t gone_at_ns;
+	bool listed;			/* seen in the last scan */
+};
+
+struct evr_mon_hub {
+	const struct evr_mon_opts *o;
+	pthread_t thread;
+	bool started;
+	/*
+	 * Everything below is protected by lock. The hub thread holds it while it
+	 * scans and reads the sessions (short: a bounded number of records); HTTP
+	 * threads hold it while they copy what they show.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* the hub thread sleeps on it: stop, rescan now */
+	pthread_cond_t changed;		/* broadcast after a round that changed something */
+	bool stop, rescan_now;
+	struct evr_mon_proc **procs;
+	uint32_t n, cap;
+	uint64_t gen;			/* rounds */
+	uint64_t last_scan_ns;
+	uint64_t scans, attaches, attach_failures;
+};
+
+int evr_mon_hub_init(struct evr_mon_hub *h, const struct evr_mon_opts *o);
+int evr_mon_hub_start(struct evr_mon_hub *h);
+void evr_mon_hub_fini(struct evr_mon_hub *h);
+
+/**
+ * evr_mon_hub_get_locked() - the process @pid, waiting for the hub to know it.
+ * A pid the hub has not seen triggers a rescan; an attach in progress is
+ * waited for; with @want_samples, a live process's first samples too. Waits
+ * at most @timeout_ms in all.
+ * Return: the process (borrowed while the lock is held), or NULL.
+ * Context: an HTTP thread holding h->lock (released while waiting).
+ */
+struct evr_mon_proc *evr_mon_hub_get_locked(struct evr_mon_hub *h, pid_t pid, bool want_samples,
+					    int timeout_ms);
+
+/* The counter @provider/@name of @p, or NULL. Context: h->lock held. */
+struct evr_mon_counter *evr_mon_proc_counter(struct evr_mon_proc *p, const char *provider,
+					     const char *name);
+
+/* "attaching", "live", "exited", "failed". */
+const char *evr_mon_proc_state_name(enum evr_mon_proc_state s);
+
+/* The short name of a process: argv[0]'s base name, or exe's, or "?". */
+void evr_mon_proc_short_name(const struct evr_process_info *pi, char *buf, size_t len);
+
+/* The counters-only provider list of @c's process: providers with Counter* events. */
+int evr_mon_counter_spec(struct evr_client *c, char **ret, char *err, size_t errlen);
+
+/* ---- Prometheus (metrics.c) ---------------------------------------------- */
+
+/*
+ * Decide @c's family name, type and scale from its provider, name, unit and
+ * kind (docs/monitor.md has the rules). Context: any thread.
+ */
+void evr_mon_metric_init(struct evr_mon_counter *c);
+
+/* The whole /metrics body into @sb. Return: 0, -ENOMEM. Context: h->lock not held. */
+int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb);
+
+/* ---- auth (auth.c) --------------------------------------------------------- */
+
+/* A new random key (hex, NUL-terminated) and its hash. Return: 0, -errno. */
+int evr_mon_key_generate(char ret_key[2 * EVR_MON_KEY_BYTES + 1],
+			 uint8_t ret_hash[EVR_MON_HASH_BYTES]);
+void evr_mon_key_hash(const char *key, size_t len, uint8_t ret[EVR_MON_HASH_BYTES]);
+/* "sha256:HEX" into @ret. Return: 0, -EINVAL naming what is wrong in @err. */
+int evr_mon_key_hash_parse(const char *s, uint8_t ret[EVR_MON_HASH_BYTES], char *err,
+			   size_t errlen);
+/* Does @key hash to @hash? Compared in constant time. */
+bool evr_mon_key_check(const uint8_t hash[EVR_MON_HASH_BYTES], const char *key, size_t len);
+
+/*
+ * Is the peer of connected socket @fd a local process of our user (or root)?
+ * Unix sockets: SO_PEERCRED. TCP: the peer address must be loopback, and the
+ * kernel (sock_diag) must say its socket belongs to that uid.
+ * Return: 1 yes, 0 no, -errno when it cannot be told (then: no).
+ */
+int evr_mon_peer_is_local_user(int fd);
+
+/* ---- the server (server.c) ------------------------------------------------- */
+
+struct evr_mon {
+	struct evr_mon_opts o;
+	struct evr_mon_hub hub;
+	struct MHD_Daemon *tcp, *unx;
+	uint16_t port;			/* the TCP port bound (port 0 picks one) */
+	char url[300];			/* http://HOST:PORT */
+	int unix_fd;
+	/* Operations running now (traces, streams): at most o.max_sessions. */
+	atomic_uint ops;
+	atomic_uint_fast64_t requests, refused_auth, refused_limit;
+	struct evr_mon_traces *traces;	/* trace.c */
+	uint64_t started_ns;
+};
+
+#define EVR_MON_MAX_SEGS 8
+
+/* One HTTP request, from its headers to its answer. */
+struct evr_mon_req {
+	struct evr_mon *m;
+	struct MHD_Connection *conn;
+	const char *method;		/* "GET", ... (MHD's strings) */
+	char *url;			/* the path, copied */
+	char *body;			/* the request body, NUL-terminated, or NULL */
+	size_t body_len;
+	bool body_too_big;
+	bool head;			/* HEAD: as GET without the body */
+	char *segs[EVR_MON_MAX_SEGS];	/* the path's segments, percent-decoded */
+	unsigned nsegs;
+	bool answered;
+};
+
+/* The value of query parameter @key, or NULL. */
+const char *evr_mon_query(struct evr_mon_req *q, const char *key);
+/* A request header, or NULL. */
+const char *evr_mon_header(struct evr_mon_req *q, const char *name);
+/* The connection's socket, for noticing a client that went away. */
+int evr_mon_client_fd(struct evr_mon_req *q);
+/* Has the client closed its side (or reset)? Never blocks. */
+bool evr_mon_client_gone(int fd);
+
+/* Queue @r (adding the common headers) and drop our reference. */
+enum MHD_Result evr_mon_send(struct evr_mon_req *q, unsigned status, struct MHD_Response *r);
+/* @j (stolen) as application/json. */
+enum MHD_Result evr_mon_send_json(struct evr_mon_req *q, unsigned status, json_t *j);
+/* @len bytes of @buf (copied) as @ctype. */
+enum MHD_Result evr_mon_send_buf(struct evr_mon_req *q, unsigned status, const char *ctype,
+				 const void *buf, size_t len);
+/*
+ * An RFC 9457 problem: application/problem+json {type, title, status, detail,
+ * instance, errno?}. @err: a negative errno whose name goes into "errno", or 0.
+ */
+__attribute__((format(printf, 5, 6)))
+enum MHD_Result evr_mon_send_problem(struct evr_mon_req *q, unsigned status, const char *title,
+				     int err, const char *fmt, ...);
+/* The HTTP status for an attach or session error -errno from libevring-consumer. */
+unsigned evr_mon_status_of(int err);
+/* A problem for attach/session error @err with the library's message @msg. */
+enum MHD_Result evr_mon_send_error(struct evr_mon_req *q, int err, const char *msg);
+
+/* Take one of o.max_sessions operation slots. Return: true, or false (full). */
+bool evr_mon_op_get(struct evr_mon *m);
+void evr_mon_op_put(struct evr_mon *m);
+/* 429 with Retry-After when the slots are full. */
+enum MHD_Result evr_mon_send_busy(struct evr_mon_req *q);
+
+/* Start and stop the daemons. Return: 0, or -errno with one line in @err. */
+int evr_mon_server_start(struct evr_mon *m, char *err, size_t errlen);
+void evr_mon_server_stop(struct evr_mon *m);
+
+/* ---- parameters shared by the routes (api.c) --------------------------------- */
+
+/* "2s", "500ms", "1m", "1h", or seconds. Return: 0, -EINVAL. */
+int evr_mon_parse_duration(const char *s, uint64_t *ret_ns);
+/* "4096", "64K", "16M", "1G". Return: 0, -EINVAL. */
+int evr_mon_parse_size(const char *s, uint64_t *ret);
+/* The pid in path segment @s, or -EINVAL. */
+int evr_mon_parse_pid(const char *s, pid_t *ret);
+
+/* A JSON string of @s, invalid UTF-8 replaced by U+FFFD (jansson wants valid UTF-8). */
+json_t *evr_mon_jstr(const char *s);
+json_t *evr_mon_jstrn(const char *s, size_t n);
+/* A JSON number, or null for NaN and infinities. */
+json_t *evr_mon_jreal(double v);
+/* A counter as JSON: latest values, and the last @history points. Context: hub lock. */
+json_t *evr_mon_counter_json(const struct evr_mon_counter *c, uint32_t history);
+/* A counter sample as JSON (the counter stream's records). */
+json_t *evr_mon_sample_json(pid_t pid, const struct evr_counter_sample *s);
+
+/* ---- routes ---------------------------------------------------------------------- */
+
+enum MHD_Result evr_mon_route_info(struct evr_mon_req *q);
+enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q);
+enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_sessions(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_threads(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_schemas(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_counters(struct evr_mon_req *q, pid_t pid, const char *provider,
+				       const char *name);
+enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q);
+
+/* stacks.c */
+enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, pid_t pid);
+/* The stacks of @pid as HTML into @sb; on failure the error is answered (*@ret_mhd). */
+int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
+			enum MHD_Result *ret_mhd);
+
+/* stream.c */
+enum MHD_Result evr_mon_route_event_stream(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_counter_stream(struct evr_mon_req *q, pid_t pid);
+
+/* trace.c */
+struct evr_mon_traces;
+int evr_mon_traces_new(struct evr_mon *m, struct evr_mon_traces **ret);
+void evr_mon_traces_free(struct evr_mon_traces *t);
+enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_route_trace_list(struct evr_mon_req *q);
+enum MHD_Result evr_mon_route_trace_one(struct evr_mon_req *q, const char *id);
+enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const char *id);
+enum MHD_Result evr_mon_route_trace_download(struct evr_mon_req *q, const char *id);
+enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const char *id);
+
+/* pages.c */
+enum MHD_Result evr_mon_page_index(struct evr_mon_req *q);
+enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, pid_t pid);
+enum MHD_Result evr_mon_page_asset(struct evr_mon_req *q, const char *name);
+
+/* sandbox.c: confine the process with seccomp. Return: 0, -errno with one line in @err. */
+int evr_mon_sandbox_enter(const struct evr_mon_opts *o, char *err, size_t errlen);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
+uint64_t evr_mon_now_ns(void);
+uint64_t evr_mon_realtime_ns(void);
+
+#endif /* EVR_MONITOR_H */

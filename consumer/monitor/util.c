@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Small pieces every part of the monitor uses: clocks, names, the parsers of
+ * request parameters, and JSON values from untrusted strings. Kept apart so
+ * that the unit tests link them without the server.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "monitor.h"
+
+uint64_t evr_mon_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t evr_mon_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *evr_mon_proc_state_name(enum evr_mon_proc_state s)
+{
+	switch (s) {
+	case EVR_MON_ATTACHING: return "attaching";
+	case EVR_MON_LIVE: return "live";
+	case EVR_MON_EXITED: return "exited";
+	case EVR_MON_FAILED: return "failed";
+	}
+	return "?";
+}
+
+void evr_mon_proc_short_name(const struct evr_process_info *pi, char *buf, size_t len)
+{
+	const char *s = pi->argc && pi->argv[0] && *pi->argv[0] ? pi->argv[0] : pi->exe;
+	const char *slash;
+
+	if (!s || !*s)
+		s = "?";
+	slash = strrchr(s, '/');
+	if (slash && slash[1])
+		s = slash + 1;
+	snprintf(buf, len, "%s", s);
+}
+
+/* ---- parameters ------------------------------------------------------------- */
+
+int evr_mon_parse_duration(const char *s, uint64_t *ret_ns)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ns;
+	} units[] = { { "ms", 1000000ull }, { "s", 1000000000ull }, { "m", 60000000000ull },
+		      { "h", 3600000000000ull }, { "", 1000000000ull } };
+	char *end;
+	double v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].suffix)) {
+			double ns = v * (double)units[i].ns;
+
+			if (ns > 1e18)
+				return -EINVAL;
+			*ret_ns = (uint64_t)ns;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int evr_mon_parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (!strcmp(end, "K") || !strcmp(end, "KiB") || !strcmp(end, "k"))
+		mul = 1024;
+	else if (!strcmp(end, "M") || !strcmp(end, "MiB"))
+		mul = 1024 * 1024;
+	else if (!strcmp(end, "G") || !strcmp(end, "GiB"))
+		mul = 1024 * 1024 * 1024;
+	else if (*end)
+		return -EINVAL;
+	if (v > UINT64_MAX / mul)
+		return -EINVAL;
+	*ret = v * mul;
+	return 0;
+}
+
+int evr_mon_parse_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > 0x3fffffff)
+		return -EINVAL;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+/* ---- JSON helpers ------------------------------------------------------------------ */
+
+json_t *evr_mon_jstrn(const char *s, size_t n)
+{
+	struct evr_strbuf sb = { 0 };
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	/* evr_strbuf_json_string() writes a valid quoted JSON string: parse it back. */
+	if (evr_strbuf_json_string(&sb, s, n) < 0)
+		return NULL;
+	j = json_loadb(sb.buf, sb.len, JSON_DECODE_ANY, NULL);
+	free(sb.buf);
+	return j;
+}
+
+json_t *evr_mon_jstr(const char *s)
+{
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	/* The common case, valid UTF-8 without NUL: jansson takes it as is. */
+	j = json_string(s);
+	return j ? j : evr_mon_jstrn(s, strlen(s));
+}
+
+json_t *evr_mon_jreal(double v)
+{
+	if (!isfinite(v))
+		return json_null();
+	/* Whole numbers print as integers: 3 rather than 3.0. */
+	if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}

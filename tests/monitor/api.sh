@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Every JSON route and page of `evring monitor` with curl against a real minirt: status
+# codes, content types, bodies that parse, and the errors a client can cause (unknown pid,
+# bad provider list, unknown route, wrong method, form POST, body too large, bad JSON).
+source "$(dirname "$0")/lib.sh"
+
+start_producer minirt "$MINIRT" --seconds 120 --phase steady --threads 2
+PID=$PROD_PID
+start_monitor --listen 127.0.0.1:0 --counter-interval 200ms
+
+expect_status 200 "$U/info"
+expect_status 200 "$U/processes"
+python3 - "$T/body" "$PID" <<'PY' || fail "/processes: $(cat "$T/body")"
+import json, sys
+procs = json.load(open(sys.argv[1]))
+p = [p for p in procs if p["pid"] == int(sys.argv[2])]
+assert p and p[0]["name"] == "minirt" and p[0]["state"] == "live", procs
+PY
+expect_status 200 "$U/processes?name=minirt"
+grep -q "\"pid\":$PID" "$T/body" || fail "?name=minirt does not list $PID"
+expect_status 200 "$U/processes?name=nothing-like-this"
+[[ $(cat "$T/body") == "[]" ]] || fail "?name=nothing-like-this: $(cat "$T/body")"
+
+expect_status 200 "$U/processes/$PID"
+python3 - "$T/body" "$PID" <<'PY' || fail "/processes/PID: $(cat "$T/body")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["pid"] == int(sys.argv[2]) and d["argv"][0].endswith("minirt"), d
+assert any(s["client"] == "evring monitor" for s in d["sessions"]), d["sessions"]
+assert len(d["threads"]) >= 3, d["threads"]
+PY
+expect_status 200 "$U/processes/$PID/sessions"
+expect_status 200 "$U/processes/$PID/threads"
+expect_status 200 "$U/processes/$PID/events?provider=MiniRT"
+python3 - "$T/body" <<'PY' || fail "/events: $(head -c 300 "$T/body")"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+names = {e["name"] for e in ev}
+assert "GCStart" in names and all(e["provider"] == "MiniRT" for e in ev), names
+PY
+
+# Counters from the hub (kept between requests), one counter with history, and a snapshot
+# at an interval of the caller's own.
+expect_status 200 "$U/processes/$PID/counters"
+python3 - "$T/body" <<'PY' || fail "/counters: $(head -c 300 "$T/body")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {(c["provider"], c["name"]) for c in d["counters"]}
+for want in [("System.Runtime", "gc-heap-size"), ("Process", "cpu-usage"),
+             ("System.Runtime", "work-item-latency")]:
+    assert want in names, (want, names)
+PY
+wait_for 30 bash -c "curl -sS '$U/processes/$PID/counters/Process/threads?history=3' |
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"history\"]) == 3' 2>/dev/null"
+expect_status 200 "$U/processes/$PID/counters/Process/threads?history=3"
+expect_status 200 "$U/processes/$PID/counters?interval=100ms"
+python3 - "$T/body" <<'PY' || fail "/counters?interval=100ms: $(head -c 300 "$T/body")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interval_ms"] == 100 and d["counters"], d
+assert all(c["interval_ms"] == 100 for c in d["counters"]), d
+PY
+expect_status 404 "$U/processes/$PID/counters/Process/no-such-counter"
+expect_status 200 "$U/processes/$PID/stacks?depth=4"
+python3 - "$T/body" "$PID" <<'PY' || fail "/stacks: $(head -c 300 "$T/body")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["pid"] == int(sys.argv[2]) and d["threads"], d
+assert any(f["func"] for t in d["threads"] for f in t["frames"]), d
+PY
+
+# Pages and their assets.
+for p in / "/ui/processes/$PID" "/ui/processes/$PID/counters" "/ui/processes/$PID/stacks"; do
+	got=$(code_type "$U$p")
+	[[ $got == "200 text/html; charset=utf-8" ]] || fail "$p: $got"
+	grep -q '<script src="/ui/app.js"></script>' "$T/body" || fail "$p: no script"
+done
+[[ $(code_type "$U/ui/app.js") == "200 text/javascript; charset=utf-8" ]] || fail "app.js"
+[[ $(code_type "$U/ui/style.css") == "200 text/css; charset=utf-8" ]] || fail "style.css"
+curl -sS -D "$T/h" -o /dev/null "$U/"
+grep -qi "^Content-Security-Policy: default-src 'self'" "$T/h" || fail "no CSP on pages"
+
+# HEAD is GET without a body; keep-alive: curl reuses its connection for a second URL.
+[[ $(curl -sS -I -o /dev/null -w '%{http_code}' "$U/info") == 200 ]] || fail "HEAD /info"
+curl -sS -v -o /dev/null -o /dev/null "$U/info" "$U/processes" 2>"$T/v"
+grep -q "Re-using existing connection" "$T/v" || fail "the connection was not kept alive"
+
+# Errors a client can cause.
+expect_status 404 "$U/processes/999999/counters"
+grep -q '"errno":"ESRCH"' "$T/body" || fail "unknown pid: not ESRCH"
+expect_status 404 "$U/processes/999999"
+expect_status 404 "$U/processes/abc"
+expect_status 404 "$U/no/such/route"
+expect_status 405 "$U/metrics" -X DELETE
+expect_status 400 "$U/processes/$PID/trace?duration=1s&providers=Bad%20Name"
+grep -q 'contains whitespace' "$T/body" || fail "the bad provider is not named"
+expect_status 400 "$U/processes/$PID/trace?duration=forever"
+expect_status 400 "$U/processes/$PID/counters?interval=1ms"
+expect_status 415 "$U/processes/$PID/traces" -X POST -d 'providers=MiniRT'
+expect_status 400 "$U/processes/$PID/traces" -X POST -H 'Content-Type: application/json' \
+	-d '{"providers": "MiniRT",'
+grep -q 'is not JSON' "$T/body" || fail "bad JSON: $(cat "$T/body")"
+expect_status 400 "$U/processes/$PID/traces" -X POST -H 'Content-Type: application/json' \
+	-d '{"provders": "MiniRT"}'
+grep -q "unknown parameter 'provders'" "$T/body" || fail "typo not named: $(cat "$T/body")"
+head -c 100000 /dev/zero | tr '\0' 'x' >"$T/big"
+expect_status 413 "$U/processes/$PID/traces" -X POST -H 'Content-Type: application/json' \
+	--data-binary @"$T/big"
+expect_status 413 "$U/processes/$PID/traces" -X POST -H 'Content-Type: application/json' \
+	-H 'Transfer-Encoding: chunked' --data-binary @"$T/big"
+expect_status 404 "$U/traces/12345"
+monitor_alive
+echo PASS

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The monitor's pure parts (consumer/monitor/metrics.c, auth.c, util.c): Prometheus
+ * family names and types from counter names, units and kinds (what promtool's lint would
+ * reject never comes out); API key hashing and checking; request parameter parsers.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "monitor.h"
+
+static void name_is(const char *provider, const char *name, const char *unit, uint32_t kind,
+		    const char *want, enum evr_mon_mtype type, double scale)
+{
+	struct evr_mon_counter c;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.provider, sizeof(c.provider), "%s", provider);
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	snprintf(c.unit, sizeof(c.unit), "%s", unit);
+	c.kind = kind;
+	evr_mon_metric_init(&c);
+	assert_string_equal(c.metric, want);
+	assert_int_equal(c.mtype, type);
+	assert_true(c.scale == scale);
+}
+
+static void test_evr_mon_metric_init_names(void **state)
+{
+	(void)state;
+	name_is("System.Runtime", "gc-heap-size", "MB", EVR_SAMPLE_GAUGE,
+		"evring_system_runtime_gc_heap_size_bytes", EVR_MON_M_GAUGE, 1048576);
+	name_is("System.Runtime", "gen-0-gc-count", "", EVR_SAMPLE_RATE,
+		"evring_system_runtime_gen_0_gc_count_total", EVR_MON_M_COUNTER, 1);
+	name_is("System.Runtime", "alloc-rate", "B", EVR_SAMPLE_RATE,
+		"evring_system_runtime_alloc_rate_bytes_total", EVR_MON_M_COUNTER, 1);
+	name_is("Process", "cpu-usage", "%", EVR_SAMPLE_RATE, "evring_process_cpu_usage_ratio",
+		EVR_MON_M_GAUGE, 0.01);
+	name_is("System.Runtime", "work-item-latency", "us", EVR_SAMPLE_HISTOGRAM,
+		"evring_system_runtime_work_item_latency_seconds", EVR_MON_M_SUMMARY, 1e-6);
+	name_is("MyApp", "requestDuration", "ms", EVR_SAMPLE_MEAN,
+		"evring_myapp_requestduration_seconds", EVR_MON_M_SUMMARY, 1e-3);
+	name_is("Process", "threads", "", EVR_SAMPLE_GAUGE, "evring_process_threads",
+		EVR_MON_M_GAUGE, 1);
+}
+
+static void test_evr_mon_metric_init_reserved_and_banned(void **state)
+{
+	(void)state;
+	/* A gauge may not end in a suffix the format reserves. */
+	name_is("System.Runtime", "threadpool-thread-count", "", EVR_SAMPLE_GAUGE,
+		"evring_system_runtime_threadpool_thread_count_current", EVR_MON_M_GAUGE, 1);
+	name_is("X", "bytes-sum", "", EVR_SAMPLE_GAUGE, "evring_x_bytes_sum_current",
+		EVR_MON_M_GAUGE, 1);
+	/* A counter gets _total once. */
+	name_is("X", "sent_total", "", EVR_SAMPLE_RATE, "evring_x_sent_total", EVR_MON_M_COUNTER,
+		1);
+	/* Abbreviated units and type words are left out; the unit suffix once. */
+	name_is("X", "latency-ms", "ms", EVR_SAMPLE_MEAN, "evring_x_latency_seconds",
+		EVR_MON_M_SUMMARY, 1e-3);
+	name_is("X", "request-counter", "", EVR_SAMPLE_RATE, "evring_x_request_total",
+		EVR_MON_M_COUNTER, 1);
+	name_is("X", "wait_seconds", "s", EVR_SAMPLE_GAUGE, "evring_x_wait_seconds",
+		EVR_MON_M_GAUGE, 1);
+	/* Bytes outside [A-Za-z0-9] separate parts; nothing usable: no family. */
+	name_is("Odd Provider!", "a\xc3\xa9::c", "", EVR_SAMPLE_GAUGE, "evring_odd_provider_a_c",
+		EVR_MON_M_GAUGE, 1);
+	name_is("X", "---", "", EVR_SAMPLE_GAUGE, "", EVR_MON_M_NONE, 1);
+}
+
+static void test_evr_mon_key_check_hash(void **state)
+{
+	char key[2 * EVR_MON_KEY_BYTES + 1], hex[80], err[128];
+	uint8_t h[EVR_MON_HASH_BYTES], parsed[EVR_MON_HASH_BYTES];
+
+	(void)state;
+	assert_int_equal(evr_mon_key_generate(key, h), 0);
+	assert_int_equal(strlen(key), 64);
+	assert_true(evr_mon_key_check(h, key, strlen(key)));
+	key[5] ^= 1;
+	assert_false(evr_mon_key_check(h, key, strlen(key)));
+	assert_false(evr_mon_key_check(h, key, 10));
+	/* SHA-256("abc"), the FIPS 180-2 example. */
+	evr_mon_key_hash("abc", 3, h);
+	strcpy(hex, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_int_equal(evr_mon_key_hash_parse(hex, parsed, err, sizeof(err)), 0);
+	assert_memory_equal(parsed, h, sizeof(h));
+	assert_true(evr_mon_key_check(parsed, "abc", 3));
+	assert_int_equal(evr_mon_key_hash_parse("md5:00", parsed, err, sizeof(err)), -EINVAL);
+	assert_int_equal(evr_mon_key_hash_parse("sha256:abc", parsed, err, sizeof(err)), -EINVAL);
+	hex[10] = 'g';
+	assert_int_equal(evr_mon_key_hash_parse(hex, parsed, err, sizeof(err)), -EINVAL);
+}
+
+static void test_evr_mon_parse_duration_forms(void **state)
+{
+	uint64_t ns = 0, n = 0;
+	pid_t pid = 0;
+
+	(void)state;
+	assert_int_equal(evr_mon_parse_duration("2s", &ns), 0);
+	assert_true(ns == 2000000000ull);
+	assert_int_equal(evr_mon_parse_duration("500ms", &ns), 0);
+	assert_true(ns == 500000000ull);
+	assert_int_equal(evr_mon_parse_duration("1.5", &ns), 0);
+	assert_true(ns == 1500000000ull);
+	assert_int_equal(evr_mon_parse_duration("2m", &ns), 0);
+	assert_true(ns == 120000000000ull);
+	assert_int_equal(evr_mon_parse_duration("-1s", &ns), -EINVAL);
+	assert_int_equal(evr_mon_parse_duration("s", &ns), -EINVAL);
+	assert_int_equal(evr_mon_parse_duration("1x", &ns), -EINVAL);
+	assert_int_equal(evr_mon_parse_duration("1e300s", &ns), -EINVAL);
+	assert_int_equal(evr_mon_parse_duration("nan", &ns), -EINVAL);
+	assert_int_equal(evr_mon_parse_size("64K", &n), 0);
+	assert_true(n == 65536);
+	assert_int_equal(evr_mon_parse_size("16M", &n), 0);
+	assert_true(n == 16u << 20);
+	assert_int_equal(evr_mon_parse_size("99999999999999999999G", &n), -EINVAL);
+	assert_int_equal(evr_mon_parse_pid("4242", &pid), 0);
+	assert_int_equal(pid, 4242);
+	assert_int_equal(evr_mon_parse_pid("0", &pid), -EINVAL);
+	assert_int_equal(evr_mon_parse_pid("12a", &pid), -EINVAL);
+	assert_int_equal(evr_mon_parse_pid("-3", &pid), -EINVAL);
+}
+
+static void test_evr_mon_jstr_invalid_utf8(void **state)
+{
+	json_t *j;
+	char *s;
+
+	(void)state;
+	j = evr_mon_jstr("caf\xc3\xa9 \xff\xfe end");
+	assert_non_null(j);
+	s = json_dumps(j, JSON_ENCODE_ANY);
+	assert_string_equal(s, "\"caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd end\"");
+	free(s);
+	json_decref(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_evr_mon_metric_init_names),
+		cmocka_unit_test(test_evr_mon_metric_init_reserved_and_banned),
+		cmocka_unit_test(test_evr_mon_key_check_hash),
+		cmocka_unit_test(test_evr_mon_parse_duration_forms),
+		cmocka_unit_test(test_evr_mon_jstr_invalid_utf8),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
