@@ -12,3 +12,8 @@ foreach(t test_trace test_trace_fuzz)
   target_sources(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib/crc32c.c)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib)
 endforeach()
+
+# Clock sync points: the jump rule, and files with SYNC chunks (piecewise
+# conversion, TSC jumps forward and back) built from real ring bytes.
+evr_unit(test_trace_clock LIBS evring-consumer evring-shm evring-proto)
+target_include_directories(test_trace_clock PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib)

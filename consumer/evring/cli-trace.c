@@ -33,6 +33,11 @@ void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_
 		evr_cli_warn(cmd, "%s is truncated after byte %" PRIu64 " (%s): %s up to its last "
 			     "complete chunk", path, st->bytes,
 			     *st->truncated_why ? st->truncated_why : "cut short", done);
+	if (st->clock_segments > 1)
+		evr_cli_warn(cmd, "%s: the TSC jumped %u times during the recording (a VM restored "
+			     "from a snapshot or migrated?): times are converted per segment, %" PRIu64
+			     " records written near a jump carry approximate times", path,
+			     st->clock_segments - 1, st->approx_ts);
 	if (st->corrupt_chunks || st->corrupt_packets)
 		evr_cli_warn(cmd, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
 			     "were skipped", path, st->corrupt_chunks, st->corrupt_packets);

@@ -318,6 +318,10 @@ static void summary(struct recorder *r)
 		fprintf(stderr, "evring record: %" PRIu64 " spans were overwritten while being "
 			"written and were retracted (their events count as lost)\n",
 			st.spans_retracted);
+	if (st.clock_jumps)
+		fprintf(stderr, "evring record: the TSC jumped %u times during the recording (a VM "
+			"restored from a snapshot or migrated?); the file marks each jump and "
+			"readers convert the segments apart\n", st.clock_jumps);
 }
 
 /* Start the session and the file's first chunks. */

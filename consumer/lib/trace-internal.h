@@ -60,6 +60,10 @@ static inline bool evr_trace_chunk_len_ok(uint32_t kind, uint32_t len)
 		return len == sizeof(struct evr_trace_end_rec);
 	case EVR_CHUNK_THREADS:
 		return len >= sizeof(struct evr_trace_thread_rec) && len <= EVR_TRACE_CHUNK_MAX;
+	case EVR_CHUNK_SYNC:
+		return len >= sizeof(struct evr_trace_sync) &&
+		       len <= sizeof(struct evr_trace_sync) + 8u * EVR_MAX_RINGS &&
+		       (len - sizeof(struct evr_trace_sync)) % 8u == 0;
 	default:
 		return len <= EVR_TRACE_CHUNK_MAX;
 	}
@@ -84,6 +88,37 @@ static inline bool evr_trace_clock_ok(const struct evr_clock_calib *c)
 }
 
 /* ---- the reader, shared by trace-reader.c (open, scan) and trace-merge.c ---- */
+
+/*
+ * Raw timestamps to CLOCK_MONOTONIC (trace-clock.c). Without SYNC points (older
+ * files, MONOTONIC sessions) the session's calibration converts everything.
+ * With them, points are grouped into segments (a new one at each
+ * EVR_SYNC_DISCONT) and each point carries the line to the next point of its
+ * segment, so that a record converts with the line of the interval its raw
+ * timestamp falls in: a piecewise-linear map, continuous within a segment.
+ */
+struct evr_trace_clock {
+	struct evr_trace_sync *pts;	/* in file order */
+	uint64_t *heads;		/* npts x nr_rings: published heads at each point */
+	uint32_t npts, cap;
+	uint32_t nr_rings;
+	/* evr_trace_clock_build(), after the scan. */
+	bool piecewise;			/* convert through the points */
+	struct evr_clock_calib *lines;	/* per point: its interval's line (see build) */
+	uint32_t *seg_first;		/* nseg + 1: each segment's first point, then npts */
+	uint32_t nseg;
+	uint32_t forced;		/* points out of order, made segment starts */
+};
+
+/* A ring's place in the clock's segments, carried from record to record. */
+struct evr_trace_ring_clock {
+	uint32_t seg;			/* segment of the ring's records so far */
+	uint32_t pt;			/* point whose line converted the last record */
+	uint64_t maxraw;		/* largest raw timestamp seen on the ring */
+	uint64_t held;			/* after the clock went back: the raw value the writer's
+					 * clamp holds the ring's timestamps at, 0 none */
+	bool held_known;		/* held is the value seen, not just the old maximum */
+};
 
 /* One record of a loaded EVENTS chunk, ready to be returned. */
 struct evr_trace_entry {
@@ -118,6 +153,7 @@ struct evr_trace_ring {
 	uint32_t nents, ents_cap, cur;
 	bool has_last_ts;
 	uint64_t last_ts_ns;		/* of the last entry returned from this ring */
+	struct evr_trace_ring_clock clk;
 	/* Returned so far. */
 	uint64_t out_events, out_lost;
 };
@@ -150,6 +186,8 @@ struct evr_trace_reader {
 	struct evr_schema_set *schemas;
 	struct evr_trace_tname *threads;	/* sorted by tid once scanned, one per tid */
 	uint32_t nthreads, threads_cap;
+	struct evr_trace_clock clk;
+	uint64_t approx_ts;		/* records converted near a clock jump */
 	uint64_t last_events_off;	/* for DISCARD: the last EVENTS chunk */
 	uint32_t last_events_ring;
 	/* Merge state. */
@@ -184,5 +222,56 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 			 uint32_t *cap, uint32_t *ret_len, const char **why);
 
 void evr_trace_merge_free(struct evr_trace_reader *r);
+
+/*
+ * The line through (ts0, mono0) and (ts1, mono1), ts1 > ts0, mono1 >= mono0,
+ * as a calibration for evr_clock_to_mono_ns(): the largest shift (<= 62) whose
+ * multiplier stays below 2^62, so that the product fits 128 bits and an
+ * hour-long interval still converts to the nanosecond.
+ */
+static inline void evr_trace_line_through(uint64_t ts0, uint64_t mono0, uint64_t ts1,
+					  uint64_t mono1, struct evr_clock_calib *ret)
+{
+	unsigned __int128 dm = mono1 - mono0, dt = ts1 - ts0;
+	uint32_t shift = 62;
+
+	while (shift > 0 && (dm << shift) / dt >= ((unsigned __int128)1 << 62))
+		shift--;
+	*ret = (struct evr_clock_calib){
+		.kind = EVR_CLOCK_TSC, .shift = shift, .mult = (uint64_t)((dm << shift) / dt),
+		.ts_base = ts0, .mono_base = mono0,
+	};
+}
+
+/* Keep a SYNC chunk's point and heads (@len checked by the scan). Return: 0, -ENOMEM. */
+int evr_trace_clock_add(struct evr_trace_clock *k, const uint8_t *data, uint32_t len);
+
+/* After the scan: the segments and lines. Return: 0, -ENOMEM. */
+int evr_trace_clock_build(struct evr_trace_clock *k, const struct evr_clock_calib *session);
+
+void evr_trace_clock_free(struct evr_trace_clock *k);
+
+/* The general case of evr_trace_ts_ns(). */
+uint64_t evr_trace_clock_convert(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+				 uint64_t ts);
+
+/*
+ * CLOCK_MONOTONIC ns of raw timestamp @ts of the record at ring position @pos
+ * of @ring. The common case (one segment, the same interval as the ring's last
+ * record) stays inline.
+ */
+static inline uint64_t evr_trace_ts_ns(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+				       uint64_t ts)
+{
+	const struct evr_trace_clock *k = &r->clk;
+	uint32_t i;
+
+	if (!k->piecewise)
+		return evr_clock_to_mono_ns(&r->session.clock, ts);
+	i = r->rings[ring].clk.pt;
+	if (k->nseg == 1 && ts >= k->pts[i].ts && (i + 1 == k->npts || ts < k->pts[i + 1].ts))
+		return evr_clock_to_mono_ns(&k->lines[i], ts);
+	return evr_trace_clock_convert(r, ring, pos, ts);
+}
 
 #endif /* EVR_TRACE_INTERNAL_H */

@@ -85,7 +85,6 @@ static void sort_entries(struct evr_trace_ring *g)
 static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 			const uint8_t *data, uint32_t len)
 {
-	const struct evr_clock_calib *clock = &r->session.clock;
 	struct evr_trace_ring *g = &r->rings[ring];
 	const uint32_t psize = r->session.packet_size;
 	const uint64_t end = pos + len;
@@ -141,7 +140,7 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 			g->tid = 0;
 			g->in_packet = true;
 			if (missed)
-				add_entry(g, EVR_REC_LOST, evr_clock_to_mono_ns(clock, ph.ts_begin), 0, 0,
+				add_entry(g, EVR_REC_LOST, evr_trace_ts_ns(r, ring, pos, ph.ts_begin), 0, 0,
 					  0, 0, missed);
 			pos += sizeof(ph);
 			continue;
@@ -179,11 +178,11 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 			memcpy(&l, p + EVR_REC_HDR_SIZE, sizeof(l));
 			g->lost_acc = sat_add(g->lost_acc, l.count);
 			if (l.count)
-				add_entry(g, EVR_REC_LOST, evr_clock_to_mono_ns(clock, h.ts), 0, 0, 0, 0,
+				add_entry(g, EVR_REC_LOST, evr_trace_ts_ns(r, ring, pos, h.ts), 0, 0, 0, 0,
 					  l.count);
 		} else {
 			g->events_acc++;
-			add_entry(g, EVR_REC_EVENT, evr_clock_to_mono_ns(clock, h.ts), h.event_id,
+			add_entry(g, EVR_REC_EVENT, evr_trace_ts_ns(r, ring, pos, h.ts), h.event_id,
 				  g->tid, (uint32_t)(p + EVR_REC_HDR_SIZE - g->buf),
 				  h.size - EVR_REC_HDR_SIZE, 0);
 		}

@@ -90,6 +90,7 @@ static const char *kind_name(uint32_t kind)
 	case EVR_CHUNK_DISCARD: return "DISCARD";
 	case EVR_CHUNK_END: return "END";
 	case EVR_CHUNK_THREADS: return "THREADS";
+	case EVR_CHUNK_SYNC: return "SYNC";
 	default: return "unknown";
 	}
 }
@@ -217,6 +218,7 @@ static int take_session(struct evr_trace_reader *r, const uint8_t *data, uint32_
 	s->clock = rec.clock;
 	s->providers = str;
 	s->client = str + rec.providers_len + 1;
+	r->clk.nr_rings = rec.nr_rings;
 	r->rings = calloc(rec.nr_rings, sizeof(*r->rings));
 	r->heap = calloc(rec.nr_rings, sizeof(*r->heap));
 	if (!r->rings || !r->heap)
@@ -462,6 +464,22 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 		return take_metadata(r, p, h->len, errbuf, errlen, off);
 	case EVR_CHUNK_THREADS:
 		return take_threads(r, p, h->len, errbuf, errlen, off);
+	case EVR_CHUNK_SYNC: {
+		int err;
+
+		if (!r->has_session) {
+			set_err(errbuf, errlen, "SYNC chunk at offset %llu precedes the SESSION chunk",
+				(unsigned long long)off);
+			return -EBADMSG;
+		}
+		err = evr_trace_clock_add(&r->clk, p, h->len);
+		if (err == -EBADMSG)
+			set_err(errbuf, errlen, "SYNC chunk at offset %llu holds %u ring heads, the "
+				"session has %u rings", (unsigned long long)off,
+				(h->len - (uint32_t)sizeof(struct evr_trace_sync)) / 8u,
+				r->session.nr_rings);
+		return err;
+	}
 	case EVR_CHUNK_LOST: {
 		struct evr_trace_lost_rec rec;
 		struct evr_trace_ring *ring;
@@ -519,7 +537,7 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 /* Small enough to read (and CRC-check) during the scan. */
 static bool small_kind(uint32_t kind)
 {
-	return kind >= EVR_CHUNK_PROCESS && kind <= EVR_CHUNK_THREADS && kind != EVR_CHUNK_EVENTS;
+	return kind >= EVR_CHUNK_PROCESS && kind <= EVR_CHUNK_SYNC && kind != EVR_CHUNK_EVENTS;
 }
 
 static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
@@ -655,6 +673,8 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		return err;
 	err = scan(r, errbuf, errlen);
 	threads_finish(r);
+	if (!err && r->has_session)
+		err = evr_trace_clock_build(&r->clk, &r->session.clock);
 	if (err == -ENOMEM)
 		set_err(errbuf, errlen, "out of memory reading the trace file");
 	else if (err && err != -EBADMSG)
@@ -716,6 +736,7 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 	if (!r)
 		return;
 	evr_trace_merge_free(r);
+	evr_trace_clock_free(&r->clk);
 	if (r->has_process || r->process.argv)
 		evr_process_info_free_strings(&r->process);
 	free(r->process_pb);
@@ -762,6 +783,9 @@ void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_s
 	ret->ts_clamped = r->ts_clamped;
 	ret->corrupt_chunks = r->corrupt_chunks;
 	ret->corrupt_packets = r->corrupt_packets;
+	ret->sync_points = r->clk.npts;
+	ret->clock_segments = r->clk.piecewise ? r->clk.nseg : 0;
+	ret->approx_ts = r->approx_ts;
 	ret->file_size = r->file_size;
 	ret->chunks = r->chunks;
 	ret->bytes = r->good_end;

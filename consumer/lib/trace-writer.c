@@ -404,10 +404,26 @@ int evr_trace_writer_chunk(struct evr_trace_writer *w, uint32_t kind, const void
 	if (err)
 		return err;
 	/* The kinds with a function of their own keep their invariants there. */
-	if (kind <= EVR_CHUNK_THREADS || kind > UINT16_MAX || (len && !data) ||
+	if (kind <= EVR_CHUNK_SYNC || kind > UINT16_MAX || (len && !data) ||
 	    len > EVR_TRACE_CHUNK_MAX)
 		return -EINVAL;
 	return write_chunk(w, kind, &part, 1);
+}
+
+int evr_trace_writer_sync(struct evr_trace_writer *w, const struct evr_trace_sync *s,
+			  const uint64_t *heads)
+{
+	struct iovec parts[2];
+	int err = writer_usable(w);
+
+	if (err)
+		return err;
+	if (!w->have_session || !s || !heads)
+		return -EINVAL;
+	parts[0] = (struct iovec){.iov_base = (void *)s, .iov_len = sizeof(*s)};
+	parts[1] = (struct iovec){.iov_base = (void *)heads,
+				  .iov_len = (size_t)w->nr_rings * sizeof(*heads)};
+	return write_chunk(w, EVR_CHUNK_SYNC, parts, 2);
 }
 
 int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end *e)

@@ -14,6 +14,11 @@
  * written on its ring before it and what we stored (a lapped overwrite session,
  * a span retracted because the writers reached it), and at the end the losses
  * no record shows (evr_client_span_final_lost). The END chunk carries the sum.
+ *
+ * Clock: a SYNC chunk (evr_clock_sync_take()) right after the SESSION chunk,
+ * then whenever one is due (100 ms later, every second, 10 ms after a jump),
+ * and a last one once the session is drained, so that readers convert raw
+ * timestamps piecewise and see the TSC's jumps (docs/trace-format.md).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -55,6 +60,8 @@ struct evr_recorder {
 	uint64_t meta_pos;		/* evr_client_meta_next() cursor */
 	uint64_t *ring_seen;		/* per ring: events + losses accounted so far */
 	uint64_t events, lost, spans, spans_retracted;
+	struct evr_clock_sync_state sync;
+	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
 
 	enum evr_recorder_stop stop;
 	int err;			/* sticky failure, 0 */
@@ -250,6 +257,27 @@ static int pump_spans(struct evr_recorder *r)
 	return n;
 }
 
+/* A clock sync point into the output: when one is due, or @flags EVR_SYNC_FINAL. */
+static int write_sync(struct evr_recorder *r, uint64_t now, uint32_t flags)
+{
+	struct evr_trace_sync p;
+	int ret;
+
+	if (!flags && !evr_clock_sync_due(&r->sync, now))
+		return 0;
+	ret = evr_clock_sync_take(&r->sync, evr_client_shm(r->c), flags, &p, r->sync_heads);
+	if (ret < 0)
+		return fail(r, ret, "cannot take a clock sync point: %s", strerror(-ret));
+	ret = evr_trace_writer_sync(r->w, &p, r->sync_heads);
+	if (ret < 0)
+		return write_error(r, ret);
+	if (p.flags & EVR_SYNC_DISCONT)
+		warn(r, "the TSC jumped %s (a VM restored from a snapshot or migrated?): the "
+		     "trace starts a new clock segment", p.flags & EVR_SYNC_BACKWARDS ?
+		     "back" : "forward");
+	return 0;
+}
+
 /* ---- thread names ------------------------------------------------------------------ */
 
 static int tname_cmp(const void *a, const void *b)
@@ -385,7 +413,8 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 		goto fail;
 	r->nr_rings = evr_client_shm(c)->nr_rings;
 	r->ring_seen = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->ring_seen));
-	if (!r->ring_seen) {
+	r->sync_heads = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->sync_heads));
+	if (!r->ring_seen || !r->sync_heads) {
 		err = -ENOMEM;
 		copy_msg(errbuf, errlen, "out of memory");
 		goto fail;
@@ -443,6 +472,10 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		write_error(r, ret);
 		goto out;
 	}
+	evr_clock_sync_init(&r->sync, &h->clock);
+	ret = write_sync(r, mono_ns(), 0);
+	if (ret < 0)
+		goto out;
 	ret = write_metadata(r);
 	r->t_threads = 0;	/* the first pump asks for the thread names at once */
 out:
@@ -464,6 +497,9 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	if (n < 0)
 		goto failed;
 	now = mono_ns();
+	ret = write_sync(r, now, 0);
+	if (ret < 0)
+		goto failed;
 	if (!r->threads_off && now - r->t_threads >= THREADS_NS) {
 		ret = record_threads(r);
 		if (ret < 0)
@@ -487,9 +523,9 @@ failed:
 /* The next time something of the recorder's own is due (UINT64_MAX: nothing). */
 static uint64_t next_due(const struct evr_recorder *r)
 {
-	uint64_t due = UINT64_MAX;
+	uint64_t due = r->sync.next_ns;
 
-	if (!r->threads_off)
+	if (!r->threads_off && r->t_threads + THREADS_NS < due)
 		due = r->t_threads + THREADS_NS;
 	for (uint32_t i = 0; i < r->nsb; i++)
 		if (r->sb[i].due_ns < due)
@@ -600,6 +636,9 @@ static int finish_session(struct evr_recorder *r)
 	if (!evr_client_drained(r->c))
 		warn(r, "the session did not end cleanly: records still being written when the "
 		     "recording stopped are not in the file");
+	ret = write_sync(r, mono_ns(), EVR_SYNC_FINAL);
+	if (ret < 0)
+		return ret;
 	for (uint32_t i = 0; i < r->nr_rings; i++) {
 		uint64_t lost = 0;
 
@@ -671,6 +710,8 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.write_failed = r->write_failed,
 		.has_end = r->has_end,
 		.nr_rings = r->nr_rings,
+		.sync_points = r->sync.points,
+		.clock_jumps = r->sync.jumps,
 	};
 }
 
@@ -680,6 +721,7 @@ void evr_recorder_free(struct evr_recorder *r)
 		return;
 	evr_trace_writer_free(r->w);
 	free(r->ring_seen);
+	free(r->sync_heads);
 	free(r->tnames);
 	free(r->providers);
 	free(r->client);

@@ -727,8 +727,7 @@ static void test_trace_thread_names(void **state)
 	evr_trace_reader_free(r);
 }
 
-/* Chunks of kinds the writer has no function for (side bands: sync points, CPU
- * samples): readers skip them when reading events, chunk_next() returns them
+/* Chunks of kinds the writer has no function for (side bands: CPU samples): readers skip them when reading events, chunk_next() returns them
  * as written, and the kinds with a function of their own are refused. */
 static void test_trace_writer_chunk_other_kinds(void **state)
 {
@@ -748,12 +747,13 @@ static void test_trace_writer_chunk_other_kinds(void **state)
 	w = hand_writer(fd, 1);
 	assert_int_equal(evr_trace_writer_chunk(w, EVR_CHUNK_EVENTS, payload, 8), -EINVAL);
 	assert_int_equal(evr_trace_writer_chunk(w, EVR_CHUNK_THREADS, payload, 8), -EINVAL);
+	assert_int_equal(evr_trace_writer_chunk(w, EVR_CHUNK_SYNC, payload, 8), -EINVAL);
 	assert_int_equal(evr_trace_writer_chunk(w, 0, payload, 8), -EINVAL);
 	assert_int_equal(evr_trace_writer_chunk(w, 70000, payload, 8), -EINVAL);
 	assert_int_equal(evr_trace_writer_chunk(w, 12, NULL, 8), -EINVAL);
 	assert_int_equal(evr_trace_writer_chunk(w, 12, payload, EVR_TRACE_CHUNK_MAX + 1), -EINVAL);
 	assert_int_equal(evr_trace_writer_chunk(w, 12, payload, sizeof(payload)), 0);
-	assert_int_equal(evr_trace_writer_chunk(w, 9, NULL, 0), 0);
+	assert_int_equal(evr_trace_writer_chunk(w, 20, NULL, 0), 0);
 	assert_int_equal(evr_trace_writer_error(w), 0);
 	evr_trace_writer_free(w);
 	close(fd);
@@ -764,7 +764,7 @@ static void test_trace_writer_chunk_other_kinds(void **state)
 			assert_int_equal(ch.len, sizeof(payload));
 			assert_memory_equal(ch.data, payload, sizeof(payload));
 			found++;
-		} else if (ch.kind == 9) {
+		} else if (ch.kind == 20) {
 			assert_int_equal(ch.len, 0);
 			found++;
 		}

@@ -52,6 +52,7 @@ enum evr_trace_chunk_kind {
 	EVR_CHUNK_DISCARD = 6,		/* struct evr_trace_discard_rec */
 	EVR_CHUNK_END = 7,		/* struct evr_trace_end_rec */
 	EVR_CHUNK_THREADS = 8,		/* struct evr_trace_thread_rec + name, padded to 4, repeated */
+	EVR_CHUNK_SYNC = 9,		/* struct evr_trace_sync + u64 head per ring */
 };
 
 /* Chunks start 8-byte aligned; the next one at offset + 24 + align8(len). */
@@ -105,6 +106,28 @@ struct evr_trace_thread_rec {
 	uint32_t name_len;		/* then that many bytes, no NUL, padded to 4 */
 };
 
+/*
+ * A clock sync point: the session's raw clock and the system clocks read at one
+ * instant, so that readers convert raw timestamps piecewise-linearly between
+ * points instead of trusting one calibration for hours. In a SYNC chunk it is
+ * followed by one u64 per ring of the session: the ring's published head
+ * (byte position) read just before the clocks, which places every record
+ * before or after the point whatever its timestamp says.
+ */
+#define EVR_SYNC_DISCONT	0x1u	/* the raw clock jumped: this point starts a new segment */
+#define EVR_SYNC_BACKWARDS	0x2u	/* ...and went back (with EVR_SYNC_DISCONT) */
+#define EVR_SYNC_FINAL		0x4u	/* taken when the recording stopped */
+
+struct evr_trace_sync {
+	uint64_t ts;			/* raw timestamp (the session's enum evr_clock_kind) */
+	uint64_t mono_ns;		/* CLOCK_MONOTONIC at ts */
+	uint64_t real_ns;		/* CLOCK_REALTIME at ts */
+	uint64_t raw_ns;		/* CLOCK_MONOTONIC_RAW at ts (jump detection) */
+	uint64_t boot_ns;		/* CLOCK_BOOTTIME at ts (suspends) */
+	uint32_t window;		/* uncertainty of ts: raw ticks between the reads around mono_ns */
+	uint32_t flags;			/* EVR_SYNC_* */
+};
+
 #define EVR_TRACE_END_PRODUCER_GONE	0x1u	/* the traced process died during recording */
 #define EVR_TRACE_END_INTERRUPTED	0x4u	/* stopped by a signal (Ctrl-C, SIGTERM) */
 
@@ -125,6 +148,7 @@ _Static_assert(sizeof(struct evr_trace_session_rec) == 104, "session record layo
 _Static_assert(sizeof(struct evr_trace_events_rec) == 16, "events record layout");
 _Static_assert(sizeof(struct evr_trace_lost_rec) == 16, "lost record layout");
 _Static_assert(sizeof(struct evr_trace_end_rec) == 56, "end record layout");
+_Static_assert(sizeof(struct evr_trace_sync) == 48, "sync record layout");
 
 /**
  * evr_crc32c() - CRC-32C of @len bytes, continuing from @crc (0 to start).
@@ -273,16 +297,26 @@ int evr_trace_writer_threads(struct evr_trace_writer *w, const struct evr_trace_
 
 /**
  * evr_trace_writer_chunk() - a chunk of a kind that has no writer function of
- * its own here (kinds above EVR_CHUNK_THREADS: sync points, CPU samples, module
+ * its own here (kinds above EVR_CHUNK_SYNC: CPU samples, module
  * maps...). Readers skip kinds they do not know, so a new kind needs no format
  * version (docs/trace-format.md, "Versioning").
  * @data: @len payload bytes, borrowed for the call.
- * Return: 0, -EINVAL (a kind up to EVR_CHUNK_THREADS or above 65535, or @len
+ * Return: 0, -EINVAL (a kind up to EVR_CHUNK_SYNC or above 65535, or @len
  * above EVR_TRACE_CHUNK_MAX), or a write error.
  * Context: the writer's thread; one writev(), repeated after a short write.
  */
 int evr_trace_writer_chunk(struct evr_trace_writer *w, uint32_t kind, const void *data,
 			   uint32_t len);
+
+/**
+ * evr_trace_writer_sync() - a SYNC chunk: clock sync point @s and the published
+ * head of each of the session's rings (@heads, nr_rings values) read just
+ * before its clocks (evr_clock_sync_take() does both).
+ * Return: 0, -EINVAL (no session yet, or a NULL argument), or a write error.
+ * Context: the writer's thread; one writev(), repeated after a short write.
+ */
+int evr_trace_writer_sync(struct evr_trace_writer *w, const struct evr_trace_sync *s,
+			  const uint64_t *heads);
 
 /**
  * evr_trace_writer_end() - the END chunk, the last of the file.
@@ -299,6 +333,69 @@ uint64_t evr_trace_writer_chunks(const struct evr_trace_writer *w);
 
 /* The write error that broke the writer (sticky), or 0. Context: the writer's thread. */
 int evr_trace_writer_error(const struct evr_trace_writer *w);
+
+/* ---- clock sync points, taken by a recorder --------------------------------- */
+
+/*
+ * A recorder takes a sync point when recording starts, 100 ms later (a first
+ * rate), then every EVR_SYNC_INTERVAL_NS, 10 ms after a jump (the new rate),
+ * and when it stops; it writes each with evr_trace_writer_sync(). The TSC is
+ * the same counter in every process of the machine, so the consumer reads it
+ * itself: the producer does nothing for it.
+ *
+ * Jumps: a point whose CLOCK_MONOTONIC_RAW reading disagrees with the previous
+ * points' line (the TSC against the kernel's raw clock, which NTP does not
+ * slew) by more than 2 us + 20 ppm of the time between them, or whose raw
+ * timestamp is behind the previous one, is flagged EVR_SYNC_DISCONT (and
+ * EVR_SYNC_BACKWARDS when the TSC is behind where the line says): a VM
+ * restored from a snapshot or migrated to another host.
+ */
+#define EVR_SYNC_INTERVAL_NS	1000000000ull
+
+struct evr_clock_sync_state {
+	uint32_t kind;			/* the session's enum evr_clock_kind */
+	struct evr_clock_calib calib;	/* the session's: the rate until two points exist */
+	bool have_prev;
+	struct evr_trace_sync prev;	/* the last point */
+	uint32_t seg_points;		/* points in the current segment */
+	struct evr_clock_calib raw_line; /* raw ticks to CLOCK_MONOTONIC_RAW, from the
+					 * segment's last two points */
+	uint64_t next_ns;		/* CLOCK_MONOTONIC when the next point is due */
+	uint32_t points, jumps;		/* taken so far, and EVR_SYNC_DISCONT among them */
+};
+
+/**
+ * evr_clock_sync_init() - start taking points for a session whose clock is
+ * @session (its memory header's, struct evr_shm_hdr.clock).
+ * Context: any thread; the state belongs to the caller.
+ */
+void evr_clock_sync_init(struct evr_clock_sync_state *st, const struct evr_clock_calib *session);
+
+/**
+ * evr_clock_sync_due() - whether a point is due at CLOCK_MONOTONIC @now_ns.
+ * Context: the state's thread.
+ */
+bool evr_clock_sync_due(const struct evr_clock_sync_state *st, uint64_t now_ns);
+
+/**
+ * evr_clock_sync_take() - take a point now: the published head of each of the
+ * @shm session's rings (into @ret_heads, nr_rings values), then the clocks.
+ * @flags: EVR_SYNC_FINAL for the last point, else 0; jump flags are added.
+ * Return: 0 (the point in @ret), -EINVAL.
+ * Context: the state's thread; no system call where the vDSO serves the clocks.
+ */
+int evr_clock_sync_take(struct evr_clock_sync_state *st, const struct evr_shm_hdr *shm,
+			uint32_t flags, struct evr_trace_sync *ret, uint64_t *ret_heads);
+
+/**
+ * evr_clock_sync_classify() - the jump flags (EVR_SYNC_DISCONT,
+ * EVR_SYNC_BACKWARDS) of point @p after the points the state has seen, and
+ * make it the state's last point. evr_clock_sync_take() calls it; exposed so
+ * that the rule can be tested with made-up points.
+ * Return: the flags added to @p->flags.
+ * Context: the state's thread.
+ */
+uint32_t evr_clock_sync_classify(struct evr_clock_sync_state *st, struct evr_trace_sync *p);
 
 /* ---- reader ---------------------------------------------------------------- */
 
@@ -375,6 +472,13 @@ struct evr_trace_stats {
 	uint64_t ts_clamped;		/* views whose ts was raised to keep the order */
 	uint64_t corrupt_chunks;	/* EVENTS chunks whose payload failed its CRC */
 	uint64_t corrupt_packets;	/* packets cut short by an invalid record */
+	/* The clock, known at open. */
+	uint32_t sync_points;		/* SYNC chunks in the file */
+	uint32_t clock_segments;	/* 0: one calibration converts (no SYNC points, or a
+					 * CLOCK_MONOTONIC session); n > 1: the clock jumped
+					 * n - 1 times (see evr_trace_reader_clock_jump()) */
+	uint64_t approx_ts;		/* records converted so far whose time is approximate
+					 * (written across a clock jump, docs/trace-format.md) */
 	/* The file, known at open. */
 	uint64_t file_size;
 	uint64_t chunks;		/* good chunks */
@@ -396,6 +500,24 @@ void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_s
  */
 int evr_trace_reader_ring_stats(const struct evr_trace_reader *r, uint32_t ring,
 				uint64_t *ret_events, uint64_t *ret_lost);
+
+/* A discontinuity of the raw clock between two sync points of the file. */
+struct evr_trace_clock_jump {
+	uint64_t before_mono_ns;	/* CLOCK_MONOTONIC of the last point before it */
+	uint64_t after_mono_ns;		/* ... and of the first point after it */
+	int64_t step_ns;		/* how far the raw clock jumped, in the old segment's
+					 * nanoseconds (negative: it went back) */
+	uint32_t flags;			/* the later point's EVR_SYNC_* flags */
+};
+
+/**
+ * evr_trace_reader_clock_jump() - the @i-th clock jump of the file (0 <=
+ * @i < evr_trace_stats.clock_segments - 1).
+ * Return: 0, -ENOENT (no such jump), -EINVAL.
+ * Context: the reader's thread.
+ */
+int evr_trace_reader_clock_jump(const struct evr_trace_reader *r, uint32_t i,
+				struct evr_trace_clock_jump *ret);
 
 /* ---- raw chunks, for converters ------------------------------------------- */
 

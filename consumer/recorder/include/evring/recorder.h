@@ -96,6 +96,8 @@ struct evr_recorder_stats {
 	bool write_failed;		/* the failure was writing the output */
 	bool has_end;			/* the END chunk was written */
 	uint32_t nr_rings;
+	uint32_t sync_points;		/* SYNC chunks written */
+	uint32_t clock_jumps;		/* of them, those that found the TSC jumped */
 };
 
 /**
@@ -195,8 +197,8 @@ void evr_recorder_free(struct evr_recorder *r);
 /* ---- side bands: more chunks in the same trace ------------------------------------ */
 
 /**
- * evr_recorder_sideband_fn - a source of extra chunks (clock sync points, CPU
- * samples, module maps...), called by the recorder with its trace writer.
+ * evr_recorder_sideband_fn - a source of extra chunks (CPU samples, module
+ * maps...; the recorder writes clock sync points itself), called by the recorder with its trace writer.
  * @w: append chunks with evr_trace_writer_chunk() (kinds the writer does not
  *     know itself) or a kind's own writer function; borrowed for the call.
  * @now_ns: CLOCK_MONOTONIC when called.
