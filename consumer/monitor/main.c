@@ -386,7 +386,14 @@ static int run(struct evr_mon *m)
 		error("%s", err);
 		goto out;
 	}
-	/* The first line: what scripts wait for. */
+	if (!m->o.no_sandbox) {
+		r = evr_mon_sandbox_enter(&m->o, err, sizeof(err));
+		if (r < 0) {
+			error("%s", err);
+			goto out;
+		}
+	}
+	/* The first line: what scripts wait for, once everything is in place. */
 	printf("%s\n", m->url);
 	fflush(stdout);
 	fprintf(stderr, "evring monitor: listening on %s%s%s; %s\n", m->url,
@@ -395,13 +402,6 @@ static int run(struct evr_mon *m)
 		m->o.no_auth ? "no authentication (--no-auth)" :
 		m->o.has_key ? "API key required except for local processes of this user" :
 		"only local processes of this user may connect");
-	if (!m->o.no_sandbox) {
-		r = evr_mon_sandbox_enter(&m->o, err, sizeof(err));
-		if (r < 0) {
-			error("%s", err);
-			goto out;
-		}
-	}
 	if (m->o.sandbox_probe)
 		sandbox_probe();
 	do {

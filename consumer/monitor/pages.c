@@ -68,7 +68,7 @@ static const char app_js[] =
 	"    if (a >= 1e9) return (v / 1e9).toPrecision(4) + 'G';\n"
 	"    if (a >= 1e6) return (v / 1e6).toPrecision(4) + 'M';\n"
 	"    if (a >= 1e4) return (v / 1e3).toPrecision(4) + 'k';\n"
-	"    return Number.isInteger(v) ? String(v) : v.toPrecision(4);\n"
+	"    return String(Number.isInteger(v) ? v : parseFloat(v.toPrecision(4)));\n"
 	"  }\n"
 	"  function plot(svg, pts) {\n"
 	"    var w = +svg.getAttribute('width'), h = +svg.getAttribute('height');\n"
@@ -440,6 +440,9 @@ static int counter_figure(struct evr_strbuf *sb, const struct evr_mon_counter *c
 					evr_sample_kind_name(c->kind));
 	if (!err)
 		err = evr_rpt_html_cstr(sb, c->unit);
+	/* A rate's value is per second, unless its unit says so already or is a share. */
+	if (!err && c->kind == EVR_SAMPLE_RATE && !strstr(c->unit, "/s") && strcmp(c->unit, "%"))
+		err = evr_strbuf_append(sb, "/s", 2);
 	if (!err)
 		err = evr_strbuf_append(sb, "</span></figcaption></figure>\n", 30);
 	return err;

@@ -99,6 +99,12 @@ curl -sS --max-time 2 -o "$T/cut.evtrace" "$U/processes/$PID/trace?duration=10m&
 	st=$?
 [[ $st == 28 ]] || fail "curl --max-time 2 ended with $st, not 28 (timeout)"
 wait_for 30 only_hub
+# The same while a converted format records (nothing sent yet: the monitor watches the socket).
+st=0
+curl -sS --max-time 2 -o /dev/null "$U/processes/$PID/trace?duration=10m&providers=MiniRT&format=chrome" ||
+	st=$?
+[[ $st == 28 ]] || fail "curl --max-time 2 (chrome) ended with $st"
+wait_for 30 only_hub
 
 # --- the producer dies mid-trace -------------------------------------------------------------
 start_producer workload "$WORKLOAD" --rate 2000 --threads 1
