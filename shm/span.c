@@ -18,6 +18,16 @@
  *    bound, it may have been overwritten: -ESTALE, and the reader resumes at
  *    the oldest packet surely intact. That packet's header carries the
  *    cumulative event and loss counts, so what was skipped stays exact.
+ *
+ * Whole packets (EVR_SPAN_WHOLE): a recorder moves packets, not records. Once
+ * the next packet of the ring has begun (head is past its header), the packet
+ * before it is complete, and the two headers say how many events and losses
+ * it holds (events_before and lost_before are cumulative): it is handed out
+ * whole, from where the reader stands to the packet's end, without looking at
+ * a single record. Only the part of a packet still being filled is walked
+ * record by record, when the caller asks for it (a flush, or the session's
+ * end). A packet whose next header does not add up is walked as well, which
+ * finds what is wrong with it.
  * Records are read with relaxed 8-byte atomic loads: a lapped reader races
  * with the writer by design, and validates afterwards.
  */
@@ -191,8 +201,40 @@ static uint64_t walk(const struct evr_span_reader *sr, const struct span_ring *r
 	return p;
 }
 
-/* Try to cut the next span from @rg. Return 1 (in sr->out), 0 nothing now. */
-static int ring_span(struct evr_span_reader *sr, uint32_t index)
+/* Copy the packet header at ring position @pos (relaxed loads: see the top). */
+static void load_packet_hdr(const struct evr_span_reader *sr, const struct span_ring *rg,
+			    uint64_t pos, struct evr_packet_hdr *ph)
+{
+	for (uint32_t i = 0; i < EVR_PACKET_HDR_SIZE; i += 8) {
+		uint64_t v = load_u64(rg->data + ((pos + i) & (sr->ring_size - 1)));
+
+		memcpy((uint8_t *)ph + i, &v, 8);
+	}
+}
+
+/*
+ * The header of the packet after the one ending at @pe, when it is published:
+ * does it account for the packet's records from @pos (where @events and @lost
+ * were the ring's counts) to @pe? Return: true, with the counts in @ret.
+ */
+static bool next_hdr_counts(const struct evr_span_reader *sr, const struct span_ring *rg,
+			    uint32_t index, uint64_t pos, uint64_t pe, uint64_t events,
+			    uint64_t lost, struct evr_packet_hdr *ret)
+{
+	load_packet_hdr(sr, rg, pe, ret);
+	/* A record takes at least EVR_REC_HDR_SIZE bytes: no more events than that. */
+	return ret->magic == EVR_PACKET_MAGIC && ret->ring_index == index &&
+	       ret->seq == pe / sr->packet_size && ret->events_before >= events &&
+	       ret->lost_before >= lost &&
+	       ret->events_before - events <= (pe - pos) / EVR_REC_HDR_SIZE;
+}
+
+/*
+ * Try to cut the next span from @rg. @partial: a span may end before its
+ * packet does (else only whole rests of packets, counted by the next header).
+ * Return 1 (in sr->out), 0 nothing now.
+ */
+static int ring_span(struct evr_span_reader *sr, uint32_t index, bool partial)
 {
 	struct span_ring *rg = &sr->rings[index];
 	const uint64_t pmask = sr->packet_size - 1;
@@ -200,7 +242,7 @@ static int ring_span(struct evr_span_reader *sr, uint32_t index)
 	for (;;) {
 		/* Pairs with the writer's store-release of head. */
 		uint64_t head = __atomic_load_n(&rg->ctl->head, __ATOMIC_ACQUIRE);
-		uint64_t pos = rg->pos, start, limit, end;
+		uint64_t pos = rg->pos, start, limit, end, pe;
 		uint64_t events = rg->events, lost = rg->lost, ev_in = 0, lost_in = 0, missed = 0;
 		bool at_end, bad;
 
@@ -223,6 +265,9 @@ static int ring_span(struct evr_span_reader *sr, uint32_t index)
 			continue;
 		}
 		start = pos;
+		pe = packet_end(sr, pos);
+		if (!partial && (head < pe || head - pe < EVR_PACKET_HDR_SIZE))
+			return 0;	/* the packet is not complete, or its successor not begun */
 		if ((pos & pmask) == 0) {
 			struct evr_packet_hdr ph;
 
@@ -230,11 +275,7 @@ static int ring_span(struct evr_span_reader *sr, uint32_t index)
 				skip_packet(sr, rg, true);
 				continue;
 			}
-			for (uint32_t i = 0; i < EVR_PACKET_HDR_SIZE; i += 8) {
-				uint64_t v = load_u64(rg->data + ((pos + i) & (sr->ring_size - 1)));
-
-				memcpy((uint8_t *)&ph + i, &v, 8);
-			}
+			load_packet_hdr(sr, rg, pos, &ph);
 			if (passive(sr) && !still_intact(sr, rg, pos))
 				continue;
 			if (ph.magic != EVR_PACKET_MAGIC || ph.seq != pos / sr->packet_size ||
@@ -252,7 +293,31 @@ static int ring_span(struct evr_span_reader *sr, uint32_t index)
 			skip_packet(sr, rg, false);
 			continue;
 		}
-		limit = packet_end(sr, pos);
+		if (head >= pe && head - pe >= EVR_PACKET_HDR_SIZE) {
+			struct evr_packet_hdr nh;
+			bool ok = next_hdr_counts(sr, rg, index, pos, pe, events, lost, &nh);
+
+			/* The next header lies above start: intact if start still is. */
+			if (passive(sr) && !still_intact(sr, rg, start))
+				continue;
+			if (ok) {
+				sr->out = (struct evr_shm_span){
+					.ring = index,
+					.pos = start,
+					.data = rg->data + (start & (sr->ring_size - 1)),
+					.len = (uint32_t)(pe - start),
+					.events = nh.events_before - events,
+					.lost = missed + (nh.lost_before - lost),
+				};
+				sr->next_events = nh.events_before;
+				sr->next_lost = nh.lost_before;
+				sr->next_pos = pe;
+				sr->next_in_packet = false;
+				return 1;
+			}
+			/* Does not add up: the walk below finds out what is wrong. */
+		}
+		limit = pe;
 		if (limit > head)
 			limit = head;
 		end = walk(sr, rg, pos, limit, &at_end, &bad, &ev_in, &lost_in);
@@ -282,9 +347,14 @@ static int ring_span(struct evr_span_reader *sr, uint32_t index)
 
 int evr_span_reader_next(struct evr_span_reader *sr, struct evr_shm_span *ret)
 {
+	return evr_span_reader_get(sr, 0, ret);
+}
+
+int evr_span_reader_get(struct evr_span_reader *sr, uint32_t flags, struct evr_shm_span *ret)
+{
 	bool ended;
 
-	if (!sr || !ret)
+	if (!sr || !ret || (flags & ~EVR_SPAN_WHOLE))
 		return -EINVAL;
 	if (sr->pending)
 		return -EBUSY;
@@ -297,7 +367,8 @@ int evr_span_reader_next(struct evr_span_reader *sr, struct evr_shm_span *ret)
 		uint32_t i = sr->cur;
 
 		sr->cur = sr->cur + 1 == sr->nr ? 0 : sr->cur + 1;
-		if (ring_span(sr, i)) {
+		/* At the end, whatever is left, packets still open included. */
+		if (ring_span(sr, i, ended || !(flags & EVR_SPAN_WHOLE))) {
 			sr->pending = true;
 			*ret = sr->out;
 			return 1;
@@ -351,10 +422,11 @@ int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct
 		return 0;
 	for (uint32_t i = 0; i < sr->nr; i++) {
 		uint64_t head = __atomic_load_n(&sr->rings[i].ctl->head, __ATOMIC_ACQUIRE);
-		uint64_t pos = sr->rings[i].pos;
+		uint64_t pe = packet_end(sr, sr->rings[i].pos);
 
-		/* A packet boundary in (pos, head]: a complete packet waits. */
-		if (head > pos && (head - 1) / sr->packet_size != pos / sr->packet_size)
+		/* The packet at pos is complete and its successor has begun: a whole
+		 * span waits (what evr_span_reader_get() with EVR_SPAN_WHOLE takes). */
+		if (head >= pe && head - pe >= EVR_PACKET_HDR_SIZE)
 			return 0;
 	}
 	return evr_doorbell_poll(doorbell_fd, extra, nextra, timeout_ms);

@@ -338,26 +338,34 @@ static int use_spans(struct evr_client *c)
 	return 0;
 }
 
-int evr_client_span_next(struct evr_client *c, struct evr_span *ret)
+int evr_client_span_get(struct evr_client *c, uint32_t flags, struct evr_span *ret)
 {
+	uint32_t sflags = flags & EVR_CLIENT_SPAN_WHOLE ? EVR_SPAN_WHOLE : 0;
 	struct evr_shm_span sp;
 	int n, err;
 
-	if (!ret)
+	if (!ret || (flags & ~EVR_CLIENT_SPAN_WHOLE))
 		return -EINVAL;
 	err = use_spans(c);
 	if (err < 0)
 		return err;
-	n = evr_span_reader_next(c->spans, &sp);
+	n = evr_span_reader_get(c->spans, sflags, &sp);
 	if (n == 0 && c->state == EVR_CLIENT_LIVE) {
+		/* A system call, but only when the rings had nothing ready. */
 		evr_client_refresh_state(c);
 		if (c->state != EVR_CLIENT_LIVE)
-			n = evr_span_reader_next(c->spans, &sp);
+			n = evr_span_reader_get(c->spans, sflags, &sp);
 	}
 	if (n <= 0)
 		return n;
-	*ret = (struct evr_span){ .ring = sp.ring, .pos = sp.pos, .data = sp.data, .len = sp.len };
+	*ret = (struct evr_span){ .ring = sp.ring, .pos = sp.pos, .data = sp.data, .len = sp.len,
+				  .events = sp.events, .lost = sp.lost };
 	return 1;
+}
+
+int evr_client_span_next(struct evr_client *c, struct evr_span *ret)
+{
+	return evr_client_span_get(c, 0, ret);
 }
 
 int evr_client_span_done(struct evr_client *c, const struct evr_span *sp)

@@ -9,6 +9,18 @@
  * with SSE4.2 have a crc32 instruction for exactly this polynomial, several
  * times faster again; the recorder computes the CRC of every span it writes, so
  * it is worth the few lines. Both give identical results (test_trace checks).
+ *
+ * The crc32 instruction takes 3 cycles to give its result but accepts a new
+ * one every cycle, so one chain of it runs at a third of its speed. Long
+ * buffers are therefore cut into three consecutive blocks of CRC3_BLOCK bytes
+ * whose CRCs run as three independent chains, and then joined. Joining uses
+ * the linearity of the CRC register: processing bytes D from register r gives
+ * Z_|D|(r) xor R(0, D), where Z_n (n zero bytes) is a linear map of the 32-bit
+ * register, so R(r, A B C) = Z_2n(R(r, A)) xor Z_n(R(0, B)) xor R(0, C) for
+ * blocks of n bytes. Z_n and Z_2n are tabulated once (4 x 256 entries each,
+ * built by running the instruction over zeros from each single-bit register),
+ * so a join is 8 table lookups per 3 KiB. Measured here: 0.107 -> 0.04 ns per
+ * byte, which is most of what the recorder spends in user space per event.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -70,6 +82,49 @@ uint32_t evr_crc32c_sw(uint32_t crc, const void *data, size_t len)
 }
 
 #if defined(__x86_64__)
+#define CRC3_BLOCK 1024u
+
+/* zshift[0]: Z_CRC3_BLOCK, zshift[1]: Z_(2 CRC3_BLOCK), one table per register byte. */
+static uint32_t zshift[2][4][256];
+static pthread_once_t zshift_once = PTHREAD_ONCE_INIT;
+
+/* The raw register after @n zero bytes from @reg. */
+__attribute__((target("sse4.2")))
+static uint32_t zeros_from(uint32_t reg, size_t n)
+{
+	uint64_t c = reg;
+
+	for (size_t i = 0; i < n; i += 8)
+		c = __builtin_ia32_crc32di(c, 0);
+	return (uint32_t)c;
+}
+
+static void zshift_build(void)
+{
+	for (int t = 0; t < 2; t++) {
+		uint32_t bit[32];
+
+		for (int i = 0; i < 32; i++)
+			bit[i] = zeros_from(1u << i, (size_t)CRC3_BLOCK * (size_t)(t + 1));
+		/* Linear: the image of a byte value is the xor of its bits' images. */
+		for (int k = 0; k < 4; k++)
+			for (uint32_t v = 0; v < 256; v++) {
+				uint32_t x = 0;
+
+				for (int j = 0; j < 8; j++)
+					if (v & (1u << j))
+						x ^= bit[8 * k + j];
+				zshift[t][k][v] = x;
+			}
+	}
+}
+
+static inline uint32_t zshift_apply(int t, uint32_t reg)
+{
+	return zshift[t][0][reg & 0xff] ^ zshift[t][1][(reg >> 8) & 0xff] ^
+	       zshift[t][2][(reg >> 16) & 0xff] ^ zshift[t][3][reg >> 24];
+}
+
 __attribute__((target("sse4.2")))
 uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 {
@@ -79,6 +134,26 @@ uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 	while (len && ((uintptr_t)p & 7u)) {
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 		len--;
+	}
+	if (len >= 3 * CRC3_BLOCK) {
+		pthread_once(&zshift_once, zshift_build);
+		do {
+			uint64_t c1 = 0, c2 = 0;
+
+			for (uint32_t i = 0; i < CRC3_BLOCK; i += 8) {
+				uint64_t w0, w1, w2;
+
+				memcpy(&w0, p + i, 8);
+				memcpy(&w1, p + CRC3_BLOCK + i, 8);
+				memcpy(&w2, p + 2 * CRC3_BLOCK + i, 8);
+				c = __builtin_ia32_crc32di(c, w0);
+				c1 = __builtin_ia32_crc32di(c1, w1);
+				c2 = __builtin_ia32_crc32di(c2, w2);
+			}
+			c = zshift_apply(1, (uint32_t)c) ^ zshift_apply(0, (uint32_t)c1) ^ (uint32_t)c2;
+			p += 3 * CRC3_BLOCK;
+			len -= 3 * CRC3_BLOCK;
+		} while (len >= 3 * CRC3_BLOCK);
 	}
 	while (len >= 8) {
 		uint64_t w;

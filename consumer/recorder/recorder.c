@@ -3,10 +3,14 @@
  * The recording engine behind <evring/recorder.h>: a session's rings into a
  * trace file.
  *
- * The recorder never decodes an event: every span of published records goes
- * from the session mapping to the output with one writev (the trace writer's
- * EVENTS chunk). Metadata entries are copied to the output before the first
- * span that may need them: a span's records were published after their
+ * The recorder moves packets, not records: once a ring's next packet has
+ * begun, the packet before it goes from the session mapping to the output as
+ * one EVENTS chunk (one writev, its CRC computed on the way), and what it holds
+ * is counted from the two packet headers (events_before, lost_before), so no
+ * record is looked at on the hot path (<evring/shm.h>, EVR_SPAN_WHOLE). The
+ * part of a packet still being filled is written every flush interval, and at
+ * the end. Metadata entries are copied to the output before the first span
+ * that may need them: a span's records were published after their
  * descriptions (<evring/abi.h>), so reading new metadata after taking a span,
  * and before writing it, always finds them.
  *
@@ -21,7 +25,6 @@
  * timestamps piecewise and see the TSC's jumps (docs/trace-format.md).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +61,8 @@ struct evr_recorder {
 
 	uint32_t nr_rings;
 	uint64_t meta_pos;		/* evr_client_meta_next() cursor */
-	uint64_t *ring_seen;		/* per ring: events + losses accounted so far */
 	uint64_t events, lost, spans, spans_retracted;
+	uint64_t flush_due;		/* take the packets still open from then on */
 	struct evr_clock_sync_state sync;
 	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
 
@@ -177,39 +180,20 @@ static int write_metadata(struct evr_recorder *r)
 }
 
 /*
- * A span starting at a packet boundary carries the packet header: the events
- * written and lost on its ring before it. Return: true and that sum in @ret.
- */
-static bool packet_before(const struct evr_recorder *r, const struct evr_span *sp, uint64_t *ret)
-{
-	const struct evr_shm_hdr *h = evr_client_shm(r->c);
-	struct evr_packet_hdr ph;
-
-	if (sp->ring >= r->nr_rings || (sp->pos & (h->packet_size - 1)) != 0 ||
-	    sp->len < sizeof(ph))
-		return false;
-	memcpy(&ph, sp->data, sizeof(ph));
-	if (ph.magic != EVR_PACKET_MAGIC)
-		return false;
-	*ret = ph.events_before + ph.lost_before;
-	return true;
-}
-
-/*
- * Write what is published, at most SPANS_PER_PUMP spans.
+ * Write what is published, at most SPANS_PER_PUMP spans: whole packets (the
+ * rest of a packet once the next one has begun), and with @partial the part of
+ * a packet still being filled as well. Counting needs no walk over the records:
+ * the span reader takes a packet's counts from the packet headers.
  * Return: the number of spans written (retracted ones included), or -errno.
  */
-static int pump_spans(struct evr_recorder *r)
+static int pump_spans(struct evr_recorder *r, bool partial)
 {
+	uint32_t flags = partial ? 0 : EVR_CLIENT_SPAN_WHOLE;
 	struct evr_span sp;
 	int n = 0, ret;
 
 	while (n < (int)SPANS_PER_PUMP) {
-		uint64_t ev = 0, lost = 0, before = 0;
-		bool has_hdr;
-		int count;
-
-		ret = evr_client_span_next(r->c, &sp);
+		ret = evr_client_span_get(r->c, flags, &sp);
 		if (ret < 0)
 			return fail(r, ret, "cannot read the session: %s", strerror(-ret));
 		if (ret == 0)
@@ -220,12 +204,10 @@ static int pump_spans(struct evr_recorder *r)
 		ret = evr_trace_writer_events(r->w, sp.ring, sp.pos, sp.data, sp.len);
 		if (ret < 0)
 			return write_error(r, ret);
-		/* Read from the span before handing it back (discard mode: the writers
-		 * may then reuse it). In overwrite mode they may be rewriting it under
-		 * us already: what was read (here and by the writer's CRC) counts only
-		 * if evr_client_span_done() then says it stayed intact. */
-		has_hdr = packet_before(r, &sp, &before);
-		count = evr_span_count(&sp, &ev, &lost);
+		/* In overwrite mode the writers may be rewriting the span under us
+		 * already: what the writer's CRC read counts only if
+		 * evr_client_span_done() then says it stayed intact. In discard mode
+		 * done hands the span's space back to the writers. */
 		ret = evr_client_span_done(r->c, &sp);
 		if (ret == -ESTALE) {
 			/* Retract it from the output. Its events, and any gap before it,
@@ -240,18 +222,9 @@ static int pump_spans(struct evr_recorder *r)
 		}
 		if (ret < 0)
 			return fail(r, ret, "cannot release a span: %s", strerror(-ret));
-		if (count < 0)
-			return fail(r, count, "ring %u holds a malformed record near position %" PRIu64,
-				    sp.ring, sp.pos);
-		if (has_hdr && before > r->ring_seen[sp.ring]) {
-			r->lost += before - r->ring_seen[sp.ring];
-			r->ring_seen[sp.ring] = before;
-		}
-		r->events += ev;
-		r->lost += lost;
+		r->events += sp.events;
+		r->lost += sp.lost;
 		r->spans++;
-		if (sp.ring < r->nr_rings)
-			r->ring_seen[sp.ring] += ev + lost;
 		n++;
 	}
 	return n;
@@ -412,9 +385,8 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 	if (err < 0)
 		goto fail;
 	r->nr_rings = evr_client_shm(c)->nr_rings;
-	r->ring_seen = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->ring_seen));
 	r->sync_heads = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->sync_heads));
-	if (!r->ring_seen || !r->sync_heads) {
+	if (!r->sync_heads) {
 		err = -ENOMEM;
 		copy_msg(errbuf, errlen, "out of memory");
 		goto fail;
@@ -478,6 +450,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		goto out;
 	ret = write_metadata(r);
 	r->t_threads = 0;	/* the first pump asks for the thread names at once */
+	r->flush_due = mono_ns() + r->flush_ns;
 out:
 	if (ret < 0)
 		copy_msg(errbuf, errlen, r->errmsg);
@@ -486,6 +459,7 @@ out:
 
 int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 {
+	bool partial = false;
 	uint64_t now;
 	int n, ret;
 
@@ -493,7 +467,13 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 		return -EINVAL;
 	if (r->err || r->stopped)
 		goto failed;
-	n = pump_spans(r);
+	now = mono_ns();
+	if (now >= r->flush_due) {
+		/* Time to write what waits in the packets still open, too. */
+		partial = true;
+		r->flush_due = now + r->flush_ns;
+	}
+	n = pump_spans(r, partial);
 	if (n < 0)
 		goto failed;
 	now = mono_ns();
@@ -523,7 +503,10 @@ failed:
 /* The next time something of the recorder's own is due (UINT64_MAX: nothing). */
 static uint64_t next_due(const struct evr_recorder *r)
 {
-	uint64_t due = r->sync.next_ns;
+	uint64_t due = r->flush_due;
+
+	if (r->sync.next_ns < due)
+		due = r->sync.next_ns;
 
 	if (!r->threads_off && r->t_threads + THREADS_NS < due)
 		due = r->t_threads + THREADS_NS;
@@ -629,7 +612,7 @@ static int finish_session(struct evr_recorder *r)
 	if (r->err)
 		return r->err;
 	do {
-		n = pump_spans(r);
+		n = pump_spans(r, true);
 		if (n < 0)
 			return n;
 	} while (n > 0);
@@ -720,7 +703,6 @@ void evr_recorder_free(struct evr_recorder *r)
 	if (!r)
 		return;
 	evr_trace_writer_free(r->w);
-	free(r->ring_seen);
 	free(r->sync_heads);
 	free(r->tnames);
 	free(r->providers);

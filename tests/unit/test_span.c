@@ -4,8 +4,8 @@
  * done; overwrite mode resynchronizes when lapped and reports -ESTALE for a
  * span the writers reached while it was in use, with the loss exact either
  * way; final losses after the end; a concurrent writer (conservation:
- * written == events + lost); hostile records for evr_span_walk(); and the
- * readers' doorbell sleep.
+ * written == events + lost); whole-packet spans counted by their headers;
+ * hostile records for evr_span_walk(); and the readers' doorbell sleep.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +71,9 @@ static void sess_end(struct sess *s)
 	__atomic_store_n(&s->h->ended, 1, __ATOMIC_RELEASE);
 }
 
+/* The session the span reader under test reads (drain_flags() looks at its end). */
+static struct evr_shm_hdr *cur_hdr;
+
 struct tally {
 	uint64_t events, lost, spans;
 	uint64_t next_seq[NR];		/* discard mode: events come in order */
@@ -107,6 +110,25 @@ static void tally_span(struct tally *t, const struct evr_shm_span *sp)
 	t->events += sp->events;
 	t->lost += sp->lost;
 	t->spans++;
+}
+
+/* Consume every span there is now (evr_span_reader_get() @flags); returns how many. */
+static uint64_t drain_flags(struct evr_span_reader *sr, struct tally *t, uint32_t flags)
+{
+	struct evr_shm_span sp;
+	uint64_t n = 0;
+	int ret;
+
+	while ((ret = evr_span_reader_get(sr, flags, &sp)) == 1) {
+		/* Until the end, whole-packet spans end where their packet does. */
+		if (flags & EVR_SPAN_WHOLE && !__atomic_load_n(&cur_hdr->ended, __ATOMIC_ACQUIRE))
+			assert_int_equal((sp.pos + sp.len) % PACKET, 0);
+		tally_span(t, &sp);
+		assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+		n++;
+	}
+	assert_int_equal(ret, 0);
+	return n;
 }
 
 /* Consume every span there is now; returns how many. */
@@ -410,6 +432,123 @@ static void test_span_wait_fds(void **state)
 	sess_free(&s);
 }
 
+/*
+ * EVR_SPAN_WHOLE: only rests of packets whose successor has begun, counted by
+ * the two headers (tally_span() checks the counts against a walk); the packet
+ * still open comes out without the flag, or once the session ended.
+ */
+static void test_span_whole_packets(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = true };
+	struct evr_shm_span sp;
+	uint64_t seq = 0;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 8 * PACKET);
+	cur_hdr = s.h;
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	/* 40-byte payloads: 56 bytes a record, 291 records fill a 16 KiB packet. */
+	for (; seq < 700; seq++)
+		assert_int_equal(emit(&s, 0, seq, 40), 0);
+	assert_int_equal(evr_span_reader_get(sr, EVR_SPAN_WHOLE, &sp), 1);
+	assert_true(sp.pos == 0 && sp.len == PACKET);
+	tally_span(&t, &sp);
+	assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+	assert_int_equal(drain_flags(sr, &t, EVR_SPAN_WHOLE), 1);	/* the second packet */
+	assert_int_equal(t.events, 2 * 291);
+	assert_int_equal(evr_span_reader_get(sr, EVR_SPAN_WHOLE, &sp), 0);	/* the third is open */
+	assert_int_equal(evr_span_reader_get(sr, 7, &sp), -EINVAL);
+	/* A flush takes the open packet's records so far... */
+	assert_int_equal(drain_flags(sr, &t, 0), 1);
+	assert_int_equal(t.events, 700);
+	/* ...and the rest of it comes whole once the fourth packet begins. */
+	for (; seq < 1000; seq++)
+		assert_int_equal(emit(&s, 0, seq, 40), 0);
+	assert_int_equal(evr_span_reader_get(sr, EVR_SPAN_WHOLE, &sp), 1);
+	assert_true(sp.pos % PACKET != 0 && (sp.pos + sp.len) % PACKET == 0);
+	tally_span(&t, &sp);
+	assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+	assert_int_equal(t.events, 3 * 291);
+	assert_int_equal(drain_flags(sr, &t, EVR_SPAN_WHOLE), 0);
+	/* At the end, whatever is left comes out, whole-packet callers included. */
+	sess_end(&s);
+	drain_flags(sr, &t, EVR_SPAN_WHOLE);
+	assert_true(evr_span_reader_drained(sr));
+	assert_int_equal(t.events, 1000);
+	assert_int_equal(t.lost, 0);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/*
+ * A next header that does not add up (a hostile producer, a bit flip): the
+ * packet is walked instead, and the counts are the records' own.
+ */
+static void test_span_whole_bad_next_header(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = true };
+	struct evr_packet_hdr ph;
+	struct sess s;
+	uint8_t *ring0;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 8 * PACKET);
+	cur_hdr = s.h;
+	for (uint64_t i = 0; i < 700; i++)
+		assert_int_equal(emit(&s, 0, i, 40), 0);
+	ring0 = (uint8_t *)s.h + s.h->ring_data_off;
+	/* The second packet's header claims more events than the first can hold. */
+	memcpy(&ph, ring0 + PACKET, sizeof(ph));
+	ph.events_before += 100000;
+	memcpy(ring0 + PACKET, &ph, sizeof(ph));
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	/* The first packet: walked (291 records), its END ends it. */
+	assert_int_equal(drain_flags(sr, &t, EVR_SPAN_WHOLE), 2);
+	assert_int_equal(t.events, 291 + 291);
+	/* The second header's jump is a loss the reader reports, exactly as it says. */
+	assert_int_equal(t.lost, 100000);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/* A writer thread and a whole-packet reader: written == events + lost, exactly. */
+static void test_span_whole_concurrent_conservation(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = false };
+	struct race r;
+	struct sess s;
+	pthread_t th;
+	uint64_t fl;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	cur_hdr = s.h;
+	r.s = &s;
+	r.attempts = 200000;
+	atomic_init(&r.done, 0);
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	assert_int_equal(pthread_create(&th, NULL, race_writer, &r), 0);
+	while (!atomic_load_explicit(&r.done, memory_order_acquire)) {
+		if (drain_flags(sr, &t, EVR_SPAN_WHOLE) == 0)
+			sched_yield();
+	}
+	assert_int_equal(pthread_join(th, NULL), 0);
+	sess_end(&s);
+	drain_flags(sr, &t, EVR_SPAN_WHOLE);
+	assert_true(evr_span_reader_drained(sr));
+	for (uint32_t i = 0; i < NR; i++) {
+		assert_int_equal(evr_span_reader_final_lost(sr, i, &fl), 0);
+		t.lost += fl;
+	}
+	assert_int_equal(t.events + t.lost, r.attempts);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
 static void put_rec(uint8_t *p, uint16_t size, uint8_t type, uint64_t extra)
 {
 	struct evr_rec_hdr h = { .size = size, .type = type, .event_id = 1, .ts = 2 };
@@ -465,6 +604,9 @@ int main(void)
 		cmocka_unit_test(test_span_overwrite_stale),
 		cmocka_unit_test(test_span_corrupt_packet),
 		cmocka_unit_test(test_span_concurrent_conservation),
+		cmocka_unit_test(test_span_whole_packets),
+		cmocka_unit_test(test_span_whole_bad_next_header),
+		cmocka_unit_test(test_span_whole_concurrent_conservation),
 		cmocka_unit_test(test_span_walk_hostile),
 		cmocka_unit_test(test_span_wait_fds),
 	};

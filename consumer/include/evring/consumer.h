@@ -285,6 +285,12 @@ struct evr_span {
 	uint64_t pos;			/* ring byte position of data[0] */
 	const void *data;		/* points into the mapping */
 	uint32_t len;
+	/* What the span holds, known when it was handed out: EVENT records, and
+	 * events lost (its LOST records, and what a lapped reader skipped before
+	 * it, from the packet header). Count them once evr_client_span_done()
+	 * said 0; after -ESTALE the next span's packet header accounts for them. */
+	uint64_t events;
+	uint64_t lost;
 };
 
 /**
@@ -293,6 +299,24 @@ struct evr_span {
  * Does not consume: call evr_client_span_done() once the span is written.
  */
 int evr_client_span_next(struct evr_client *c, struct evr_span *ret);
+
+/*
+ * EVR_CLIENT_SPAN_WHOLE: only spans that reach their packet's end, once the
+ * ring's next packet has begun; their counts come from the packet headers, so
+ * the records are never walked (a recorder that moves packets). The part of a
+ * packet still being filled comes out without the flag, and anyway once the
+ * session ended or the producer is gone.
+ */
+#define EVR_CLIENT_SPAN_WHOLE 0x1u
+
+/**
+ * evr_client_span_get() - evr_client_span_next() with @flags
+ * (EVR_CLIENT_SPAN_WHOLE or 0).
+ * Return: 1 a span, 0 nothing ready now, -errno (-EINVAL: unknown flags).
+ * Context: the client's thread; no system call, except a poll() of the
+ * producer's pidfd and socket when nothing is ready.
+ */
+int evr_client_span_get(struct evr_client *c, uint32_t flags, struct evr_span *ret);
 
 /**
  * evr_client_span_done() - consume @sp. In discard mode this hands its space
@@ -313,9 +337,10 @@ int evr_client_span_done(struct evr_client *c, const struct evr_span *sp);
 int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count);
 
 /**
- * evr_span_count() - count what a span holds, for a recorder's progress
- * counters: its EVENT records and the events its LOST records report. Walks
- * the record headers with every size checked against the span.
+ * evr_span_count() - count what a span holds: its EVENT records and the events
+ * its LOST records report. Walks the record headers with every size checked
+ * against the span (evr_span.events needs no walk; this is for spans read back
+ * from elsewhere).
  * @sp: a span from evr_client_span_next() (or read back from a file).
  * Return: 0, or -EBADMSG (a record overruns the span or is malformed; the
  * counts are then untouched).

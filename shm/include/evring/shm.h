@@ -203,6 +203,21 @@ void evr_span_reader_free(struct evr_span_reader *sr);
  */
 int evr_span_reader_next(struct evr_span_reader *sr, struct evr_shm_span *ret);
 
+/*
+ * EVR_SPAN_WHOLE: hand out only spans that reach the end of their packet, when
+ * the ring's next packet has begun; their counts come from the two packet
+ * headers, without a walk over the records. A span may still start inside a
+ * packet (after a partial one). Once the session ended or the producer is gone,
+ * partial spans come out anyway: that is the rest of the data.
+ */
+#define EVR_SPAN_WHOLE 0x1u
+
+/**
+ * evr_span_reader_get() - evr_span_reader_next() with @flags (EVR_SPAN_WHOLE).
+ * Return: 1 a span, 0 nothing ready now, -EBUSY, -EINVAL (unknown flags).
+ */
+int evr_span_reader_get(struct evr_span_reader *sr, uint32_t flags, struct evr_shm_span *ret);
+
 /**
  * evr_span_reader_done() - consume the span evr_span_reader_next() returned.
  * Return: 0 intact, -ESTALE (overwrite mode) the writers may have reached it
@@ -213,8 +228,9 @@ int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *
 
 /**
  * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
- * completes on some ring (doorbell handshake on @doorbell_fd), the session
- * ends, an @extra fd is ready, or @timeout_ms passes.
+ * completes on some ring and the next one has begun (doorbell handshake on
+ * @doorbell_fd), the session ends, an @extra fd is ready, or @timeout_ms
+ * passes. Data of packets still open waits for the timeout.
  * Return: 1 woken, 0 timeout or data already there, -errno.
  */
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
