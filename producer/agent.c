@@ -513,6 +513,8 @@ static void *agent_main(void *arg)
 	uint64_t next = UINT64_MAX;
 
 	(void)arg;
+	/* The clock choice takes a few ms: here, rather than in the program's threads. */
+	evr_clock_settle();
 	while (!stop) {
 		int timeout = -1, n;
 

@@ -32,9 +32,11 @@ static inline uint64_t evr_clock_now(void)
 }
 
 /* Calibration of evr_clock_now() against CLOCK_MONOTONIC/REALTIME, for a session
- * header. May sleep a few milliseconds the first time. */
+ * header. Makes the clock choice if not made yet; may sleep up to 20 ms. */
 EVR_HIDDEN void evr_clock_calibrate(struct evr_clock_calib *ret);
 EVR_HIDDEN void evr_clock_init(void);
+/* Make the clock choice now if it is not made yet (clock.c). Context: any thread. */
+EVR_HIDDEN void evr_clock_settle(void);
 
 /* clock_gettime(@id) in nanoseconds, for the agent and the counters thread. */
 EVR_HIDDEN uint64_t evr_clock_gettime_ns(clockid_t id);

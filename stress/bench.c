@@ -49,6 +49,7 @@ struct opts {
 	uint64_t counter_events;	/* per run, counter scenarios; 0: 20 x events */
 	uint64_t ring_size;
 	const char *only;
+	struct evr_clock_info clock;	/* what the events carry (--clock, EVR_CLOCK) */
 };
 
 struct result {
@@ -514,6 +515,7 @@ static void report(const struct opts *o, const struct result *r)
 		       r->scenario, r->threads, r->sessions,
 		       strncmp(r->scenario, "counter_", 8) == 0 ? 8 : 20, r->runs, r->events, med,
 		       min, max, r->lost);
+		printf(",\"clock\":\"%s\"", o->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic");
 		if (strcmp(r->scenario, "enabled_1t") == 0 || strcmp(r->scenario, "enabled_nt") == 0 ||
 		    strcmp(r->scenario, "sessions_4") == 0)
 			printf(",\"readers\":\"%s\"", o->chase ? "chase" : "wait");
@@ -561,6 +563,8 @@ static void usage(FILE *f)
 		"  --reader-events N    records in the reader run (default 1000000)\n"
 		"  --counter-events N   values per counter run (default 20 x --events)\n"
 		"  --ring-size BYTES    per-CPU ring size (default 8388608)\n"
+		"  --clock CLOCK        timestamps from tsc or monotonic (clock_gettime), as\n"
+		"                       EVR_CLOCK= does; default: libevring's choice\n"
 		"  --scenario NAME      only this one: baseline disabled writer_only enabled_1t\n"
 		"                       enabled_nt sessions_4 reader counter_mean\n"
 		"                       counter_increment counter_histogram counter_mean_idle\n"
@@ -595,6 +599,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "counter-events", required_argument, NULL, 'C' },
 		{ "ring-size", required_argument, NULL, 's' },
 		{ "scenario", required_argument, NULL, 'S' },
+		{ "clock", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -643,6 +648,24 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		case 'S':
 			o->only = optarg;
 			break;
+		case 'K': {
+			const char *env = getenv("EVR_CLOCK");
+
+			if (strcmp(optarg, "tsc") && strcmp(optarg, "monotonic")) {
+				fprintf(stderr, "evring-bench: --clock: \"%s\" is not tsc or monotonic\n",
+					optarg);
+				return -EINVAL;
+			}
+			/* libevring chose its clock when it loaded: run again with it set. */
+			if (!env || strcmp(env, optarg)) {
+				setenv("EVR_CLOCK", optarg, 1);
+				execv("/proc/self/exe", argv);
+				fprintf(stderr, "evring-bench: --clock: cannot run again: %s\n",
+					strerror(errno));
+				return -errno;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -690,6 +713,9 @@ static int run(const struct opts *o)
 	int ncpu = get_nprocs();
 	struct result r;
 
+	if (!o->json)
+		printf("clock: %s (%s)\n", o->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic",
+		       o->clock.reason);
 	if (!o->json)
 		printf("%-17s %7s %8s %5s %12s %8s %8s %10s\n", "scenario", "threads", "sessions",
 		       "runs", "ns/ev median", "min", "max", "lost");
@@ -766,5 +792,6 @@ int main(int argc, char **argv)
 
 	if (parse_argv(argc, argv, &o) < 0)
 		return 2;
+	evr_clock_get_info(&o.clock);
 	return run(&o) < 0 ? 1 : 0;
 }

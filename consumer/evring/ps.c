@@ -18,15 +18,18 @@
 struct ps_opts {
 	struct evr_cli_flags flags;	/* --json */
 	bool sessions;
+	bool clock;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring ps [--json] [--sessions]\n"
+		"Usage: evring ps [--json] [--sessions] [--clock]\n"
 		"List the processes running libevring's agent that you may attach to.\n"
+		"CLOCK is what events carry: tsc (raw TSC ticks) or mono (CLOCK_MONOTONIC).\n"
 		"  --json       one JSON object per process and line\n"
-		"  --sessions   also list each process's sessions\n");
+		"  --sessions   also list each process's sessions\n"
+		"  --clock      also say why each process uses its clock\n");
 }
 
 static int parse_argv(int argc, char **argv, struct ps_opts *o)
@@ -34,15 +37,20 @@ static int parse_argv(int argc, char **argv, struct ps_opts *o)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "sessions", no_argument, NULL, 's' },
+		{ "clock", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c, r;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jsh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:jsch", longopts, NULL)) != -1) {
 		if (c == 's') {
 			o->sessions = true;
+			continue;
+		}
+		if (c == 'c') {
+			o->clock = true;
 			continue;
 		}
 		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
@@ -61,16 +69,46 @@ static const char *mode_name(uint32_t mode)
 	return mode == EVR_MODE_OVERWRITE ? "overwrite" : "discard";
 }
 
+static const char *clock_name(const struct evr_process_info *pi)
+{
+	if (!pi->clock_choice.known)
+		return pi->clock.kind == EVR_CLOCK_TSC ? "tsc" : "mono";
+	return pi->clock_choice.kind == EVR_CLOCK_TSC ? "tsc" : "mono";
+}
+
+/* The --clock line: why, and what was measured. */
+static void print_clock(const struct evr_process_info *pi)
+{
+	const struct evr_process_clock *k = &pi->clock_choice;
+
+	if (!k->known) {
+		printf("%7s   clock: %s (the process's libevring does not say why)\n", "",
+		       clock_name(pi));
+		return;
+	}
+	printf("%7s   clock: %s: %s (clocksource %s", "", clock_name(pi), k->reason,
+	       k->source[0] ? k->source : "unknown");
+	if (k->tsc_hz)
+		printf(", TSC %.3f GHz", (double)k->tsc_hz / 1e9);
+	if (k->rdtsc_ns)
+		printf(", rdtsc %u ns", k->rdtsc_ns);
+	if (k->gettime_ns)
+		printf(", clock_gettime %u ns", k->gettime_ns);
+	printf(")\n");
+}
+
 /* @ns is 0 without --sessions. */
 static void print_text(const struct evr_process_info *pi, const struct evr_session_info *s,
-		       uint32_t ns)
+		       uint32_t ns, bool clock)
 {
-	printf("%7u %4u ", pi->pid, pi->sessions_active);
+	printf("%7u %4u %-5s ", pi->pid, pi->sessions_active, clock_name(pi));
 	for (uint32_t i = 0; i < pi->argc; i++)
 		printf(i ? " %s" : "%s", pi->argv[i]);
 	if (pi->argc == 0)
 		printf("[%s]", pi->exe ? pi->exe : "?");
 	putchar('\n');
+	if (clock)
+		print_clock(pi);
 	for (uint32_t i = 0; i < ns; i++)
 		printf("%7s   session %u: %s, %s, %llu KiB/ring, client %s (pid %u)\n", "",
 		       s[i].session_id, s[i].providers ? s[i].providers : "",
@@ -93,6 +131,20 @@ static void print_json(const struct evr_process_info *pi, const struct evr_sessi
 	}
 	printf("],\"evring_version\":");
 	evr_json_fputs(stdout, pi->evring_version ? pi->evring_version : "");
+	printf(",\"clock\":{\"kind\":\"%s\"", clock_name(pi));
+	if (pi->clock_choice.known) {
+		const struct evr_process_clock *k = &pi->clock_choice;
+
+		printf(",\"source\":");
+		evr_json_fputs(stdout, k->source);
+		printf(",\"reason\":");
+		evr_json_fputs(stdout, k->reason);
+		printf(",\"tsc_hz\":%llu,\"skew_bound_ns\":%llu,\"skew_pairs\":%u,"
+		       "\"rdtsc_ns\":%u,\"gettime_ns\":%u", (unsigned long long)k->tsc_hz,
+		       (unsigned long long)k->skew_bound_ns, k->skew_pairs, k->rdtsc_ns,
+		       k->gettime_ns);
+	}
+	putchar('}');
 	if (with_sessions) {
 		printf(",\"session_list\":[");
 		for (uint32_t i = 0; i < ns; i++) {
@@ -135,7 +187,7 @@ static int run(const struct ps_opts *o)
 	else if (ret > 1)
 		evr_cli_warn(CMD, "%s (and %d more directories refused)", err, ret - 1);
 	if (!o->flags.json)
-		printf("%7s %4s %s\n", "PID", "SESS", "COMMAND");
+		printf("%7s %4s %-5s %s\n", "PID", "SESS", "CLOCK", "COMMAND");
 	for (uint32_t i = 0; i < n; i++) {
 		struct evr_session_info *sessions = NULL;
 		struct evr_client *c = NULL;
@@ -154,7 +206,7 @@ static int run(const struct ps_opts *o)
 		if (o->flags.json)
 			print_json(evr_client_process(c), sessions, ns, o->sessions);
 		else
-			print_text(evr_client_process(c), sessions, ns);
+			print_text(evr_client_process(c), sessions, ns, o->clock);
 		evr_session_info_free(sessions, ns);
 		evr_client_free(c);
 	}

@@ -3,6 +3,7 @@
 #ifndef EVR_PROCESS_INTERNAL_H
 #define EVR_PROCESS_INTERNAL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <evring/consumer.h>
@@ -27,6 +28,20 @@ static inline void evr_process_info_scalars(struct evr_process_info *pi, const E
 			.real_base = m->clock->real_base,
 			.ticks_per_sec = m->clock->has_ticks_per_sec ? m->clock->ticks_per_sec : 0,
 		};
+	}
+	if (m->clock_choice) {
+		const Evr__ClockChoice *c = m->clock_choice;
+		struct evr_process_clock *k = &pi->clock_choice;
+
+		k->known = true;
+		k->kind = c->kind;
+		snprintf(k->source, sizeof(k->source), "%s", c->source ? c->source : "");
+		snprintf(k->reason, sizeof(k->reason), "%s", c->reason ? c->reason : "");
+		k->tsc_hz = c->has_tsc_hz ? c->tsc_hz : 0;
+		k->skew_bound_ns = c->has_skew_bound_ns ? c->skew_bound_ns : 0;
+		k->skew_pairs = c->has_skew_pairs ? c->skew_pairs : 0;
+		k->rdtsc_ns = c->has_rdtsc_ns ? c->rdtsc_ns : 0;
+		k->gettime_ns = c->has_gettime_ns ? c->gettime_ns : 0;
 	}
 }
 

@@ -40,6 +40,18 @@ extern "C" {
 
 #define EVR_PROTOCOL_VERSION 1u
 
+/* The clock a process stamps events with, and why (its evr_clock_get_info()). */
+struct evr_process_clock {
+	bool known;			/* false: the process is older than this report */
+	uint32_t kind;			/* enum evr_clock_kind */
+	char source[32];		/* the kernel's clocksource then: "tsc", "kvm-clock"... */
+	char reason[224];		/* one line */
+	uint64_t tsc_hz;		/* 0 unknown */
+	uint64_t skew_bound_ns;		/* cross-CPU TSC offset bound, 0 not measured */
+	uint32_t skew_pairs;
+	uint32_t rdtsc_ns, gettime_ns;	/* the costs it measured */
+};
+
 struct evr_process_info {
 	uint32_t pid, ppid, uid;
 	uint32_t nr_cpus;
@@ -51,6 +63,7 @@ struct evr_process_info {
 	char *evring_version;
 	uint64_t start_realtime_ns;
 	struct evr_clock_calib clock;
+	struct evr_process_clock clock_choice;
 	const void *pb;			/* the packed evr.ProcessInfo, as received */
 	size_t pb_len;
 };

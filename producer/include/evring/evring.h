@@ -320,6 +320,32 @@ EVR_API const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s);
  */
 EVR_API int evr_agent_status(char *buf, size_t len);
 
+/*
+ * The clock libevring stamps events with, chosen once per process: raw TSC
+ * ticks wherever the CPU's TSC is invariant and trustworthy, whatever
+ * clocksource the kernel uses (kvm-clock guests included); else
+ * CLOCK_MONOTONIC. EVR_CLOCK=tsc|monotonic forces one. docs/clock.md.
+ */
+struct evr_clock_info {
+	uint32_t kind;			/* enum evr_clock_kind: EVR_CLOCK_TSC or _MONOTONIC */
+	char source[32];		/* the kernel's clocksource then ("tsc", "kvm-clock") */
+	char reason[224];		/* why, one line */
+	uint64_t tsc_hz;		/* the TSC's measured rate, 0 unknown */
+	uint32_t rdtsc_ns;		/* cost of rdtsc, as measured for the choice */
+	uint32_t gettime_ns;		/* of clock_gettime(CLOCK_MONOTONIC) */
+	uint64_t skew_bound_ns;		/* bound on the TSC offset between CPUs, 0 unmeasured */
+	uint32_t skew_pairs;		/* CPU pairs the bound comes from */
+	uint32_t pad;
+};
+
+/**
+ * evr_clock_get_info() - which clock events carry, and why.
+ * Return: 0, -EINVAL (@ret NULL).
+ * Context: any thread; the first call (or the first session) may take a few
+ * milliseconds while the choice is made (its cross-CPU check).
+ */
+EVR_API int evr_clock_get_info(struct evr_clock_info *ret);
+
 /**
  * evr_event_by_rid() - the event with registry id @rid, to decode records read
  * in this process. Borrowed until its provider is unregistered.
