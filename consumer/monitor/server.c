@@ -157,6 +157,7 @@ enum MHD_Result evr_mon_send_json(struct evr_mon_req *q, unsigned status, json_t
 	return send_json_ct(q, status, j, "application/json");
 }
 
+__attribute__((format(printf, 5, 0)))
 static enum MHD_Result problem_v(struct evr_mon_req *q, unsigned status, const char *title,
 				 int err, const char *fmt, va_list ap)
 {
@@ -648,6 +649,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	}
 }
 
+__attribute__((format(printf, 2, 0)))
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];

@@ -364,6 +364,12 @@ static enum MHD_Result start_stream(struct evr_mon_req *q, pid_t pid, bool count
 				s->sse ? "text/event-stream" : "application/x-ndjson");
 	/* A proxy must not hold the records back. */
 	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	/*
+	 * A stream may have nothing to send for longer than the idle timeout,
+	 * which MHD would then apply the moment the reader returns: no timeout
+	 * for it. stream_read() notices a client that leaves by itself.
+	 */
+	MHD_set_connection_option(q->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0);
 	return evr_mon_send(q, 200, r);
 }
 

@@ -11,6 +11,13 @@ start_monitor --listen 127.0.0.1:0 --idle-timeout 2s
 port=${U##*:}
 python3 "$HERE/hostile.py" 127.0.0.1 "$port" "$MON_PID" || fail "hostile clients"
 monitor_alive
+# A stream with nothing to send for longer than the idle timeout is not idle: it ends with
+# its end record, not with a connection cut by the server's idle timer.
+curl -sS -N --max-time 60 -o "$T/quiet.ndjson" \
+	"$U/processes/$PROD_PID/stream?providers=NoSuchProvider&duration=4s" ||
+	fail "the quiet stream was cut: $(cat "$T/quiet.ndjson")"
+grep -q '^{"type":"end","events":0,"lost":0,"reason":"duration"}$' "$T/quiet.ndjson" ||
+	fail "the quiet stream did not end with its end record: $(cat "$T/quiet.ndjson")"
 expect_status 200 "$U/processes/$PROD_PID/counters"
 kill "$MON_PID"
 wait "$MON_PID" 2>/dev/null || true
