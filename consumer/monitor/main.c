@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		"  --max-duration TIME    longest trace (default 1h)\n"
 		"  --output-dir DIR       where started traces are kept (default $TMPDIR or /tmp)\n"
 		"  --no-sandbox           do not confine the monitor with seccomp\n"
+		"  --version              print the version and exit\n"
 		"The first line on stdout is the URL it listens on.\n", EVR_MON_DEFAULT_PORT);
 }
 
@@ -194,6 +195,7 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
 		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	bool no_tcp = false, genkey = false;
@@ -295,6 +297,10 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 			break;
 		case 'h':
 			usage(stdout);
+			*ret_exit = EXIT_OK;
+			return 0;
+		case 'V':
+			printf("evring monitor %s\n", EVR_VERSION);
 			*ret_exit = EXIT_OK;
 			return 0;
 		case ':':
