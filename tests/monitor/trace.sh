@@ -111,8 +111,12 @@ start_producer workload "$WORKLOAD" --rate 2000 --threads 1
 WL=$PROD_PID
 curl -sS --max-time 120 -o "$T/killed.evtrace" "$U/processes/$WL/trace?duration=10m&providers=Demo" &
 CURL=$!
+# Traced, and some of its events already sent: the trace's progress in GET /traces says so.
 wl_traced() {
-	curl -sS "$U/processes/$WL/sessions" | grep -q '"providers":"Demo'
+	curl -sS "$U/traces" | python3 -c '
+import json, sys
+t = [t for t in json.load(sys.stdin) if t["providers"] == "Demo"]
+assert t and t[0]["events"] > 0' 2>/dev/null
 }
 wait_for 30 wl_traced
 kill -9 "$WL"
