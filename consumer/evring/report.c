@@ -213,6 +213,15 @@ static void print_head(FILE *f, const struct evr_rpt *m, const char *path)
 			evr_fmt_bytes(s->ring_size, b2, sizeof(b2)));
 		fprintf(f, "Time      %s, %.3f s from first to last event\n", when,
 			(double)(m->last_ts - m->first_ts) / 1e9);
+		/* Which clock the events carry, why, and how the file converts it. */
+		fprintf(f, "Clock     %s", s->clock.kind == EVR_CLOCK_TSC ? "TSC" : "CLOCK_MONOTONIC");
+		if (m->st.sync_points)
+			fprintf(f, ", %" PRIu32 " sync points", m->st.sync_points);
+		if (m->st.clock_segments > 1)
+			fprintf(f, ", the TSC jumped %" PRIu32 " times", m->st.clock_segments - 1);
+		if (p && p->clock_choice.known)
+			fprintf(f, " (%s)", p->clock_choice.reason);
+		fputc('\n', f);
 	}
 	fprintf(f, "Events    %" PRIu64 " (%s/s), %" PRIu64 " lost (%.2f%% of events)\n",
 		m->events, evr_fmt_count(per_s(m->events, span), b1, sizeof(b1)), m->lost,
