@@ -98,6 +98,16 @@ static uint8_t *valid_file(size_t *ret_len, uint64_t *ret_kept)
 		gen_emit(&g, (uint32_t)k % 2, 1 + (uint32_t)(k / 5 % 3),
 			 k % 17 == 0 ? GEN_RID_UNDESCRIBED : 1 + (uint32_t)k % 2);
 		if (k % 10 == 9) {
+			/* A sync point, as the recorder takes them; one jump. */
+			struct evr_trace_sync sp = {
+				.ts = g.m[0].ts + (k == 59 ? 5000000 : 0),
+				.mono_ns = 5000000000ull + (uint64_t)k * 1000,
+				.flags = k == 59 ? EVR_SYNC_DISCONT : 0,
+			};
+			uint64_t heads[2] = {__atomic_load_n(&gen_ctl(&g, 0)->head, __ATOMIC_ACQUIRE),
+					     __atomic_load_n(&gen_ctl(&g, 1)->head, __ATOMIC_ACQUIRE)};
+
+			assert_int_equal(evr_trace_writer_sync(g.tw, &sp, heads), 0);
 			evr_ring_count_lost(&g.w[k % 2], 2);
 			g.phantom_lost += 2;
 			assert_int_equal(gen_drain(&g, 0), 0);
@@ -387,7 +397,8 @@ static void random_chunk(uint64_t *s, struct fbuf *f)
 	/* Mostly events; the kinds a file has once (session, end) rarely. */
 	kind = r < 65 ? EVR_CHUNK_EVENTS : r < 72 ? EVR_CHUNK_METADATA : r < 78 ? EVR_CHUNK_LOST :
 	       r < 84 ? EVR_CHUNK_DISCARD : r < 87 ? EVR_CHUNK_END : r < 92 ? EVR_CHUNK_PROCESS :
-	       r < 97 ? rnd_between(s, 8, 40) : r < 98 ? EVR_CHUNK_SESSION : rnd_between(s, 1, 9);
+	       r < 95 ? rnd_between(s, 8, 40) : r < 97 ? EVR_CHUNK_SYNC : r < 98 ? EVR_CHUNK_SESSION :
+	       rnd_between(s, 1, 9);
 
 	switch (kind) {
 	case EVR_CHUNK_SESSION:
@@ -412,6 +423,26 @@ static void random_chunk(uint64_t *s, struct fbuf *f)
 			rec.pos += 4;	/* unaligned */
 		memcpy(p, &rec, sizeof(rec));
 		fb_chunk(f, kind, p, (uint32_t)sizeof(rec) + (n ? n : 8));
+		return;
+	}
+	case EVR_CHUNK_SYNC: {
+		/* Points mostly in order, heads mostly growing, some jumps; the
+		 * session has 2 or 3 rings (or a random number). */
+		static uint64_t ts = 1000, mono = 5000000000ull, head;
+		struct evr_trace_sync sp = {
+			.ts = gen_rnd(s) % 8 ? (ts += gen_rnd(s) % 100000) : gen_rnd(s),
+			.mono_ns = gen_rnd(s) % 8 ? (mono += gen_rnd(s) % 100000) : gen_rnd(s),
+			.flags = gen_rnd(s) % 4 ? 0 : (uint32_t)gen_rnd(s) % 8,
+		};
+		uint32_t n = gen_rnd(s) % 8 ? rnd_between(s, 2, 3) : rnd_between(s, 0, 5);
+
+		memcpy(p, &sp, sizeof(sp));
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t h = gen_rnd(s) % 8 ? (head += 8 * (gen_rnd(s) % 200)) : gen_rnd(s);
+
+			memcpy(p + sizeof(sp) + 8 * i, &h, 8);
+		}
+		fb_chunk(f, kind, p, (uint32_t)sizeof(sp) + 8 * n);
 		return;
 	}
 	case EVR_CHUNK_DISCARD: {
