@@ -10,6 +10,7 @@
 #include <evring/consumer.h>
 #include <evring/framing.h>
 #include <evring/shm.h>
+#include <evring/trace.h>
 
 #define EVR_CLIENT_HELLO_TIMEOUT_MS	5000
 /* Starting a session allocates and populates its rings; stopping waits for an
@@ -33,7 +34,15 @@ struct evr_client {
 	/* the session */
 	enum evr_client_state state;
 	struct evr_shm_hdr *hdr;
-	struct evr_clock_calib clock;	/* copied and checked once */
+	struct evr_clock_calib clock;	/* copied and checked once; then the live line */
+	/*
+	 * TSC sessions: the client takes a sync point of its own whenever a record
+	 * is a second past the last one and converts on the line through its
+	 * last two points, so that a reader that runs for hours does not drift
+	 * with the session's one calibration (docs/clock.md).
+	 */
+	struct evr_clock_sync_state sync;
+	uint64_t sync_next_ts;		/* raw time of the next point; UINT64_MAX: none */
 	int doorbell_fd;
 	/* At most one of these is ever made: a client reads records or spans. */
 	struct evr_reader *reader;

@@ -15,9 +15,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client-internal.h"
+#include "trace-internal.h"
 
 #define fail evr_client_fail
 
@@ -95,6 +97,14 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 	}
 	c->hdr = hdr;
 	c->clock = hdr->clock;
+	c->sync_next_ts = UINT64_MAX;
+	if (c->clock.kind == EVR_CLOCK_TSC && c->clock.ticks_per_sec) {
+		struct evr_trace_sync p;
+
+		evr_clock_sync_init(&c->sync, &c->clock);
+		evr_clock_sync_point(&c->sync, 0, &p);
+		c->sync_next_ts = p.ts + c->clock.ticks_per_sec;
+	}
 	c->doorbell_fd = fds[1];
 	c->state = EVR_CLIENT_LIVE;
 	evr_client_read_meta(c);
@@ -243,6 +253,28 @@ static int use_records(struct evr_client *c)
 	return 0;
 }
 
+/*
+ * A record a second past the last sync point: take another and convert on the
+ * line through the last two (anchored at the newer one, where records are
+ * converted next). After a jump, the new point and the previous rate.
+ */
+static void client_resync(struct evr_client *c)
+{
+	struct evr_trace_sync q, p = c->sync.prev;
+	struct evr_clock_calib line;
+
+	evr_clock_sync_point(&c->sync, 0, &q);
+	c->sync_next_ts = q.ts + c->hdr->clock.ticks_per_sec;
+	if (!(q.flags & EVR_SYNC_DISCONT) && q.ts > p.ts && q.mono_ns >= p.mono_ns) {
+		evr_trace_line_through(p.ts, p.mono_ns, q.ts, q.mono_ns, &line);
+		c->clock.mult = line.mult;
+		c->clock.shift = line.shift;
+	}
+	c->clock.ts_base = q.ts;
+	c->clock.mono_base = q.mono_ns;
+	c->clock.real_base = q.real_ns;
+}
+
 int evr_client_next(struct evr_client *c, struct evr_event_view *ret)
 {
 	struct evr_record rec;
@@ -265,6 +297,8 @@ int evr_client_next(struct evr_client *c, struct evr_event_view *ret)
 	ret->type = rec.type;
 	ret->ring = rec.ring;
 	ret->tid = rec.tid;
+	if (__builtin_expect(rec.ts >= c->sync_next_ts, 0))
+		client_resync(c);
 	ret->ts_ns = evr_clock_to_mono_ns(&c->clock, rec.ts);
 	if (rec.type == EVR_REC_LOST) {
 		ret->lost = rec.lost;
@@ -304,6 +338,16 @@ int evr_client_wait(struct evr_client *c, int timeout_ms)
 	/* Nothing read yet: do not choose between records and spans here. */
 	if (!c->reader && !c->spans)
 		return 1;
+	/* Idle is when a TSC that went back (no record reaches the next point's
+	 * time then) is noticed: by the clocks, not the records. */
+	if (c->reader && c->sync_next_ts != UINT64_MAX) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (evr_clock_sync_due(&c->sync, (uint64_t)now.tv_sec * 1000000000u +
+					       (uint64_t)now.tv_nsec))
+			client_resync(c);
+	}
 	if (c->pidfd >= 0)
 		extra[n++] = (struct pollfd){ .fd = c->pidfd, .events = POLLIN };
 	if (c->sock >= 0 && !c->sock_eof)

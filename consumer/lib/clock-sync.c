@@ -127,20 +127,11 @@ static uint64_t shift_to(const struct evr_clock_calib *c, uint64_t ns, uint64_t 
 	return evr_clock_to_mono_ns(&line, to);
 }
 
-int evr_clock_sync_take(struct evr_clock_sync_state *st, const struct evr_shm_hdr *shm,
-			uint32_t flags, struct evr_trace_sync *ret, uint64_t *ret_heads)
+void evr_clock_sync_point(struct evr_clock_sync_state *st, uint32_t flags,
+			  struct evr_trace_sync *ret)
 {
 	struct evr_trace_sync p = { .flags = flags & EVR_SYNC_FINAL };
 
-	if (!st || !shm || !ret || !ret_heads)
-		return -EINVAL;
-	/*
-	 * Heads first: a record below a head was published, so timestamped,
-	 * before the clocks below are read. Pairs with the writers'
-	 * store-release of head.
-	 */
-	for (uint32_t i = 0; i < shm->nr_rings; i++)
-		ret_heads[i] = __atomic_load_n(&evr_shm_ring_ctl(shm, i)->head, __ATOMIC_ACQUIRE);
 	if (st->kind == EVR_CLOCK_TSC) {
 		uint64_t best = UINT64_MAX, t2, t3, mid2, raw, real, boot;
 
@@ -180,5 +171,20 @@ int evr_clock_sync_take(struct evr_clock_sync_state *st, const struct evr_shm_hd
 	}
 	evr_clock_sync_classify(st, &p);
 	*ret = p;
+}
+
+int evr_clock_sync_take(struct evr_clock_sync_state *st, const struct evr_shm_hdr *shm,
+			uint32_t flags, struct evr_trace_sync *ret, uint64_t *ret_heads)
+{
+	if (!st || !shm || !ret || !ret_heads)
+		return -EINVAL;
+	/*
+	 * Heads first: a record below a head was published, so timestamped,
+	 * before the clocks below are read. Pairs with the writers'
+	 * store-release of head.
+	 */
+	for (uint32_t i = 0; i < shm->nr_rings; i++)
+		ret_heads[i] = __atomic_load_n(&evr_shm_ring_ctl(shm, i)->head, __ATOMIC_ACQUIRE);
+	evr_clock_sync_point(st, flags, ret);
 	return 0;
 }

@@ -243,6 +243,10 @@ static inline void evr_trace_line_through(uint64_t ts0, uint64_t mono0, uint64_t
 	};
 }
 
+/* evr_clock_sync_take() without the ring heads: the clocks and the jump flags. */
+void evr_clock_sync_point(struct evr_clock_sync_state *st, uint32_t flags,
+			  struct evr_trace_sync *ret);
+
 /* Keep a SYNC chunk's point and heads (@len checked by the scan). Return: 0, -ENOMEM. */
 int evr_trace_clock_add(struct evr_trace_clock *k, const uint8_t *data, uint32_t len);
 

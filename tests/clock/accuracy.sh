@@ -6,8 +6,10 @@
 # timestamp must lie within 2 us of that bracket (the checker prints the median and
 # maximum distance to `before`, and what the session's single calibration alone would
 # give), the file must hold a sync point per second, and no ring's raw timestamps may go
-# back. Then the same with EVR_CLOCK=monotonic for 2 s (the fallback path), and a trace
-# whose TSC jumps: evring dump keeps it in time order and says that it jumped.
+# back. Then the same with EVR_CLOCK=monotonic for 2 s (the fallback path), the same read
+# live for 3 s (evr_client_next(), which evring forward and the monitor use, converting
+# through sync points of its own), and a trace whose TSC jumps: evring dump keeps it in
+# time order and says that it jumped.
 # Usage: accuracy.sh EVRING STAMPS CHECK [SECONDS]
 set -euo pipefail
 EVRING=$(realpath "${1:?usage: $0 EVRING STAMPS CHECK [SECONDS]}")
@@ -37,6 +39,9 @@ record "$T/tsc.evtrace" "$((SECONDS_RUN + 1))"
 EVR_CLOCK=monotonic record "$T/mono.evtrace" 2
 "$CHECK" check "$T/mono.evtrace" 1 | tee "$T/mono.txt" || fail "timestamps of CLOCK_MONOTONIC"
 grep -q "clock monotonic" "$T/mono.txt" || fail "EVR_CLOCK=monotonic did not take"
+
+# Live.
+"$CHECK" live "$STAMPS" 3 || fail "timestamps read live"
 
 # A trace whose TSC jumps 10 s ahead: still in time order, and said.
 "$CHECK" jumpfile "$T/jump.evtrace" || fail "cannot write the jump trace"

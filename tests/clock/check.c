@@ -11,6 +11,11 @@
  *     measured: |ts - before| median and maximum, and the same for the
  *     session's single calibration, for comparison.
  *
+ *   clock-check live STAMPS SECONDS
+ *     Launches clock-stamps and reads its session live (evr_client_next(), as
+ *     evring forward and the monitor do), with the same check per Stamp: the
+ *     client converts through sync points of its own.
+ *
  *   clock-check jumpfile FILE
  *     Writes a trace whose TSC jumps 10 s ahead in the middle (real ring bytes
  *     from the ring writer, sync points as the recorder takes them), for the
@@ -152,60 +157,42 @@ static int raw_pass(struct evr_trace_reader *r, const struct evr_trace_session *
 	return rc;
 }
 
-static int check(const char *path, double min_seconds)
+/* One Stamp view, from a trace file or a live session. */
+static int take_view(const struct evr_event_view *v, uint32_t *stamp_rid, uint64_t *events,
+		     uint64_t *first, uint64_t *last)
 {
-	struct evr_trace_reader *r;
-	const struct evr_trace_session *s;
-	struct evr_trace_stats st;
-	struct evr_event_view v;
-	uint64_t events = 0, outside = 0, decreasing = 0, first = UINT64_MAX, last = 0;
-	uint64_t *err_ts, *err_calib, n_err = 0, n_calib = 0, worst_out = 0;
-	uint32_t stamp_rid = UINT32_MAX;
-	char err[256];
-	int rc;
+	uint32_t thread;
+	uint64_t seq, before, pa;
+	struct stamp *p;
 
-	rc = evr_trace_reader_open(path, &r, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "clock-check: %s\n", err);
-		return 1;
+	if (v->type != EVR_REC_EVENT || !v->schema || strcmp(v->schema->name, "Stamp"))
+		return 0;
+	*stamp_rid = v->rid;
+	if (!decode(v->payload, v->len, &thread, &seq, &before, &pa) ||
+	    !(p = stamp_at(thread, seq))) {
+		fprintf(stderr, "clock-check: a Stamp that does not decode\n");
+		return -1;
 	}
-	s = evr_trace_reader_session(r);
-	if (!s) {
-		fprintf(stderr, "clock-check: %s has no session\n", path);
-		return 1;
-	}
-	while ((rc = evr_trace_reader_next(r, &v)) == 1) {
-		uint32_t thread;
-		uint64_t seq, before, pa;
-		struct stamp *p;
+	*p = (struct stamp){ .seq = seq, .before = before, .prev_after = pa, .ts = v->ts_ns,
+			     .has_ts = true, .calib = p->calib, .has_calib = p->has_calib };
+	(*events)++;
+	*first = before < *first ? before : *first;
+	*last = before > *last ? before : *last;
+	return 0;
+}
 
-		if (v.type != EVR_REC_EVENT || !v.schema || strcmp(v.schema->name, "Stamp"))
-			continue;
-		stamp_rid = v.rid;
-		if (!decode(v.payload, v.len, &thread, &seq, &before, &pa) ||
-		    !(p = stamp_at(thread, seq))) {
-			fprintf(stderr, "clock-check: a Stamp that does not decode\n");
-			return 1;
-		}
-		*p = (struct stamp){ .seq = seq, .before = before, .prev_after = pa, .ts = v.ts_ns,
-				     .has_ts = true, .calib = p->calib, .has_calib = p->has_calib };
-		events++;
-		first = before < first ? before : first;
-		last = before > last ? before : last;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "clock-check: %s\n", evr_trace_reader_errmsg(r));
-		return 1;
-	}
-	evr_trace_reader_stats(r, &st);
-	if (raw_pass(r, s, stamp_rid, &decreasing) < 0) {
-		fprintf(stderr, "clock-check: cannot read the chunks again\n");
-		return 1;
-	}
-	err_ts = calloc(events + 1, sizeof(*err_ts));
-	err_calib = calloc(events + 1, sizeof(*err_calib));
+/*
+ * Every Stamp against its bracket. Prints what was measured.
+ * Return: the number of Stamps outside [before - TOL, after + TOL].
+ */
+static uint64_t evaluate(uint64_t events)
+{
+	uint64_t *err_ts = calloc(events + 1, sizeof(*err_ts));
+	uint64_t *err_calib = calloc(events + 1, sizeof(*err_calib));
+	uint64_t n_err = 0, n_calib = 0, outside = 0, worst_out = 0;
+
 	if (!err_ts || !err_calib)
-		return 1;
+		exit(1);
 	for (uint32_t t = 0; t < 16; t++) {
 		for (uint64_t i = 0; i < threads[t].n; i++) {
 			const struct stamp *p = &threads[t].v[i];
@@ -234,10 +221,6 @@ static int check(const char *path, double min_seconds)
 	}
 	qsort(err_ts, n_err, sizeof(*err_ts), cmp_u64);
 	qsort(err_calib, n_calib, sizeof(*err_calib), cmp_u64);
-	printf("clock-check: %" PRIu64 " Stamps over %.1f s, clock %s, %u sync points, %u clock "
-	       "segments, %" PRIu64 " approximate\n", events, (double)(last - first) / 1e9,
-	       s->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic", st.sync_points,
-	       st.clock_segments, st.approx_ts);
 	if (n_err)
 		printf("clock-check: |ts - before|: median %" PRIu64 " ns, max %" PRIu64 " ns; "
 		       "outside [before, after] by more than %d ns: %" PRIu64 " (worst %" PRIu64
@@ -246,6 +229,49 @@ static int check(const char *path, double min_seconds)
 	if (n_calib)
 		printf("clock-check: with the session calibration alone: median %" PRIu64
 		       " ns, max %" PRIu64 " ns\n", err_calib[n_calib / 2], err_calib[n_calib - 1]);
+	free(err_ts);
+	free(err_calib);
+	return outside;
+}
+
+static int check(const char *path, double min_seconds)
+{
+	struct evr_trace_reader *r;
+	const struct evr_trace_session *s;
+	struct evr_trace_stats st;
+	struct evr_event_view v;
+	uint64_t events = 0, outside, decreasing = 0, first = UINT64_MAX, last = 0;
+	uint32_t stamp_rid = UINT32_MAX;
+	char err[256];
+	int rc;
+
+	rc = evr_trace_reader_open(path, &r, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "clock-check: %s\n", err);
+		return 1;
+	}
+	s = evr_trace_reader_session(r);
+	if (!s) {
+		fprintf(stderr, "clock-check: %s has no session\n", path);
+		return 1;
+	}
+	while ((rc = evr_trace_reader_next(r, &v)) == 1)
+		if (take_view(&v, &stamp_rid, &events, &first, &last) < 0)
+			return 1;
+	if (rc < 0) {
+		fprintf(stderr, "clock-check: %s\n", evr_trace_reader_errmsg(r));
+		return 1;
+	}
+	evr_trace_reader_stats(r, &st);
+	if (raw_pass(r, s, stamp_rid, &decreasing) < 0) {
+		fprintf(stderr, "clock-check: cannot read the chunks again\n");
+		return 1;
+	}
+	printf("clock-check: %" PRIu64 " Stamps over %.1f s, clock %s, %u sync points, %u clock "
+	       "segments, %" PRIu64 " approximate\n", events, (double)(last - first) / 1e9,
+	       s->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic", st.sync_points,
+	       st.clock_segments, st.approx_ts);
+	outside = evaluate(events);
 	printf("clock-check: raw timestamps going back within a ring: %" PRIu64 "; merge "
 	       "raised %" PRIu64 " times\n", decreasing, st.ts_clamped);
 	rc = 0;
@@ -262,10 +288,60 @@ static int check(const char *path, double min_seconds)
 		fprintf(stderr, "clock-check: FAIL\n");
 		rc = 1;
 	}
-	free(err_ts);
-	free(err_calib);
 	evr_trace_reader_free(r);
 	return rc;
+}
+
+/*
+ * A live session (evr_client_next(), as evring forward and the monitor read):
+ * launch STAMPS for SECONDS and check every Stamp as it comes.
+ */
+static int live(const char *stamps, const char *seconds)
+{
+	char *argv[] = { (char *)stamps, (char *)seconds, "2", NULL };
+	struct evr_attach_opts o = { .providers = "ClockTest", .ring_size = 1 << 20 };
+	uint64_t events = 0, first = UINT64_MAX, last = 0, lost = 0;
+	uint32_t stamp_rid = UINT32_MAX;
+	struct evr_event_view v;
+	struct evr_launch l;
+	struct evr_client *c;
+	char err[512];
+	int rc;
+
+	if (evr_client_launch(argv, "clock-check", &l, &c, err, sizeof(err)) < 0 ||
+	    evr_client_start(c, &o, err, sizeof(err)) < 0 ||
+	    evr_client_resume(c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clock-check: %s\n", err);
+		return 1;
+	}
+	for (;;) {
+		rc = evr_client_next(c, &v);
+		if (rc < 0) {
+			fprintf(stderr, "clock-check: reading: %s\n", strerror(-rc));
+			return 1;
+		}
+		if (rc == 1) {
+			if (v.type == EVR_REC_LOST)
+				lost += v.lost;
+			else if (take_view(&v, &stamp_rid, &events, &first, &last) < 0)
+				return 1;
+			continue;
+		}
+		if (evr_client_drained(c))
+			break;
+		if (evr_client_wait(c, 1000) < 0)
+			break;
+	}
+	evr_client_free(c);
+	evr_launch_reap(&l, 10000);
+	evr_launch_fini(&l);
+	printf("clock-check: live: %" PRIu64 " Stamps over %.1f s, %" PRIu64 " lost\n", events,
+	       (double)(last - first) / 1e9, lost);
+	if (evaluate(events) || events < 1000) {
+		fprintf(stderr, "clock-check: FAIL\n");
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- a trace with a TSC jump -------------------------------------------------- */
@@ -336,6 +412,9 @@ int main(int argc, char **argv)
 		return check(argv[2], atof(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "jumpfile") == 0)
 		return jumpfile(argv[2]);
-	fprintf(stderr, "usage: clock-check check FILE MIN_SECONDS | jumpfile FILE\n");
+	if (argc == 4 && strcmp(argv[1], "live") == 0)
+		return live(argv[2], argv[3]);
+	fprintf(stderr, "usage: clock-check check FILE MIN_SECONDS | jumpfile FILE | "
+		"live STAMPS SECONDS\n");
 	return 2;
 }
