@@ -7,6 +7,8 @@
 
 #include <evring/shm.h>
 
+#include "shm-internal.h"
+
 #include "doorbell.h"
 
 #define EVR_READER_BATCH 512	/* records taken from one ring before moving on */
@@ -29,23 +31,30 @@ struct evr_reader {
 int evr_reader_new(struct evr_shm_hdr *hdr, int doorbell_fd, uint32_t flags,
 		   struct evr_reader **ret)
 {
+	struct evr_shm_hdr geo;
 	struct evr_reader *r;
 	int err;
 
-	if (!hdr || !ret || hdr->nr_rings == 0)
+	if (!hdr || !ret)
+		return -EINVAL;
+	evr_shm_geometry_of(hdr, &geo);
+	if (geo.nr_rings == 0)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	/* C11 aligned_alloc() wants a multiple of the alignment, and a ring reader
+	 * (its copy buffer) is not a whole number of lines. */
 	r->rings = aligned_alloc(EVR_CACHELINE,
-				 sizeof(*r->rings) * hdr->nr_rings);
+				 (sizeof(*r->rings) * geo.nr_rings + EVR_CACHELINE - 1) &
+					 ~(size_t)(EVR_CACHELINE - 1));
 	if (!r->rings) {
 		free(r);
 		return -ENOMEM;
 	}
 	r->hdr = hdr;
 	r->doorbell_fd = doorbell_fd;
-	r->nr = hdr->nr_rings;
+	r->nr = geo.nr_rings;
 	r->flags = flags;
 	for (uint32_t i = 0; i < r->nr; i++) {
 		err = evr_ring_reader_init(&r->rings[i], hdr, i, flags);

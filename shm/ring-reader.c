@@ -19,6 +19,8 @@
 
 #include <evring/ring.h>
 
+#include "shm-internal.h"
+
 /*
  * How far ahead of its position the reader prefetches: across the next page,
  * where the hardware's streamer stops. Measured 256 B to 8 KiB on the reader
@@ -30,14 +32,20 @@ static void baseline_now(struct evr_ring_reader *r);
 int evr_ring_reader_init(struct evr_ring_reader *r, const struct evr_shm_hdr *shm, uint32_t index,
 			 uint32_t flags)
 {
-	if (!r || !shm || index >= shm->nr_rings)
+	struct evr_shm_hdr geo;
+
+	if (!r || !shm)
+		return -EINVAL;
+	/* The geometry as validated: the producer can rewrite the header. */
+	evr_shm_geometry_of(shm, &geo);
+	if (index >= geo.nr_rings)
 		return -EINVAL;
 	memset(r, 0, offsetof(struct evr_ring_reader, buf));
 	r->shm = shm;
-	r->ctl = evr_shm_ring_ctl(shm, index);
-	r->data = evr_shm_ring_data(shm, index);
-	r->ring_size = shm->ring_size;
-	r->packet_size = shm->packet_size;
+	r->ctl = evr_shm_geo_ctl(shm, &geo, index);
+	r->data = evr_shm_geo_data(shm, &geo, index);
+	r->ring_size = geo.ring_size;
+	r->packet_size = geo.packet_size;
 	r->index = index;
 	r->flags = flags;
 	if (flags & EVR_READER_GATING)

@@ -12,6 +12,8 @@
 
 #include <evring/ring-rseq.h>
 
+#include "shm-internal.h"
+
 uint32_t evr_ring_percpu_min = UINT32_MAX;
 int evr_rseq_fence_ok;
 
@@ -37,19 +39,23 @@ void evr_rseq_synchronize(void)
 void evr_ring_writer_init(struct evr_ring_writer *w, struct evr_shm_hdr *shm, uint32_t index,
 			  int doorbell_fd)
 {
-	assert(index < shm->nr_rings);
+	struct evr_shm_hdr geo;
+
+	/* The geometry as created: a consumer can write the header. */
+	evr_shm_geometry_of(shm, &geo);
+	assert(index < geo.nr_rings);
 	memset(w, 0, sizeof(*w));
-	w->packet_mask = shm->packet_size - 1;
-	w->mode = shm->mode;
-	w->ring_mask = shm->ring_size - 1;
-	w->data = evr_shm_ring_data(shm, index);
-	w->ctl = evr_shm_ring_ctl(shm, index);
+	w->packet_mask = geo.packet_size - 1;
+	w->mode = geo.mode;
+	w->ring_mask = geo.ring_size - 1;
+	w->data = evr_shm_geo_data(shm, &geo, index);
+	w->ctl = evr_shm_geo_ctl(shm, &geo, index);
 	w->shm = shm;
 	w->doorbell_fd = doorbell_fd;
 	w->bell_due = UINT64_MAX;
 	/* 0 when the clock rate is unknown: every packet close may ring. */
-	w->bell_ticks = shm->clock.ticks_per_sec / 1000000u * EVR_RING_BELL_INTERVAL_US;
-	w->bell_bytes = shm->ring_size / 4;
+	w->bell_ticks = geo.clock.ticks_per_sec / 1000000u * EVR_RING_BELL_INTERVAL_US;
+	w->bell_bytes = geo.ring_size / 4;
 	w->index = index;
 	atomic_init(&w->lock, 0);
 	atomic_init(&w->lost_async, 0);

@@ -2,9 +2,11 @@
 /* Session memory: memfd creation and sealing, mapping, header validation. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,7 +14,83 @@
 
 #include <evring/shm.h>
 
+#include "shm-internal.h"
+
 #define EVR_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* ---- the mappings this process knows (shm-internal.h) ---------------------------- */
+
+/*
+ * One per mapping made by evr_shm_session_create() or evr_shm_session_map(),
+ * until evr_shm_session_unmap(). Besides the geometry, the producer's own
+ * metadata write position: meta_head in the header is what it publishes, not
+ * what it trusts. A process has a handful of mappings (one per session), and
+ * they are looked up only off the hot paths (set-up, metadata, unmap).
+ */
+struct shm_known {
+	struct shm_known *next;
+	const struct evr_shm_hdr *h;
+	struct evr_shm_hdr geo;
+	uint64_t meta_head;
+};
+
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shm_known *known;
+
+/*
+ * fork() while another thread holds known_lock must not leave the child's copy
+ * held. No prepare handler that takes it: the producer's own fork handlers take
+ * the registry lock, under which known_lock is taken, and the order in which
+ * libraries register handlers is not ours to choose. The list is consistent at
+ * every instruction (one store links or unlinks an entry), so the child only
+ * needs a fresh lock.
+ */
+static void known_fork_child(void)
+{
+	pthread_mutex_init(&known_lock, NULL);
+}
+
+__attribute__((constructor)) static void known_init(void)
+{
+	pthread_atfork(NULL, NULL, known_fork_child);
+}
+
+/* Context: known_lock held. */
+static struct shm_known *known_find_locked(const struct evr_shm_hdr *h)
+{
+	for (struct shm_known *k = known; k; k = k->next)
+		if (k->h == h)
+			return k;
+	return NULL;
+}
+
+static int known_add(const struct evr_shm_hdr *h, const struct evr_shm_hdr *geo)
+{
+	struct shm_known *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->h = h;
+	k->geo = *geo;
+	pthread_mutex_lock(&known_lock);
+	k->next = known;
+	known = k;
+	pthread_mutex_unlock(&known_lock);
+	return 0;
+}
+
+void evr_shm_geometry_of(const struct evr_shm_hdr *h, struct evr_shm_hdr *ret)
+{
+	struct shm_known *k;
+
+	pthread_mutex_lock(&known_lock);
+	k = known_find_locked(h);
+	if (k)
+		*ret = k->geo;
+	else
+		memcpy(ret, h, sizeof(*ret));
+	pthread_mutex_unlock(&known_lock);
+}
 
 static bool is_pow2(uint64_t x)
 {
@@ -116,6 +194,11 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 	h->session_id = g->session_id;
 	h->session_serial = g->session_serial;
 	h->clock = g->clock;
+	ret = known_add(h, h);
+	if (ret < 0) {
+		munmap(map, total);
+		goto err_close;
+	}
 	for (uint32_t i = 0; i < g->nr_rings; i++) {
 		struct evr_ring_ctl *c = evr_shm_ring_ctl(h, i);
 		c->ring_index = i;
@@ -170,6 +253,7 @@ int evr_shm_session_validate(const struct evr_shm_hdr *h, uint64_t map_size)
 
 int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 {
+	struct evr_shm_hdr geo;
 	struct stat st;
 	void *map;
 	int seals, ret;
@@ -188,10 +272,17 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
-	ret = evr_shm_session_validate(map, (uint64_t)st.st_size);
-	if (ret < 0 || ((struct evr_shm_hdr *)map)->total_size != (uint64_t)st.st_size) {
+	/* Validate a copy, and keep that copy: the producer may rewrite the header
+	 * between any two reads of it. */
+	memcpy(&geo, map, sizeof(geo));
+	ret = evr_shm_session_validate(&geo, (uint64_t)st.st_size);
+	if (ret == 0 && geo.total_size != (uint64_t)st.st_size)
+		ret = -EBADMSG;
+	if (ret == 0)
+		ret = known_add(map, &geo);
+	if (ret < 0) {
 		munmap(map, (size_t)st.st_size);
-		return ret < 0 ? ret : -EBADMSG;
+		return ret;
 	}
 	*ret_hdr = map;
 	return 0;
@@ -199,8 +290,24 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 
 void evr_shm_session_unmap(struct evr_shm_hdr *h)
 {
-	if (h)
-		munmap(h, h->total_size);
+	struct shm_known **pk, *k = NULL;
+	uint64_t size;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&known_lock);
+	for (pk = &known; *pk; pk = &(*pk)->next) {
+		if ((*pk)->h == h) {
+			k = *pk;
+			*pk = k->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&known_lock);
+	/* The size this process mapped, not what the header says now. */
+	size = k ? k->geo.total_size : h->total_size;
+	free(k);
+	munmap(h, size);
 }
 
 /*
@@ -211,39 +318,62 @@ void evr_shm_session_unmap(struct evr_shm_hdr *h)
  */
 int evr_shm_meta_append(struct evr_shm_hdr *h, uint32_t kind, const void *data, uint32_t len)
 {
-	uint64_t head, need;
+	uint64_t head, need, size, off;
 	struct evr_meta_entry *e;
+	struct shm_known *k;
+	int ret = 0;
 
 	if (!h || (len && !data))
 		return -EINVAL;
-	head = atomic_load_explicit((_Atomic uint64_t *)&h->meta_head, memory_order_relaxed);
+	pthread_mutex_lock(&known_lock);
+	k = known_find_locked(h);
+	/* A consumer can write the header: the position and bounds are our own. */
+	if (k) {
+		head = k->meta_head;
+		size = k->geo.meta_size;
+		off = k->geo.meta_off;
+	} else {
+		head = atomic_load_explicit((_Atomic uint64_t *)&h->meta_head,
+					    memory_order_relaxed);
+		size = h->meta_size;
+		off = h->meta_off;
+	}
 	need = evr_align8(sizeof(*e) + (uint64_t)len);
-	if (head + need > h->meta_size) {
+	if (head > size || need > size - head) {
 		atomic_fetch_add_explicit((_Atomic uint64_t *)&h->meta_dropped, 1,
 					  memory_order_relaxed);
-		return -ENOSPC;
+		ret = -ENOSPC;
+		goto out;
 	}
-	e = (struct evr_meta_entry *)((uint8_t *)h + h->meta_off + head);
+	e = (struct evr_meta_entry *)((uint8_t *)h + off + head);
 	e->size = len;
 	e->kind = kind;
 	if (len)
 		memcpy(e + 1, data, len);
+	if (k)
+		k->meta_head = head + need;
 	/* Pairs with the acquire load of meta_head in evr_shm_meta_next(). */
 	atomic_store_explicit((_Atomic uint64_t *)&h->meta_head, head + need, memory_order_release);
-	return 0;
+out:
+	pthread_mutex_unlock(&known_lock);
+	return ret;
 }
 
 int evr_shm_meta_next(const struct evr_shm_hdr *h, uint64_t *pos, uint32_t *ret_kind,
 		      const void **ret_data, uint32_t *ret_len)
 {
 	const struct evr_meta_entry *e;
+	struct evr_shm_hdr geo;
 	uint64_t head, p;
+	uint32_t size, kind;
 
 	if (!h || !pos || !ret_kind || !ret_data || !ret_len)
 		return -EINVAL;
+	/* The area's bounds as validated; head and the entries are the producer's. */
+	evr_shm_geometry_of(h, &geo);
 	/* Pairs with the store-release in evr_shm_meta_append(). */
 	head = atomic_load_explicit((_Atomic uint64_t *)&h->meta_head, memory_order_acquire);
-	if (head > h->meta_size)
+	if (head > geo.meta_size)
 		return -EBADMSG;
 	p = *pos;
 	if (p % 8 || p > head)
@@ -252,12 +382,15 @@ int evr_shm_meta_next(const struct evr_shm_hdr *h, uint64_t *pos, uint32_t *ret_
 		return 0;
 	if (head - p < sizeof(*e))
 		return -EBADMSG;
-	e = (const struct evr_meta_entry *)((const uint8_t *)h + h->meta_off + p);
-	if (e->size > head - p - sizeof(*e))
+	e = (const struct evr_meta_entry *)((const uint8_t *)h + geo.meta_off + p);
+	/* Each read once: the producer may be rewriting the entry. */
+	size = __atomic_load_n(&e->size, __ATOMIC_RELAXED);
+	kind = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
+	if (size > head - p - sizeof(*e))
 		return -EBADMSG;
-	*ret_kind = e->kind;
-	*ret_len = e->size;
+	*ret_kind = kind;
+	*ret_len = size;
 	*ret_data = e + 1;
-	*pos = p + evr_align8(sizeof(*e) + (uint64_t)e->size);
+	*pos = p + evr_align8(sizeof(*e) + (uint64_t)size);
 	return 1;
 }

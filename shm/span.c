@@ -38,6 +38,8 @@
 
 #include <evring/shm.h>
 
+#include "shm-internal.h"
+
 #include "doorbell.h"
 
 struct span_ring {
@@ -73,29 +75,32 @@ static uint64_t load_u64(const uint8_t *p)
 int evr_span_reader_new(struct evr_shm_hdr *hdr, uint32_t flags, struct evr_span_reader **ret)
 {
 	struct evr_span_reader *sr;
+	struct evr_shm_hdr geo;
 
-	if (!hdr || !ret || hdr->nr_rings == 0)
+	if (!hdr || !ret)
+		return -EINVAL;
+	evr_shm_geometry_of(hdr, &geo);
+	if (geo.nr_rings == 0)
 		return -EINVAL;
 	sr = calloc(1, sizeof(*sr));
 	if (!sr)
 		return -ENOMEM;
-	sr->rings = calloc(hdr->nr_rings, sizeof(*sr->rings));
+	sr->rings = calloc(geo.nr_rings, sizeof(*sr->rings));
 	if (!sr->rings) {
 		free(sr);
 		return -ENOMEM;
 	}
-	/* Geometry copied once: the mapping is validated, but stays writable by a
-	 * hostile producer. */
+	/* The geometry as validated: the mapping stays writable by a hostile producer. */
 	sr->hdr = hdr;
-	sr->ring_size = hdr->ring_size;
-	sr->packet_size = hdr->packet_size;
-	sr->nr = hdr->nr_rings;
+	sr->ring_size = geo.ring_size;
+	sr->packet_size = geo.packet_size;
+	sr->nr = geo.nr_rings;
 	sr->flags = flags;
 	for (uint32_t i = 0; i < sr->nr; i++) {
 		struct span_ring *rg = &sr->rings[i];
 
-		rg->ctl = evr_shm_ring_ctl(hdr, i);
-		rg->data = evr_shm_ring_data(hdr, i);
+		rg->ctl = evr_shm_geo_ctl(hdr, &geo, i);
+		rg->data = evr_shm_geo_data(hdr, &geo, i);
 		if (flags & EVR_READER_GATING)
 			rg->pos = __atomic_load_n(&rg->ctl->tail, __ATOMIC_ACQUIRE);
 	}

@@ -88,15 +88,16 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 			    strerror(-err));
 	}
 	/* The clock is used for every record: copy it once, and refuse a shift
-	 * that evr_clock_to_mono_ns() could not take. */
-	if (hdr->producer_pid != (uint32_t)c->pid || hdr->clock.shift > 63) {
+	 * that evr_clock_to_mono_ns() could not take (checked on the copy: the
+	 * producer may rewrite the header meanwhile). */
+	c->clock = hdr->clock;
+	if (hdr->producer_pid != (uint32_t)c->pid || c->clock.shift > 63) {
 		evr_shm_session_unmap(hdr);
 		close(fds[1]);
 		return fail(errbuf, errlen, -EBADMSG,
 			    "process %d sent session memory that does not validate", (int)c->pid);
 	}
 	c->hdr = hdr;
-	c->clock = hdr->clock;
 	c->sync_next_ts = UINT64_MAX;
 	if (c->clock.kind == EVR_CLOCK_TSC && c->clock.ticks_per_sec) {
 		struct evr_trace_sync p;

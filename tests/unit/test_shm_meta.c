@@ -193,6 +193,53 @@ static void test_meta_concurrent_reader(void **state)
 	done(mr.h, fd);
 }
 
+/*
+ * The header is shared memory: a consumer (or, for a consumer, the producer)
+ * can rewrite its geometry after the session was made. Appending, iterating,
+ * reading rings and unmapping must keep to the geometry as created or
+ * validated: before, a rewritten meta_off sent the producer's append far out
+ * of its mapping, and a rewritten total_size made unmap drop other mappings.
+ */
+static void test_meta_header_rewritten(void **state)
+{
+	const void *data;
+	uint32_t kind, len;
+	uint64_t pos = 0, meta_size;
+	struct evr_reader *rd;
+	struct evr_record rec;
+	int fd, fd2;
+	struct evr_shm_hdr *h = session(0, &fd), *m;
+
+	(void)state;
+	assert_int_equal(evr_shm_session_map(fd, &m), 0);	/* a consumer's mapping */
+	meta_size = h->meta_size;
+	h->meta_off = UINT64_MAX / 2;
+	h->meta_size = UINT64_MAX / 2;
+	h->meta_head = meta_size - 8;
+	h->total_size = UINT64_MAX / 4;
+	h->nr_rings = 1000;
+	h->ring_size = 1ull << 40;
+	/* The producer appends at its own position, inside its own area. */
+	assert_int_equal(evr_shm_meta_append(h, EVR_META_EVENT, "abcdefgh", 8), 0);
+	assert_int_equal(h->meta_head, 16);
+	/* The consumer reads the entry through its validated copy of the geometry. */
+	assert_int_equal(evr_shm_meta_next(m, &pos, &kind, &data, &len), 1);
+	assert_int_equal(len, 8);
+	assert_memory_equal(data, "abcdefgh", 8);
+	assert_int_equal(evr_shm_meta_next(m, &pos, &kind, &data, &len), 0);
+	/* A reader made now takes one ring of 64 KiB, as validated. */
+	assert_int_equal(evr_reader_new(m, -1, 0, &rd), 0);
+	assert_int_equal(evr_reader_next(rd, &rec), 0);
+	evr_reader_free(rd);
+	/* Unmapping takes the sizes mapped: a second session stays mapped. */
+	struct evr_shm_hdr *other = session(0, &fd2);
+
+	evr_shm_session_unmap(m);
+	done(h, fd);
+	assert_int_equal(other->magic, EVR_SHM_MAGIC);
+	done(other, fd2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_meta_overflow_counted),
 		cmocka_unit_test(test_meta_hostile),
 		cmocka_unit_test(test_meta_concurrent_reader),
+		cmocka_unit_test(test_meta_header_rewritten),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

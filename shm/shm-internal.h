@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Private to the shm part: the geometry of a session mapping as this process
+ * created or validated it (shm.c). The header itself lives in shared memory,
+ * where the other side may rewrite it at any time: a broken or hostile
+ * consumer in a producer's memory, a hostile producer in a consumer's. So every
+ * size and offset that bounds a memory access is taken from this private copy,
+ * never from the header after the mapping was made.
+ */
+#ifndef EVR_SHM_INTERNAL_H
+#define EVR_SHM_INTERNAL_H
+
+#include <evring/abi.h>
+
+/**
+ * evr_shm_geometry_of() - the header of mapping @h as it was when this process
+ * created or validated it (evr_shm_session_create(), evr_shm_session_map()).
+ * A mapping made some other way (tests building one by hand) is taken as it is
+ * now: its maker vouches for it.
+ * @ret: receives the copy; only its geometry fields are meaningful.
+ * Context: any thread.
+ */
+void evr_shm_geometry_of(const struct evr_shm_hdr *h, struct evr_shm_hdr *ret);
+
+/* Ring @i's control block and data in mapping @h, by the trusted geometry @geo. */
+static inline struct evr_ring_ctl *evr_shm_geo_ctl(const struct evr_shm_hdr *h,
+						   const struct evr_shm_hdr *geo, uint32_t i)
+{
+	return (struct evr_ring_ctl *)((uintptr_t)h + geo->ring_ctl_off +
+				       (uint64_t)i * EVR_RING_CTL_SIZE);
+}
+
+static inline uint8_t *evr_shm_geo_data(const struct evr_shm_hdr *h, const struct evr_shm_hdr *geo,
+					uint32_t i)
+{
+	return (uint8_t *)((uintptr_t)h + geo->ring_data_off + (uint64_t)i * geo->ring_size);
+}
+
+#endif /* EVR_SHM_INTERNAL_H */
