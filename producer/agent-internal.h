@@ -54,6 +54,21 @@ struct evr_agent_conn {
  */
 EVR_HIDDEN int evr_agent_handle(struct evr_agent_conn *c, const Evr__Request *req);
 
+/**
+ * evr_agent_conn_input() - answer every whole request buffered in @c->rx (by
+ * evr_frame_rx_read()), in order, until it holds only part of a frame or @c is
+ * closing. The one decoder of what consumers send: agent.c calls it after each
+ * read, the fuzz target (tests/fuzz/fuzz_agent.c) on bytes of its own, without
+ * a socket.
+ * @ret_violation: set when 1 is returned: what the peer did wrong, for the
+ *                 Error reply.
+ * Return: 0, 1 the peer broke the protocol (a frame over EVR_FRAME_MAX or a
+ * payload that is not an evr.Request: close the connection), or -errno when a
+ * reply could not be queued (drop the connection).
+ * Context: as evr_agent_handle().
+ */
+EVR_HIDDEN int evr_agent_conn_input(struct evr_agent_conn *c, const char **ret_violation);
+
 /*
  * Build the frame of Error{@code, message formatted from @fmt}, the one builder
  * of Error replies: queued by evr_agent_error(), sent once by agent.c to a

@@ -506,3 +506,33 @@ int evr_agent_handle(struct evr_agent_conn *c, const Evr__Request *req)
 		return evr_agent_error(c, EOPNOTSUPP, "unknown request");
 	}
 }
+
+int evr_agent_conn_input(struct evr_agent_conn *c, const char **ret_violation)
+{
+	const uint8_t *payload;
+	uint32_t len;
+	int ret;
+
+	while (!c->closing) {
+		Evr__Request *req;
+
+		ret = evr_frame_rx_next(&c->rx, &payload, &len);
+		if (ret == 0)
+			return 0;
+		if (ret < 0) {
+			*ret_violation = "malformed frame (length over 1 MiB)";
+			return 1;
+		}
+		ret = evr_pb_unpack_request(payload, len, &req);
+		evr_frame_rx_pop(&c->rx);
+		if (ret < 0) {
+			*ret_violation = "malformed request (not an evr.Request)";
+			return 1;
+		}
+		ret = evr_agent_handle(c, req);
+		evr_pb_request_free(req);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}

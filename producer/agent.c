@@ -310,8 +310,7 @@ static void conn_protocol_error(struct evr_agent_conn *c, const char *what)
 
 static void conn_read(struct evr_agent_conn *c)
 {
-	const uint8_t *payload;
-	uint32_t len;
+	const char *violation;
 	int ret;
 
 	ret = evr_frame_rx_read(&c->rx, c->fd);
@@ -323,27 +322,11 @@ static void conn_read(struct evr_agent_conn *c)
 		conn_kill(c);	/* EOF or error: the consumer is gone */
 		return;
 	}
-	while (!c->closing && !c->dead) {
-		Evr__Request *req;
-
-		ret = evr_frame_rx_next(&c->rx, &payload, &len);
-		if (ret == 0)
-			break;
-		if (ret < 0) {
-			conn_protocol_error(c, "malformed frame (length over 1 MiB)");
-			break;
-		}
-		ret = evr_pb_unpack_request(payload, len, &req);
-		evr_frame_rx_pop(&c->rx);
-		if (ret < 0) {
-			conn_protocol_error(c, "malformed request (not an evr.Request)");
-			break;
-		}
-		ret = evr_agent_handle(c, req);
-		evr_pb_request_free(req);
-		if (ret < 0)
-			conn_kill(c);	/* the reply could not even be queued */
-	}
+	ret = evr_agent_conn_input(c, &violation);
+	if (ret == 1)
+		conn_protocol_error(c, violation);
+	else if (ret < 0)
+		conn_kill(c);	/* a reply could not even be queued */
 	conn_flush(c);
 }
 
