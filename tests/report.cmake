@@ -16,3 +16,15 @@ if(TARGET evring-cli AND TARGET minirt)
     evr_sanitizer_env(report_${t})
   endforeach()
 endif()
+
+# Start/stop pairs that cross deeply: the Chrome JSON stays linear (issue 14, defect 4).
+add_executable(evr-chrome-crossing report/crossing.c)
+target_link_libraries(evr-chrome-crossing PRIVATE evring evr_warnings)
+if(TARGET evring-cli)
+  add_test(NAME report_crossing
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/report/crossing.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:evr-chrome-crossing>)
+  set_tests_properties(report_crossing PROPERTIES LABELS integration TIMEOUT 240
+    SKIP_RETURN_CODE 77)
+  evr_sanitizer_env(report_crossing)
+endif()

@@ -174,6 +174,14 @@ static int run(const struct convert_opts *o)
 	if (cs.undecodable)
 		evr_cli_warn(CMD, "%" PRIu64 " events had no schema or did not decode; they are "
 			     "written with their raw payload", cs.undecodable);
+	if (cs.crossed)
+		evr_cli_warn(CMD, "%" PRIu64 " stops came while more than 16 slices crossed theirs: "
+			     "they are instant events (\"crossed\") and their slices end late "
+			     "(otherData.approximations)", cs.crossed);
+	if (cs.too_deep)
+		evr_cli_warn(CMD, "%" PRIu64 " starts and stops nested deeper than 1024 slices: they "
+			     "are instant events (\"too deep\", otherData.approximations)",
+			     cs.too_deep);
 	if (!o->quiet)
 		fprintf(stderr, "evring convert: %" PRIu64 " events, %" PRIu64 " lost, %s of %s "
 			"to %s in %.3f s (%s events/s)\n", cs.events, cs.lost,

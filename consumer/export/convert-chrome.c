@@ -37,22 +37,44 @@
 #include "export-internal.h"
 
 /* What a rid is for the converter. */
+/*
+ * The work per record is bounded, whatever the trace: a stop closes and reopens
+ * at most SPLIT_MAX slices that cross it, and at most DEPTH_MAX slices are open
+ * on a thread. Beyond either bound the converter approximates, says so in
+ * otherData.approximations and in its statistics, and stays linear: a stop whose
+ * slice has more than SPLIT_MAX open slices above it is shown as an instant event
+ * ("evring":"crossed") and its slice ends when it next becomes the innermost one
+ * ("evring":"closed late", so it looks longer than it was); a start nested deeper
+ * than DEPTH_MAX is an instant event ("evring":"too deep"), and so is the stop
+ * that pairs with it. Without the bounds, pairs that cross deeply made the output
+ * grow with the square of the trace (2,000 nested slices crossed by 2,000 others:
+ * 8 M split records from 6,000 events).
+ */
+#define SPLIT_MAX 16u
+#define DEPTH_MAX 1024u
+
 struct chrome_type {
 	const struct evr_schema_event *schema;
 	int role;			/* 0 an instant event, 1 a start, 2 a stop */
-	uint32_t pair;			/* start and stop of one pair share it */
+	uint32_t pair;			/* start and stop of one pair share it: 0 .. npairs - 1 */
 	char *stem;			/* the slice's name (starts only) */
 };
 
 struct chrome_slice {
-	uint32_t pair;
 	const struct chrome_type *start;
+	uint32_t prev_same;		/* 1 + index of the next outer open slice of its pair, 0 none */
+	bool stopped;			/* its stop came while it was crossed: close it on surfacing */
 };
 
 struct chrome_thread {
 	uint32_t tid;
 	struct chrome_slice *stack;	/* open slices, innermost last */
 	uint32_t depth, cap;
+	/* Per pair (allocated at the thread's first start): 1 + index of its innermost
+	 * open slice that is not stopped, 0 none; and its starts beyond DEPTH_MAX still
+	 * open, shown as instant events. */
+	uint32_t *top_of;
+	uint32_t *too_deep;
 };
 
 struct chrome {
@@ -68,8 +90,10 @@ struct chrome {
 	struct evr_rpt_map threads;	/* tid -> struct chrome_thread */
 	struct chrome_thread **threadv;
 	uint32_t nthreads;
+	uint32_t npairs;
 	struct evr_convert_stats st;
 	uint64_t counters, slices, synthetic;
+	uint64_t closed_late;		/* slices closed after their stop (crossed) */
 };
 
 static const char *const start_suffixes[] = { "Started", "Start", "Begin" };
@@ -156,7 +180,7 @@ static int chrome_types(struct chrome *c)
 			struct chrome_type *st = &c->typev[best];
 
 			if (st->pair == UINT32_MAX) {
-				st->pair = best;
+				st->pair = c->npairs++;
 				st->stem = strndup(st->schema->name,
 						   stem_len(st->schema->name, start_suffixes, 3));
 				if (!st->stem)
@@ -273,20 +297,34 @@ static int synthetic(struct chrome *c, const char *ph, const struct chrome_type 
 	return err;
 }
 
-static int push(struct chrome_thread *t, uint32_t pair, const struct chrome_type *start)
+/* The per-pair tables of @t, at its first slice. */
+static int thread_pairs(struct chrome *c, struct chrome_thread *t)
 {
+	if (t->top_of)
+		return 0;
+	t->top_of = calloc(c->npairs ? c->npairs : 1, sizeof(*t->top_of));
+	t->too_deep = calloc(c->npairs ? c->npairs : 1, sizeof(*t->too_deep));
+	return t->top_of && t->too_deep ? 0 : -ENOMEM;
+}
+
+static int push(struct chrome_thread *t, const struct chrome_type *start)
+{
+	struct chrome_slice *sl;
+
 	if (t->depth == t->cap) {
 		uint32_t cap = t->cap ? t->cap * 2 : 8;
-		struct chrome_slice *s = realloc(t->stack, cap * sizeof(*s));
+		struct chrome_slice *ns = realloc(t->stack, cap * sizeof(*ns));
 
-		if (!s)
+		if (!ns)
 			return -ENOMEM;
-		t->stack = s;
+		t->stack = ns;
 		t->cap = cap;
 	}
-	t->stack[t->depth].pair = pair;
-	t->stack[t->depth].start = start;
-	t->depth++;
+	sl = &t->stack[t->depth];
+	sl->start = start;
+	sl->stopped = false;
+	sl->prev_same = t->top_of[start->pair];
+	t->top_of[start->pair] = ++t->depth;
 	return 0;
 }
 
@@ -336,8 +374,17 @@ static int instant(struct chrome *c, const struct evr_event_view *v, const char 
 static int slice_start(struct chrome *c, struct chrome_thread *t, const struct chrome_type *ty,
 		       const struct evr_event_view *v)
 {
-	int err = push(t, ty->pair, ty);
+	int err = thread_pairs(c, t);
 
+	if (err)
+		return err;
+	if (t->depth >= DEPTH_MAX) {
+		/* Its stop, innermost of its pair by then, will be an instant as well. */
+		t->too_deep[ty->pair]++;
+		c->st.too_deep++;
+		return instant(c, v, "too deep");
+	}
+	err = push(t, ty);
 	if (!err)
 		err = head(c, "B", ty->stem, strlen(ty->stem), ty->schema->provider, v->tid, v->ts_ns);
 	if (!err)
@@ -348,27 +395,42 @@ static int slice_start(struct chrome *c, struct chrome_thread *t, const struct c
 	return err;
 }
 
-static int slice_stop(struct chrome *c, struct chrome_thread *t, const struct chrome_type *ty,
-		      const struct evr_event_view *v)
+/* Close the slices at the top of @t whose stop came while they were crossed. */
+static int pop_stopped(struct chrome *c, struct chrome_thread *t, uint32_t tid, uint64_t ts)
 {
-	const struct chrome_type *start;
-	uint32_t k, top;
-	int err;
+	while (t->depth && t->stack[t->depth - 1].stopped) {
+		int err = synthetic(c, "E", t->stack[t->depth - 1].start, tid, ts, "closed late");
 
-	for (k = t->depth; k > 0; k--)
-		if (t->stack[k - 1].pair == ty->pair)
-			break;
-	if (k == 0)
-		return instant(c, v, "no start");
-	k--;
-	top = t->depth;
-	/* Crossing pairs: close what is inside first, reopen it after. */
-	for (uint32_t j = top; j > k + 1; j--) {
-		err = synthetic(c, "E", t->stack[j - 1].start, v->tid, v->ts_ns, "split");
 		if (err)
 			return err;
+		t->depth--;
+		c->closed_late++;
 	}
-	start = t->stack[k].start;
+	return 0;
+}
+
+/*
+ * The stop of the innermost open slice of its pair, at index @k with at most
+ * SPLIT_MAX slices above it: close those (innermost first), close it, reopen
+ * those not stopped in their order, so that every "E" closes the innermost "B".
+ */
+static int stop_split(struct chrome *c, struct chrome_thread *t, uint32_t k,
+		      const struct evr_event_view *v)
+{
+	const struct chrome_type *start = t->stack[k].start;
+	uint32_t remap[SPLIT_MAX + 1];		/* old index - k - 1 -> 1 + new index, 0 gone */
+	uint32_t top = t->depth, out = k;
+	int err;
+
+	for (uint32_t j = top; j > k + 1; j--) {
+		const struct chrome_slice *sl = &t->stack[j - 1];
+
+		err = synthetic(c, "E", sl->start, v->tid, v->ts_ns,
+				sl->stopped ? "closed late" : "split");
+		if (err)
+			return err;
+		c->closed_late += sl->stopped;
+	}
 	err = head(c, "E", start->stem, strlen(start->stem), start->schema->provider, v->tid,
 		   v->ts_ns);
 	if (!err)
@@ -377,14 +439,60 @@ static int slice_stop(struct chrome *c, struct chrome_thread *t, const struct ch
 		err = emit(c);
 	if (err)
 		return err;
-	memmove(&t->stack[k], &t->stack[k + 1], (top - k - 1) * sizeof(t->stack[0]));
-	t->depth--;
+	/* It was the innermost open slice of its pair. */
+	t->top_of[start->pair] = t->stack[k].prev_same;
+	/* Move the live slices above it down by one (stopped ones are gone), fixing
+	 * the links that pointed at them: only they, and top_of, can. */
+	for (uint32_t j = k + 1; j < top; j++) {
+		struct chrome_slice sl = t->stack[j];
+
+		remap[j - k - 1] = 0;
+		if (sl.stopped)
+			continue;
+		if (sl.prev_same > k + 1)
+			sl.prev_same = remap[sl.prev_same - 1 - k - 1];
+		if (t->top_of[sl.start->pair] == j + 1)
+			t->top_of[sl.start->pair] = out + 1;
+		remap[j - k - 1] = out + 1;
+		t->stack[out++] = sl;
+	}
+	t->depth = out;
 	for (uint32_t j = k; j < t->depth; j++) {
 		err = synthetic(c, "B", t->stack[j].start, v->tid, v->ts_ns, "split");
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+static int slice_stop(struct chrome *c, struct chrome_thread *t, const struct chrome_type *ty,
+		      const struct evr_event_view *v)
+{
+	uint32_t k;
+	int err = thread_pairs(c, t);
+
+	if (err)
+		return err;
+	if (t->too_deep[ty->pair]) {
+		t->too_deep[ty->pair]--;
+		c->st.too_deep++;
+		return instant(c, v, "too deep");
+	}
+	k = t->top_of[ty->pair];
+	if (k == 0)
+		return instant(c, v, "no start");
+	k--;
+	if (t->depth - k - 1 > SPLIT_MAX) {
+		/* Crossed by too many: its slice ends when it surfaces. */
+		t->stack[k].stopped = true;
+		t->top_of[ty->pair] = t->stack[k].prev_same;
+		c->st.crossed++;
+		return instant(c, v, "crossed");
+	}
+	err = stop_split(c, t, k, v);
+	if (!err)
+		err = pop_stopped(c, t, v->tid, v->ts_ns);
+	return err;
 }
 
 static int counter(struct chrome *c, const struct evr_event_view *v,
@@ -503,8 +611,13 @@ static int other_data(struct chrome *c)
 	err = evr_strbuf_printf(&c->sb, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
 				"\"generator\":\"evring convert\",\"clock\":\"CLOCK_MONOTONIC\","
 				"\"ts_unit\":\"us\",\"events\":%" PRIu64 ",\"lost\":%" PRIu64
-				",\"counter_samples\":%" PRIu64 ",\"truncated\":%s",
-				c->st.events, c->st.lost, c->counters, st.truncated ? "true" : "false");
+				",\"counter_samples\":%" PRIu64 ",\"truncated\":%s"
+				",\"approximations\":{\"crossed\":%" PRIu64 ",\"too_deep\":%" PRIu64
+				",\"closed_late\":%" PRIu64 ",\"split_records\":%" PRIu64
+				",\"split_max\":%u,\"depth_max\":%u}",
+				c->st.events, c->st.lost, c->counters, st.truncated ? "true" : "false",
+				c->st.crossed, c->st.too_deep, c->closed_late, c->synthetic,
+				SPLIT_MAX, DEPTH_MAX);
 	if (!err && s)
 		err = evr_strbuf_printf(&c->sb, ",\"realtime_minus_monotonic_ns\":%" PRId64,
 					(int64_t)(s->clock.real_base - s->clock.mono_base));
@@ -539,11 +652,13 @@ static int close_open(struct chrome *c)
 		struct chrome_thread *t = c->threadv[i];
 
 		while (t->depth) {
-			int err = synthetic(c, "E", t->stack[t->depth - 1].start, t->tid, c->last_ts,
-					    "not closed");
+			const struct chrome_slice *sl = &t->stack[t->depth - 1];
+			int err = synthetic(c, "E", sl->start, t->tid, c->last_ts,
+					    sl->stopped ? "closed late" : "not closed");
 
 			if (err)
 				return err;
+			c->closed_late += sl->stopped;
 			t->depth--;
 		}
 	}
@@ -592,6 +707,8 @@ out:
 		evr_export_fail(errbuf, errlen, err, "%s", evr_trace_reader_errmsg(r));
 	for (uint32_t i = 0; i < c.nthreads; i++) {
 		free(c.threadv[i]->stack);
+		free(c.threadv[i]->top_of);
+		free(c.threadv[i]->too_deep);
 		free(c.threadv[i]);
 	}
 	free(c.threadv);

@@ -32,6 +32,13 @@ struct evr_convert_stats {
 	uint64_t lost;			/* lost events carried into the output */
 	uint64_t bytes;			/* bytes of output written */
 	uint64_t undecodable;		/* events without a schema or whose payload did not decode */
+	/*
+	 * Chrome: records the converter could only approximate to keep its work per
+	 * record bounded (docs/cli.md): stops of slices crossed by too many open
+	 * slices, and starts (with their stops) nested too deep, all written as
+	 * instant events. Also in the output's otherData.approximations.
+	 */
+	uint64_t crossed, too_deep;
 };
 
 /**
