@@ -80,3 +80,6 @@ evr_fuzz_target(ring LIBS evring-consumer evring-shm)
 # Writes the seeds of the agent, ring and provider_spec corpora (tests/fuzz/mkseeds.c).
 add_executable(fuzz_mkseeds fuzz/mkseeds.c)
 target_link_libraries(fuzz_mkseeds PRIVATE evring-proto evr_warnings)
+if(TARGET evring-export)
+  evr_fuzz_target(convert SOURCES fuzz/fuzz-trace.c LIBS evring-export evring-consumer)
+endif()
