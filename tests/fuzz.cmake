@@ -53,10 +53,15 @@ endfunction()
 
 # The agent's request decoding runs inside the producer: its sources are compiled into the
 # target (libevring hides evr_agent_conn_input()), with write.c's own options.
+# The list is libevring's own, so that a new source file of the producer is in it too.
+get_target_property(evr_producer_sources evring SOURCES)
 set(EVR_FUZZ_PRODUCER_SOURCES)
-foreach(f registry write clock session-api metadata agent agent-requests counters
-          counters-record)
-  list(APPEND EVR_FUZZ_PRODUCER_SOURCES ${PROJECT_SOURCE_DIR}/producer/${f}.c)
+foreach(f IN LISTS evr_producer_sources)
+  if(IS_ABSOLUTE ${f})
+    list(APPEND EVR_FUZZ_PRODUCER_SOURCES ${f})
+  else()
+    list(APPEND EVR_FUZZ_PRODUCER_SOURCES ${PROJECT_SOURCE_DIR}/producer/${f})
+  endif()
 endforeach()
 evr_fuzz_target(agent SOURCES ${EVR_FUZZ_PRODUCER_SOURCES}
   INCLUDES ${PROJECT_SOURCE_DIR}/producer ${PROJECT_SOURCE_DIR}/producer/include
