@@ -201,6 +201,7 @@ static bool take_job(struct evr_mon_hub *h, struct evr_mon_proc *p)
 		h->attach_failures++;
 	}
 	p->job = NULL;
+	p->retrying = false;
 	job_put(j);
 	return true;
 }
@@ -268,6 +269,7 @@ static void retry(struct evr_mon_hub *h, struct evr_mon_proc *p)
 	p->err[0] = '\0';
 	p->errnum = 0;
 	p->state = EVR_MON_ATTACHING;
+	p->retrying = true;
 	r = start_job(h, p);
 	if (r < 0)
 		set_failed(p, r, "cannot start an attach thread");

@@ -120,6 +120,7 @@ struct evr_mon_proc {
 	uint64_t gen;			/* hub generation of the latest sample */
 	uint64_t gone_at_ns;
 	bool listed;			/* seen in the last scan */
+	bool retrying;			/* ATTACHING again after a failure or an exit */
 };
 
 struct evr_mon_hub {
