@@ -234,8 +234,8 @@ static int handle_start(struct evr_agent_conn *c, const Evr__StartSession *m)
 
 	if (c->session)
 		return evr_agent_error(c, EBUSY, "this connection already has a session");
-	if (m->has_stacks && m->stacks)
-		return evr_agent_error(c, EOPNOTSUPP, "stacks are not supported by this evring");
+	if (m->has_stack_depth && m->stack_depth > EVR_STACK_MAX_FRAMES)
+		return evr_agent_error(c, EINVAL, "stack depth %u is over 127 frames", m->stack_depth);
 	if (m->has_ring_size && m->ring_size > EVR_RING_SIZE_MAX)
 		return evr_agent_error(c, EINVAL, "ring size %llu is over 4 GiB",
 				       (unsigned long long)m->ring_size);
@@ -245,6 +245,8 @@ static int handle_start(struct evr_agent_conn *c, const Evr__StartSession *m)
 	o.mode = m->has_mode ? m->mode : EVR_MODE_DISCARD;
 	o.meta_size = m->has_meta_size ? m->meta_size : 0;
 	o.interval_ms = m->has_counter_interval_ms ? m->counter_interval_ms : 0;
+	if (m->has_stacks && m->stacks)
+		o.stack_depth = m->has_stack_depth && m->stack_depth ? m->stack_depth : 64;
 	ret = evr_session_start_owned(&o, c->client ? c->client : "consumer", c->peer_pid, &s, err,
 				      sizeof(err));
 	if (ret < 0)

@@ -33,7 +33,23 @@ struct evr_provider_priv {
 	/* What each session slot asks of this provider; read by dynamic writes. */
 	_Atomic uint64_t sess_keywords[EVR_MAX_SESSIONS];
 	_Atomic uint32_t sess_level[EVR_MAX_SESSIONS];
+	/* Sessions whose events of this provider carry the writer's stack, and how
+	 * many frames each wants; read by write_rcu(). Such a session never gets an
+	 * event's one-section shortcut (evr_event.percpu). */
+	_Atomic uint64_t stack_slots;
+	_Atomic uint8_t sess_stack_depth[EVR_MAX_SESSIONS];
 };
+
+/**
+ * evr_stack_depth_arg() - the frames per event a provider spec's "stacks"
+ * argument asks for: "0" (none), "1" (the session's depth, or the default),
+ * or a depth 2..EVR_STACK_MAX_FRAMES.
+ * @value: the argument, or NULL when absent.
+ * @session_depth: the session's own stack depth (0: none).
+ * Return: the depth (0: no stacks), or -EINVAL for another value.
+ */
+int evr_stack_depth_arg(const char *value, uint32_t session_depth)
+	__attribute__((visibility("hidden")));
 
 /* The first registered provider (list through priv->next). Context: registry lock. */
 struct evr_provider *evr_registry_providers_locked(void) __attribute__((visibility("hidden")));

@@ -13,6 +13,7 @@
 
 #include "producer-internal.h"
 #include "registry-internal.h"
+#include "stack-internal.h"
 
 pthread_mutex_t evr_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 __thread uint32_t evr_tls_tid __attribute__((tls_model("initial-exec")));
@@ -67,12 +68,14 @@ const char *evr_type_name(uint32_t type)
 static void reset_tid_in_child(void)
 {
 	evr_tls_tid = 0;
+	evr_stack_atfork_child();
 }
 
 __attribute__((constructor)) static void evr_library_init(void)
 {
 	evr_clock_init();
-	pthread_atfork(NULL, NULL, reset_tid_in_child);
+	evr_stack_init();
+	pthread_atfork(evr_stack_atfork_prepare, NULL, reset_tid_in_child);
 	/* After the clock: a reverse-connected consumer may start a session before
 	 * this returns (EVR_CONNECT). */
 	evr_agent_library_init();
@@ -331,11 +334,13 @@ const struct evr_event *evr_event_by_rid(uint32_t rid)
  * that precedes freeing the rings (evr_session_stop(), evr_provider_unregister()).
  */
 static struct evr_ring_writer *event_percpu_rings(const struct evr_event *ev,
-						  const struct evr_session_table *t, uint64_t m)
+						  const struct evr_session_table *t, uint64_t m,
+						  uint64_t stack_slots)
 {
 	const struct evr_session *s;
 
-	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN))
+	/* A session that wants stacks captures them under the RCU path (write_rcu()). */
+	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN) || (m & stack_slots))
 		return NULL;
 	s = t->slot[__builtin_ctzll(m)];
 	/* The fast path reads it inside rseq critical sections: only with their fence. */
@@ -347,7 +352,7 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 	struct evr_provider_priv *pp = p->priv;
 	const struct evr_provider_spec *spec[EVR_MAX_SESSIONS] = { 0 };
 	const struct evr_provider_spec *newest = NULL;
-	uint64_t pmask = 0, kw = 0, newest_serial = 0;
+	uint64_t pmask = 0, kw = 0, newest_serial = 0, stack_slots = 0;
 	uint32_t level = 0;
 	bool changed;
 
@@ -365,11 +370,24 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 		atomic_store_explicit(&pp->sess_keywords[i], spec[i]->keywords,
 				      memory_order_relaxed);
 		atomic_store_explicit(&pp->sess_level[i], spec[i]->level, memory_order_relaxed);
+		{
+			/* Checked when the session started: never -EINVAL here. */
+			int depth = evr_stack_depth_arg(evr_provider_spec_arg(spec[i], "stacks"),
+							s->cfg.stack_depth);
+
+			if (depth > 0)
+				stack_slots |= 1ull << i;
+			atomic_store_explicit(&pp->sess_stack_depth[i], (uint8_t)(depth > 0 ? depth : 0),
+					      memory_order_relaxed);
+		}
 		if (s->serial >= newest_serial) {
 			newest_serial = s->serial;
 			newest = spec[i];
 		}
 	}
+	/* Before the masks: a writer that sees a session's bit finds its depth (a write
+	 * racing with the start of a session may still go without a stack). */
+	atomic_store_explicit(&pp->stack_slots, stack_slots, memory_order_relaxed);
 	for (uint32_t e = 0; e < pp->nr; e++) {
 		struct evr_event *ev = pp->events[e];
 		uint64_t m = 0;
@@ -385,7 +403,7 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 		/* Never enable an event in a session that lacks its description. */
 		m &= pp->meta[e].described;
 		/* Release: a writer that loads the rings sees them set up. */
-		atomic_store_explicit(&ev->percpu, event_percpu_rings(ev, t, m),
+		atomic_store_explicit(&ev->percpu, event_percpu_rings(ev, t, m, stack_slots),
 				      memory_order_release);
 		atomic_store_explicit(&ev->mask, m, memory_order_relaxed);
 	}
@@ -398,6 +416,22 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 	if (changed && p->callback)
 		p->callback(p, pmask != 0, (uint8_t)level, kw, pmask ? newest : NULL,
 			    p->callback_ctx);
+}
+
+int evr_stack_depth_arg(const char *value, uint32_t session_depth)
+{
+	char *end;
+	unsigned long v;
+
+	if (!value)
+		return (int)session_depth;
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno || end == value || *end || *value == '-' || v > EVR_STACK_MAX_FRAMES)
+		return -EINVAL;
+	if (v == 1)
+		return (int)(session_depth ? session_depth : EVR_STACK_DEFAULT_DEPTH);
+	return (int)v;
 }
 
 struct evr_provider *evr_registry_providers_locked(void)

@@ -82,9 +82,24 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 		return err_line(errbuf, errlen, -EINVAL, "mode is neither discard nor overwrite");
 	if (opts->interval_ms && opts->interval_ms < EVR_COUNTER_INTERVAL_MIN_MS)
 		return err_line(errbuf, errlen, -EINVAL, "counter interval is under 10 ms");
+	if (opts->stack_depth > EVR_STACK_MAX_FRAMES)
+		return err_line(errbuf, errlen, -EINVAL, "stack depth is over 127 frames");
 	err = evr_provider_spec_parse(opts->providers, &cfg.providers, errbuf, errlen);
 	if (err < 0)
 		return err;
+	for (size_t i = 0; i < cfg.providers->n; i++) {
+		const char *v = evr_provider_spec_arg(&cfg.providers->v[i], "stacks");
+
+		if (evr_stack_depth_arg(v, opts->stack_depth) < 0) {
+			if (errbuf && errlen)
+				snprintf(errbuf, errlen,
+					 "provider %zu \"%s\": stacks=%s: expected 0, 1 or a depth up to 127",
+					 i + 1, cfg.providers->v[i].name, v);
+			evr_provider_spec_list_free(cfg.providers);
+			return -EINVAL;
+		}
+	}
+	cfg.stack_depth = opts->stack_depth;
 	cfg.ring_size = opts->ring_size ? opts->ring_size : EVR_DEFAULT_RING_SIZE;
 	cfg.packet_size = opts->packet_size;
 	if (!cfg.packet_size) {

@@ -26,7 +26,8 @@ evr_session_write_rec_rcu(struct evr_session *s, struct rseq *rs, const struct e
 	}
 	if (*cpu == UINT32_MAX)
 		*cpu = evr_cpu_current();
-	(void)evr_session_write_rcu(s, *cpu, rec->event_id, rec->ts, rec->tid, rec->src, rec->len);
+	(void)evr_session_write_rcu_flags(s, *cpu, rec->event_id, rec->ts, rec->tid, rec->src,
+					  rec->len, (uint8_t)rec->flags);
 }
 
 #endif /* EVR_WRITE_INTERNAL_H */

@@ -30,6 +30,7 @@
 #include <urcu-bp.h>
 
 #include "registry-internal.h"
+#include "stack-internal.h"
 #include "write-internal.h"
 
 static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned int slot,
@@ -42,6 +43,80 @@ static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned in
 }
 
 /*
+ * write_rcu_stacks() - write_rcu() when sessions @smask (within @mask) want the
+ * writer's stack with this event: the stack is captured once, at the largest
+ * depth they ask for, and each of them gets an EVENT record with a stack block
+ * (<evring/abi.h>) of at most its own depth; the other sessions get the plain
+ * record. The block and the payload are laid out in one buffer with the
+ * payload at its end, so a shallower copy starts later in the same buffer.
+ */
+static __attribute__((noinline)) void
+write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
+		 const struct evr_provider_priv *pp, struct evr_event *ev, const void *payload,
+		 uint32_t len, bool filter, uint8_t level, uint64_t keywords)
+{
+	uint64_t ips[EVR_STACK_MAX_FRAMES];
+	uint32_t alen = (len + 7u) & ~7u, depth = 0, n, built = UINT32_MAX, cpu = UINT32_MAX;
+	struct evr_rseq_rec rec, srec;
+	bool truncated;
+	struct rseq *rs;
+	uint64_t ts = evr_clock_now();
+	uint32_t tid = evr_thread_id();
+
+	for (uint64_t b = smask; b; b &= b - 1) {
+		uint32_t d = atomic_load_explicit(&pp->sess_stack_depth[__builtin_ctzll(b)],
+						  memory_order_relaxed);
+
+		if (d > depth)
+			depth = d;
+	}
+	/* The record must fit: frames beyond what the payload leaves room for are cut. */
+	if (len + sizeof(struct evr_stack_hdr) > EVR_MAX_PAYLOAD)
+		depth = 0;
+	else if (depth > (EVR_MAX_PAYLOAD - len - sizeof(struct evr_stack_hdr)) / 8u)
+		depth = (EVR_MAX_PAYLOAD - len - (uint32_t)sizeof(struct evr_stack_hdr)) / 8u;
+	n = evr_stack_capture(ips, depth, &truncated);
+	uint8_t buf[sizeof(struct evr_stack_hdr) + 8u * n + alen];
+
+	if (alen)
+		memcpy(buf + sizeof(struct evr_stack_hdr) + 8u * n, payload, alen);
+	evr_rseq_rec_init(&rec, ev->rid, ts, tid, payload, len);
+	rs = evr_rseq_area();
+	do {
+		unsigned int i = (unsigned int)__builtin_ctzll(mask);
+		struct evr_session *s = t->slot[i];
+		uint32_t k;
+
+		mask &= mask - 1;
+		if (filter && !builtin_wants(pp, i, level, keywords))
+			continue;
+		if (!(smask & (1ull << i))) {
+			evr_session_write_rec_rcu(s, rs, &rec, &cpu);
+			continue;
+		}
+		k = atomic_load_explicit(&pp->sess_stack_depth[i], memory_order_relaxed);
+		if (k > n)
+			k = n;
+		if (k != built) {
+			uint8_t *st = buf + 8u * (n - k);
+			struct evr_stack_hdr sh = {
+				.nframes = (uint16_t)k,
+				.kind = EVR_STACK_KIND_FP,
+				.flags = truncated || k < n ? EVR_STACK_F_TRUNCATED : 0,
+			};
+
+			memcpy(st, &sh, sizeof(sh));
+			memcpy(st + sizeof(sh), ips, 8u * k);
+			evr_rseq_rec_init(&srec, ev->rid, ts, tid, st,
+					  (uint32_t)sizeof(sh) + 8u * k + len);
+			evr_rseq_rec_set_flags(&srec, EVR_REC_F_STACK);
+			built = k;
+		}
+		evr_session_write_rec_rcu(s, rs, &srec, &cpu);
+	} while (mask);
+}
+
+/*
  * write_rcu() - write a padded payload into every session of @mask (already
  * masked by the live table @t). @filter: for built-in events, the level and
  * keywords of this write, checked per session.
@@ -50,9 +125,17 @@ static __attribute__((noinline)) void
 write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, const void *payload,
 	  uint32_t len, bool filter, uint8_t level, uint64_t keywords)
 {
+	/* Read once: unregistering the provider clears priv before its grace period. */
+	const struct evr_provider_priv *pp = ev->provider ? ev->provider->priv : NULL;
+	uint64_t smask = pp ? atomic_load_explicit(&pp->stack_slots, memory_order_relaxed) & mask : 0;
 	uint32_t cpu = UINT32_MAX;
 	struct evr_rseq_rec rec;
 	struct rseq *rs;
+
+	if (EVR_UNLIKELY(smask)) {
+		write_rcu_stacks(t, mask, smask, pp, ev, payload, len, filter, level, keywords);
+		return;
+	}
 
 	evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(), payload, len);
 	rs = evr_rseq_area();

@@ -390,7 +390,7 @@ int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_
 		return -EBUSY;
 	}
 	evr_ring_settle_locked(w);
-	ret = evr_ring_write_locked(w, r->event_id, r->ts, r->tid, r->src, r->len);
+	ret = evr_ring_write_locked_flags(w, r->event_id, r->ts, r->tid, r->src, r->len, r->flags);
 	bell = evr_ring_take_bell_locked(w);
 	/* Pairs with the lock checks of both sections, plain x86 loads (acquire). */
 	atomic_store_explicit(&w->lock, 0, memory_order_release);

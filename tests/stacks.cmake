@@ -8,7 +8,7 @@ target_compile_options(stacks-parked PRIVATE ${EVR_STACKS_CFLAGS})
 target_link_libraries(stacks-parked PRIVATE Threads::Threads)
 
 # Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
-set(EVR_STACKS_TESTS snapshot snapshot_errors)
+set(EVR_STACKS_TESTS snapshot snapshot_errors event_stacks sample_cpu)
 foreach(t IN LISTS EVR_STACKS_TESTS)
   add_test(NAME stacks_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>
@@ -16,3 +16,11 @@ foreach(t IN LISTS EVR_STACKS_TESTS)
   set_tests_properties(stacks_${t} PROPERTIES LABELS integration TIMEOUT 180
     SKIP_RETURN_CODE 77)
 endforeach()
+
+add_executable(stacks-chain stacks/chain.c)
+target_compile_options(stacks-chain PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-chain PRIVATE evring evr_warnings Threads::Threads)
+
+add_executable(stacks-spin stacks/spin.c)
+target_compile_options(stacks-spin PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-spin PRIVATE evring evr_warnings Threads::Threads)

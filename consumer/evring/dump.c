@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <evring/symbols.h>
 #include <evring/trace.h>
 
 #include "cli.h"
@@ -188,6 +189,104 @@ static void put_text(FILE *f, const struct evr_event_view *v)
 	putc('\n', f);
 }
 
+/* Frame @i of a stack: frame 0 of a CPU sample is where the thread was, every other a return address. */
+static void put_frame_text(FILE *f, struct evr_symbolizer *sym, uint64_t pc, bool is_return)
+{
+	char buf[512];
+	struct evr_sym s = { 0 };
+
+	if (sym) {
+		evr_symbolizer_lookup(sym, pc, is_return, &s);
+		fprintf(f, "    at %s\n", evr_sym_format(&s, pc, false, buf, sizeof(buf)));
+	} else {
+		fprintf(f, "    at 0x%" PRIx64 "\n", pc);
+	}
+}
+
+static void put_frame_json(struct evr_strbuf *sb, struct evr_symbolizer *sym, uint64_t pc,
+			   bool is_return, bool first)
+{
+	char buf[512];
+	struct evr_sym s = { 0 };
+
+	evr_strbuf_printf(sb, "%s{\"pc\":\"0x%" PRIx64 "\"", first ? "" : ",", pc);
+	if (sym && evr_symbolizer_lookup(sym, pc, is_return, &s) >= 0 && (s.func || s.module)) {
+		evr_strbuf_printf(sb, ",\"frame\":");
+		evr_sym_format(&s, pc, false, buf, sizeof(buf));
+		evr_strbuf_json_string(sb, buf, strlen(buf));
+	}
+	evr_strbuf_printf(sb, "}");
+}
+
+static uint64_t frame_at(const void *frames, uint32_t i)
+{
+	uint64_t pc;
+
+	memcpy(&pc, (const uint8_t *)frames + 8u * i, 8);
+	return pc;
+}
+
+static const char *const sample_names[] = {
+	[EVR_SAMPLE_CPU] = "cpu_sample",
+	[EVR_SAMPLE_SWITCH_OUT] = "switch_out",
+	[EVR_SAMPLE_SWITCH_IN] = "switch_in",
+	[EVR_SAMPLE_LOST] = "samples_lost",
+};
+
+/* One record of the CPU sampler, in the same forms as events. */
+static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, size_t i,
+		       struct evr_symbolizer *sym, uint64_t t0, int64_t mono_to_real,
+		       struct evr_strbuf *sb)
+{
+	const struct evr_sample_rec *r = &ss->v[i];
+	const uint64_t *fr = ss->frames + ss->frame_off[i];
+	const char *name = r->type < sizeof(sample_names) / sizeof(sample_names[0]) &&
+					   sample_names[r->type] ? sample_names[r->type] : "sample";
+	uint64_t t = o->absolute ? r->time_ns + (uint64_t)mono_to_real : r->time_ns - t0;
+
+	if (o->flags.json) {
+		sb->len = 0;
+		evr_strbuf_printf(sb, "{\"type\":\"%s\",\"ts\":%" PRIu64 ",\"cpu\":%u", name,
+				  r->time_ns, r->cpu);
+		if (r->type != EVR_SAMPLE_LOST)
+			evr_strbuf_printf(sb, ",\"tid\":%u", r->tid);
+		if (r->type == EVR_SAMPLE_CPU)
+			evr_strbuf_printf(sb, ",\"period_ns\":%" PRIu64, r->value);
+		else if (r->type == EVR_SAMPLE_SWITCH_OUT)
+			evr_strbuf_printf(sb, ",\"preempted\":%s", r->value ? "true" : "false");
+		else if (r->type == EVR_SAMPLE_LOST)
+			evr_strbuf_printf(sb, ",\"count\":%" PRIu64, r->value);
+		if (r->nframes) {
+			evr_strbuf_printf(sb, ",\"stack\":[");
+			for (uint32_t k = 0; k < r->nframes; k++)
+				put_frame_json(sb, sym, fr[k], k > 0, k == 0);
+			evr_strbuf_printf(sb, "]");
+		}
+		evr_strbuf_printf(sb, "}\n");
+		fwrite(sb->buf, 1, sb->len, stdout);
+		return;
+	}
+	printf("%" PRIu64 ".%09" PRIu64 " cpu=%u", t / 1000000000u, t % 1000000000u, r->cpu);
+	switch (r->type) {
+	case EVR_SAMPLE_CPU:
+		printf(" tid=%u CPU-SAMPLE period=%" PRIu64 "ns\n", r->tid, r->value);
+		break;
+	case EVR_SAMPLE_SWITCH_OUT:
+		printf(" tid=%u SWITCH-OUT %s\n", r->tid, r->value ? "preempted" : "blocked");
+		break;
+	case EVR_SAMPLE_SWITCH_IN:
+		printf(" tid=%u SWITCH-IN\n", r->tid);
+		break;
+	case EVR_SAMPLE_LOST:
+		printf(" LOST %" PRIu64 " samples\n", r->value);
+		break;
+	default:
+		printf(" tid=%u sample of type %u\n", r->tid, r->type);
+	}
+	for (uint32_t k = 0; k < r->nframes; k++)
+		put_frame_text(stdout, sym, fr[k], k > 0);
+}
+
 static int run(const struct dump_opts *o)
 {
 	struct evr_trace_reader *r = NULL;
@@ -195,14 +294,29 @@ static int run(const struct dump_opts *o)
 	struct evr_strbuf sb = { 0 };
 	struct evr_trace_stats st;
 	struct evr_event_view v;
+	struct evr_symbolizer *sym = NULL;
+	struct evr_samples *ss = NULL;
 	int64_t mono_to_real = 0;
 	uint64_t t0 = 0;
+	size_t si = 0;
 	bool first = true;
 	int ret;
 
 	ret = evr_cli_trace_open(CMD, o->path, &r);
 	if (ret < 0)
 		return ret;
+	/* Before the sandbox: the binaries the stacks point into are opened now. */
+	ret = evr_symbolizer_from_trace(r, &sym);
+	if (ret == -ENOMEM)
+		goto out;
+	if (sym && *evr_symbolizer_warnings(sym))
+		fprintf(stderr, "%s", evr_symbolizer_warnings(sym));
+	ret = evr_samples_load(r, &ss);
+	if (ret == -EBADMSG)
+		evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left out",
+			     o->path);
+	else if (ret < 0)
+		goto out;
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
 	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
@@ -217,20 +331,38 @@ static int run(const struct dump_opts *o)
 	while ((ret = evr_trace_reader_next(r, &v)) == 1) {
 		if (first) {
 			t0 = v.ts_ns;
+			if (ss && ss->n && ss->v[0].time_ns < t0)
+				t0 = ss->v[0].time_ns;
 			first = false;
 		}
+		/* CPU samples on the same timeline (both CLOCK_MONOTONIC). */
+		for (; ss && si < ss->n && ss->v[si].time_ns <= v.ts_ns; si++)
+			put_sample(o, ss, si, sym, t0, mono_to_real, &sb);
 		if (o->flags.json) {
 			sb.len = 0;
 			ret = evr_event_to_json(&v, &sb);
 			if (ret < 0)
 				break;
+			if (v.nframes && sb.len && sb.buf[sb.len - 1] == '}') {
+				sb.len--;
+				evr_strbuf_printf(&sb, ",\"stack\":[");
+				for (uint32_t k = 0; k < v.nframes; k++)
+					put_frame_json(&sb, sym, frame_at(v.frames, k), true, k == 0);
+				evr_strbuf_printf(&sb, "]}");
+			}
 			fwrite(sb.buf, 1, sb.len, stdout);
 			putchar('\n');
 			continue;
 		}
 		put_time(stdout, o, &v, t0, mono_to_real);
 		put_text(stdout, &v);
+		for (uint32_t k = 0; k < v.nframes; k++)
+			put_frame_text(stdout, sym, frame_at(v.frames, k), true);
 	}
+	if (ret == 0 && first && ss && ss->n)
+		t0 = ss->v[0].time_ns;
+	for (; ret == 0 && ss && si < ss->n; si++)
+		put_sample(o, ss, si, sym, t0, mono_to_real, &sb);
 	if (ret < 0) {
 		fflush(stdout);
 		evr_cli_error(CMD, "%s: %s", o->path,
@@ -247,6 +379,8 @@ static int run(const struct dump_opts *o)
 	ret = 0;
 out:
 	free(sb.buf);
+	evr_samples_free(ss);
+	evr_symbolizer_free(sym);
 	evr_trace_reader_free(r);
 	return ret;
 }

@@ -20,6 +20,7 @@
 
 #include <evring/consumer.h>
 #include <evring/recorder.h>
+#include <evring/symbols.h>
 #include <evring/trace.h>
 
 #include "cli.h"
@@ -54,6 +55,11 @@ static void usage(FILE *f)
 		"                           overwrite (flight recorder: keep the newest)\n"
 		"      --counter-interval TIME  sample the providers' counters every TIME\n"
 		"                           (e.g. 1s; at least 10ms; default: no counters)\n"
+		"      --stacks[=DEPTH]     every event carries its thread's call stack, at most\n"
+		"                           DEPTH frames (1-127, default 64)\n"
+		"      --sample-cpu[=HZ]    also sample the process's threads on the CPU with\n"
+		"                           perf_events, HZ times a second (default 999), with\n"
+		"                           call stacks and context switches\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -73,11 +79,27 @@ static int parse_pid(const char *s, pid_t *ret)
 	return 0;
 }
 
+static int parse_uint_opt(const char *opt, const char *s, uint32_t lo, uint32_t hi,
+			  uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
+		evr_cli_error(CMD, "%s: '%s' is not a number from %u to %u", opt, s, lo, hi);
+		return -EINVAL;
+	}
+	*ret = (uint32_t)v;
+	return 0;
+}
+
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
-	       OPT_COUNTERS };
+	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
@@ -86,6 +108,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
+		{ "stacks", optional_argument, NULL, OPT_STACKS },
+		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -118,6 +142,17 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_DURATION:
 			if (evr_parse_duration(CMD, "--duration", optarg, &o->duration_ns) < 0)
+				return -EINVAL;
+			break;
+		case OPT_STACKS:
+			o->stack_depth = 64;
+			if (optarg && parse_uint_opt("--stacks", optarg, 1, 127, &o->stack_depth) < 0)
+				return -EINVAL;
+			break;
+		case OPT_SAMPLE:
+			o->sample_hz = 999;
+			if (optarg &&
+			    parse_uint_opt("--sample-cpu", optarg, 1, 100000, &o->sample_hz) < 0)
 				return -EINVAL;
 			break;
 		case OPT_COUNTERS: {
@@ -314,6 +349,15 @@ static void summary(struct recorder *r)
 		fprintf(stderr, "evring record: %s; process %d runs on\n", whybuf, (int)pid);
 	else
 		fprintf(stderr, "evring record: %s\n", whybuf);
+	if (r->sb && r->o->sample_hz) {
+		struct evr_sampler_totals t;
+
+		evr_sideband_totals(r->sb, &t);
+		fprintf(stderr,
+			"evring record: %" PRIu64 " CPU samples (%u threads, %u Hz), %" PRIu64
+			" lost, %" PRIu64 " context switches\n",
+			t.samples, t.threads, r->o->sample_hz, t.lost, t.switches);
+	}
 	if (st.spans_retracted)
 		fprintf(stderr, "evring record: %" PRIu64 " spans were overwritten while being "
 			"written and were retracted (their events count as lost)\n",
@@ -322,6 +366,54 @@ static void summary(struct recorder *r)
 		fprintf(stderr, "evring record: the TSC jumped %u times during the recording (a VM "
 			"restored from a snapshot or migrated?); the file marks each jump and "
 			"readers convert the segments apart\n", st.clock_jumps);
+}
+
+static int sideband_emit(void *ctx, uint32_t kind, const void *data, size_t len)
+{
+	return evr_trace_writer_chunk(ctx, kind, data, (uint32_t)len);
+}
+
+/* The recorder's side band: the module map first, then samples, at the end the perf map. */
+static int sideband_cb(struct evr_recorder *rec, struct evr_trace_writer *w, uint64_t now_ns,
+		       bool final, void *arg)
+{
+	struct recorder *r = arg;
+	int ret = 0;
+
+	(void)rec;
+	(void)now_ns;
+	if (!r->sb_started) {
+		r->sb_started = true;
+		ret = evr_sideband_start(r->sb, sideband_emit, w);
+	}
+	if (ret == 0)
+		ret = final ? evr_sideband_finish(r->sb, sideband_emit, w)
+			    : evr_sideband_poll(r->sb, sideband_emit, w);
+	return ret;
+}
+
+/*
+ * Before the sandbox: the module map (--stacks, --sample-cpu) and the perf
+ * events (--sample-cpu) of the recorded process.
+ */
+static int sideband_open(struct recorder *r, pid_t pid)
+{
+	struct evr_sideband_opts so = { .pid = pid, .sample_hz = r->o->sample_hz };
+	char err[512] = "";
+	int ret;
+
+	if (!r->o->stack_depth && !r->o->sample_hz)
+		return 0;
+	ret = evr_sideband_new(&so, &r->sb, err, sizeof(err));
+	if (ret < 0) {
+		evr_cli_error(CMD, "%s", err[0] ? err : strerror(-ret));
+		return ret;
+	}
+	/* Often enough that a 256 KiB sampling ring per CPU never fills at 999 Hz. */
+	ret = evr_recorder_add_sideband(r->rec, r->o->sample_hz ? 100 : 1000, sideband_cb, r);
+	if (ret < 0)
+		evr_cli_error(CMD, "cannot add the stacks side band: %s", strerror(-ret));
+	return ret;
 }
 
 /* Start the session and the file's first chunks. */
@@ -333,6 +425,7 @@ static int start_recording(struct recorder *r)
 			.providers = r->o->providers,
 			.mode = r->o->mode,
 			.counter_interval_ms = r->o->counter_interval_ms,
+			.stack_depth = r->o->stack_depth,
 		},
 		.client = EVR_RECORD_CLIENT_NAME,
 		.log = log_warning,
@@ -440,6 +533,9 @@ static int run(const struct record_opts *o)
 	ret = start_recording(&r);
 	if (ret < 0)
 		goto fail;
+	ret = sideband_open(&r, o->program ? r.child : o->pid);
+	if (ret < 0)
+		goto fail;
 	install_signals();
 	r.tty = isatty(STDERR_FILENO);
 	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_RECORD, &o->flags);
@@ -478,6 +574,7 @@ fail:
 		unlink(o->output);
 out:
 	evr_recorder_free(r.rec);
+	evr_sideband_free(r.sb);
 	evr_client_free(r.c);
 	if (r.child_pidfd >= 0)
 		close(r.child_pidfd);

@@ -25,13 +25,19 @@ struct record_opts {
 	const char *buffer_arg;		/* as typed, for messages */
 	uint32_t mode;			/* enum evr_mode */
 	uint32_t counter_interval_ms;	/* --counter-interval; 0: no counters */
+	uint32_t stack_depth;		/* --stacks[=DEPTH]; 0: no stacks on events */
+	uint32_t sample_hz;		/* --sample-cpu[=HZ]; 0: no CPU sampling */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 };
+
+struct evr_sideband;
 
 struct recorder {
 	const struct record_opts *o;
 	struct evr_client *c;
 	struct evr_recorder *rec;	/* <evring/recorder.h> */
+	struct evr_sideband *sb;	/* module map, perf map, CPU samples (<evring/symbols.h>) */
+	bool sb_started;
 	int out_fd;
 	bool created;			/* we created the output file */
 	bool tty;			/* stderr is a terminal: show progress */

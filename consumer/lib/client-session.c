@@ -69,6 +69,10 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 	m.meta_size = opts->meta_size;
 	m.has_counter_interval_ms = opts->counter_interval_ms != 0;
 	m.counter_interval_ms = opts->counter_interval_ms;
+	m.has_stacks = opts->stack_depth != 0;
+	m.stacks = opts->stack_depth != 0;
+	m.has_stack_depth = opts->stack_depth != 0;
+	m.stack_depth = opts->stack_depth;
 	req.body_case = EVR__REQUEST__BODY_START;
 	req.start = &m;
 	err = evr_client_transact(c, &req, EVR__REPLY__BODY_START, EVR_CLIENT_SESSION_TIMEOUT_MS,
@@ -308,6 +312,24 @@ int evr_client_next(struct evr_client *c, struct evr_event_view *ret)
 	ret->rid = rec.event_id;
 	ret->payload = rec.payload;
 	ret->len = rec.len;
+	if (rec.flags & EVR_REC_F_STACK) {
+		struct evr_stack_hdr sh;
+
+		/* The stack block precedes the payload (<evring/abi.h>); a block that
+		 * does not fit leaves the record undecodable, as a bad payload would. */
+		if (rec.len >= sizeof(sh)) {
+			memcpy(&sh, rec.payload, sizeof(sh));
+			if (sh.nframes <= EVR_STACK_MAX_FRAMES &&
+			    rec.len - sizeof(sh) >= 8u * sh.nframes) {
+				ret->nframes = sh.nframes;
+				ret->stack_flags = sh.flags;
+				ret->frames = (const uint8_t *)rec.payload + sizeof(sh);
+				ret->payload = (const uint8_t *)rec.payload + sizeof(sh) +
+					       8u * sh.nframes;
+				ret->len = rec.len - (uint32_t)sizeof(sh) - 8u * sh.nframes;
+			}
+		}
+	}
 	ret->schema = evr_schema_set_lookup(c->schemas, rec.event_id);
 	if (!ret->schema) {
 		/* Described before its first record was written (<evring/abi.h>). */

@@ -130,6 +130,8 @@ struct evr_trace_entry {
 	uint32_t off;			/* EVENT: payload offset in the ring's buf */
 	uint32_t len;
 	uint32_t idx;			/* order in the chunk, for a stable sort */
+	uint16_t nframes;		/* EVENT with a stack: its frames end at off */
+	uint8_t stack_flags;
 };
 
 struct evr_trace_ring {

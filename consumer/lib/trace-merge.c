@@ -56,6 +56,8 @@ static void add_entry(struct evr_trace_ring *g, uint32_t type, uint64_t ts_ns, u
 	e->off = off;
 	e->len = len;
 	e->idx = g->nents++;
+	e->nframes = 0;
+	e->stack_flags = 0;
 }
 
 static int entry_cmp(const void *a, const void *b)
@@ -181,10 +183,28 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 				add_entry(g, EVR_REC_LOST, evr_trace_ts_ns(r, ring, pos, h.ts), 0, 0, 0, 0,
 					  l.count);
 		} else {
+			uint32_t poff = (uint32_t)(p + EVR_REC_HDR_SIZE - g->buf);
+			uint32_t plen = h.size - EVR_REC_HDR_SIZE;
+			struct evr_stack_hdr sh = { 0 };
+
+			if (h.flags & EVR_REC_F_STACK) {
+				/* The stack block precedes the payload (<evring/abi.h>). */
+				if (plen < sizeof(sh))
+					goto bad_packet;
+				memcpy(&sh, p + EVR_REC_HDR_SIZE, sizeof(sh));
+				if (sh.nframes > EVR_STACK_MAX_FRAMES ||
+				    plen - sizeof(sh) < 8u * sh.nframes)
+					goto bad_packet;
+				poff += (uint32_t)sizeof(sh) + 8u * sh.nframes;
+				plen -= (uint32_t)sizeof(sh) + 8u * sh.nframes;
+			}
 			g->events_acc++;
 			add_entry(g, EVR_REC_EVENT, evr_trace_ts_ns(r, ring, pos, h.ts), h.event_id,
-				  g->tid, (uint32_t)(p + EVR_REC_HDR_SIZE - g->buf),
-				  h.size - EVR_REC_HDR_SIZE, 0);
+				  g->tid, poff, plen, 0);
+			if (sh.nframes && g->nents) {
+				g->ents[g->nents - 1].nframes = sh.nframes;
+				g->ents[g->nents - 1].stack_flags = sh.flags;
+			}
 		}
 		pos += asize;
 		continue;
@@ -406,6 +426,9 @@ int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret
 		ret->tid = e->tid;
 		ret->payload = g->buf + e->off;
 		ret->len = e->len;
+		ret->nframes = e->nframes;
+		ret->stack_flags = e->stack_flags;
+		ret->frames = e->nframes ? g->buf + e->off - 8u * e->nframes : NULL;
 		r->out_events++;
 		g->out_events++;
 	} else {

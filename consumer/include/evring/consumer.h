@@ -226,6 +226,7 @@ struct evr_attach_opts {
 	uint32_t mode;			/* EVR_MODE_DISCARD or EVR_MODE_OVERWRITE */
 	uint32_t meta_size;		/* 0: default */
 	uint32_t counter_interval_ms;	/* 0: no counters */
+	uint32_t stack_depth;		/* events carry the writer's stack, this many frames; 0: no */
 };
 
 /**

@@ -127,6 +127,12 @@ struct evr_event_view {
 	uint64_t lost;			/* LOST: number of events lost */
 	const void *payload;		/* EVENT: borrowed until the next read call */
 	uint32_t len;
+	/* EVENT recorded with the writer's stack (EVR_REC_F_STACK): nframes return
+	 * addresses, innermost first, as little-endian u64 at frames (8-byte aligned,
+	 * borrowed like payload); stack_flags: EVR_STACK_F_* (<evring/abi.h>). */
+	uint32_t nframes;
+	uint32_t stack_flags;
+	const void *frames;
 };
 
 /* A growable string buffer; zero-initialize, free buf with free(). */

@@ -53,6 +53,12 @@ enum evr_trace_chunk_kind {
 	EVR_CHUNK_END = 7,		/* struct evr_trace_end_rec */
 	EVR_CHUNK_THREADS = 8,		/* struct evr_trace_thread_rec + name, padded to 4, repeated */
 	EVR_CHUNK_SYNC = 9,		/* struct evr_trace_sync + u64 head per ring */
+	/* 10-15: stacks and CPU samples (<evring/symbols.h>,
+	 * docs/trace-format.md), written with evr_trace_writer_chunk(). */
+	EVR_CHUNK_MODULES = 10,		/* module map: executable file mappings, build IDs */
+	EVR_CHUNK_SAMPLES = 11,		/* CPU samples, context switches, lost samples */
+	EVR_CHUNK_PERF_MAP = 12,	/* a perf map's text (JIT symbols) */
+	EVR_CHUNK_SAMPLER = 13,		/* the CPU sampler's settings and totals */
 };
 
 /* Chunks start 8-byte aligned; the next one at offset + 24 + align8(len). */

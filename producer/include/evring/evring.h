@@ -269,6 +269,10 @@ struct evr_session_opts {
 	uint32_t mode;		/* EVR_MODE_DISCARD or EVR_MODE_OVERWRITE */
 	uint32_t meta_size;	/* metadata area bytes, multiple of 4 KiB; 0: 256 KiB */
 	uint32_t interval_ms;	/* counters of the named providers every this often; 0: none */
+	/* Each event carries the writing thread's call stack, at most this many frames
+	 * (1..127; a provider's "stacks=0|1|N" argument overrides it per provider);
+	 * 0: no stacks. docs/stacks.md. */
+	uint32_t stack_depth;
 };
 
 /**

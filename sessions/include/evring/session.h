@@ -29,6 +29,7 @@ struct evr_session_config {
 	uint32_t mode;					/* enum evr_mode */
 	uint32_t nr_rings;				/* usually the number of possible CPUs */
 	uint32_t meta_size;				/* metadata area; 0: default */
+	uint32_t stack_depth;				/* frames per event; 0: no stacks */
 };
 
 struct evr_session {
@@ -84,9 +85,9 @@ int evr_session_create(const struct evr_session_config *cfg, uint32_t slot, uint
  * Return: 0 written; -ENOSPC or -EBUSY dropped and counted.
  * Context: RCU read side, the session is in the current table.
  */
-static inline int evr_session_write_rcu(struct evr_session *s, uint32_t cpu, uint32_t event_id,
-					uint64_t ts, uint32_t tid, const void *payload,
-					uint32_t len)
+static inline int evr_session_write_rcu_flags(struct evr_session *s, uint32_t cpu,
+					      uint32_t event_id, uint64_t ts, uint32_t tid,
+					      const void *payload, uint32_t len, uint8_t flags)
 {
 	uint32_t n = s->nr_rings;
 	uint32_t first = cpu < n ? cpu : cpu % n;
@@ -94,7 +95,7 @@ static inline int evr_session_write_rcu(struct evr_session *s, uint32_t cpu, uin
 	int ret;
 
 	do {
-		ret = evr_ring_try_write(&s->rings[i], event_id, ts, tid, payload, len);
+		ret = evr_ring_try_write_flags(&s->rings[i], event_id, ts, tid, payload, len, flags);
 		if (EVR_LIKELY(ret != -EBUSY))
 			return ret;
 		/* Holder preempted or a signal handler nested on it: never wait. */
@@ -102,6 +103,14 @@ static inline int evr_session_write_rcu(struct evr_session *s, uint32_t cpu, uin
 	} while (i != first);
 	evr_ring_count_lost(&s->rings[first], 1);
 	return -EBUSY;
+}
+
+/* evr_session_write_rcu_flags() with the record header's flags 0. */
+static inline int evr_session_write_rcu(struct evr_session *s, uint32_t cpu, uint32_t event_id,
+					uint64_t ts, uint32_t tid, const void *payload,
+					uint32_t len)
+{
+	return evr_session_write_rcu_flags(s, cpu, event_id, ts, tid, payload, len, 0);
 }
 
 /* Count one lost event (e.g. too big to record) on the ring for @cpu. */

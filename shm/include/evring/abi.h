@@ -210,7 +210,25 @@ struct evr_rec_hdr {
 	uint64_t ts;			/* raw timestamp, see evr_clock_calib */
 };
 
-#define EVR_REC_F_STACK		0x01u	/* payload is followed by a stack (later ABI) */
+#define EVR_REC_F_STACK		0x01u	/* EVENT: a stack block precedes the payload */
+
+/*
+ * The stack block of an EVENT record with EVR_REC_F_STACK: right after the
+ * record header, this 8-byte header, then nframes little-endian u64 return
+ * addresses of the writing thread, innermost first (the caller of the
+ * library's write function first); the event's payload follows, so it starts
+ * at 16 + 8 + 8 * nframes and is size - that long. The addresses are return
+ * addresses: a symbolizer looks up address - 1.
+ */
+struct evr_stack_hdr {
+	uint16_t nframes;		/* 0 .. EVR_STACK_MAX_FRAMES */
+	uint8_t kind;			/* EVR_STACK_KIND_* */
+	uint8_t flags;			/* EVR_STACK_F_* */
+	uint32_t reserved;		/* 0 */
+};
+#define EVR_STACK_MAX_FRAMES	127u
+#define EVR_STACK_KIND_FP	0u	/* a frame-pointer walk */
+#define EVR_STACK_F_TRUNCATED	0x01u	/* the walk stopped at the depth asked for */
 
 /*
  * LOST: `count` events were lost on this ring between the previous record and
@@ -321,6 +339,7 @@ _Static_assert(offsetof(struct evr_ring_ctl, events_total) == 2 * EVR_CACHELINE,
 _Static_assert(sizeof(struct evr_ring_ctl) == EVR_RING_CTL_SIZE, "ring ctl size");
 _Static_assert(sizeof(struct evr_packet_hdr) == EVR_PACKET_HDR_SIZE, "packet hdr size");
 _Static_assert(sizeof(struct evr_rec_hdr) == EVR_REC_HDR_SIZE, "record hdr size");
+_Static_assert(sizeof(struct evr_stack_hdr) == 8, "stack block header");
 _Static_assert(EVR_PACKET_HDR_SIZE % 8 == 0, "records stay 8-byte aligned");
 _Static_assert(EVR_PACKET_HDR_SIZE + 2 * EVR_REC_HDR_SIZE + 16 + EVR_MAX_RECORD <= EVR_PACKET_SIZE_MIN,
 	       "a maximal record with THREAD and LOST records fits an empty packet");

@@ -140,7 +140,7 @@ struct evr_rseq_rec {
 	uint32_t event_id;	/* for the slow path */
 	uint32_t tid;
 	uint32_t len;
-	uint32_t pad;
+	uint32_t flags;		/* the header's flags (EVR_REC_F_*), also in w0, for the slow path */
 };
 
 /*
@@ -164,7 +164,14 @@ static inline void evr_rseq_rec_init(struct evr_rseq_rec *r, uint32_t event_id, 
 	r->event_id = event_id;
 	r->tid = tid;
 	r->len = len;
-	r->pad = 0;
+	r->flags = 0;
+}
+
+/* Give the record @r the header flags @flags (EVR_REC_F_*). */
+static inline void evr_rseq_rec_set_flags(struct evr_rseq_rec *r, uint8_t flags)
+{
+	r->w0 = (r->w0 & ~((uint64_t)0xff << 24)) | (uint64_t)flags << 24;
+	r->flags = flags;
 }
 
 /* Bytes of a padded copy of a @len-byte payload (at least 8, for len 0). */

@@ -224,23 +224,25 @@ static inline void evr_ring_store_bytes(uint8_t *dst, const void *src, uint32_t 
 				 __ATOMIC_RELAXED);
 }
 
+/* @type: the record type, with the record's flags (EVR_REC_F_*) in bits 8..15. */
 static inline void evr_ring_store_hdr(uint8_t *dst, uint32_t size, uint32_t type,
 				      uint32_t event_id, uint64_t ts)
 {
 	uint64_t w0 = (uint64_t)size | (uint64_t)type << 16 | (uint64_t)event_id << 32;
 
-	/* Little-endian layout of struct evr_rec_hdr {size, type, flags=0, event_id}. */
+	/* Little-endian layout of struct evr_rec_hdr {size, type, flags, event_id}. */
 	__atomic_store_n((uint64_t *)(void *)dst, w0, __ATOMIC_RELAXED);
 	__atomic_store_n((uint64_t *)(void *)(dst + 8), ts, __ATOMIC_RELAXED);
 }
 
 /**
- * evr_ring_write_locked() - append one EVENT record; the caller holds w->lock.
+ * evr_ring_write_locked_flags() - append one EVENT record; the caller holds w->lock.
  * @w: the ring.
  * @event_id: registry id of the event.
  * @ts: raw timestamp (clamped to be non-decreasing on this ring).
  * @tid: writing thread, never 0.
  * @payload: @len bytes, @len <= EVR_MAX_PAYLOAD.
+ * @flags: the record header's flags (EVR_REC_F_*).
  *
  * Return: 0 when written, -ENOSPC when dropped because the gating reader is
  * behind (the loss is counted and reported in-band later).
@@ -248,8 +250,9 @@ static inline void evr_ring_store_hdr(uint8_t *dst, uint32_t size, uint32_t type
  * switch that a waiting reader must hear of sets w->bell: the caller rings it
  * after unlocking (evr_ring_take_bell_locked(), evr_ring_doorbell()).
  */
-static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t event_id, uint64_t ts,
-					uint32_t tid, const void *payload, uint32_t len)
+static inline int evr_ring_write_locked_flags(struct evr_ring_writer *w, uint32_t event_id,
+					      uint64_t ts, uint32_t tid, const void *payload,
+					      uint32_t len, uint8_t flags)
 {
 	uint32_t size = EVR_REC_HDR_SIZE + len;
 	uint32_t asize = (uint32_t)evr_align8(size);
@@ -285,7 +288,7 @@ static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t even
 				 __ATOMIC_RELAXED);
 		dst += EVR_REC_THREAD_ASIZE;
 	}
-	evr_ring_store_hdr(dst, size, EVR_REC_EVENT, event_id, ts);
+	evr_ring_store_hdr(dst, size, EVR_REC_EVENT | (uint32_t)flags << 8, event_id, ts);
 	evr_ring_store_bytes(dst + EVR_REC_HDR_SIZE, payload, len);
 	/* Relaxed atomic: read without the lock (ring_surely_full()). */
 	__atomic_store_n(&w->head, end, __ATOMIC_RELAXED);
@@ -293,6 +296,13 @@ static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t even
 	/* Pairs with the load-acquire of head in evr_ring_reader_next(). */
 	__atomic_store_n(&w->ctl->head, end, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* evr_ring_write_locked_flags() with the record's flags (EVR_REC_F_*) 0. */
+static inline int evr_ring_write_locked(struct evr_ring_writer *w, uint32_t event_id, uint64_t ts,
+					uint32_t tid, const void *payload, uint32_t len)
+{
+	return evr_ring_write_locked_flags(w, event_id, ts, tid, payload, len, 0);
 }
 
 /*
@@ -312,13 +322,15 @@ static inline bool evr_ring_take_bell_locked(struct evr_ring_writer *w)
 }
 
 /**
- * evr_ring_try_write() - take the ring if free and append one EVENT record.
+ * evr_ring_try_write_flags() - take the ring if free and append one EVENT record
+ * with header flags @flags (EVR_REC_F_*).
  *
  * Return: 0 written, -ENOSPC dropped and counted, -EBUSY the ring is held by
  * another writer (nothing counted: the caller tries another ring).
  */
-static inline int evr_ring_try_write(struct evr_ring_writer *w, uint32_t event_id, uint64_t ts,
-				     uint32_t tid, const void *payload, uint32_t len)
+static inline int evr_ring_try_write_flags(struct evr_ring_writer *w, uint32_t event_id,
+					   uint64_t ts, uint32_t tid, const void *payload,
+					   uint32_t len, uint8_t flags)
 {
 	uint32_t expected = 0;
 	bool bell;
@@ -328,12 +340,19 @@ static inline int evr_ring_try_write(struct evr_ring_writer *w, uint32_t event_i
 	if (!atomic_compare_exchange_strong_explicit(&w->lock, &expected, 1, memory_order_acquire,
 						     memory_order_relaxed))
 		return -EBUSY;
-	ret = evr_ring_write_locked(w, event_id, ts, tid, payload, len);
+	ret = evr_ring_write_locked_flags(w, event_id, ts, tid, payload, len, flags);
 	bell = evr_ring_take_bell_locked(w);
 	atomic_store_explicit(&w->lock, 0, memory_order_release);
 	if (EVR_UNLIKELY(bell))
 		evr_ring_doorbell(w);
 	return ret;
+}
+
+/* evr_ring_try_write_flags() with flags 0. */
+static inline int evr_ring_try_write(struct evr_ring_writer *w, uint32_t event_id, uint64_t ts,
+				     uint32_t tid, const void *payload, uint32_t len)
+{
+	return evr_ring_try_write_flags(w, event_id, ts, tid, payload, len, 0);
 }
 
 /* Count @n lost events on @w without holding its lock; reported in-band by the next holder. */
@@ -358,6 +377,8 @@ struct evr_record {
 	uint64_t lost;		/* LOST: number of events lost here */
 	const void *payload;	/* EVENT: borrowed until the next call on this reader */
 	uint32_t len;
+	uint32_t flags;		/* EVENT: the header's flags (EVR_REC_F_*); with EVR_REC_F_STACK
+				 * the payload starts with the stack block (<evring/abi.h>) */
 };
 
 enum evr_reader_flags {
@@ -434,6 +455,7 @@ static inline void evr_ring_reader_take_event(struct evr_ring_reader *r, const u
 	ret->lost = 0;
 	ret->payload = rec + EVR_REC_HDR_SIZE;
 	ret->len = (uint32_t)(w0 & 0xffff) - EVR_REC_HDR_SIZE;
+	ret->flags = (uint32_t)(w0 >> 24) & 0xffu;
 }
 
 /**

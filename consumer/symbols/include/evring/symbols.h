@@ -202,6 +202,128 @@ const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_lin
 /* Warnings the symbolizer collected (missing files, build-ID mismatches), one per line, or "". */
 const char *evr_symbolizer_warnings(const struct evr_symbolizer *s);
 
+/* ---- trace files ------------------------------------------------------------- */
+
+struct evr_trace_reader;
+
+/**
+ * evr_symbolizer_from_trace() - a symbolizer for the addresses in trace @r: the
+ * module map of its MODULES chunks, the JIT symbols of its PERF_MAP chunks (or,
+ * when it has none, of /tmp/perf-PID.map of the traced pid on this machine,
+ * as perf report does), every module opened now (evr_symbolizer_preload()), so
+ * that a seccomp sandbox may follow.
+ * @ret: NULL when the trace has no module map; free with evr_symbolizer_free().
+ * Return: 0, -ENOMEM, -EIO.
+ */
+int evr_symbolizer_from_trace(struct evr_trace_reader *r, struct evr_symbolizer **ret);
+
+/* ---- CPU samples in trace files ------------------------------------------------ */
+
+/* One record of a SAMPLES chunk (docs/trace-format.md); records follow each other. */
+struct evr_sample_rec {
+	uint64_t time_ns;		/* CLOCK_MONOTONIC, as the events' timestamps once converted */
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t cpu;
+	uint16_t type;			/* EVR_SAMPLE_* */
+	uint16_t nframes;		/* then nframes u64 addresses, innermost first */
+	uint64_t value;			/* CPU: the sample's period in ns; SWITCH_OUT: 1 if
+					 * preempted, 0 if it blocked; LOST: samples lost */
+};
+_Static_assert(sizeof(struct evr_sample_rec) == 32, "SAMPLES record layout");
+
+enum evr_sample_type {
+	EVR_SAMPLE_CPU = 1,		/* the thread was running user code: frames[0] is the pc */
+	EVR_SAMPLE_SWITCH_OUT = 2,	/* the thread left the CPU */
+	EVR_SAMPLE_SWITCH_IN = 3,	/* the thread got a CPU */
+	EVR_SAMPLE_LOST = 4,		/* value samples were lost on this CPU's ring */
+};
+
+/* The SAMPLER chunk: how samples were taken, and the totals. */
+struct evr_sampler_rec {
+	uint32_t freq_hz;		/* asked for */
+	uint32_t event;			/* 1: software cpu-clock */
+	uint32_t cpus;			/* rings */
+	uint32_t threads;		/* threads opened */
+	uint64_t samples;
+	uint64_t lost;
+	uint64_t switches;
+	uint64_t throttled;		/* times the kernel throttled the rate */
+};
+_Static_assert(sizeof(struct evr_sampler_rec) == 48, "SAMPLER record layout");
+
+/* A trace's CPU samples, loaded whole and sorted by time. */
+struct evr_samples {
+	size_t n;
+	struct evr_sample_rec *v;	/* v[i].nframes frames at frames + frame_off[i] */
+	size_t *frame_off;
+	uint64_t *frames;
+	bool has_sampler;
+	struct evr_sampler_rec sampler;	/* when has_sampler */
+};
+
+/**
+ * evr_samples_load() - every record of the SAMPLES chunks of @r, sorted by time.
+ * @ret: n is 0 when the trace has none; free with evr_samples_free().
+ * Return: 0, -EBADMSG (a malformed chunk: the records before it are kept), -ENOMEM.
+ */
+int evr_samples_load(struct evr_trace_reader *r, struct evr_samples **ret);
+
+void evr_samples_free(struct evr_samples *s);
+
+/* ---- the recorder's side-band source -------------------------------------------- */
+
+/*
+ * What `evring record` adds to a trace besides the producer's rings: the module
+ * map (MODULES), the perf map (PERF_MAP), and with sampling the CPU samples,
+ * context switches and new mappings (SAMPLES, MODULES, SAMPLER). Everything that
+ * needs a file or a system call beyond read/poll is opened in
+ * evr_sideband_new(), before the recorder's seccomp sandbox.
+ */
+struct evr_sideband;
+
+struct evr_sideband_opts {
+	pid_t pid;
+	uint32_t sample_hz;		/* 0: no CPU sampling */
+};
+
+/* Writes one chunk of @kind (EVR_CHUNK_MODULES...). Return: 0 or -errno (stops the source). */
+typedef int evr_sideband_emit_fn(void *ctx, uint32_t kind, const void *data, size_t len);
+
+/**
+ * evr_sideband_new() - read the process's module map, open its perf map (if
+ * any), and with @o->sample_hz open and start the perf events.
+ * @ret: free with evr_sideband_free().
+ * Return: 0, -ESRCH, -EACCES (another user's process, or perf_event_paranoid;
+ * errbuf says which), -ENOMEM, -errno.
+ */
+int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **ret,
+		     char *errbuf, size_t errlen);
+
+/* The first chunks (MODULES). Return: 0 or what @emit returned. */
+int evr_sideband_start(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx);
+
+/**
+ * evr_sideband_poll() - move what the sampler collected into chunks.
+ * Return: 0 or what @emit returned. Context: only read() and memory accesses.
+ */
+int evr_sideband_poll(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx);
+
+/* Stop sampling, drain, and write the last chunks (PERF_MAP, SAMPLER). */
+int evr_sideband_finish(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx);
+
+struct evr_sampler_totals {
+	uint64_t samples;		/* CPU samples stored */
+	uint64_t lost;			/* samples the kernel lost (ring full) */
+	uint64_t switches;		/* context switch records */
+	uint32_t threads;		/* threads sampled */
+};
+
+/* What the sampler did so far. */
+void evr_sideband_totals(const struct evr_sideband *sb, struct evr_sampler_totals *ret);
+
+void evr_sideband_free(struct evr_sideband *sb);
+
 /* ---- live thread stacks (evring stacks) ----------------------------------- */
 
 struct evr_thread_stack {

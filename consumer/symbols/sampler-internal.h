@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The CPU sampler (sampler.c), driven by the recorder's side-band source (sideband.c). */
+#ifndef EVR_SAMPLER_INTERNAL_H
+#define EVR_SAMPLER_INTERNAL_H
+
+#include <evring/symbols.h>
+
+struct evr_sampler;
+
+/*
+ * Open a software cpu-clock event per thread of @pid and CPU, at @hz, with user
+ * call chains, context switches and new executable mappings, all written to one
+ * ring per CPU; enabled on return.
+ */
+int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
+		    size_t errlen);
+
+/*
+ * Drain the rings: samples, switches and losses go into SAMPLES chunks, new
+ * mappings into MODULES chunks, through @emit.
+ */
+int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx);
+
+/* The SAMPLER chunk's payload (struct evr_sampler_rec) at the end. */
+int evr_sampler_finish(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx);
+
+void evr_sampler_totals(const struct evr_sampler *s, struct evr_sampler_totals *ret);
+
+void evr_sampler_free(struct evr_sampler *s);
+
+#endif /* EVR_SAMPLER_INTERNAL_H */

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The recorder's side-band source: the chunks `evring record` writes besides
+ * the producer's rings, so that the trace can be symbolized later and
+ * elsewhere (module map, perf map) and carries CPU samples (sampler.c). The
+ * recorder calls new() before its sandbox, start() once the trace has its
+ * header, poll() from its loop and finish() before the END chunk.
+ *
+ * The perf map is opened at new() when it exists and read at finish() through
+ * that descriptor, so the symbols of code compiled during the recording are
+ * included; a map created after the recording started cannot be opened inside
+ * the sandbox, and readers then fall back to /tmp/perf-PID.map on their machine.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <evring/trace.h>
+
+#include "sampler-internal.h"
+#include "symbols-internal.h"
+
+struct evr_sideband {
+	pid_t pid;
+	struct evr_modmap *mods;
+	int perf_map_fd;
+	struct evr_sampler *sampler;
+};
+
+int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **ret,
+		     char *errbuf, size_t errlen)
+{
+	struct evr_sideband *sb;
+	char path[64];
+	struct stat st;
+	uid_t owner;
+	int err;
+
+	err = evr_proc_check_access(o->pid, "you can record only your own processes", errbuf,
+				    errlen);
+	if (err < 0)
+		return err;
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return -ENOMEM;
+	sb->pid = o->pid;
+	sb->perf_map_fd = -1;
+	err = evr_modmap_new(&sb->mods);
+	if (err < 0)
+		goto fail;
+	/* Mappings that exist now; later ones come from the sampler (mmap2 records). */
+	err = evr_modmap_read_pid(sb->mods, o->pid, 0);
+	if (err < 0) {
+		snprintf(errbuf, errlen, "cannot read the memory map of process %d: %s",
+			 (int)o->pid, strerror(-err));
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)o->pid);
+	sb->perf_map_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* As perf does: only a map written by the process's own user is trusted. */
+	if (sb->perf_map_fd >= 0 &&
+	    (fstat(sb->perf_map_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	     evr_proc_uid(o->pid, &owner) < 0 || st.st_uid != owner)) {
+		close(sb->perf_map_fd);
+		sb->perf_map_fd = -1;
+	}
+	if (o->sample_hz) {
+		err = evr_sampler_new(o->pid, o->sample_hz, &sb->sampler, errbuf, errlen);
+		if (err < 0)
+			goto fail;
+	}
+	*ret = sb;
+	return 0;
+fail:
+	evr_sideband_free(sb);
+	return err;
+}
+
+void evr_sideband_free(struct evr_sideband *sb)
+{
+	if (!sb)
+		return;
+	evr_sampler_free(sb->sampler);
+	evr_modmap_free(sb->mods);
+	if (sb->perf_map_fd >= 0)
+		close(sb->perf_map_fd);
+	free(sb);
+}
+
+int evr_sideband_start(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)
+{
+	void *buf;
+	size_t len;
+	int err;
+
+	if (!sb->mods->n)
+		return 0;
+	err = evr_modmap_encode(sb->mods, &buf, &len);
+	if (err < 0)
+		return err;
+	err = emit(ctx, EVR_CHUNK_MODULES, buf, len);
+	free(buf);
+	return err;
+}
+
+int evr_sideband_poll(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)
+{
+	return sb->sampler ? evr_sampler_drain(sb->sampler, emit, ctx) : 0;
+}
+
+/* The perf map's text, read through the descriptor opened before the sandbox. */
+static int emit_perf_map(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)
+{
+	size_t cap = 1u << 16, len = 8;
+	uint8_t *buf = malloc(cap);
+	uint32_t pid = (uint32_t)sb->pid;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	/* PERF_MAP chunk: u32 pid, u32 reserved, then the map's text (docs/trace-format.md). */
+	memcpy(buf, &pid, 4);
+	memset(buf + 4, 0, 4);
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			uint8_t *nb;
+
+			if (cap >= EVR_PERF_MAP_MAX)
+				break;
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = pread(sb->perf_map_fd, buf + len, cap - len, (off_t)(len - 8));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	/* Whole lines only: the runtime may be writing the last one. */
+	while (len > 8 && buf[len - 1] != '\n')
+		len--;
+	if (!err && len > 8)
+		err = emit(ctx, EVR_CHUNK_PERF_MAP, buf, len > EVR_TRACE_CHUNK_MAX ?
+			   EVR_TRACE_CHUNK_MAX : len);
+	free(buf);
+	return err;
+}
+
+int evr_sideband_finish(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)
+{
+	int err = 0;
+
+	if (sb->sampler)
+		err = evr_sampler_finish(sb->sampler, emit, ctx);
+	if (!err && sb->perf_map_fd >= 0)
+		err = emit_perf_map(sb, emit, ctx);
+	return err;
+}
+
+void evr_sideband_totals(const struct evr_sideband *sb, struct evr_sampler_totals *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (sb->sampler)
+		evr_sampler_totals(sb->sampler, ret);
+}
