@@ -9,8 +9,8 @@ source "$(dirname "$0")/lib.sh"
 need_python
 
 st=0
-"$EVRING" record --sample-cpu=999 --providers Spin -o "$T/spin.evtrace" -- "$BIN/stacks-spin" 2 \
-	>/dev/null 2>"$T/rec.err" || st=$?
+"$EVRING" record --sample-cpu=999 --providers Spin -o "$T/spin.evtrace" -- "$BIN/stacks-spin" 300 \
+	>"$T/spin.out" 2>"$T/rec.err" || st=$?
 if ((st != 0)) && grep -q "perf_event_paranoid\|cpu-clock" "$T/rec.err"; then
 	skip "perf_events refused here: $(grep -o 'cannot sample.*' "$T/rec.err" | head -1)"
 fi
@@ -22,7 +22,7 @@ grep -qE "evring record: [0-9]+ CPU samples \([0-9]+ threads, 999 Hz\), 0 lost" 
 
 perf_share=""
 if command -v perf >/dev/null; then
-	if perf record -q -e cpu-clock:u -F 999 -g -o "$T/perf.data" -- "$BIN/stacks-spin" 2 >/dev/null 2>"$T/perf.err"; then
+	if perf record -q -e cpu-clock:u -F 999 -g -o "$T/perf.data" -- "$BIN/stacks-spin" 300 >/dev/null 2>"$T/perf.err"; then
 		perf report -i "$T/perf.data" --stdio --no-children --sort sym -q 2>/dev/null >"$T/perf.txt" || true
 		perf_share=$(awk '/spin_hot/ { sub("%", "", $1); print $1; exit }' "$T/perf.txt")
 		[[ -n $perf_share ]] || echo "note: perf report shows no spin_hot: $(head -5 "$T/perf.txt")"
@@ -33,7 +33,9 @@ else
 	echo "note: perf not found (Debian linux-perf), comparison skipped"
 fi
 
-python3 - "$T/spin.jsonl" "$perf_share" <<'PY'
+cpu_ms=$(awk '/^rounds/ { print $4 }' "$T/spin.out")
+[[ -n $cpu_ms ]] || fail "the program did not report its CPU time"
+python3 - "$T/spin.jsonl" "$perf_share" "$cpu_ms" <<'PY'
 import collections, json, re, sys
 
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -41,8 +43,9 @@ samples = [r for r in recs if r["type"] == "cpu_sample"]
 events = [r for r in recs if r["type"] == "event"]
 switches = [r for r in recs if r["type"] in ("switch_in", "switch_out")]
 assert not [r for r in recs if r["type"] in ("lost", "samples_lost")], "lost samples or events"
-# 2 s of one busy thread at 999 Hz: ~2000 samples; a loaded machine gives fewer.
-assert len(samples) >= 500, f"only {len(samples)} samples"
+# One sample per ms of CPU time the process got (999 Hz); at least half of them.
+expected = int(sys.argv[3]) * 999 / 1000
+assert len(samples) >= expected / 2, f"only {len(samples)} samples for {expected:.0f} expected"
 assert events, "no events from the program"
 ts = [r["ts"] for r in recs]
 assert ts == sorted(ts), "samples and events are not on one timeline"

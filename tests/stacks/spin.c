@@ -2,14 +2,17 @@
 /*
  * A program that spends most of its CPU time in one known function, for the CPU
  * sampling tests: spin_hot() (about 90% of the work) and spin_cold() (about
- * 10%), both called from spin_work(), for SECONDS seconds of wall time; a
- * second thread sleeps and wakes (context switches). It links libevring so
- * that `evring record` can attach, and fires one Spin/Round event per round.
- * Usage: stacks-spin [SECONDS]   (default 2)
+ * 10%), both called from spin_work(), ROUNDS times: a fixed amount of work, so
+ * that the number of samples depends on the CPU time it gets, not on how busy
+ * the machine is. A second thread sleeps and wakes (context switches). It links
+ * libevring so that `evring record` can attach, and fires one Spin/Round event
+ * per round. At the end it prints its CPU time: "rounds N cpu_ms M".
+ * Usage: stacks-spin [ROUNDS]   (default 400, about 1.5 s of CPU here)
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <evring/evring.h>
@@ -51,14 +54,6 @@ __attribute__((noinline)) static void spin_work(uint64_t round)
 	spin_round(round);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void *napper(void *arg)
 {
 	struct timespec ts = { 0, 2000000 };
@@ -71,16 +66,18 @@ static void *napper(void *arg)
 
 int main(int argc, char **argv)
 {
-	double secs = argc > 1 ? atof(argv[1]) : 2.0, end = now() + secs;
-	uint64_t round = 0;
+	uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 400;
+	struct rusage ru;
 	pthread_t t;
 
 	if (pthread_create(&t, NULL, napper, NULL) != 0)
 		return 1;
-	while (now() < end)
-		spin_work(round++);
+	for (uint64_t round = 0; round < rounds; round++)
+		spin_work(round);
 	done = 1;
 	pthread_join(t, NULL);
-	printf("%llu rounds\n", (unsigned long long)round);
+	getrusage(RUSAGE_SELF, &ru);
+	printf("rounds %llu cpu_ms %llu\n", (unsigned long long)rounds,
+	       (unsigned long long)(ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000));
 	return 0;
 }
