@@ -812,6 +812,12 @@ int evr_trace_reader_ring_stats(const struct evr_trace_reader *r, uint32_t ring,
 int evr_trace_reader_chunk_next(struct evr_trace_reader *r, uint64_t *pos,
 				struct evr_trace_chunk *ret)
 {
+	return evr_trace_reader_chunk_next_kind(r, pos, 0, ret);
+}
+
+int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, uint32_t kind,
+				     struct evr_trace_chunk *ret)
+{
 	struct evr_trace_chunk_hdr h;
 	uint64_t off;
 	uint32_t len;
@@ -821,11 +827,19 @@ int evr_trace_reader_chunk_next(struct evr_trace_reader *r, uint64_t *pos,
 	if (!r || !pos || !ret)
 		return -EINVAL;
 	off = *pos < r->hdr_size ? r->hdr_size : *pos;
-	if (off >= r->good_end || r->good_end - off < EVR_TRACE_CHUNK_HDR_SIZE)
-		return 0;
-	err = evr_trace_pread(r, &h, sizeof(h), off);
-	if (err)
-		return err;
+	for (;;) {
+		if (off >= r->good_end || r->good_end - off < EVR_TRACE_CHUNK_HDR_SIZE)
+			return 0;
+		err = evr_trace_pread(r, &h, sizeof(h), off);
+		if (err)
+			return err;
+		/* Chunks of other kinds: the header only (its length was checked at open). */
+		if (!kind || h.kind == kind || h.magic != EVR_TRACE_CHUNK_MAGIC ||
+		    !evr_trace_chunk_len_ok(h.kind, h.len))
+			break;
+		off += evr_trace_chunk_span(h.len);
+		*pos = off;
+	}
 	err = evr_trace_load_chunk(r, off, 0, &r->cbuf, &r->cbuf_cap, &len, &why);
 	if (err == -EBADMSG) {
 		snprintf(r->errmsg, sizeof(r->errmsg), "chunk at offset %llu: %s",

@@ -27,13 +27,12 @@ int evr_symbolizer_from_trace(struct evr_trace_reader *r, struct evr_symbolizer 
 	err = evr_modmap_new(&m);
 	if (err < 0)
 		return err;
-	while ((err = evr_trace_reader_chunk_next(r, &pos, &c)) != 0) {
+	while ((err = evr_trace_reader_chunk_next_kind(r, &pos, EVR_CHUNK_MODULES, &c)) != 0) {
 		if (err == -EBADMSG)
 			continue;	/* the reader reports damaged chunks itself */
 		if (err < 0)
 			goto out;
-		if (c.kind == EVR_CHUNK_MODULES)
-			(void)evr_modmap_decode(m, c.data, c.len);
+		(void)evr_modmap_decode(m, c.data, c.len);
 	}
 	if (!m->n) {
 		err = 0;
@@ -43,10 +42,10 @@ int evr_symbolizer_from_trace(struct evr_trace_reader *r, struct evr_symbolizer 
 	if (err < 0)
 		goto out;
 	pos = 0;
-	while ((err = evr_trace_reader_chunk_next(r, &pos, &c)) != 0) {
-		if (err < 0)
-			continue;
-		if (c.kind == EVR_CHUNK_PERF_MAP && c.len >= 8) {
+	while ((err = evr_trace_reader_chunk_next_kind(r, &pos, EVR_CHUNK_PERF_MAP, &c)) != 0) {
+		if (err < 0 && err != -EBADMSG)
+			break;
+		if (err > 0 && c.len >= 8) {
 			evr_symbolizer_add_perf_map(s, (const char *)c.data + 8, c.len - 8);
 			have_perf_map = true;
 		}
@@ -161,21 +160,26 @@ int evr_samples_load(struct evr_trace_reader *r, struct evr_samples **ret)
 
 	if (!s)
 		return -ENOMEM;
-	while ((err = evr_trace_reader_chunk_next(r, &pos, &c)) != 0) {
+	/* Only these chunks' payloads are read: a trace's EVENTS chunks are skipped. */
+	while ((err = evr_trace_reader_chunk_next_kind(r, &pos, EVR_CHUNK_SAMPLES, &c)) != 0) {
 		if (err == -EBADMSG)
 			continue;
 		if (err < 0)
 			goto fail;
-		if (c.kind == EVR_CHUNK_SAMPLES) {
-			err = add_chunk(s, &cap, &fcap, c.data, c.len);
-			if (err == -ENOMEM)
-				goto fail;
-			if (err == -EBADMSG)
-				bad = err;
-		} else if (c.kind == EVR_CHUNK_SAMPLER && c.len >= sizeof(s->sampler)) {
+		err = add_chunk(s, &cap, &fcap, c.data, c.len);
+		if (err == -ENOMEM)
+			goto fail;
+		if (err == -EBADMSG)
+			bad = err;
+	}
+	pos = 0;
+	while ((err = evr_trace_reader_chunk_next_kind(r, &pos, EVR_CHUNK_SAMPLER, &c)) != 0) {
+		if (err > 0 && c.len >= sizeof(s->sampler)) {
 			memcpy(&s->sampler, c.data, sizeof(s->sampler));
 			s->has_sampler = true;
 		}
+		if (err < 0 && err != -EBADMSG)
+			goto fail;
 	}
 	if (s->n > 1) {
 		/* Sort by time: the rings of the CPUs were drained one after the other. */

@@ -10,11 +10,24 @@
  * buffer, so compile time grows with IL size and tier, as it does for real.
  * After RT_TIER1_CALLS calls a method is queued for the tier-1 thread, which
  * compiles it again with more passes and publishes the new code.
+ *
+ * The code is real: each compilation allocates the method's code in an
+ * executable code heap and starts it with a stub of x86-64 machine code that
+ * sets up a frame pointer and calls the method body (rt_body_fn) with its own
+ * arguments; the rest is the "compiled" bytes. A method that runs is therefore
+ * a frame on its thread's stack, with a return address inside its code, as
+ * with a real JIT; with --perf-map each compiled method is also appended to
+ * /tmp/perf-PID.map ("START SIZE Namespace.Type::Method"), the convention
+ * profilers (perf, evring) use to name JIT frames. Tier-1 code is new code at a
+ * new address; the old code stays mapped (a thread may still run it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "events.h"
 #include "runtime.h"
@@ -43,8 +56,8 @@ struct rt_method {
 	bool has_handler;
 	_Atomic uint32_t state;
 	_Atomic uint32_t calls;
-	_Atomic(uint8_t *) code;	/* current code, for EIPs */
-	uint8_t *tier_code[2];		/* owned, freed at exit */
+	_Atomic(uint8_t *) code;	/* current code: the stub first */
+	uint8_t *tier_code[2];		/* in the code heap */
 	struct rt_method *tier_next;	/* tier-1 queue, under jit.lock */
 	char ns[64];			/* declaring type, namespace included */
 	char name[32];
@@ -100,6 +113,59 @@ static struct {
 
 static struct rt_method methods[NMETHODS];
 
+/* Where compiled code goes: one executable mapping, bump-allocated. */
+#define CODE_HEAP_SIZE (16u << 20)
+#define STUB_SIZE 32u
+
+static struct {
+	uint8_t *base;
+	_Atomic size_t used;
+	rt_body_fn *body;
+	int perf_map_fd;		/* -1: no perf map */
+} code_heap = { .perf_map_fd = -1 };
+
+/*
+ * The method stub: push %rbp; mov %rsp,%rbp; movabs $body,%r11; call *%r11;
+ * pop %rbp; ret. The arguments (rdi, rsi, rdx, rcx) pass through untouched, and
+ * the stack stays 16-byte aligned at the call. The rest of the stub is int3.
+ */
+static void write_stub(uint8_t *p, rt_body_fn *body)
+{
+	static const uint8_t head[] = { 0x55, 0x48, 0x89, 0xe5, 0x49, 0xbb };
+	static const uint8_t tail[] = { 0x41, 0xff, 0xd3, 0x5d, 0xc3 };
+	uint64_t target = (uint64_t)(uintptr_t)body;
+
+	memset(p, 0xcc, STUB_SIZE);
+	memcpy(p, head, sizeof(head));
+	memcpy(p + sizeof(head), &target, 8);
+	memcpy(p + sizeof(head) + 8, tail, sizeof(tail));
+}
+
+/* @size bytes of code, 16-byte aligned; NULL when the heap is full. */
+static uint8_t *code_alloc(uint32_t size)
+{
+	size_t sz = (size + 15u) & ~(size_t)15u;
+	size_t at = atomic_fetch_add_explicit(&code_heap.used, sz, memory_order_relaxed);
+
+	if (!code_heap.base || at + sz > CODE_HEAP_SIZE)
+		return NULL;
+	return code_heap.base + at;
+}
+
+/* Append "START SIZE name" to the perf map: one write(), atomic with O_APPEND. */
+static void perf_map_add(const void *code, uint32_t size, const char *name)
+{
+	char line[256];
+	int n;
+
+	if (code_heap.perf_map_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%lx %x %s\n", (unsigned long)(uintptr_t)code, size,
+		     name);
+	if (n > 0 && (size_t)n < sizeof(line) && write(code_heap.perf_map_fd, line, (size_t)n) < 0)
+		code_heap.perf_map_fd = -1;	/* a full /tmp: stop trying */
+}
+
 static uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -120,18 +186,23 @@ static void compile(struct rt_method *m, uint32_t tier)
 
 	ev_method_jitting_started((uint64_t)(uintptr_t)m, module_id, m->token, m->il_size, m->ns,
 				  m->name, m->sig);
-	code = malloc(size);
+	size += STUB_SIZE;
+	code = code_alloc(size);
 	if (!code)
-		rt_oom("JIT-compiled code");
-	memset(code, 0xcc, size);
+		rt_oom("JIT code heap");
+	/* The stub first, then the "compiled" bytes (never executed: the stub returns). */
+	write_stub(code, code_heap.body);
+	memset(code + STUB_SIZE, 0xcc, size - STUB_SIZE);
 	for (uint32_t p = 0; p < passes; p++) {
 		for (uint32_t i = 0; i < m->il_size; i++) {
 			uint8_t il = (uint8_t)mix64(((uint64_t)m->id << 32) | i);
 
 			h = (h ^ il) * 0x100000001b3ull;
-			code[(i * 3u + p) % size] ^= (uint8_t)(h >> 29);
+			code[STUB_SIZE + (i * 3u + p) % (size - STUB_SIZE)] ^= (uint8_t)(h >> 29);
 		}
 	}
+	/* Named before it can run: a profiler that sees the frame finds the name. */
+	perf_map_add(code, size, m->full);
 	m->tier_code[tier] = code;
 	/* Pairs with the acquire load in rt_method_code(). */
 	atomic_store_explicit(&m->code, code, memory_order_release);
@@ -223,10 +294,36 @@ static void *tier_main(void *arg)
 	return NULL;
 }
 
-int rt_jit_init(void)
+int rt_method_invoke(const struct rt_method *m, void *a, void *b, uint64_t c, uint64_t d)
+{
+	rt_body_fn *code = (rt_body_fn *)(uintptr_t)rt_method_code(m);
+
+	return code(a, b, c, d);
+}
+
+int rt_jit_init(rt_body_fn *body, bool perf_map)
 {
 	uint32_t id = 0;
+	void *heap;
 	int err;
+
+	/* Writable and executable: methods are compiled while others run (a real JIT
+	 * would map the heap twice, W^X; this one trades that for simplicity). */
+	heap = mmap(NULL, CODE_HEAP_SIZE, PROT_READ | PROT_WRITE | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (heap == MAP_FAILED)
+		return -errno;
+	code_heap.base = heap;
+	code_heap.body = body;
+	if (perf_map) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+		code_heap.perf_map_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
+						   O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (code_heap.perf_map_fd < 0)
+			return -errno;
+	}
 
 	pthread_mutex_init(&jit.lock, NULL);
 	pthread_cond_init(&jit.cond, NULL);
@@ -280,9 +377,14 @@ void rt_jit_fini(void)
 		pthread_join(jit.tier_thread, NULL);
 		jit.tier_thread_started = false;
 	}
-	for (uint32_t i = 0; i < NMETHODS; i++) {
-		free(methods[i].tier_code[0]);
-		free(methods[i].tier_code[1]);
+	if (code_heap.perf_map_fd >= 0) {
+		close(code_heap.perf_map_fd);
+		code_heap.perf_map_fd = -1;
+	}
+	/* Every thread has stopped running methods: the code heap can go. */
+	if (code_heap.base) {
+		munmap(code_heap.base, CODE_HEAP_SIZE);
+		code_heap.base = NULL;
 	}
 	pthread_cond_destroy(&jit.cond);
 	pthread_mutex_destroy(&jit.lock);

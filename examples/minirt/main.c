@@ -69,6 +69,7 @@ static struct {
 	uint64_t gen0_budget;
 	bool verify;
 	bool verbose;
+	bool perf_map;
 } opt = { .phase_seconds = 5, .pinned = -1, .gen0_budget = 2u << 20 };
 
 static volatile sig_atomic_t stop_requested;
@@ -84,6 +85,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: minirt [--seconds N] [--phase NAME] [--phase-seconds N] [--threads N]\n"
 		"              [--max-threads N] [--gen0-budget BYTES] [--verify] [--verbose]\n"
+		"              [--perf-map]\n"
 		"  --seconds N        stop after N seconds (default: run until SIGINT/SIGTERM)\n"
 		"  --phase NAME       stay in one load phase: idle, steady, burst, alloc-heavy,\n"
 		"                     exception-storm (default: cycle through them)\n"
@@ -93,7 +95,9 @@ static void usage(FILE *f)
 		"  --gen0-budget B    bytes allocated between gen0 collections (default 2097152;\n"
 		"                     suffixes k, m)\n"
 		"  --verify           check the whole heap after every collection\n"
-		"  --verbose          print a stats line to stderr every second\n");
+		"  --verbose          print a stats line to stderr every second\n"
+		"  --perf-map         write /tmp/perf-PID.map: the JIT-compiled methods' code\n"
+		"                     ranges and names, for profilers (left there at exit)\n");
 }
 
 static int parse_double(const char *s, const char *name, double min, double *ret)
@@ -146,6 +150,7 @@ static int parse_argv(int argc, char **argv)
 		{ "gen0-budget", required_argument, NULL, 'g' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "perf-map", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -196,6 +201,9 @@ static int parse_argv(int argc, char **argv)
 			break;
 		case 'v':
 			opt.verbose = true;
+			break;
+		case 'M':
+			opt.perf_map = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -315,7 +323,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "minirt: cannot create the heap: %s\n", strerror(-ret));
 		return 1;
 	}
-	ret = rt_jit_init();
+	ret = rt_jit_init(rt_work_method_body, opt.perf_map);
 	if (ret == 0)
 		ret = rt_work_init();
 	if (ret < 0) {

@@ -261,8 +261,22 @@ void rt_monitor_exit(struct rt_monitor *m);
 
 struct rt_method;
 
-/* Build the module and method tables. Return: 0, -ENOMEM. */
-int rt_jit_init(void);
+/*
+ * A method body as the JIT-compiled code runs it: each method's code is a small
+ * stub of real machine code (with a frame pointer) that calls @body with its
+ * own arguments, so a running method is a frame on the thread's stack, named by
+ * the perf map like a real JIT's.
+ */
+typedef int rt_body_fn(void *a, void *b, uint64_t c, uint64_t d);
+
+/*
+ * Build the module and method tables. @body: what methods run; @perf_map:
+ * append every compiled method to /tmp/perf-PID.map. Return: 0, -ENOMEM, -errno.
+ */
+int rt_jit_init(rt_body_fn *body, bool perf_map);
+
+/* Run @m's current code, which calls the body with these arguments. */
+int rt_method_invoke(const struct rt_method *m, void *a, void *b, uint64_t c, uint64_t d);
 /* Stop the tier-up thread and free code and tables. */
 void rt_jit_fini(void);
 
@@ -328,6 +342,8 @@ struct rt_work_mix {
 
 /* Allocate the statics (cache, config) and the monitors. Return: 0, -ENOMEM. */
 int rt_work_init(void);
+/* The body of every method (rt_jit_init()). */
+int rt_work_method_body(void *t, void *c, uint64_t m, uint64_t depth);
 void rt_work_fini(void);
 /* Switch the mix new and running items use; called by the load generator. */
 void rt_work_set_mix(const struct rt_work_mix *mix);

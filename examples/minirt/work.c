@@ -304,6 +304,17 @@ static void catch_exception(struct rt_thread *t, const struct rt_method *m)
 static int exec_method(struct rt_thread *t, struct item_ctx *c, uint32_t id, uint32_t depth)
 {
 	const struct rt_method *m = rt_call(t, id);
+
+	/* Through the method's JIT-compiled code: it is then a frame on the stack. */
+	return rt_method_invoke(m, t, c, (uint64_t)(uintptr_t)m, depth);
+}
+
+int rt_work_method_body(void *tp, void *cp, uint64_t mp, uint64_t dp)
+{
+	struct rt_thread *t = tp;
+	struct item_ctx *c = cp;
+	const struct rt_method *m = (const struct rt_method *)(uintptr_t)mp;
+	uint32_t depth = (uint32_t)dp;
 	uint32_t base = t->nroots, list = rt_root_push(t, NULL);
 	uint32_t n = 1 + rt_rand_below(&t->rng, 4 * c->mix.alloc_scale);
 	uint64_t sum = 0;

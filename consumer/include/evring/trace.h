@@ -546,6 +546,13 @@ struct evr_trace_chunk {
 int evr_trace_reader_chunk_next(struct evr_trace_reader *r, uint64_t *pos,
 				struct evr_trace_chunk *ret);
 
+/*
+ * evr_trace_reader_chunk_next_kind() - evr_trace_reader_chunk_next() for the
+ * chunks of @kind only (0: every kind); the others' payloads are not read.
+ */
+int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, uint32_t kind,
+				     struct evr_trace_chunk *ret);
+
 #ifdef __cplusplus
 }
 #endif
