@@ -17,12 +17,13 @@
 #include <unistd.h>
 
 #include <evring/export.h>
+#include <evring/symbols.h>
 
 #include "cli.h"
 
 #define CMD "convert"
 
-enum convert_format { FMT_NONE, FMT_CTF, FMT_CHROME, FMT_JSONL };
+enum convert_format { FMT_NONE, FMT_CTF, FMT_CHROME, FMT_JSONL, FMT_FOLDED, FMT_SPEEDSCOPE };
 
 struct convert_opts {
 	const char *path;
@@ -30,16 +31,23 @@ struct convert_opts {
 	enum convert_format format;
 	struct evr_cli_flags flags;	/* --no-sandbox */
 	bool quiet;
+	bool event_stacks;		/* --event-stacks */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring convert FILE --format ctf|chrome|jsonl [-o OUTPUT] [-q]\n"
+		"Usage: evring convert FILE --format ctf|chrome|jsonl|folded|speedscope [-o OUTPUT]\n"
+		"                      [--event-stacks] [-q]\n"
 		"Convert trace FILE for other tools.\n"
 		"  -f, --format ctf     a CTF 1.8 trace directory (babeltrace2 OUTPUT); -o required\n"
 		"  -f, --format chrome  Chrome trace-event JSON (Perfetto UI, chrome://tracing)\n"
 		"  -f, --format jsonl   one JSON object per event, as evring dump --json\n"
+		"  -f, --format folded  the CPU samples' stacks as folded stacks (FlameGraph,\n"
+		"                       inferno, speedscope): 'thread;root;...;leaf NANOSECONDS'\n"
+		"  -f, --format speedscope  the CPU samples as speedscope JSON, a profile per thread\n"
+		"      --event-stacks   folded/speedscope: the events' stacks (record --stacks)\n"
+		"                       instead of the CPU samples (the default when there are none)\n"
 		"  -o, --output OUTPUT  the directory (ctf) or file to write; '-' or none: stdout\n"
 		"  -q, --quiet          no summary line on stderr\n"
 		"  --no-sandbox         do not confine evring with seccomp (chrome and jsonl)\n");
@@ -53,8 +61,13 @@ static int parse_format(const char *s, enum convert_format *ret)
 		*ret = FMT_CHROME;
 	else if (!strcmp(s, "jsonl") || !strcmp(s, "json"))
 		*ret = FMT_JSONL;
+	else if (!strcmp(s, "folded"))
+		*ret = FMT_FOLDED;
+	else if (!strcmp(s, "speedscope"))
+		*ret = FMT_SPEEDSCOPE;
 	else {
-		evr_cli_error(CMD, "--format: unknown format '%s' (ctf, chrome or jsonl)", s);
+		evr_cli_error(CMD, "--format: unknown format '%s' (ctf, chrome, jsonl, folded or "
+			      "speedscope)", s);
 		return -EINVAL;
 	}
 	return 0;
@@ -66,6 +79,7 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "event-stacks", no_argument, NULL, 'E' },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -86,16 +100,19 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 		case 'q':
 			o->quiet = true;
 			continue;
+		case 'E':
+			o->event_stacks = true;
+			continue;
 		}
 		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
 		if (r <= 0)
 			return r;
 	}
-	if (evr_cli_file_operand(CMD, "evring convert FILE --format ctf|chrome|jsonl", argc, argv,
+	if (evr_cli_file_operand(CMD, "evring convert FILE --format FORMAT", argc, argv,
 				 &o->path) < 0)
 		return -EINVAL;
 	if (o->format == FMT_NONE) {
-		evr_cli_error(CMD, "--format is required: ctf, chrome or jsonl");
+		evr_cli_error(CMD, "--format is required: ctf, chrome, jsonl, folded or speedscope");
 		return -EINVAL;
 	}
 	if (o->format == FMT_CTF && (!o->output || !strcmp(o->output, "-"))) {
@@ -107,7 +124,45 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 
 static const char *format_name(enum convert_format f)
 {
-	return f == FMT_CTF ? "ctf" : f == FMT_CHROME ? "chrome" : "jsonl";
+	return f == FMT_CTF ? "ctf" : f == FMT_CHROME ? "chrome" : f == FMT_FOLDED ? "folded" :
+	       f == FMT_SPEEDSCOPE ? "speedscope" : "jsonl";
+}
+
+/*
+ * folded, speedscope: the profile of the CPU samples (or of the events' stacks),
+ * symbolized with what was loaded before the sandbox.
+ */
+static int convert_profile(const struct convert_opts *o, struct evr_trace_reader *r,
+			   struct evr_symbolizer *sym, const struct evr_samples *ss, FILE *out,
+			   struct evr_convert_stats *cs, char *err, size_t errlen)
+{
+	struct evr_profile *p;
+	int ret;
+
+	ret = evr_profile_from_trace(r, sym, ss, o->event_stacks, &p);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", o->path,
+			 ret == -ENOMEM ? "out of memory" : evr_trace_reader_errmsg(r));
+		return ret;
+	}
+	if (!evr_profile_total(p)) {
+		snprintf(err, errlen, "%s has no %s to profile (record with %s)", o->path,
+			 o->event_stacks || !ss || !ss->n ? "event stacks" : "CPU samples",
+			 o->event_stacks ? "--stacks" : "--sample-cpu or --stacks");
+		evr_profile_free(p);
+		return -ENODATA;
+	}
+	if (o->format == FMT_FOLDED)
+		ret = evr_profile_write_folded(p, out);
+	else
+		ret = evr_profile_write_speedscope(p, o->path, out);
+	if (fflush(out) != 0)
+		ret = -EIO;
+	if (ret < 0)
+		snprintf(err, errlen, "cannot write the output: %s", strerror(EIO));
+	cs->events = ss ? ss->n : 0;
+	evr_profile_free(p);
+	return ret;
 }
 
 static int run(const struct convert_opts *o)
@@ -116,6 +171,8 @@ static int run(const struct convert_opts *o)
 	struct evr_trace_reader *r = NULL;
 	bool to_stdout = !o->output || !strcmp(o->output, "-");
 	struct evr_trace_stats st;
+	struct evr_symbolizer *sym = NULL;
+	struct evr_samples *ss = NULL;
 	FILE *out = NULL;
 	char b1[32], b2[32], err[512];
 	uint64_t t0;
@@ -124,6 +181,23 @@ static int run(const struct convert_opts *o)
 	ret = evr_cli_trace_open(CMD, o->path, &r);
 	if (ret < 0)
 		return ret;
+	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE) {
+		/* Before the sandbox: the binaries the stacks point into are opened now. */
+		ret = evr_symbolizer_from_trace(r, &sym);
+		if (ret == 0 && sym && *evr_symbolizer_warnings(sym))
+			fprintf(stderr, "%s", evr_symbolizer_warnings(sym));
+		if (ret == 0)
+			ret = evr_samples_load(r, &ss);
+		if (ret == -EBADMSG) {
+			evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left out",
+				     o->path);
+			ret = 0;
+		}
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s: %s", o->path, strerror(-ret));
+			goto out;
+		}
+	}
 	if (o->format != FMT_CTF) {
 		if (to_stdout) {
 			out = stdout;
@@ -158,6 +232,10 @@ static int run(const struct convert_opts *o)
 		break;
 	case FMT_CHROME:
 		ret = evr_convert_chrome(r, out, &cs, err, sizeof(err));
+		break;
+	case FMT_FOLDED:
+	case FMT_SPEEDSCOPE:
+		ret = convert_profile(o, r, sym, ss, out, &cs, err, sizeof(err));
 		break;
 	default:
 		ret = evr_convert_jsonl(r, out, &cs, err, sizeof(err));
@@ -195,6 +273,8 @@ out:
 		ret = -errno;
 		evr_cli_error(CMD, "cannot write %s: %s", o->output, strerror(-ret));
 	}
+	evr_samples_free(ss);
+	evr_symbolizer_free(sym);
 	evr_trace_reader_free(r);
 	return ret;
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <evring/export.h>
+#include <evring/symbols.h>
 
 #include "cli.h"
 
@@ -352,12 +353,114 @@ static unsigned term_width(const struct report_opts *o)
 	return 0;
 }
 
+/*
+ * Flame graphs for --html: the CPU samples' and the events' stacks, drawn by
+ * libevring-symbols as inline SVG. The binaries are opened before the sandbox
+ * (@sym, @ss loaded by the caller); the events' stacks are read through a second
+ * reader of the file, since the report's model consumes the first.
+ */
+struct flames {
+	struct evr_trace_reader *r2;
+	struct evr_symbolizer *sym;
+	struct evr_samples *ss;
+};
+
+static int flames_load(const struct report_opts *o, struct evr_trace_reader *r,
+		       struct flames *fl)
+{
+	char err[512];
+	int ret;
+
+	ret = evr_symbolizer_from_trace(r, &fl->sym);
+	if (ret == 0)
+		ret = evr_samples_load(r, &fl->ss);
+	if (ret == -EBADMSG) {
+		evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left out",
+			     o->path);
+		ret = 0;
+	}
+	if (ret == 0 && evr_trace_reader_open(o->path, &fl->r2, err, sizeof(err)) < 0)
+		fl->r2 = NULL;	/* the event stacks' graph is left out; the rest works */
+	return ret;
+}
+
+static void flames_free(struct flames *fl)
+{
+	evr_trace_reader_free(fl->r2);
+	evr_samples_free(fl->ss);
+	evr_symbolizer_free(fl->sym);
+}
+
+/* Append one flame graph section to @sb. Return: 0, -ENOMEM. */
+static int flame_section(struct evr_strbuf *sb, struct evr_profile *p, const char *title,
+			 const char *what)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret;
+
+	if (!evr_profile_total(p))
+		return 0;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	ret = evr_profile_write_svg(p, title, 1200, f);
+	if (fclose(f) != 0 || ret < 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	ret = evr_strbuf_printf(sb, "<h2>%s</h2>\n<p>%s</p>\n<div class=\"flame\">", title, what);
+	if (!ret)
+		ret = evr_strbuf_append(sb, buf, len);
+	if (!ret)
+		ret = evr_strbuf_append(sb, "</div>\n", 7);
+	free(buf);
+	return ret;
+}
+
+/* Insert the flame graphs before the end of the page @sb that evr_rpt_html() wrote. */
+static int flames_html(struct flames *fl, struct evr_strbuf *sb)
+{
+	static const char tail[] = "</body></html>\n";
+	struct evr_profile *p = NULL;
+	int ret = 0;
+
+	if (sb->len < sizeof(tail) - 1 || strcmp(sb->buf + sb->len - (sizeof(tail) - 1), tail))
+		return 0;
+	sb->len -= sizeof(tail) - 1;
+	if (fl->ss && fl->ss->n) {
+		ret = evr_profile_from_trace(fl->r2, fl->sym, fl->ss, false, &p);
+		if (!ret)
+			ret = flame_section(sb, p, "CPU flame graph",
+					    "Where the threads were on the CPU (record --sample-cpu): "
+					    "each box is a function, as wide as its share of the "
+					    "samples, its callers below it.");
+		evr_profile_free(p);
+		p = NULL;
+	}
+	if (!ret && fl->r2) {
+		ret = evr_profile_from_trace(fl->r2, fl->sym, NULL, true, &p);
+		if (!ret)
+			ret = flame_section(sb, p, "Event stacks",
+					    "Where the events were written from (record --stacks), "
+					    "as wide as their share of the events.");
+		evr_profile_free(p);
+		if (ret == -EBADMSG || ret == -EIO)
+			ret = 0;	/* the tables already report a damaged file */
+	}
+	if (!ret)
+		ret = evr_strbuf_append(sb, tail, sizeof(tail) - 1);
+	return ret;
+}
+
 static int run(const struct report_opts *o)
 {
 	struct evr_trace_reader *r = NULL;
 	struct evr_strbuf sb = { 0 };
 	struct evr_rpt m = { 0 };
 	unsigned width = term_width(o);
+	struct flames fl = { 0 };
 	FILE *html = NULL;
 	char err[512];
 	int ret;
@@ -373,6 +476,11 @@ static int run(const struct report_opts *o)
 			if (fd >= 0)
 				close(fd);
 			evr_cli_error(CMD, "cannot create %s: %s", o->html, strerror(-ret));
+			goto out;
+		}
+		ret = flames_load(o, r, &fl);
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s: %s", o->path, strerror(-ret));
 			goto out;
 		}
 	}
@@ -410,6 +518,8 @@ static int run(const struct report_opts *o)
 	if (html) {
 		sb.len = 0;
 		ret = evr_rpt_html(&m, r, o->path, &sb);
+		if (ret == 0)
+			ret = flames_html(&fl, &sb);
 		if (ret < 0)
 			goto nomem;
 		if (fwrite(sb.buf, 1, sb.len, html) != sb.len || fclose(html) != 0) {
@@ -426,6 +536,7 @@ static int run(const struct report_opts *o)
 nomem:
 	evr_cli_error(CMD, "out of memory");
 out:
+	flames_free(&fl);
 	if (html)
 		fclose(html);
 	free(sb.buf);

@@ -271,6 +271,59 @@ int evr_samples_load(struct evr_trace_reader *r, struct evr_samples **ret);
 
 void evr_samples_free(struct evr_samples *s);
 
+/* ---- profiles: aggregated stacks and their export --------------------------------- */
+
+#include <stdio.h>
+
+/*
+ * A profile: stacks of symbolized frame names, aggregated into a tree whose
+ * first level is the thread ("name (tid)"), with each stack's weight (ns of CPU
+ * for CPU samples, 1 for an event); the stacks are also kept in the order
+ * added, for time-ordered formats.
+ */
+struct evr_profile;
+
+/* @unit: what weights count ("nanoseconds", "events"). Return: 0, -ENOMEM. */
+int evr_profile_new(const char *unit, struct evr_profile **ret);
+void evr_profile_free(struct evr_profile *p);
+
+/* One stack: @frames innermost first, @n of them. Return: 0, -ENOMEM. */
+int evr_profile_add(struct evr_profile *p, const char *thread, const char *const *frames,
+		    uint32_t n, uint64_t time_ns, uint64_t weight);
+
+/* The CPU samples of @ss (weights: their periods), symbolized by @sym (may be NULL), threads
+ * named from @r (may be NULL). */
+int evr_profile_add_samples(struct evr_profile *p, const struct evr_samples *ss,
+			    struct evr_symbolizer *sym, struct evr_trace_reader *r);
+
+/* An event's stack (struct evr_event_view's frames), weight 1. */
+int evr_profile_add_event_stack(struct evr_profile *p, struct evr_symbolizer *sym,
+				struct evr_trace_reader *r, uint32_t tid, const void *frames,
+				uint32_t nframes, uint64_t time_ns);
+
+/**
+ * evr_profile_from_trace() - the profile of trace @r: its CPU samples (@ss,
+ * weights in ns), or, when it has none or @event_stacks asks, the stacks its
+ * events carry (weight 1 each; reads @r's events to the end).
+ * Return: 0, -ENOMEM, or the reader's error.
+ */
+int evr_profile_from_trace(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+			   const struct evr_samples *ss, bool event_stacks,
+			   struct evr_profile **ret);
+
+/* Sum of the weights added. */
+uint64_t evr_profile_total(const struct evr_profile *p);
+
+/* Folded stacks: "thread;root;...;leaf WEIGHT" per distinct stack. Return: 0, -EIO. */
+int evr_profile_write_folded(const struct evr_profile *p, FILE *f);
+
+/* speedscope's JSON file format: a sampled profile per thread. Return: 0, -EIO. */
+int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, FILE *f);
+
+/* A flame graph as one <svg> element, @width pixels wide, no script. Return: 0, -EIO. */
+int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32_t width,
+			  FILE *f);
+
 /* ---- the recorder's side-band source -------------------------------------------- */
 
 /*

@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Profiles: stacks aggregated into a tree of symbolized frames, for the formats
+ * users' profilers read and for the flame graphs evring draws itself.
+ *
+ * - Folded stacks (Brendan Gregg's FlameGraph, inferno, speedscope): one line
+ *   per distinct stack, "root;...;leaf COUNT".
+ * - speedscope JSON (https://www.speedscope.app/file-format-schema.json): one
+ *   "sampled" profile per thread, samples in time order with their weights,
+ *   frames shared.
+ * - An SVG flame graph: rectangles as wide as their share, the root at the
+ *   bottom, a <title> per rectangle for the full name and figures; no script.
+ *
+ * Frames are names (function, or module+offset when the function is unknown);
+ * the root of each stack is its thread's name, so that threads stay apart.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <evring/trace.h>
+
+#include "symbols-internal.h"
+
+struct pnode {
+	uint32_t name;			/* index into names */
+	uint32_t parent;		/* node index; 0 for children of the root */
+	uint32_t first_child, next;	/* 0: none (node 0 is the root) */
+	uint64_t self, total;
+};
+
+struct psample {
+	uint32_t thread;		/* index into threads */
+	uint32_t node;			/* leaf */
+	uint64_t time_ns, weight;
+};
+
+struct evr_profile {
+	char **names;
+	uint32_t nnames, capnames;
+	uint32_t *name_hash;		/* open addressing: name index + 1; 0 empty */
+	uint32_t name_hash_cap;
+	struct pnode *nodes;
+	uint32_t nnodes, capnodes;
+	struct psample *samples;
+	size_t nsamples, capsamples;
+	char *unit;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+int evr_profile_new(const char *unit, struct evr_profile **ret)
+{
+	struct evr_profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->capnodes = 256;
+	p->nodes = calloc(p->capnodes, sizeof(*p->nodes));
+	p->name_hash_cap = 1024;
+	p->name_hash = calloc(p->name_hash_cap, sizeof(*p->name_hash));
+	p->unit = strdup(unit ? unit : "samples");
+	if (!p->nodes || !p->name_hash || !p->unit) {
+		evr_profile_free(p);
+		return -ENOMEM;
+	}
+	p->nnodes = 1;		/* the root */
+	*ret = p;
+	return 0;
+}
+
+void evr_profile_free(struct evr_profile *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->nnames; i++)
+		free(p->names[i]);
+	free(p->names);
+	free(p->name_hash);
+	free(p->nodes);
+	free(p->samples);
+	free(p->unit);
+	free(p);
+}
+
+static int intern(struct evr_profile *p, const char *s, uint32_t *ret)
+{
+	uint32_t mask, i;
+
+	if (p->nnames * 2 >= p->name_hash_cap) {
+		uint32_t cap = p->name_hash_cap * 2;
+		uint32_t *h = calloc(cap, sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		for (uint32_t k = 0; k < p->nnames; k++) {
+			uint32_t j = (uint32_t)hash_str(p->names[k]) & (cap - 1);
+
+			while (h[j])
+				j = (j + 1) & (cap - 1);
+			h[j] = k + 1;
+		}
+		free(p->name_hash);
+		p->name_hash = h;
+		p->name_hash_cap = cap;
+	}
+	mask = p->name_hash_cap - 1;
+	for (i = (uint32_t)hash_str(s) & mask; p->name_hash[i]; i = (i + 1) & mask) {
+		if (strcmp(p->names[p->name_hash[i] - 1], s) == 0) {
+			*ret = p->name_hash[i] - 1;
+			return 0;
+		}
+	}
+	if (p->nnames == p->capnames) {
+		uint32_t cap = p->capnames ? p->capnames * 2 : 256;
+		char **v = realloc(p->names, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->names = v;
+		p->capnames = cap;
+	}
+	p->names[p->nnames] = strdup(s);
+	if (!p->names[p->nnames])
+		return -ENOMEM;
+	p->name_hash[i] = ++p->nnames;
+	*ret = p->nnames - 1;
+	return 0;
+}
+
+/* The child of @parent named @name, created if needed. */
+static int child(struct evr_profile *p, uint32_t parent, uint32_t name, uint32_t *ret)
+{
+	uint32_t c;
+
+	for (c = p->nodes[parent].first_child; c; c = p->nodes[c].next) {
+		if (p->nodes[c].name == name) {
+			*ret = c;
+			return 0;
+		}
+	}
+	if (p->nnodes == p->capnodes) {
+		uint32_t cap = p->capnodes * 2;
+		struct pnode *v = realloc(p->nodes, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->nodes = v;
+		p->capnodes = cap;
+	}
+	c = p->nnodes++;
+	memset(&p->nodes[c], 0, sizeof(p->nodes[c]));
+	p->nodes[c].name = name;
+	p->nodes[c].parent = parent;
+	p->nodes[c].next = p->nodes[parent].first_child;
+	p->nodes[parent].first_child = c;
+	*ret = c;
+	return 0;
+}
+
+int evr_profile_add(struct evr_profile *p, const char *thread, const char *const *frames,
+		    uint32_t n, uint64_t time_ns, uint64_t weight)
+{
+	uint32_t node = 0, name, tname;
+	int err;
+
+	err = intern(p, thread, &tname);
+	if (err)
+		return err;
+	err = child(p, 0, tname, &node);
+	/* Root first: frames[] is innermost first. */
+	for (uint32_t i = n; !err && i-- > 0;) {
+		err = intern(p, frames[i], &name);
+		if (!err)
+			err = child(p, node, name, &node);
+	}
+	if (err)
+		return err;
+	p->nodes[node].self += weight;
+	for (uint32_t k = node;; k = p->nodes[k].parent) {
+		p->nodes[k].total += weight;
+		if (!k)
+			break;
+	}
+	if (p->nsamples == p->capsamples) {
+		size_t cap = p->capsamples ? p->capsamples * 2 : 1024;
+		struct psample *v = realloc(p->samples, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->samples = v;
+		p->capsamples = cap;
+	}
+	p->samples[p->nsamples++] = (struct psample){ tname, node, time_ns, weight };
+	return 0;
+}
+
+uint64_t evr_profile_total(const struct evr_profile *p)
+{
+	return p->nodes[0].total;
+}
+
+/* ---- folded stacks ----------------------------------------------------------- */
+
+/* Names may not hold ';' (the separator) or end a line: replaced. */
+static void put_folded_name(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s, f);
+}
+
+static void put_path(FILE *f, const struct evr_profile *p, uint32_t node)
+{
+	if (p->nodes[node].parent) {
+		put_path(f, p, p->nodes[node].parent);
+		fputc(';', f);
+	}
+	put_folded_name(f, p->names[p->nodes[node].name]);
+}
+
+int evr_profile_write_folded(const struct evr_profile *p, FILE *f)
+{
+	for (uint32_t i = 1; i < p->nnodes; i++) {
+		if (!p->nodes[i].self)
+			continue;
+		put_path(f, p, i);
+		fprintf(f, " %" PRIu64 "\n", p->nodes[i].self);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- speedscope ----------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void put_sample_frames(FILE *f, const struct evr_profile *p, uint32_t node, bool *first)
+{
+	/* Root first, without the thread (a profile per thread). */
+	if (p->nodes[node].parent) {
+		put_sample_frames(f, p, p->nodes[node].parent, first);
+		fprintf(f, "%s%u", *first ? "" : ",", p->nodes[node].name);
+		*first = false;
+	}
+}
+
+int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, FILE *f)
+{
+	fprintf(f, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+		   "\"exporter\":\"evring\",\"name\":");
+	json_str(f, name);
+	fprintf(f, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+	for (uint32_t i = 0; i < p->nnames; i++) {
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		json_str(f, p->names[i]);
+		fputc('}', f);
+	}
+	fprintf(f, "]},\"profiles\":[");
+	/* One profile per thread (the root's children), samples in the order added. */
+	bool firstp = true;
+
+	for (uint32_t t = p->nodes[0].first_child; t; t = p->nodes[t].next) {
+		uint32_t tname = p->nodes[t].name;
+		uint64_t start = UINT64_MAX, end = 0;
+		bool first = true;
+
+		for (size_t i = 0; i < p->nsamples; i++) {
+			if (p->samples[i].thread != tname)
+				continue;
+			if (p->samples[i].time_ns < start)
+				start = p->samples[i].time_ns;
+			if (p->samples[i].time_ns + p->samples[i].weight > end)
+				end = p->samples[i].time_ns + p->samples[i].weight;
+		}
+		if (start == UINT64_MAX)
+			continue;
+		fprintf(f, "%s{\"type\":\"sampled\",\"name\":", firstp ? "" : ",");
+		firstp = false;
+		json_str(f, p->names[tname]);
+		fprintf(f, ",\"unit\":");
+		json_str(f, p->unit);
+		fprintf(f, ",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[", end - start);
+		for (size_t i = 0; i < p->nsamples; i++) {
+			bool ff = true;
+
+			if (p->samples[i].thread != tname)
+				continue;
+			fprintf(f, "%s[", first ? "" : ",");
+			put_sample_frames(f, p, p->samples[i].node, &ff);
+			fputc(']', f);
+			first = false;
+		}
+		fprintf(f, "],\"weights\":[");
+		first = true;
+		for (size_t i = 0; i < p->nsamples; i++) {
+			if (p->samples[i].thread != tname)
+				continue;
+			fprintf(f, "%s%" PRIu64, first ? "" : ",", p->samples[i].weight);
+			first = false;
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "]}\n");
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- flame graph (SVG) ------------------------------------------------------------ */
+
+#define FG_ROW 17
+#define FG_FONT 11
+
+static void xml_text(FILE *f, const char *s, size_t max)
+{
+	for (size_t i = 0; s[i] && i < max; i++) {
+		switch (s[i]) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(s[i], f);
+		}
+	}
+}
+
+static uint32_t depth_of(const struct evr_profile *p, uint32_t node, uint32_t d)
+{
+	uint32_t best = d;
+
+	for (uint32_t c = p->nodes[node].first_child; c; c = p->nodes[c].next) {
+		uint32_t k = depth_of(p, c, d + 1);
+
+		if (k > best)
+			best = k;
+	}
+	return best;
+}
+
+/* Warm colors, stable per name: the same function has the same color everywhere. */
+static void color(const char *name, char *buf, size_t len)
+{
+	uint64_t h = hash_str(name);
+
+	snprintf(buf, len, "rgb(%u,%u,%u)", 205 + (unsigned)(h % 50), 80 + (unsigned)((h >> 8) % 130),
+		 (unsigned)((h >> 16) % 60));
+}
+
+static void draw(FILE *f, const struct evr_profile *p, uint32_t node, double x, uint32_t d,
+		 uint32_t maxd, double width, double scale)
+{
+	double w = (double)p->nodes[node].total * scale;
+	double cx = x;
+	char fill[32];
+
+	if (w < 0.3)
+		return;
+	if (node) {
+		const char *name = p->names[p->nodes[node].name];
+		double y = (double)(maxd - d) * FG_ROW + 30;
+
+		color(name, fill, sizeof(fill));
+		fprintf(f, "<g><title>");
+		xml_text(f, name, 4096);
+		fprintf(f, " (%" PRIu64 " %s, %.2f%%)</title>", p->nodes[node].total, p->unit,
+			100.0 * (double)p->nodes[node].total / (double)p->nodes[0].total);
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
+			x, y, w, FG_ROW - 1, fill);
+		if (w > 3 * FG_FONT) {
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + FG_ROW - 5);
+			xml_text(f, name, (size_t)((w - 6) / (FG_FONT * 0.6)));
+			fprintf(f, "</text>");
+		}
+		fprintf(f, "</g>\n");
+	}
+	for (uint32_t c = p->nodes[node].first_child; c; c = p->nodes[c].next) {
+		draw(f, p, c, cx, d + 1, maxd, width, scale);
+		cx += (double)p->nodes[c].total * scale;
+	}
+}
+
+int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32_t width,
+			  FILE *f)
+{
+	uint32_t maxd = depth_of(p, 0, 0);
+	double scale = p->nodes[0].total ? (double)(width - 20) / (double)p->nodes[0].total : 0;
+	uint32_t height = (maxd + 1) * FG_ROW + 40;
+
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flamegraph\" width=\"%u\" "
+		   "height=\"%u\" viewBox=\"0 0 %u %u\" style=\"max-width:100%%;height:auto\" "
+		   "font-family=\"monospace\" font-size=\"%d\">\n",
+		width, height, width, height, FG_FONT);
+	fprintf(f, "<text x=\"%u\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">", width / 2);
+	xml_text(f, title, 200);
+	fprintf(f, " (%" PRIu64 " %s)</text>\n", p->nodes[0].total, p->unit);
+	draw(f, p, 0, 10, 0, maxd, width, scale);
+	fprintf(f, "</svg>\n");
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- from a trace -------------------------------------------------------------------- */
+
+/* A frame's name for aggregation: the function, else module+offset, else the address. */
+static const char *frame_name(struct evr_symbolizer *sym, uint64_t pc, bool is_return, char *buf,
+			      size_t len)
+{
+	struct evr_sym s = { 0 };
+
+	if (sym)
+		evr_symbolizer_lookup(sym, pc, is_return, &s);
+	if (s.func)
+		return s.func;
+	if (s.module) {
+		snprintf(buf, len, "%s+0x%" PRIx64, s.module, s.module_offset);
+		return buf;
+	}
+	snprintf(buf, len, "0x%" PRIx64, pc);
+	return buf;
+}
+
+static const char *thread_label(struct evr_trace_reader *r, uint32_t tid, char *buf, size_t len)
+{
+	const char *n = r ? evr_trace_reader_thread_name(r, tid) : NULL;
+
+	snprintf(buf, len, "%s (%u)", n ? n : "thread", tid);
+	return buf;
+}
+
+int evr_profile_add_samples(struct evr_profile *p, const struct evr_samples *ss,
+			    struct evr_symbolizer *sym, struct evr_trace_reader *r)
+{
+	char bufs[128][96];
+	const char *names[128];
+	char tl[64];
+	int err = 0;
+
+	for (size_t i = 0; i < ss->n && !err; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+		const uint64_t *fr = ss->frames + ss->frame_off[i];
+		uint32_t n = s->nframes < 128 ? s->nframes : 128;
+
+		if (s->type != EVR_SAMPLE_CPU || !n)
+			continue;
+		for (uint32_t k = 0; k < n; k++)
+			names[k] = frame_name(sym, fr[k], k > 0, bufs[k], sizeof(bufs[k]));
+		err = evr_profile_add(p, thread_label(r, s->tid, tl, sizeof(tl)), names, n,
+				      s->time_ns, s->value ? s->value : 1);
+	}
+	return err;
+}
+
+int evr_profile_add_event_stack(struct evr_profile *p, struct evr_symbolizer *sym,
+				struct evr_trace_reader *r, uint32_t tid, const void *frames,
+				uint32_t nframes, uint64_t time_ns)
+{
+	char bufs[128][96];
+	const char *names[128];
+	char tl[64];
+	uint32_t n = nframes < 128 ? nframes : 128;
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t pc;
+
+		memcpy(&pc, (const uint8_t *)frames + 8u * k, 8);
+		names[k] = frame_name(sym, pc, true, bufs[k], sizeof(bufs[k]));
+	}
+	return evr_profile_add(p, thread_label(r, tid, tl, sizeof(tl)), names, n, time_ns, 1);
+}
+
+int evr_profile_from_trace(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+			   const struct evr_samples *ss, bool event_stacks,
+			   struct evr_profile **ret)
+{
+	bool cpu = !event_stacks && ss && ss->n;
+	struct evr_profile *p;
+	struct evr_event_view v;
+	int err, n;
+
+	err = evr_profile_new(cpu ? "nanoseconds" : "events", &p);
+	if (err)
+		return err;
+	if (cpu) {
+		err = evr_profile_add_samples(p, ss, sym, r);
+	} else {
+		while ((n = evr_trace_reader_next(r, &v)) == 1 && !err)
+			if (v.type == EVR_REC_EVENT && v.nframes)
+				err = evr_profile_add_event_stack(p, sym, r, v.tid, v.frames,
+								  v.nframes, v.ts_ns);
+		if (!err && n < 0)
+			err = n;
+	}
+	if (err) {
+		evr_profile_free(p);
+		return err;
+	}
+	*ret = p;
+	return 0;
+}

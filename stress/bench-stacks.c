@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring-bench-stacks: what a call stack costs per event (docs/stacks.md).
+ *
+ * One thread writes a 16-byte event N times from a known depth (RECURSE frames
+ * below the thread's start, so that a depth-16 capture walks 16 frames and stops
+ * there) into one in-process session whose gating reader drains it on another
+ * thread, as evring-bench's enabled_1t does. Scenarios:
+ *   no_stacks      the session without stacks (the one-section write path)
+ *   stacks_16      the session with stack_depth 16: 16 frames per event
+ *   stacks_64      stack_depth 64: the whole chain (RECURSE + ~4 frames)
+ * Each runs --runs times, interleaved so that machine noise hits all alike; the
+ * median ns/event is printed, and the difference to no_stacks. Conservation is
+ * checked in every run (received + lost == emitted), and every event of the
+ * stacks runs must carry the expected number of frames.
+ *
+ * Usage: evring-bench-stacks [--runs N] [--events N] [--json]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <evring/evring.h>
+
+#define BSTACK_EVENTS(EVENT) EVENT(bstack_ev, "Ev", 1, EVR_LEVEL_INFO, 0x1, (u64, a), (u64, b))
+
+EVR_PROVIDER_DECLARE(bstack, BSTACK_EVENTS)
+EVR_PROVIDER_DEFINE(bstack, "BenchStacks", BSTACK_EVENTS)
+
+#define RECURSE 20
+#define MAX_RUNS 31
+
+struct drain {
+	struct evr_reader *r;
+	uint64_t received, lost, frames_bad;
+	uint32_t want_frames;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	struct evr_record rec;
+
+	while (!evr_reader_ended(d->r)) {
+		int n = 0;
+
+		for (int k = 0; k < 4096 && (n = evr_reader_next(d->r, &rec)) > 0; k++) {
+			if (rec.type != EVR_REC_EVENT) {
+				d->lost += rec.lost;
+				continue;
+			}
+			d->received++;
+			if (d->want_frames) {
+				uint16_t nf = 0;
+
+				if (!(rec.flags & EVR_REC_F_STACK) || rec.len < 8)
+					d->frames_bad++;
+				else if (memcpy(&nf, rec.payload, 2), nf != d->want_frames)
+					d->frames_bad++;
+			}
+		}
+		evr_reader_release(d->r);
+		if (n == 0 && !evr_reader_ended(d->r))
+			evr_reader_wait(d->r, 2);
+	}
+	return NULL;
+}
+
+static volatile uint64_t sink;
+
+__attribute__((noinline)) static double writer(int depth, uint64_t n)
+{
+	uint64_t t0, t1;
+
+	if (depth > 0) {
+		double r = writer(depth - 1, n);
+
+		sink++;		/* not a tail call: every level keeps its frame */
+		return r;
+	}
+	t0 = now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		bstack_ev(i, i ^ 0x5a5a);
+	t1 = now_ns();
+	return (double)(t1 - t0) / (double)n;
+}
+
+static double run(uint32_t depth, uint64_t n, uint32_t want_frames)
+{
+	struct evr_session_opts so = {
+		.providers = "BenchStacks:0x1:4",
+		.ring_size = 8u << 20,
+		.mode = EVR_MODE_DISCARD,
+		.stack_depth = depth,
+	};
+	struct drain d = { .want_frames = want_frames };
+	struct evr_session *s;
+	pthread_t th;
+	char err[256];
+	double ns;
+
+	if (evr_session_start(&so, &s, err, sizeof(err)) < 0 ||
+	    evr_session_reader_new(s, EVR_READER_GATING, &d.r) < 0) {
+		fprintf(stderr, "evring-bench-stacks: cannot start a session: %s\n", err);
+		exit(1);
+	}
+	pthread_create(&th, NULL, drain_main, &d);
+	ns = writer(RECURSE, n);
+	evr_session_stop(s);
+	pthread_join(th, NULL);
+	if (d.received + d.lost != n || d.frames_bad) {
+		fprintf(stderr,
+			"evring-bench-stacks: depth %u: emitted %" PRIu64 ", received %" PRIu64
+			", lost %" PRIu64 ", %" PRIu64 " events without %u frames\n",
+			depth, n, d.received, d.lost, d.frames_bad, want_frames);
+		exit(1);
+	}
+	evr_reader_free(d.r);
+	evr_session_free(s);
+	return ns;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "runs", required_argument, NULL, 'r' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static const struct { const char *name; uint32_t depth; } sc[] = {
+		{ "no_stacks", 0 }, { "stacks_16", 16 }, { "stacks_64", 64 },
+	};
+	double ns[3][MAX_RUNS], med[3];
+	uint32_t frames64 = 0;
+	uint64_t events = 2000000;
+	int runs = 5, c;
+	bool json = false;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			runs = atoi(optarg);
+			if (runs < 1 || runs > MAX_RUNS) {
+				fprintf(stderr, "evring-bench-stacks: --runs: 1 to %d\n", MAX_RUNS);
+				return 2;
+			}
+			break;
+		case 'e':
+			events = strtoull(optarg, NULL, 10);
+			if (!events) {
+				fprintf(stderr, "evring-bench-stacks: --events: a positive number\n");
+				return 2;
+			}
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			printf("Usage: evring-bench-stacks [--runs N] [--events N] [--json]\n");
+			return 0;
+		default:
+			fprintf(stderr, "Try 'evring-bench-stacks --help'.\n");
+			return 2;
+		}
+	}
+	/* How many frames the whole chain has: one depth-64 event, counted by its reader. */
+	{
+		struct evr_session_opts so = { .providers = "BenchStacks", .stack_depth = 64,
+					       .ring_size = 1u << 20 };
+		struct evr_session *s;
+		struct evr_reader *r;
+		struct evr_record rec;
+		char err[256];
+
+		if (evr_session_start(&so, &s, err, sizeof(err)) < 0 ||
+		    evr_session_reader_new(s, EVR_READER_GATING, &r) < 0)
+			return 1;
+		writer(RECURSE, 1);
+		evr_session_stop(s);
+		while (evr_reader_next(r, &rec) > 0)
+			if (rec.type == EVR_REC_EVENT && (rec.flags & EVR_REC_F_STACK))
+				memcpy(&frames64, rec.payload, 2);
+		evr_reader_free(r);
+		evr_session_free(s);
+	}
+	for (int i = 0; i < runs; i++)
+		for (int k = 0; k < 3; k++)
+			ns[k][i] = run(sc[k].depth, events,
+				       sc[k].depth == 0 ? 0 : sc[k].depth == 16 ? 16 : frames64);
+	for (int k = 0; k < 3; k++)
+		med[k] = median(ns[k], runs);
+	for (int k = 0; k < 3; k++) {
+		uint32_t f = sc[k].depth == 0 ? 0 : sc[k].depth == 16 ? 16 : frames64;
+
+		if (json)
+			printf("{\"scenario\":\"%s\",\"frames\":%u,\"runs\":%d,\"events\":%" PRIu64
+			       ",\"ns_per_event\":%.2f,\"ns_over_no_stacks\":%.2f}\n",
+			       sc[k].name, f, runs, events, med[k], med[k] - med[0]);
+		else
+			printf("%-10s %3u frames  %8.2f ns/event  %+8.2f ns over no_stacks "
+			       "(median of %d runs of %" PRIu64 ")\n",
+			       sc[k].name, f, med[k], med[k] - med[0], runs, events);
+	}
+	return 0;
+}
