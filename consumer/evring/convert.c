@@ -181,7 +181,7 @@ static int run(const struct convert_opts *o)
 	ret = evr_cli_trace_open(CMD, o->path, &r);
 	if (ret < 0)
 		return ret;
-	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE) {
+	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE || o->format == FMT_CHROME) {
 		/* Before the sandbox: the binaries the stacks point into are opened now. */
 		ret = evr_symbolizer_from_trace(r, &sym);
 		if (ret == 0 && sym && *evr_symbolizer_warnings(sym))
@@ -231,7 +231,23 @@ static int run(const struct convert_opts *o)
 		ret = evr_convert_ctf(r, o->output, &cs, err, sizeof(err));
 		break;
 	case FMT_CHROME:
-		ret = evr_convert_chrome(r, out, &cs, err, sizeof(err));
+		if (sym || (ss && ss->n)) {
+			/* Events' stacks and CPU samples as Chrome's stackFrames and samples. */
+			struct evr_chrome_frames *cf = NULL;
+			struct evr_chrome_stacks sk = { evr_chrome_frames_stack_id,
+							evr_chrome_frames_write, NULL };
+
+			ret = evr_chrome_frames_new(sym, ss, &cf);
+			if (ret == 0) {
+				sk.ctx = cf;
+				ret = evr_convert_chrome_stacks(r, out, &sk, &cs, err, sizeof(err));
+			} else {
+				snprintf(err, sizeof(err), "out of memory");
+			}
+			evr_chrome_frames_free(cf);
+		} else {
+			ret = evr_convert_chrome(r, out, &cs, err, sizeof(err));
+		}
 		break;
 	case FMT_FOLDED:
 	case FMT_SPEEDSCOPE:

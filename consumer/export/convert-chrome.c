@@ -94,6 +94,7 @@ struct chrome {
 	struct evr_convert_stats st;
 	uint64_t counters, slices, synthetic;
 	uint64_t closed_late;		/* slices closed after their stop (crossed) */
+	const struct evr_chrome_stacks *sk;	/* NULL: events' stacks are left out */
 };
 
 static const char *const start_suffixes[] = { "Started", "Start", "Begin" };
@@ -332,8 +333,13 @@ static int push(struct chrome_thread *t, const struct chrome_type *start)
 static int args_close(struct chrome *c, const struct evr_event_view *v, const char *extra)
 {
 	bool bad = false;
+	uint64_t sf = 0;
 	int err;
 
+	/* The event's stack: a node of the top-level stackFrames (evr_chrome_stacks). */
+	if (c->sk && v->nframes && c->sk->stack_id(c->sk->ctx, v, &sf) == 0 && sf &&
+	    (err = evr_strbuf_printf(&c->sb, ",\"sf\":%" PRIu64, sf)))
+		return err;
 	if ((err = evr_strbuf_append(&c->sb, ",\"args\":{", 9)) ||
 	    (err = evr_rpt_json_fields(&c->sb, v, &bad)))
 		return err;
@@ -607,17 +613,27 @@ static int other_data(struct chrome *c)
 	int err;
 
 	evr_trace_reader_stats(c->r, &st);
+	if (c->sk) {
+		long n;
+
+		if (fputs("\n]", c->out) == EOF)
+			return -EIO;
+		n = c->sk->write_frames(c->sk->ctx, c->out);
+		if (n < 0)
+			return (int)n;
+		c->st.bytes += 2 + (uint64_t)n;
+	}
 	c->sb.len = 0;
-	err = evr_strbuf_printf(&c->sb, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
+	err = evr_strbuf_printf(&c->sb, "%s,\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
 				"\"generator\":\"evring convert\",\"clock\":\"CLOCK_MONOTONIC\","
 				"\"ts_unit\":\"us\",\"events\":%" PRIu64 ",\"lost\":%" PRIu64
 				",\"counter_samples\":%" PRIu64 ",\"truncated\":%s"
 				",\"approximations\":{\"crossed\":%" PRIu64 ",\"too_deep\":%" PRIu64
 				",\"closed_late\":%" PRIu64 ",\"split_records\":%" PRIu64
 				",\"split_max\":%u,\"depth_max\":%u}",
-				c->st.events, c->st.lost, c->counters, st.truncated ? "true" : "false",
-				c->st.crossed, c->st.too_deep, c->closed_late, c->synthetic,
-				SPLIT_MAX, DEPTH_MAX);
+				c->sk ? "" : "\n]", c->st.events, c->st.lost, c->counters,
+				st.truncated ? "true" : "false", c->st.crossed, c->st.too_deep,
+				c->closed_late, c->synthetic, SPLIT_MAX, DEPTH_MAX);
 	if (!err && s)
 		err = evr_strbuf_printf(&c->sb, ",\"realtime_minus_monotonic_ns\":%" PRId64,
 					(int64_t)(s->clock.real_base - s->clock.mono_base));
@@ -668,8 +684,15 @@ static int close_open(struct chrome *c)
 int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
 		       char *errbuf, size_t errlen)
 {
+	return evr_convert_chrome_stacks(r, out, NULL, ret, errbuf, errlen);
+}
+
+int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
+			      const struct evr_chrome_stacks *sk, struct evr_convert_stats *ret,
+			      char *errbuf, size_t errlen)
+{
 	const struct evr_process_info *p = evr_trace_reader_process(r);
-	struct chrome c = { .out = out, .r = r, .first = true };
+	struct chrome c = { .out = out, .r = r, .first = true, .sk = sk };
 	struct evr_event_view v;
 	int err;
 

@@ -516,3 +516,127 @@ int evr_profile_from_trace(struct evr_trace_reader *r, struct evr_symbolizer *sy
 	*ret = p;
 	return 0;
 }
+
+/* ---- Chrome JSON stack frames ------------------------------------------------------ */
+
+struct evr_chrome_frames {
+	struct evr_profile *p;		/* the frames tree; no thread level */
+	struct evr_symbolizer *sym;
+	const struct evr_samples *ss;
+};
+
+int evr_chrome_frames_new(struct evr_symbolizer *sym, const struct evr_samples *ss,
+			  struct evr_chrome_frames **ret)
+{
+	struct evr_chrome_frames *cf = calloc(1, sizeof(*cf));
+	int err;
+
+	if (!cf)
+		return -ENOMEM;
+	err = evr_profile_new("events", &cf->p);
+	if (err) {
+		free(cf);
+		return err;
+	}
+	cf->sym = sym;
+	cf->ss = ss;
+	*ret = cf;
+	return 0;
+}
+
+void evr_chrome_frames_free(struct evr_chrome_frames *cf)
+{
+	if (!cf)
+		return;
+	evr_profile_free(cf->p);
+	free(cf);
+}
+
+/* The tree node of a stack (innermost first), as an id >= 1. */
+static int frames_node(struct evr_chrome_frames *cf, const uint64_t *pcs, uint32_t n,
+		       bool first_is_pc, uint64_t *ret)
+{
+	char buf[96];
+	uint32_t node = 0, name;
+	int err = 0;
+
+	for (uint32_t i = n; !err && i-- > 0;) {
+		uint64_t pc = pcs[i];
+
+		err = intern(cf->p, frame_name(cf->sym, pc, i > 0 || !first_is_pc, buf, sizeof(buf)),
+			     &name);
+		if (!err)
+			err = child(cf->p, node, name, &node);
+	}
+	*ret = node;
+	return err;
+}
+
+int evr_chrome_frames_stack_id(void *ctx, const struct evr_event_view *v, uint64_t *ret)
+{
+	uint64_t pcs[128];
+	uint32_t n = v->nframes < 128 ? v->nframes : 128;
+
+	memcpy(pcs, v->frames, 8u * n);
+	return frames_node(ctx, pcs, n, false, ret);
+}
+
+long evr_chrome_frames_write(void *ctx, FILE *out)
+{
+	struct evr_chrome_frames *cf = ctx;
+	const struct evr_samples *ss = cf->ss;
+	uint64_t *ids = NULL;
+	long start = ftell(out);
+	size_t ncpu = 0;
+	int err = 0;
+
+	/* The samples' stacks join the tree before it is written. */
+	if (ss && ss->n) {
+		ids = calloc(ss->n, sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		for (size_t i = 0; i < ss->n && !err; i++)
+			if (ss->v[i].type == EVR_SAMPLE_CPU && ss->v[i].nframes) {
+				err = frames_node(cf, ss->frames + ss->frame_off[i], ss->v[i].nframes,
+						  true, &ids[i]);
+				ncpu++;
+			}
+		if (err) {
+			free(ids);
+			return err;
+		}
+	}
+	fputs(",\n\"stackFrames\":{", out);
+	for (uint32_t i = 1; i < cf->p->nnodes; i++) {
+		fprintf(out, "%s\"%u\":{\"name\":", i > 1 ? "," : "", i);
+		json_str(out, cf->p->names[cf->p->nodes[i].name]);
+		fputs(",\"category\":\"evring\"", out);
+		if (cf->p->nodes[i].parent)
+			fprintf(out, ",\"parent\":\"%u\"", cf->p->nodes[i].parent);
+		fputc('}', out);
+	}
+	fputc('}', out);
+	if (ncpu) {
+		bool first = true;
+
+		/* Chrome's sampling profile: the CPU samples, on the events' timeline (us). */
+		fputs(",\n\"samples\":[", out);
+		for (size_t i = 0; i < ss->n; i++) {
+			const struct evr_sample_rec *s = &ss->v[i];
+
+			if (!ids[i])
+				continue;
+			fprintf(out,
+				"%s{\"cpu\":%u,\"tid\":%u,\"ts\":%" PRIu64 ".%03" PRIu64
+				",\"name\":\"cpu-clock\",\"sf\":%" PRIu64 ",\"weight\":%" PRIu64 "}",
+				first ? "" : ",", s->cpu, s->tid, s->time_ns / 1000, s->time_ns % 1000,
+				ids[i], s->value ? s->value : 1);
+			first = false;
+		}
+		fputc(']', out);
+	}
+	free(ids);
+	if (ferror(out))
+		return -EIO;
+	return start >= 0 ? ftell(out) - start : 0;
+}

@@ -4,7 +4,8 @@
 # line "frames COUNT", counts summing to the samples' CPU time, spin_hot the heaviest leaf),
 # --format speedscope (checked against speedscope's file format: schema, frame indexes in
 # range, as many weights as samples), --event-stacks, and report --html with its flame graphs (inline
-# SVG, nothing fetched). A trace without samples or stacks: a clear error.
+# SVG, nothing fetched), convert --format chrome with stackFrames/sf and samples. A trace
+# without samples or stacks: a clear error.
 source "$(dirname "$0")/lib.sh"
 need_python
 
@@ -18,6 +19,7 @@ need_python
 "$EVRING" convert "$T/p.evtrace" --format folded --event-stacks -o "$T/ev.folded" -q
 "$EVRING" dump --json "$T/p.evtrace" >"$T/p.jsonl"
 "$EVRING" report "$T/p.evtrace" --html "$T/p.html" >/dev/null
+"$EVRING" convert "$T/p.evtrace" --format chrome -o "$T/p.json" -q
 
 python3 - "$T" <<'PY'
 import json, re, sys
@@ -64,6 +66,24 @@ for title in ("CPU flame graph", "Event stacks"):
 assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph"') == 2
 assert ">spin_hot</text>" in html or ">spin_hot<" in html
 assert not re.search(r"(src|href)=\"https?:", html), "the page fetches something"
+# Chrome JSON: events carry "sf" into stackFrames, CPU samples are top-level "samples".
+c = json.load(open(f"{T}/p.json"))
+sf = c["stackFrames"]
+def chain(i):
+    out, seen = [], set()
+    while i:
+        assert i not in seen, "a cycle in stackFrames"
+        seen.add(i)
+        f = sf[str(i)]
+        out.append(f["name"])
+        i = int(f.get("parent", 0))
+    return out
+assert all(int(k) >= 1 for k in sf), "stackFrames ids start at 1"
+evs = [e for e in c["traceEvents"] if e.get("cat") == "Spin"]
+assert evs and all("sf" in e for e in evs), "an event without its stack"
+assert all(chain(e["sf"])[:2] == ["spin_work", "main"] for e in evs), chain(evs[0]["sf"])
+assert len(c["samples"]) == len(samples), f'{len(c["samples"])} Chrome samples, {len(samples)} in the trace'
+assert sum(1 for s in c["samples"] if chain(s["sf"])[0] == "spin_hot") > len(samples) / 2
 print(f"{len(lines)} folded stacks, {len(samples)} samples, {len(ev)} event stacks: ok")
 PY
 

@@ -64,6 +64,27 @@ int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_conv
 int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
 		       char *err, size_t errlen);
 
+/*
+ * Stacks in Chrome JSON (evr_convert_chrome_stacks()): an event that carries its
+ * writer's stack (evr_event_view.nframes) gets "sf", the id of its innermost
+ * frame in the top-level "stackFrames" tree that chrome://tracing and
+ * speedscope read (Perfetto ignores both). Supplied by whoever symbolizes
+ * (libevring-symbols' evr_chrome_frames).
+ */
+struct evr_chrome_stacks {
+	/* @ret: the stack's id, >= 1 (0: none). Return: 0, or -errno (the event keeps no sf). */
+	int (*stack_id)(void *ctx, const struct evr_event_view *v, uint64_t *ret);
+	/* Write `,"stackFrames":{...}` (and optional top-level members after it) to @out.
+	 * Return: bytes written, or -errno. */
+	long (*write_frames)(void *ctx, FILE *out);
+	void *ctx;
+};
+
+/* evr_convert_chrome() with the events' stacks (@sk may be NULL: none). */
+int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
+			      const struct evr_chrome_stacks *sk, struct evr_convert_stats *ret,
+			      char *errbuf, size_t errlen);
+
 /**
  * evr_convert_jsonl() - one JSON object per event and line, exactly as
  * `evring dump --json` prints them (evr_event_to_json()).

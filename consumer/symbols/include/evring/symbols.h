@@ -324,6 +324,23 @@ int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, 
 int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32_t width,
 			  FILE *f);
 
+/*
+ * Stack frames for Chrome trace-event JSON (struct evr_chrome_stacks of
+ * <evring/export.h>): events' stacks become "sf" ids into one "stackFrames"
+ * tree of symbolized names, and the CPU samples of @ss a top-level "samples"
+ * array. @sym and @ss are borrowed (either may be NULL).
+ */
+struct evr_chrome_frames;
+struct evr_event_view;
+
+int evr_chrome_frames_new(struct evr_symbolizer *sym, const struct evr_samples *ss,
+			  struct evr_chrome_frames **ret);
+void evr_chrome_frames_free(struct evr_chrome_frames *cf);
+/* evr_chrome_stacks.stack_id; @ctx is the struct evr_chrome_frames. */
+int evr_chrome_frames_stack_id(void *ctx, const struct evr_event_view *v, uint64_t *ret);
+/* evr_chrome_stacks.write_frames. */
+long evr_chrome_frames_write(void *ctx, FILE *out);
+
 /* ---- the recorder's side-band source -------------------------------------------- */
 
 /*
