@@ -81,8 +81,9 @@ static inline uintptr_t stack_top(void)
 	return (uintptr_t)pthread_self();
 }
 
-__attribute__((noinline)) uint32_t evr_stack_capture(uint64_t *ips, uint32_t max,
-						     bool *ret_truncated)
+/* Not instrumented by ASan: it reads saved registers of other frames on purpose. */
+__attribute__((noinline, no_sanitize_address)) uint32_t
+evr_stack_capture(uint64_t *ips, uint32_t max, bool *ret_truncated)
 {
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t top = stack_top();

@@ -24,3 +24,7 @@ target_link_libraries(stacks-chain PRIVATE evring evr_warnings Threads::Threads)
 add_executable(stacks-spin stacks/spin.c)
 target_compile_options(stacks-spin PRIVATE ${EVR_STACKS_CFLAGS})
 target_link_libraries(stacks-spin PRIVATE evring evr_warnings Threads::Threads)
+
+# Per-event stacks through the public API, under the sanitizers too (label unit).
+evr_unit(test_stack LIBS evring)
+target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
