@@ -38,6 +38,9 @@ static uintptr_t lib_text_lo, lib_text_hi;
  * by another thread runs on that thread's stack). */
 static uint32_t main_tid;
 static bool forking_on_main;
+/* The top of this thread's stack, found once per thread (0: not yet). */
+static __thread uintptr_t tls_stack_top __attribute__((tls_model("initial-exec")));
+
 
 static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -72,13 +75,15 @@ void evr_stack_atfork_prepare(void)
 void evr_stack_atfork_child(void)
 {
 	main_tid = forking_on_main ? (uint32_t)getpid() : 0;
+	tls_stack_top = 0;
 }
 
 static inline uintptr_t stack_top(void)
 {
-	if (evr_thread_id() == main_tid)
-		return (uintptr_t)__libc_stack_end;
-	return (uintptr_t)pthread_self();
+	if (EVR_UNLIKELY(!tls_stack_top))
+		tls_stack_top = evr_thread_id() == main_tid ? (uintptr_t)__libc_stack_end
+							    : (uintptr_t)pthread_self();
+	return tls_stack_top;
 }
 
 /* Not instrumented by ASan: it reads saved registers of other frames on purpose. */

@@ -47,16 +47,17 @@ static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned in
  * writer's stack with this event: the stack is captured once, at the largest
  * depth they ask for, and each of them gets an EVENT record with a stack block
  * (<evring/abi.h>) of at most its own depth; the other sessions get the plain
- * record. The block and the payload are laid out in one buffer with the
- * payload at its end, so a shallower copy starts later in the same buffer.
+ * record. The frames are captured straight into the record's buffer, the
+ * payload copied after them.
  */
 static __attribute__((noinline)) void
 write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
 		 const struct evr_provider_priv *pp, struct evr_event *ev, const void *payload,
 		 uint32_t len, bool filter, uint8_t level, uint64_t keywords)
 {
-	uint64_t ips[EVR_STACK_MAX_FRAMES];
-	uint32_t alen = (len + 7u) & ~7u, depth = 0, n, built = UINT32_MAX, cpu = UINT32_MAX;
+	uint32_t alen = (len + 7u) & ~7u, depth = 0, n, built, cpu = UINT32_MAX;
+	uint64_t saved[EVR_STACK_MAX_FRAMES];
+	bool have_saved = false;
 	struct evr_rseq_rec rec, srec;
 	bool truncated;
 	struct rseq *rs;
@@ -75,11 +76,18 @@ write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
 		depth = 0;
 	else if (depth > (EVR_MAX_PAYLOAD - len - sizeof(struct evr_stack_hdr)) / 8u)
 		depth = (EVR_MAX_PAYLOAD - len - (uint32_t)sizeof(struct evr_stack_hdr)) / 8u;
-	n = evr_stack_capture(ips, depth, &truncated);
-	uint8_t buf[sizeof(struct evr_stack_hdr) + 8u * n + alen];
+	/* Block and payload in one buffer, the frames captured in place: no copy of them. */
+	uint64_t buf[1u + depth + alen / 8u];
 
+	n = evr_stack_capture(buf + 1, depth, &truncated);
 	if (alen)
-		memcpy(buf + sizeof(struct evr_stack_hdr) + 8u * n, payload, alen);
+		memcpy(buf + 1 + n, payload, alen);
+	/* struct evr_stack_hdr {nframes, kind, flags, reserved} as one word. */
+	buf[0] = (uint64_t)n | (uint64_t)EVR_STACK_KIND_FP << 16 |
+		 (uint64_t)(truncated ? EVR_STACK_F_TRUNCATED : 0) << 24;
+	evr_rseq_rec_init(&srec, ev->rid, ts, tid, buf, 8u + 8u * n + len);
+	evr_rseq_rec_set_flags(&srec, EVR_REC_F_STACK);
+	built = n;
 	evr_rseq_rec_init(&rec, ev->rid, ts, tid, payload, len);
 	rs = evr_rseq_area();
 	do {
@@ -98,17 +106,21 @@ write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
 		if (k > n)
 			k = n;
 		if (k != built) {
-			uint8_t *st = buf + 8u * (n - k);
-			struct evr_stack_hdr sh = {
-				.nframes = (uint16_t)k,
-				.kind = EVR_STACK_KIND_FP,
-				.flags = truncated || k < n ? EVR_STACK_F_TRUNCATED : 0,
-			};
-
-			memcpy(st, &sh, sizeof(sh));
-			memcpy(st + sizeof(sh), ips, 8u * k);
-			evr_rseq_rec_init(&srec, ev->rid, ts, tid, st,
-					  (uint32_t)sizeof(sh) + 8u * k + len);
+			/*
+			 * Sessions of several depths on one event (rare): this one's
+			 * innermost k frames, then the payload moved next to them; the
+			 * whole capture is kept aside for the next rebuild.
+			 */
+			if (!have_saved) {
+				memcpy(saved, buf + 1, 8u * n);
+				have_saved = true;
+			}
+			if (alen)
+				memmove(buf + 1 + k, buf + 1 + built, alen);
+			memcpy(buf + 1, saved, 8u * k);
+			buf[0] = (uint64_t)k | (uint64_t)EVR_STACK_KIND_FP << 16 |
+				 (uint64_t)(truncated || k < n ? EVR_STACK_F_TRUNCATED : 0) << 24;
+			evr_rseq_rec_init(&srec, ev->rid, ts, tid, buf, 8u + 8u * k + len);
 			evr_rseq_rec_set_flags(&srec, EVR_REC_F_STACK);
 			built = k;
 		}
