@@ -17,7 +17,6 @@
 #include "monitor.h"
 
 #define ATTACH_WAIT_MS 3000		/* a fresh process: its first attach and samples */
-#define LIST_WAIT_MS 1500		/* GET /processes: new processes' first attach */
 
 static void add_kind_fields(json_t *o, const struct evr_counter_sample *s)
 {
@@ -129,33 +128,6 @@ static json_t *proc_json(const struct evr_mon_proc *p)
 	return o;
 }
 
-/*
- * Let the hub see the processes of now: one scan, and the first attaches it
- * started (a healthy process answers in milliseconds). A process that does not
- * answer is waited for once, at most LIST_WAIT_MS, and never again while the
- * hub retries it: one stopped process must not slow every request down.
- */
-static void hub_refresh_locked(struct evr_mon_hub *h)
-{
-	uint64_t deadline = evr_mon_now_ns() + (uint64_t)LIST_WAIT_MS * 1000000u;
-	uint64_t scans = h->scans;
-	struct timespec until = { .tv_sec = (time_t)(deadline / 1000000000u),
-				  .tv_nsec = (long)(deadline % 1000000000u) };
-
-	h->rescan_now = true;
-	pthread_cond_signal(&h->wake);
-	while (!h->stop && evr_mon_now_ns() < deadline) {
-		bool attaching = false;
-
-		for (uint32_t i = 0; i < h->n; i++)
-			attaching |= h->procs[i]->state == EVR_MON_ATTACHING &&
-				     !h->procs[i]->retrying;
-		if (h->scans > scans && !attaching)
-			break;
-		pthread_cond_timedwait(&h->changed, &h->lock, &until);
-	}
-}
-
 enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q)
 {
 	struct evr_mon_hub *h = &q->m->hub;
@@ -165,7 +137,7 @@ enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q)
 	if (!a)
 		return MHD_NO;
 	pthread_mutex_lock(&h->lock);
-	hub_refresh_locked(h);
+	evr_mon_hub_refresh_locked(h);
 	for (uint32_t i = 0; i < h->n; i++) {
 		const struct evr_mon_proc *p = h->procs[i];
 

@@ -28,6 +28,7 @@
 #define FORGET_NS 30000000000ull	/* forget an exited process after 30 s */
 #define RETRY_NS 5000000000ull		/* attach again to a failed one after 5 s */
 #define RING_SIZE (64u * 1024u)		/* counters only: a few KiB per interval */
+#define LIST_WAIT_MS 1500		/* a listing: new processes' first attach */
 #define POLL_BUDGET 20000		/* records per session per round */
 
 struct evr_mon_attach {
@@ -580,4 +581,55 @@ struct evr_mon_proc *evr_mon_hub_get_locked(struct evr_mon_hub *h, pid_t pid, bo
 		if (!wait_changed(h, deadline))
 			return p;
 	}
+}
+
+/*
+ * Let the hub see the processes of now: one scan, and the first attaches it
+ * started (a healthy process answers in milliseconds). A process that does not
+ * answer is waited for once, at most LIST_WAIT_MS, and never again while the
+ * hub retries it: one stopped process must not slow every request down.
+ */
+void evr_mon_hub_refresh_locked(struct evr_mon_hub *h)
+{
+	uint64_t deadline = evr_mon_now_ns() + (uint64_t)LIST_WAIT_MS * 1000000u;
+	uint64_t scans = h->scans;
+	struct timespec until = { .tv_sec = (time_t)(deadline / 1000000000u),
+				  .tv_nsec = (long)(deadline % 1000000000u) };
+
+	h->rescan_now = true;
+	pthread_cond_signal(&h->wake);
+	while (!h->stop && evr_mon_now_ns() < deadline) {
+		bool attaching = false;
+
+		for (uint32_t i = 0; i < h->n; i++)
+			attaching |= h->procs[i]->state == EVR_MON_ATTACHING &&
+				     !h->procs[i]->retrying;
+		if (h->scans > scans && !attaching)
+			break;
+		pthread_cond_timedwait(&h->changed, &h->lock, &until);
+	}
+}
+
+int evr_mon_hub_find_name_locked(struct evr_mon_hub *h, const char *name, pid_t *ret,
+				 char *err, size_t errlen)
+{
+	struct evr_strbuf sb = { 0 };
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < h->n; i++) {
+		const struct evr_mon_proc *p = h->procs[i];
+
+		if (strcmp(p->name, name) || (p->state != EVR_MON_LIVE && !p->listed))
+			continue;
+		if (n++ == 0)
+			*ret = p->pid;
+		evr_strbuf_printf(&sb, "%s%d", n > 1 ? ", " : "", (int)p->pid);
+	}
+	if (n == 0)
+		snprintf(err, errlen, "no process is named '%s' (GET /processes lists them)", name);
+	else if (n > 1)
+		snprintf(err, errlen, "%u processes are named '%s' (pids %s): name one by its pid",
+			 n, name, sb.buf ? sb.buf : "");
+	free(sb.buf);
+	return n == 0 ? -ESRCH : n > 1 ? -EEXIST : 0;
 }

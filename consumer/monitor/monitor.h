@@ -158,6 +158,21 @@ void evr_mon_hub_fini(struct evr_mon_hub *h);
 struct evr_mon_proc *evr_mon_hub_get_locked(struct evr_mon_hub *h, pid_t pid, bool want_samples,
 					    int timeout_ms);
 
+/*
+ * evr_mon_hub_refresh_locked() - scan now, and wait (at most 1.5 s) for the
+ * first attaches the scan started, so that a listing includes a process that
+ * just started. Context: an HTTP thread holding h->lock (released while waiting).
+ */
+void evr_mon_hub_refresh_locked(struct evr_mon_hub *h);
+
+/*
+ * evr_mon_hub_find_name_locked() - the pid of the one process named @name
+ * (argv[0]'s base name). Return: 0; -ESRCH none, -EEXIST several (@err lists
+ * their pids). Context: h->lock held.
+ */
+int evr_mon_hub_find_name_locked(struct evr_mon_hub *h, const char *name, pid_t *ret,
+				 char *err, size_t errlen);
+
 /* The counter @provider/@name of @p, or NULL. Context: h->lock held. */
 struct evr_mon_counter *evr_mon_proc_counter(struct evr_mon_proc *p, const char *provider,
 					     const char *name);

@@ -90,7 +90,13 @@ grep -q "Re-using existing connection" "$T/v" || fail "the connection was not ke
 expect_status 404 "$U/processes/999999/counters"
 grep -q '"errno":"ESRCH"' "$T/body" || fail "unknown pid: not ESRCH"
 expect_status 404 "$U/processes/999999"
-expect_status 404 "$U/processes/abc"
+# A process by name instead of pid: the one of that name; two of one name: 409 naming them.
+expect_status 200 "$U/processes/minirt/counters/Process/threads"
+expect_status 404 "$U/processes/no-such-name/counters"
+start_producer minirt2 "$MINIRT" --seconds 120 --phase idle --threads 1
+expect_status 409 "$U/processes/minirt"
+grep -q "2 processes are named 'minirt' (pids .*$PID" "$T/body" || fail "409 body: $(cat "$T/body")"
+kill "$PROD_PID"
 expect_status 404 "$U/no/such/route"
 expect_status 405 "$U/metrics" -X DELETE
 expect_status 400 "$U/processes/$PID/trace?duration=1s&providers=Bad%20Name"
