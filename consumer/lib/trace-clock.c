@@ -83,8 +83,12 @@ int evr_trace_clock_build(struct evr_trace_clock *k, const struct evr_clock_cali
 	uint32_t n = k->npts, nseg = 0;
 
 	k->piecewise = false;
-	if (session->kind != EVR_CLOCK_TSC || n == 0)
-		return 0;	/* MONOTONIC timestamps are nanoseconds already */
+	if (session->kind != EVR_CLOCK_TSC || n == 0) {
+		/* MONOTONIC timestamps are nanoseconds already. */
+		free(k->heads);
+		k->heads = NULL;
+		return 0;
+	}
 	k->lines = calloc(n, sizeof(*k->lines));
 	k->seg_first = calloc((size_t)n + 1, sizeof(*k->seg_first));
 	if (!k->lines || !k->seg_first)
@@ -115,6 +119,11 @@ int evr_trace_clock_build(struct evr_trace_clock *k, const struct evr_clock_cali
 			evr_trace_line_through(k->pts[i].ts, k->pts[i].mono_ns, k->pts[i + 1].ts,
 				     k->pts[i + 1].mono_ns, &k->lines[i]);
 		k->lines[b - 1] = k->lines[b - 2];	/* extended past the last point */
+	}
+	if (nseg == 1) {
+		/* Heads only place records across a jump: none to place. */
+		free(k->heads);
+		k->heads = NULL;
 	}
 	k->piecewise = true;
 	return 0;
