@@ -26,19 +26,29 @@ int evr_cli_trace_open(const char *cmd, const char *path, struct evr_trace_reade
 	return r == -EINVAL ? -EBADMSG : r;
 }
 
-void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_stats *st,
-			    const char *done)
+struct warn_ctx {
+	const char *cmd;
+	const char *path;
+};
+
+static void warn_line(void *arg, const char *line)
 {
-	if (st->truncated)
-		evr_cli_warn(cmd, "%s is truncated after byte %" PRIu64 " (%s): %s up to its last "
-			     "complete chunk", path, st->bytes,
-			     *st->truncated_why ? st->truncated_why : "cut short", done);
-	if (st->clock_segments > 1)
+	const struct warn_ctx *w = arg;
+
+	evr_cli_warn(w->cmd, "%s: %s", w->path, line);
+}
+
+void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_reader *r)
+{
+	struct warn_ctx w = { .cmd = cmd, .path = path };
+	struct evr_trace_stats st;
+
+	evr_trace_reader_stats(r, &st);
+	/* Cut, damaged (repaired, salvaged, skipped, missing): the reader's words. */
+	(void)evr_trace_reader_problems(r, warn_line, &w);
+	if (st.clock_segments > 1)
 		evr_cli_warn(cmd, "%s: the TSC jumped %u times during the recording (a VM restored "
 			     "from a snapshot or migrated?): times are converted per segment, %" PRIu64
 			     " records written near a jump carry approximate times", path,
-			     st->clock_segments - 1, st->approx_ts);
-	if (st->corrupt_chunks || st->corrupt_packets)
-		evr_cli_warn(cmd, "%s: %" PRIu64 " corrupt chunks and %" PRIu64 " corrupt packets "
-			     "were skipped", path, st->corrupt_chunks, st->corrupt_packets);
+			     st.clock_segments - 1, st.approx_ts);
 }

@@ -121,12 +121,12 @@ struct evr_trace_stats;
 int evr_cli_trace_open(const char *cmd, const char *path, struct evr_trace_reader **ret);
 
 /*
- * Warn that @path was truncated or had corrupt parts, after reading it all
- * (@st from evr_trace_reader_stats()); @done says what was done up to the cut:
- * "dumped", "converted", "reported".
+ * Warn about everything wrong with @path, one line each, once it was read to
+ * the end: where it was cut or that it has no END chunk, damage repaired,
+ * salvaged or skipped, events its END chunk counts that it does not hold
+ * (evr_trace_reader_problems()), clock jumps.
  */
-void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_stats *st,
-			    const char *done);
+void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_reader *r);
 
 /* ---- sandbox (sandbox.c) ------------------------------------------------ */
 

@@ -264,7 +264,7 @@ static int run(const struct convert_opts *o)
 	t0 = evr_now_ns() - t0;
 
 	evr_trace_reader_stats(r, &st);
-	evr_cli_trace_warnings(CMD, o->path, &st, "converted");
+	evr_cli_trace_warnings(CMD, o->path, r);
 	if (cs.undecodable)
 		evr_cli_warn(CMD, "%" PRIu64 " events had no schema or did not decode; they are "
 			     "written with their raw payload", cs.undecodable);

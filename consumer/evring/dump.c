@@ -375,7 +375,7 @@ static int run(const struct dump_opts *o)
 		goto out;
 	}
 	evr_trace_reader_stats(r, &st);
-	evr_cli_trace_warnings(CMD, o->path, &st, "dumped");
+	evr_cli_trace_warnings(CMD, o->path, r);
 	ret = 0;
 out:
 	free(sb.buf);

@@ -189,8 +189,8 @@ static void print_head(FILE *f, const struct evr_rpt *m, const char *path)
 	struct evr_strbuf cmd = { 0 };
 	char b1[32], b2[32];
 
-	fprintf(f, "Trace     %s (%s%s)\n", path, evr_fmt_bytes(m->st.bytes, b1, sizeof(b1)),
-		m->st.truncated ? ", truncated" : m->st.has_end ? "" : ", no END chunk");
+	fprintf(f, "Trace     %s (%s%s%s)\n", path, evr_fmt_bytes(m->st.bytes, b1, sizeof(b1)),
+		m->st.truncated ? ", truncated" : "", m->st.damaged ? ", damaged" : "");
 	if (p) {
 		evr_rpt_command(m, &cmd);
 		fprintf(f, "Process   pid %" PRIu32 ", %s, host %s\n", p->pid,
@@ -224,9 +224,12 @@ static void print_head(FILE *f, const struct evr_rpt *m, const char *path)
 			fprintf(f, " (%s)", p->clock_choice.reason);
 		fputc('\n', f);
 	}
-	fprintf(f, "Events    %" PRIu64 " (%s/s), %" PRIu64 " lost (%.2f%% of events)\n",
+	fprintf(f, "Events    %" PRIu64 " (%s/s), %" PRIu64 " lost (%.2f%% of events)",
 		m->events, evr_fmt_count(per_s(m->events, span), b1, sizeof(b1)), m->lost,
 		pct(m->lost, m->events + m->lost));
+	if (m->damaged)
+		fprintf(f, ", %" PRIu64 " missing from the damaged file", m->damaged);
+	fputc('\n', f);
 	if (m->undecodable || m->bad_samples)
 		fprintf(f, "Warning   %" PRIu64 " events without a description, %" PRIu64
 			" malformed counter samples\n", m->undecodable, m->bad_samples);
@@ -275,8 +278,11 @@ static void print_lost(FILE *f, const struct evr_rpt *m)
 			m->ring_events[i], m->ring_lost[i],
 			pct(m->ring_lost[i], m->ring_events[i] + m->ring_lost[i]));
 	}
-	fprintf(f, "  %-6s %12" PRIu64 " %12" PRIu64 " %7.2f%%\n", "total", m->events, m->lost,
-		pct(m->lost, m->events + m->lost));
+	fprintf(f, "  %-6s %12" PRIu64 " %12" PRIu64 " %7.2f%%\n", "total", m->events,
+		m->lost + m->damaged, pct(m->lost + m->damaged, m->events + m->lost + m->damaged));
+	if (m->damaged)
+		fprintf(f, "  (%" PRIu64 " of them are missing from the damaged file, not lost by "
+			"the recording)\n", m->damaged);
 }
 
 static void print_counters(FILE *f, const struct evr_rpt *m, unsigned width)
@@ -530,7 +536,7 @@ static int run(const struct report_opts *o)
 		}
 		html = NULL;
 	}
-	evr_cli_trace_warnings(CMD, o->path, &m.st, "reported");
+	evr_cli_trace_warnings(CMD, o->path, r);
 	ret = 0;
 	goto out;
 nomem:

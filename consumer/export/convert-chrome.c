@@ -580,7 +580,8 @@ static int process_records(struct chrome *c)
 				",\"tid\":0,\"args\":{\"name\":", c->pid);
 	if (!err)
 		err = evr_rpt_json_cstr(&c->sb, p && p->argc && p->argv[0] ? p->argv[0]
-					: p && p->exe ? p->exe : "unknown process");
+					: p && p->exe ? p->exe
+					: "unknown process (the file has no PROCESS chunk)");
 	if (!err)
 		err = evr_strbuf_append(&c->sb, "}}", 2);
 	if (!err)
@@ -630,13 +631,22 @@ static int other_data(struct chrome *c)
 				",\"counter_samples\":%" PRIu64 ",\"truncated\":%s"
 				",\"approximations\":{\"crossed\":%" PRIu64 ",\"too_deep\":%" PRIu64
 				",\"closed_late\":%" PRIu64 ",\"split_records\":%" PRIu64
-				",\"split_max\":%u,\"depth_max\":%u}",
+				",\"split_max\":%u,\"depth_max\":%u},\"damaged\":%s"
+				",\"damaged_events\":%" PRIu64 ",\"lost_damaged\":%" PRIu64,
 				c->sk ? "" : "\n]", c->st.events, c->st.lost, c->counters,
 				st.truncated ? "true" : "false", c->st.crossed, c->st.too_deep,
-				c->closed_late, c->synthetic, SPLIT_MAX, DEPTH_MAX);
+				c->closed_late, c->synthetic, SPLIT_MAX, DEPTH_MAX,
+				st.damaged ? "true" : "false", st.damaged_events, st.lost_damaged);
+	if (!err && st.truncated) {
+		err = evr_strbuf_append(&c->sb, ",\"truncated_why\":", 17);
+		if (!err)
+			err = evr_rpt_json_cstr(&c->sb, st.truncated_why);
+	}
 	if (!err && s)
 		err = evr_strbuf_printf(&c->sb, ",\"realtime_minus_monotonic_ns\":%" PRId64,
 					(int64_t)(s->clock.real_base - s->clock.mono_base));
+	if (!err && !p)
+		err = evr_strbuf_append(&c->sb, ",\"pid\":null", 11);	/* the file does not say */
 	if (!err && p) {
 		err = evr_strbuf_printf(&c->sb, ",\"pid\":%" PRIu32 ",\"exe\":", p->pid);
 		if (!err)
@@ -696,8 +706,9 @@ int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
 	struct evr_event_view v;
 	int err;
 
-	/* Chrome needs a pid: the traced one, or 1 when the file does not say. */
-	c.pid = p && p->pid ? p->pid : 1;
+	/* Chrome needs a pid: the traced one; 0 when the file does not say (otherData
+	 * then says "pid": null rather than making one up). */
+	c.pid = p ? p->pid : 0;
 	err = chrome_types(&c);
 	if (err < 0)
 		goto out;

@@ -301,6 +301,10 @@ static int head_section(struct evr_strbuf *sb, const struct evr_rpt *m, const ch
 						      sizeof(b)), m->lost,
 					m->events + m->lost ? 100.0 * (double)m->lost /
 						(double)(m->events + m->lost) : 0.0);
+	if (!err && m->damaged)
+		err = evr_strbuf_printf(sb, "<dt>damaged</dt><dd class=\"warn\">%" PRIu64 " events the "
+					"recording stored are missing from the file (damage, not "
+					"loss)</dd>", m->damaged);
 	if (!err && m->st.truncated) {
 		err = evr_strbuf_printf(sb, "<dt>file</dt><dd class=\"warn\">truncated after byte %"
 					PRIu64 " (", m->st.bytes);
@@ -367,8 +371,9 @@ static int tables(struct evr_strbuf *sb, const struct evr_rpt *m, const struct e
 	if (!err)
 		err = evr_strbuf_printf(sb, "<tr><th class=\"l\">total</th><th>%" PRIu64 "</th><th>%"
 					PRIu64 "</th><th>%.2f%%</th></tr></table>\n", m->events,
-					m->lost, m->events + m->lost ? 100.0 * (double)m->lost /
-						(double)(m->events + m->lost) : 0.0);
+					m->lost + m->damaged, m->events + m->lost + m->damaged ?
+					100.0 * (double)(m->lost + m->damaged) /
+						(double)(m->events + m->lost + m->damaged) : 0.0);
 	if (!err && m->ncounters)
 		err = evr_strbuf_printf(sb, "%s", "<h2>Counters</h2><table><tr><th class=\"l\">"
 					"provider</th><th class=\"l\">counter</th><th class=\"l\">kind"

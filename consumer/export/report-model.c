@@ -298,6 +298,9 @@ int evr_rpt_build(struct evr_trace_reader *r, struct evr_rpt *m, char *err, size
 		return ret;
 	}
 	evr_trace_reader_stats(r, &m->st);
+	/* What the END chunk says the file held and lacks is damage, not loss. */
+	m->damaged = m->st.lost_damaged <= m->lost ? m->st.lost_damaged : m->lost;
+	m->lost -= m->damaged;
 	return 0;
 }
 

@@ -26,6 +26,15 @@ uint32_t evr_crc32c_sw(uint32_t crc, const void *data, size_t len);
 uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len);
 bool evr_crc32c_hw_available(void);
 
+/**
+ * evr_crc32c_fix1() - is @data one flipped bit away from having CRC-32C @want?
+ * @ret_bit: the bit to flip back: byte @ret_bit / 8, bit @ret_bit % 8 (1 << bit).
+ * Return: 1 a data bit (in @ret_bit), 0 the data is intact and one bit of @want
+ * itself is flipped, -EINVAL the CRC matches, -EBADMSG more damage than one bit.
+ * Context: any thread; time linear in @len (about a nanosecond per bit).
+ */
+int evr_crc32c_fix1(const void *data, size_t len, uint32_t want, uint64_t *ret_bit);
+
 static inline uint32_t evr_trace_chunk_hdr_crc(const struct evr_trace_chunk_hdr *h)
 {
 	return evr_crc32c(0, h, EVR_TRACE_CHUNK_HDR_CRC_LEN);
@@ -120,6 +129,9 @@ struct evr_trace_ring_clock {
 	bool held_known;		/* held is the value seen, not just the old maximum */
 };
 
+/* Lines kept about damage (more are counted, not kept). */
+#define EVR_TRACE_PROBLEMS_MAX 12
+
 /* One record of a loaded EVENTS chunk, ready to be returned. */
 struct evr_trace_entry {
 	uint64_t ts_ns;
@@ -140,6 +152,7 @@ struct evr_trace_ring {
 	uint32_t nchunks, chunks_cap;
 	uint32_t next_chunk;		/* the next one to load */
 	uint64_t final_lost;		/* sum of the ring's LOST chunks */
+	uint64_t scan_pos;		/* scan: where the ring's last chunk ended */
 	bool final_lost_queued;
 	/* Decoding state, carried from chunk to chunk. */
 	uint64_t expect_pos;		/* where a contiguous next chunk starts */
@@ -203,6 +216,17 @@ struct evr_trace_reader {
 	/* Stats. */
 	uint64_t out_events, out_lost, first_ts, ts_clamped;
 	uint64_t corrupt_chunks, corrupt_packets;
+	/* Damage found, repaired or worked around (trace-salvage.c). */
+	uint32_t repaired_chunks, salvaged_chunks, missing_chunks;
+	uint64_t skipped_bytes;
+	bool end_damaged;		/* an END chunk was there, beyond repair */
+	bool damage_since_events;	/* chunks skipped since the last EVENTS chunk */
+	bool end_checked;		/* the END totals were compared with what was read */
+	uint64_t damaged_events, lost_damaged;
+	uint64_t *repaired;		/* offsets repaired (sorted): each said once */
+	uint32_t nrepaired, repaired_cap;
+	char problems[EVR_TRACE_PROBLEMS_MAX][200];
+	uint32_t nproblems, problems_dropped;
 	int err;			/* sticky error of evr_trace_reader_next() */
 	char errmsg[160];
 	/* evr_trace_reader_chunk_next()'s buffer. */
@@ -218,10 +242,63 @@ int evr_trace_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need);
 
 /*
  * Read the chunk at @off (header and payload) into *@buf and check both CRCs,
- * its kind and its length. Return: 0, -EBADMSG (@why says what), -EIO, -ENOMEM.
+ * its kind and its length. A payload one flipped bit away from its CRC is
+ * repaired in *@buf (and said, evr_trace_problem()). Return: 0, -EBADMSG (@why
+ * says what; after a payload CRC mismatch the payload is in *@buf, its length
+ * in *@ret_len), -EIO, -ENOMEM.
  */
 int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind, uint8_t **buf,
 			 uint32_t *cap, uint32_t *ret_len, const char **why);
+
+/* Keep one line about damage for evr_trace_reader_problems(). */
+__attribute__((format(printf, 2, 3)))
+void evr_trace_problem(struct evr_trace_reader *r, const char *fmt, ...);
+
+/* The name of a chunk kind, "unknown" for kinds this reader does not know. */
+const char *evr_trace_kind_name(uint32_t kind);
+
+/* A chunk header whose magic and CRC hold. */
+static inline bool evr_trace_chunk_hdr_ok(const struct evr_trace_chunk_hdr *h)
+{
+	return h->magic == EVR_TRACE_CHUNK_MAGIC && h->hdr_crc == evr_trace_chunk_hdr_crc(h);
+}
+
+/* Repair @h in place if one flipped bit (data or CRC) keeps it from validating. */
+bool evr_trace_chunk_hdr_fix(struct evr_trace_chunk_hdr *h);
+
+/*
+ * A chunk header at @off that does not validate: repair it in @h if one bit is
+ * flipped and say so (return true), else false.
+ */
+bool evr_trace_repair_hdr(struct evr_trace_reader *r, uint64_t off, struct evr_trace_chunk_hdr *h);
+
+/*
+ * After a chunk header at @off that cannot be repaired: the offset of the next
+ * valid chunk header (8-byte aligned, numbered @seq or later, inside the file).
+ * Return: 1 found (*@ret_off, its number in *@ret_seq), 0 none, -errno.
+ */
+int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uint64_t *ret_off,
+		     uint32_t *ret_seq);
+
+/* A repair at @off: true the first time (count and say it), false if said already. */
+bool evr_trace_note_repair(struct evr_trace_reader *r, uint64_t off);
+
+/*
+ * A small chunk whose payload failed its CRC beyond repair: use what can be
+ * trusted of it (@p, @len as read) and say what was skipped.
+ * Return: 0 go on, 1 stop the scan here (nothing after it can be read), -errno.
+ */
+int evr_trace_salvage_small(struct evr_trace_reader *r, uint64_t off,
+			    const struct evr_trace_chunk_hdr *h, const uint8_t *p, uint32_t len);
+
+/* Once every view was returned: compare the END chunk's totals with them. */
+void evr_trace_check_end(struct evr_trace_reader *r);
+
+/* Used by the salvage code: decode a SESSION / METADATA payload (trace-reader.c). */
+int evr_trace_take_session(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
+			   char *errbuf, size_t errlen, uint64_t off);
+int evr_trace_take_metadata_lenient(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
+				    uint32_t *ret_used, uint32_t *ret_skipped);
 
 void evr_trace_merge_free(struct evr_trace_reader *r);
 

@@ -79,7 +79,7 @@ int evr_trace_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need)
 	return 0;
 }
 
-static const char *kind_name(uint32_t kind)
+const char *evr_trace_kind_name(uint32_t kind)
 {
 	switch (kind) {
 	case EVR_CHUNK_PROCESS: return "PROCESS";
@@ -99,6 +99,7 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 			 uint32_t *cap, uint32_t *ret_len, const char **why)
 {
 	struct evr_trace_chunk_hdr h;
+	uint64_t bit;
 	uint32_t crc;
 	int err;
 
@@ -109,8 +110,11 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 	err = evr_trace_pread(r, &h, sizeof(h), off);
 	if (err)
 		return err;
-	if (h.magic != EVR_TRACE_CHUNK_MAGIC || h.hdr_crc != evr_trace_chunk_hdr_crc(&h) ||
-	    (kind && h.kind != kind) || !evr_trace_chunk_len_ok(h.kind, h.len) ||
+	/* A header the scan repaired is repaired again, silently (said once). */
+	if (!evr_trace_chunk_hdr_ok(&h))
+		(void)evr_trace_chunk_hdr_fix(&h);
+	if (!evr_trace_chunk_hdr_ok(&h) || (kind && h.kind != kind) ||
+	    !evr_trace_chunk_len_ok(h.kind, h.len) ||
 	    r->read_limit - off - EVR_TRACE_CHUNK_HDR_SIZE < h.len) {
 		*why = "chunk header changed since the file was opened";
 		return -EBADMSG;
@@ -121,13 +125,33 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 	err = evr_trace_pread(r, *buf, h.len, off + EVR_TRACE_CHUNK_HDR_SIZE);
 	if (err)
 		return err;
+	*ret_len = h.len;
 	crc = evr_crc32c(0, *buf, h.len);
-	if (crc != h.data_crc) {
+	if (crc == h.data_crc)
+		return 0;
+	switch (evr_crc32c_fix1(*buf, h.len, h.data_crc, &bit)) {
+	case 1:
+		(*buf)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (!evr_trace_note_repair(r, off))
+			return 0;
+		r->repaired_chunks++;
+		evr_trace_problem(r, "%s chunk at offset %llu: one flipped bit (byte %llu, bit %u) "
+				  "repaired from its CRC", evr_trace_kind_name(h.kind),
+				  (unsigned long long)off, (unsigned long long)(bit / 8),
+				  (unsigned)(bit % 8));
+		return 0;
+	case 0:
+		if (!evr_trace_note_repair(r, off))
+			return 0;
+		r->repaired_chunks++;
+		evr_trace_problem(r, "%s chunk at offset %llu: one flipped bit in its stored CRC; "
+				  "the payload is intact", evr_trace_kind_name(h.kind),
+				  (unsigned long long)off);
+		return 0;
+	default:
 		*why = "payload CRC mismatch";
 		return -EBADMSG;
 	}
-	*ret_len = h.len;
-	return 0;
 }
 
 /* ---- small chunks -------------------------------------------------------- */
@@ -174,8 +198,8 @@ out:
 	return err;
 }
 
-static int take_session(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
-			char *errbuf, size_t errlen, uint64_t off)
+int evr_trace_take_session(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
+			   char *errbuf, size_t errlen, uint64_t off)
 {
 	struct evr_trace_session_rec rec;
 	struct evr_trace_session *s = &r->session;
@@ -264,6 +288,37 @@ bad:
 	return -EBADMSG;
 }
 
+int evr_trace_take_metadata_lenient(struct evr_trace_reader *r, const uint8_t *data, uint32_t len,
+				    uint32_t *ret_used, uint32_t *ret_skipped)
+{
+	uint32_t pos = 0, used = 0, skipped = 0;
+
+	while (len - pos >= sizeof(struct evr_meta_entry)) {
+		struct evr_meta_entry e;
+		int err;
+
+		memcpy(&e, data + pos, sizeof(e));
+		pos += sizeof(e);
+		if (e.size > len - pos || evr_align8(e.size) > len - pos) {
+			skipped++;	/* the frame itself is damaged: the rest is lost */
+			break;
+		}
+		if (e.kind == EVR_META_EVENT) {
+			err = evr_schema_set_add_pb(r->schemas, data + pos, e.size);
+			if (err == -ENOMEM)
+				return err;
+			if (err)
+				skipped++;
+			else
+				used++;
+		}
+		pos += (uint32_t)evr_align8(e.size);
+	}
+	*ret_used = used;
+	*ret_skipped = skipped;
+	return 0;
+}
+
 static int ring_add_chunk(struct evr_trace_ring *ring, uint64_t off)
 {
 	if (ring->nchunks == ring->chunks_cap) {
@@ -300,11 +355,20 @@ static void stop_at(struct evr_trace_reader *r, uint64_t off, const char *fmt, .
 	va_end(ap);
 }
 
+/* Ring and position of an EVENTS chunk of @len bytes fit the session. */
+static bool events_rec_fits(const struct evr_trace_reader *r, const struct evr_trace_events_rec *rec,
+			    uint32_t len)
+{
+	uint32_t pmask = r->session.packet_size - 1;
+
+	return rec->ring < r->session.nr_rings && !(rec->pos & 7u) &&
+	       (rec->pos & pmask) + (len - sizeof(*rec)) <= r->session.packet_size;
+}
+
 static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct evr_trace_chunk_hdr *h,
 		       const uint8_t *rest, char *errbuf, size_t errlen)
 {
 	struct evr_trace_events_rec rec;
-	uint32_t pmask;
 
 	if (!r->has_session) {
 		set_err(errbuf, errlen, "EVENTS chunk at offset %llu precedes the SESSION chunk",
@@ -312,20 +376,24 @@ static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct ev
 		return -EBADMSG;
 	}
 	memcpy(&rec, rest, sizeof(rec));
-	pmask = r->session.packet_size - 1;
-	if (rec.ring >= r->session.nr_rings || (rec.pos & 7u) ||
-	    (rec.pos & pmask) + (h->len - sizeof(rec)) > r->session.packet_size) {
+	if (!events_rec_fits(r, &rec, h->len) || rec.reserved ||
+	    !r->rings[rec.ring].nchunks || rec.pos != r->rings[rec.ring].scan_pos) {
 		/*
-		 * The payload CRC was not checked yet: a flipped bit is corruption,
-		 * to be skipped like any corrupt EVENTS chunk, not a hostile file.
+		 * A ring's first chunk, or one not where the ring's last chunk ended
+		 * (legitimate after a lap, a retraction or a bad packet; or a flipped
+		 * bit): check the CRC now, repairing one bit, before ring and position
+		 * are trusted. The common case, the next chunk of a ring, costs nothing.
 		 */
 		uint8_t *buf = NULL;
 		uint32_t cap = 0, len;
 		const char *why;
 		int err = evr_trace_load_chunk(r, off, EVR_CHUNK_EVENTS, &buf, &cap, &len, &why);
 
+		if (!err)
+			memcpy(&rec, buf, sizeof(rec));
 		free(buf);
 		if (err == -EBADMSG) {
+			/* Skipped like any corrupt EVENTS chunk, not taken for a hostile file. */
 			r->corrupt_chunks++;
 			r->last_events_off = off;
 			r->last_events_ring = UINT32_MAX;	/* nothing to retract */
@@ -333,14 +401,17 @@ static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct ev
 		}
 		if (err)
 			return err;
-		set_err(errbuf, errlen, "EVENTS chunk at offset %llu: ring %u position %llu "
-			"does not fit the session (%u rings, %u-byte packets)",
-			(unsigned long long)off, rec.ring, (unsigned long long)rec.pos,
-			r->session.nr_rings, r->session.packet_size);
-		return -EBADMSG;
+		if (!events_rec_fits(r, &rec, h->len)) {
+			set_err(errbuf, errlen, "EVENTS chunk at offset %llu: ring %u position %llu "
+				"does not fit the session (%u rings, %u-byte packets)",
+				(unsigned long long)off, rec.ring, (unsigned long long)rec.pos,
+				r->session.nr_rings, r->session.packet_size);
+			return -EBADMSG;
+		}
 	}
 	r->last_events_off = off;
 	r->last_events_ring = rec.ring;
+	r->rings[rec.ring].scan_pos = rec.pos + (h->len - (uint32_t)sizeof(rec));
 	return ring_add_chunk(&r->rings[rec.ring], off);
 }
 
@@ -459,7 +530,7 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 				(unsigned long long)off);
 			return -EBADMSG;
 		}
-		return take_session(r, p, h->len, errbuf, errlen, off);
+		return evr_trace_take_session(r, p, h->len, errbuf, errlen, off);
 	case EVR_CHUNK_METADATA:
 		return take_metadata(r, p, h->len, errbuf, errlen, off);
 	case EVR_CHUNK_THREADS:
@@ -500,6 +571,10 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 		struct evr_trace_ring *ring;
 
 		memcpy(&rec, p, sizeof(rec));
+		if (r->damage_since_events && rec.chunk_off != r->last_events_off) {
+			/* It names a chunk in the damage skipped since: gone anyway. */
+			return 0;
+		}
 		if (!r->has_session || rec.chunk_off == UINT64_MAX ||
 		    rec.chunk_off != r->last_events_off) {
 			set_err(errbuf, errlen, "DISCARD chunk at offset %llu names offset %llu, "
@@ -565,37 +640,87 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		if (err)
 			goto out;
 		memcpy(&h, hb, sizeof(h));
-		if (h.magic != EVR_TRACE_CHUNK_MAGIC || h.hdr_crc != evr_trace_chunk_hdr_crc(&h)) {
-			stop_at(r, off, "invalid chunk header (magic or CRC)");
-			break;
+		if (!evr_trace_chunk_hdr_ok(&h)) {
+			uint64_t next;
+
+			if (evr_trace_repair_hdr(r, off, &h)) {
+				memcpy(hb, &h, sizeof(h));
+			} else {
+				/* Damage, not a cut (a cut ends the file): find the next chunk. */
+				uint32_t nseq = seq;
+
+				err = evr_trace_resync(r, off, seq, &next, &nseq);
+				if (err < 0)
+					goto out;
+				if (err == 0) {
+					stop_at(r, off, "invalid chunk header (magic or CRC)");
+					break;
+				}
+				err = 0;
+				evr_trace_problem(r, "%llu bytes at offset %llu skipped: a chunk header "
+						  "there is damaged beyond repair (%u chunks lost with "
+						  "it); reading on at offset %llu",
+						  (unsigned long long)(next - off), (unsigned long long)off,
+						  nseq - seq, (unsigned long long)next);
+				r->skipped_bytes += next - off;
+				r->missing_chunks += nseq - seq;
+				r->damage_since_events = true;
+				seq = nseq;
+				off = next;
+				continue;
+			}
 		}
 		if (h.seq != seq) {
-			stop_at(r, off, "chunk number %u where %u was expected", h.seq, seq);
-			break;
+			if (h.seq < seq) {
+				stop_at(r, off, "chunk number %u where %u was expected", h.seq, seq);
+				break;
+			}
+			/* A valid chunk further on: the chunks in between are gone. */
+			evr_trace_problem(r, "chunks %u to %u are missing (the file goes on at offset "
+					  "%llu with chunk %u)", seq, h.seq - 1, (unsigned long long)off,
+					  h.seq);
+			r->missing_chunks += h.seq - seq;
+			r->damage_since_events = true;
+			seq = h.seq;
 		}
 		if (!evr_trace_chunk_len_ok(h.kind, h.len)) {
-			stop_at(r, off, "chunk (%s) of impossible length %u", kind_name(h.kind), h.len);
+			stop_at(r, off, "chunk (%s) of impossible length %u", evr_trace_kind_name(h.kind),
+				h.len);
 			break;
 		}
 		if (avail - EVR_TRACE_CHUNK_HDR_SIZE < h.len) {
 			stop_at(r, off, "the file ends inside a chunk (%s, %u of %u bytes)",
-				kind_name(h.kind), (uint32_t)(avail - EVR_TRACE_CHUNK_HDR_SIZE), h.len);
+				evr_trace_kind_name(h.kind), (uint32_t)(avail - EVR_TRACE_CHUNK_HDR_SIZE),
+				h.len);
+			break;
+		}
+		if (!r->has_session && (r->skipped_bytes || r->missing_chunks) &&
+		    (h.kind == EVR_CHUNK_EVENTS || h.kind == EVR_CHUNK_LOST ||
+		     h.kind == EVR_CHUNK_DISCARD || h.kind == EVR_CHUNK_SYNC)) {
+			/* The SESSION chunk was in the damage: no event can be read. */
+			stop_at(r, off, "the SESSION chunk is missing (damaged), nothing after it "
+				"can be read");
 			break;
 		}
 		if (h.kind == EVR_CHUNK_EVENTS) {
 			err = scan_events(r, off, &h, hb + sizeof(h), errbuf, errlen);
+			r->damage_since_events = false;
 		} else if (small_kind(h.kind)) {
-			uint32_t len;
+			uint32_t len = 0;
 			const char *why;
 
 			err = evr_trace_load_chunk(r, off, h.kind, &buf, &cap, &len, &why);
 			if (err == -EBADMSG) {
-				stop_at(r, off, "chunk (%s): %s", kind_name(h.kind), why);
-				err = 0;
-				break;
-			}
-			if (!err)
+				/* Past repair (the header is good, so its length is known). */
+				err = evr_trace_salvage_small(r, off, &h, buf, len);
+				if (err == 1) {
+					err = 0;
+					stop_at(r, off, "chunk (%s): %s", evr_trace_kind_name(h.kind), why);
+					break;
+				}
+			} else if (!err) {
 				err = scan_small(r, off, &h, buf, errbuf, errlen);
+			}
 		}
 		if (err)
 			goto out;
@@ -607,11 +732,16 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 			/* Only padding is missing: the chunk is whole, nothing follows. */
 			r->good_end = r->file_size;
 			stop_at(r, off, "the file ends inside the padding of a chunk (%s)",
-				kind_name(h.kind));
+				evr_trace_kind_name(h.kind));
 			break;
 		}
 		off += span;
 		r->good_end = off;
+	}
+	if (!r->truncated && !r->has_end && !r->end_damaged) {
+		r->truncated = true;
+		snprintf(r->truncated_why, sizeof(r->truncated_why), "no END chunk: the recording "
+			 "did not finish, or the file was cut at a chunk boundary");
 	}
 out:
 	free(buf);
@@ -646,6 +776,20 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 	if (err) {
 		set_err(errbuf, errlen, "cannot read the trace file: %s", strerror(-err));
 		return err;
+	}
+	if (fh.crc != evr_crc32c(0, &fh, EVR_TRACE_FILE_HDR_CRC_LEN)) {
+		struct evr_trace_file_hdr fixed = fh;
+		uint64_t bit;
+		int k = evr_crc32c_fix1(&fixed, EVR_TRACE_FILE_HDR_CRC_LEN, fixed.crc, &bit);
+
+		/* One flipped bit (the magic's included): repair, if that makes a header. */
+		if (k == 1)
+			((uint8_t *)&fixed)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (k >= 0 && memcmp(fixed.magic, EVR_TRACE_MAGIC, sizeof(fixed.magic)) == 0) {
+			fixed.crc = evr_crc32c(0, &fixed, EVR_TRACE_FILE_HDR_CRC_LEN);
+			fh = fixed;
+			evr_trace_problem(r, "file header: one flipped bit repaired from its CRC");
+		}
 	}
 	if (memcmp(fh.magic, EVR_TRACE_MAGIC, sizeof(fh.magic)) != 0) {
 		set_err(errbuf, errlen, "not an evring trace file (bad magic)");
@@ -737,6 +881,7 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 		return;
 	evr_trace_merge_free(r);
 	evr_trace_clock_free(&r->clk);
+	free(r->repaired);
 	if (r->has_process || r->process.argv)
 		evr_process_info_free_strings(&r->process);
 	free(r->process_pb);
@@ -795,6 +940,15 @@ void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_s
 	ret->has_end = r->has_end;
 	if (r->has_end)
 		ret->end = r->end;
+	ret->repaired_chunks = r->repaired_chunks;
+	ret->salvaged_chunks = r->salvaged_chunks;
+	ret->missing_chunks = r->missing_chunks;
+	ret->skipped_bytes = r->skipped_bytes;
+	ret->damaged_events = r->damaged_events;
+	ret->lost_damaged = r->lost_damaged;
+	ret->damaged = r->repaired_chunks || r->salvaged_chunks || r->missing_chunks ||
+		       r->skipped_bytes || r->damaged_events || r->corrupt_chunks ||
+		       r->corrupt_packets || r->end_damaged || r->nproblems;
 }
 
 int evr_trace_reader_ring_stats(const struct evr_trace_reader *r, uint32_t ring,

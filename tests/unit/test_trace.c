@@ -104,6 +104,38 @@ static void test_crc32c_implementations_agree(void **state)
 	}
 }
 
+/* One flipped bit anywhere (or in the CRC itself) is found; two are not taken for one. */
+static void test_crc32c_fix1(void **state)
+{
+	static uint8_t buf[1500];
+	uint64_t s = 7, bit;
+	uint32_t want;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)gen_rnd(&s);
+	want = evr_crc32c(0, buf, sizeof(buf));
+	assert_int_equal(evr_crc32c_fix1(buf, sizeof(buf), want, &bit), -EINVAL);
+	for (uint64_t b = 0; b < sizeof(buf) * 8; b += 1 + b / 64) {
+		buf[b / 8] ^= (uint8_t)(1u << (b % 8));
+		assert_int_equal(evr_crc32c_fix1(buf, sizeof(buf), want, &bit), 1);
+		assert_true(bit == b);
+		buf[b / 8] ^= (uint8_t)(1u << (b % 8));
+	}
+	assert_int_equal(evr_crc32c_fix1(buf, sizeof(buf), want ^ 0x400u, &bit), 0);
+	for (int t = 0; t < 200; t++) {
+		uint64_t b1 = gen_rnd(&s) % (sizeof(buf) * 8), b2 = gen_rnd(&s) % (sizeof(buf) * 8);
+
+		if (b1 == b2)
+			continue;
+		buf[b1 / 8] ^= (uint8_t)(1u << (b1 % 8));
+		buf[b2 / 8] ^= (uint8_t)(1u << (b2 % 8));
+		assert_int_equal(evr_crc32c_fix1(buf, sizeof(buf), want, &bit), -EBADMSG);
+		buf[b1 / 8] ^= (uint8_t)(1u << (b1 % 8));
+		buf[b2 / 8] ^= (uint8_t)(1u << (b2 % 8));
+	}
+}
+
 /* ---- reading back what trace_gen wrote ------------------------------------- */
 
 static uint64_t conv(const struct gen *g, uint64_t raw)
@@ -452,7 +484,9 @@ static void test_trace_reader_orders_within_ring(void **state)
 	assert_true(st.ts_clamped == 1);
 	assert_true(st.events == 7 && st.lost == 0);
 	assert_true(st.first_ts_ns == 50 && st.last_ts_ns == 100);
-	assert_false(st.truncated);
+	/* Written without an END chunk: a recording that did not finish. */
+	assert_true(st.truncated);
+	assert_non_null(strstr(st.truncated_why, "no END chunk"));
 	assert_false(st.has_end);
 	evr_trace_reader_free(r);
 	close(fd);
@@ -573,6 +607,10 @@ static void test_trace_reader_truncated(void **state)
 	count_all(g.out_fd, &rc, &full, &st);
 	assert_int_equal(rc, 0);
 	assert_true(full == g.kept);
+	/* Whole, and as its END chunk says: nothing to report. */
+	assert_false(st.truncated);
+	assert_false(st.damaged);
+	assert_true(st.damaged_events == 0 && st.lost_damaged == 0);
 	assert_false(st.truncated);
 	assert_true(st.bytes == size && st.file_size == size);
 
@@ -620,7 +658,7 @@ static void test_trace_reader_corrupt_events_chunk(void **state)
 	}
 	evr_trace_reader_free(r);
 	assert_int_equal(pread(g.out_fd, &byte, 1, (off_t)target), 1);
-	byte ^= 0x40;
+	byte ^= 0x41;	/* two bits: beyond repair */
 	assert_int_equal(pwrite(g.out_fd, &byte, 1, (off_t)target), 1);
 	count_all(g.out_fd, &rc, &n, &st);
 	assert_int_equal(rc, 0);
@@ -629,6 +667,246 @@ static void test_trace_reader_corrupt_events_chunk(void **state)
 	/* Nothing vanishes silently: what the chunk held is counted lost. */
 	assert_true(n < g.kept);
 	assert_true(n + st.lost == g.nev + g.final_lost);
+	gen_fini(&g);
+}
+
+/* ---- damaged files ----------------------------------------------------------- */
+
+/* The @nth (from 1) chunk of @kind in the file @fd: its offset and header. */
+static uint64_t find_chunk(int fd, uint32_t kind, int nth, struct evr_trace_chunk_hdr *ret)
+{
+	struct stat st;
+	uint64_t off = 64;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	while (off + sizeof(*ret) <= (uint64_t)st.st_size) {
+		assert_int_equal(pread(fd, ret, sizeof(*ret), (off_t)off), (ssize_t)sizeof(*ret));
+		if (ret->kind == kind && --nth == 0)
+			return off;
+		off += sizeof(*ret) + evr_align8(ret->len);
+	}
+	fail_msg("no chunk of kind %u", kind);
+	return 0;
+}
+
+static void flip_bits(int fd, uint64_t off, uint8_t mask)
+{
+	uint8_t b;
+
+	assert_int_equal(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= mask;
+	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
+}
+
+struct lines {
+	char text[2048];
+	int n;
+};
+
+static void collect_line(void *arg, const char *line)
+{
+	struct lines *l = arg;
+	size_t used = strlen(l->text);
+
+	assert_null(strchr(line, '\n'));
+	snprintf(l->text + used, sizeof(l->text) - used, "%s\n", line);
+	l->n++;
+}
+
+/* Read it all; the problems said in @lines. */
+static void read_damaged(int fd, uint64_t *ret_events, struct evr_trace_stats *st,
+			 struct lines *lines)
+{
+	struct evr_trace_reader *r;
+	struct evr_event_view v;
+	uint64_t n = 0;
+	int rc;
+
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, NULL, 0), 0);
+	while ((rc = evr_trace_reader_next(r, &v)) == 1) {
+		n += v.type == EVR_REC_EVENT;
+		/* Every event still has its description. */
+		if (v.type == EVR_REC_EVENT && v.rid != GEN_RID_UNDESCRIBED)
+			assert_non_null(v.schema);
+	}
+	assert_int_equal(rc, 0);
+	evr_trace_reader_stats(r, st);
+	memset(lines, 0, sizeof(*lines));
+	rc = evr_trace_reader_problems(r, collect_line, lines);
+	assert_int_equal(rc, lines->n);
+	evr_trace_reader_free(r);
+	*ret_events = n;
+}
+
+/* One flipped bit, in a chunk header, a METADATA or an EVENTS payload: the file
+ * reads exactly as written, and the repair is said. */
+static void test_trace_reader_repairs_one_bit(void **state)
+{
+	static const struct {
+		uint32_t kind;
+		int nth;
+		uint32_t at;	/* byte from the chunk's start */
+	} where[] = {
+		{ EVR_CHUNK_METADATA, 1, 24 + 30 },
+		{ EVR_CHUNK_METADATA, 1, 8 },	/* its header's length field */
+		{ EVR_CHUNK_EVENTS, 3, 24 + 16 + 20 },
+		{ EVR_CHUNK_EVENTS, 3, 24 + 8 },	/* the position of its span */
+		{ EVR_CHUNK_SESSION, 1, 24 + 4 },
+		{ EVR_CHUNK_END, 1, 24 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		struct evr_trace_chunk_hdr h;
+		struct evr_trace_stats st;
+		struct lines lines;
+		uint64_t n, off;
+		struct gen g;
+
+		small_file(&g);
+		off = find_chunk(g.out_fd, where[i].kind, where[i].nth, &h);
+		flip_bits(g.out_fd, off + where[i].at, 0x10);
+		read_damaged(g.out_fd, &n, &st, &lines);
+		assert_true(n == g.kept);
+		assert_false(st.truncated);
+		assert_int_equal(st.repaired_chunks, 1);
+		assert_true(st.damaged && st.corrupt_chunks == 0 && st.damaged_events == 0);
+		assert_int_equal(lines.n, 1);
+		assert_non_null(strstr(lines.text, "repaired from its CRC"));
+		gen_fini(&g);
+	}
+}
+
+/* A METADATA chunk damaged beyond repair: what still decodes is used, the rest
+ * skipped and said; the events after it are all read. */
+static void test_trace_reader_salvages_metadata(void **state)
+{
+	struct evr_trace_chunk_hdr h;
+	struct evr_trace_stats st;
+	struct lines lines;
+	uint64_t n, off;
+	struct gen g;
+
+	(void)state;
+	small_file(&g);
+	off = find_chunk(g.out_fd, EVR_CHUNK_METADATA, 1, &h);
+	/* Eight bits of the last description's payload: its protobuf breaks. */
+	flip_bits(g.out_fd, off + 24 + h.len - 3, 0xff);
+	read_damaged(g.out_fd, &n, &st, &lines);
+	assert_true(n == g.kept);
+	assert_false(st.truncated);
+	assert_int_equal(st.salvaged_chunks, 1);
+	assert_true(st.damaged);
+	assert_non_null(strstr(lines.text, "METADATA chunk at offset"));
+	assert_non_null(strstr(lines.text, "damaged beyond repair"));
+	gen_fini(&g);
+}
+
+/*
+ * An EVENTS chunk removed, every later chunk renumbered and the CRCs made
+ * right: the CRCs cannot see it, the END chunk does. The events it held are
+ * damage, not loss.
+ */
+static void test_trace_reader_missing_chunk_is_damage(void **state)
+{
+	struct evr_trace_chunk_hdr h;
+	struct evr_trace_stats st;
+	struct lines lines;
+	uint64_t n, off, span, end_off, size;
+	uint8_t *rest;
+	struct stat sb;
+	struct gen g;
+
+	(void)state;
+	small_file(&g);
+	off = find_chunk(g.out_fd, EVR_CHUNK_EVENTS, 4, &h);
+	span = sizeof(h) + evr_align8(h.len);
+	assert_int_equal(fstat(g.out_fd, &sb), 0);
+	size = (uint64_t)sb.st_size;
+	rest = malloc(size - off - span);
+	assert_non_null(rest);
+	assert_int_equal(pread(g.out_fd, rest, size - off - span, (off_t)(off + span)),
+			 (ssize_t)(size - off - span));
+	/* Renumber the chunks behind it, fix the END chunk's own counts. */
+	for (uint64_t at = 0; at < size - off - span;) {
+		struct evr_trace_chunk_hdr c;
+
+		memcpy(&c, rest + at, sizeof(c));
+		c.seq--;
+		if (c.kind == EVR_CHUNK_END) {
+			struct evr_trace_end_rec e;
+
+			memcpy(&e, rest + at + sizeof(c), sizeof(e));
+			e.chunks--;
+			e.bytes -= span;
+			memcpy(rest + at + sizeof(c), &e, sizeof(e));
+			c.data_crc = evr_crc32c(0, &e, sizeof(e));
+		}
+		c.hdr_crc = evr_crc32c(0, &c, 20);
+		memcpy(rest + at, &c, sizeof(c));
+		at += sizeof(c) + evr_align8(c.len);
+	}
+	assert_int_equal(pwrite(g.out_fd, rest, size - off - span, (off_t)off),
+			 (ssize_t)(size - off - span));
+	assert_int_equal(ftruncate(g.out_fd, (off_t)(size - span)), 0);
+	free(rest);
+	end_off = find_chunk(g.out_fd, EVR_CHUNK_END, 1, &h);
+	assert_true(end_off > 0);
+
+	read_damaged(g.out_fd, &n, &st, &lines);
+	assert_false(st.truncated);
+	assert_true(n < g.kept);
+	assert_true(st.damaged);
+	assert_true(st.damaged_events == g.kept - n);
+	/* The gap's LOST view counted them; they are damage, not producer loss. */
+	assert_true(st.lost_damaged == g.kept - n);
+	assert_true(st.lost - st.lost_damaged == gen_expected_lost(&g));
+	assert_non_null(strstr(lines.text, "not in the file (damage, not loss"));
+	gen_fini(&g);
+}
+
+/* A chunk header damaged beyond repair: skipped to the next valid chunk, said. */
+static void test_trace_reader_skips_damaged_header(void **state)
+{
+	struct evr_trace_chunk_hdr h;
+	struct evr_trace_stats st;
+	struct lines lines;
+	uint64_t n, off;
+	struct gen g;
+
+	(void)state;
+	small_file(&g);
+	/* One that holds events (not only a THREAD record). */
+	for (int nth = 5; (off = find_chunk(g.out_fd, EVR_CHUNK_EVENTS, nth, &h)) && h.len < 100;)
+		nth++;
+	flip_bits(g.out_fd, off + 8, 0xff);	/* its length, beyond repair */
+	read_damaged(g.out_fd, &n, &st, &lines);
+	assert_false(st.truncated);
+	assert_true(st.skipped_bytes > 0 && st.missing_chunks == 1);
+	assert_true(n < g.kept && n > 0);
+	assert_true(st.damaged_events == g.kept - n);
+	assert_non_null(strstr(lines.text, "bytes at offset"));
+	gen_fini(&g);
+}
+
+/* Cut exactly at a chunk boundary, before the END chunk: truncated, and said. */
+static void test_trace_reader_no_end_is_truncated(void **state)
+{
+	struct evr_trace_chunk_hdr h;
+	struct evr_trace_stats st;
+	struct lines lines;
+	uint64_t n, off;
+	struct gen g;
+
+	(void)state;
+	small_file(&g);
+	off = find_chunk(g.out_fd, EVR_CHUNK_END, 1, &h);
+	assert_int_equal(ftruncate(g.out_fd, (off_t)off), 0);
+	read_damaged(g.out_fd, &n, &st, &lines);
+	assert_true(n == g.kept);
+	assert_true(st.truncated && !st.has_end && !st.damaged);
+	assert_int_equal(lines.n, 1);
+	assert_non_null(strstr(lines.text, "no END chunk"));
 	gen_fini(&g);
 }
 
@@ -690,7 +968,7 @@ static void test_trace_reader_header_only_by_path(void **state)
 	assert_null(evr_trace_reader_process(r));
 	assert_int_equal(evr_trace_reader_next(r, &v), 0);
 	evr_trace_reader_stats(r, &st);
-	assert_false(st.truncated);
+	assert_true(st.truncated);	/* no END chunk */
 	assert_true(st.chunks == 0 && st.bytes == 64);
 	evr_trace_reader_free(r);
 }
@@ -758,6 +1036,7 @@ static void test_trace_writer_chunk_other_kinds(void **state)
 	assert_int_equal(evr_trace_writer_chunk(w, 12, payload, sizeof(payload)), 0);
 	assert_int_equal(evr_trace_writer_chunk(w, 20, NULL, 0), 0);
 	assert_int_equal(evr_trace_writer_error(w), 0);
+	assert_int_equal(evr_trace_writer_end(w, &(struct evr_trace_end){ 0 }), 0);
 	evr_trace_writer_free(w);
 	close(fd);
 	assert_int_equal(evr_trace_reader_open(path, &r, NULL, 0), 0);
@@ -885,6 +1164,7 @@ int main(void)
 		cmocka_unit_test(test_crc32c_first_use_from_threads),
 		cmocka_unit_test(test_crc32c_known_values),
 		cmocka_unit_test(test_crc32c_implementations_agree),
+		cmocka_unit_test(test_crc32c_fix1),
 		cmocka_unit_test(test_trace_roundtrip_rings),
 		cmocka_unit_test(test_trace_gaps_and_final_losses),
 		cmocka_unit_test(test_trace_overwrite_lapped),
@@ -892,6 +1172,11 @@ int main(void)
 		cmocka_unit_test(test_trace_reader_loss_accounting),
 		cmocka_unit_test(test_trace_reader_truncated),
 		cmocka_unit_test(test_trace_reader_corrupt_events_chunk),
+		cmocka_unit_test(test_trace_reader_repairs_one_bit),
+		cmocka_unit_test(test_trace_reader_salvages_metadata),
+		cmocka_unit_test(test_trace_reader_missing_chunk_is_damage),
+		cmocka_unit_test(test_trace_reader_skips_damaged_header),
+		cmocka_unit_test(test_trace_reader_no_end_is_truncated),
 		cmocka_unit_test(test_trace_reader_not_a_trace),
 		cmocka_unit_test(test_trace_reader_header_only_by_path),
 		cmocka_unit_test(test_trace_thread_names),

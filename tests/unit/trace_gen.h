@@ -377,6 +377,11 @@ static inline void gen_skip_to_intact(struct gen *g, uint32_t ring)
 }
 
 /* Flush pending losses, drain, store @final_lost per ring, END. */
+static inline uint64_t gen_expected_lost(const struct gen *g)
+{
+	return g->nev + g->phantom_lost + g->final_lost - g->kept;
+}
+
 static inline int gen_finish(struct gen *g, uint64_t final_lost_per_ring)
 {
 	struct evr_trace_end end = {.end_mono_ns = 9000000000ull, .flags = 0};
@@ -397,14 +402,12 @@ static inline int gen_finish(struct gen *g, uint64_t final_lost_per_ring)
 			return err;
 		g->final_lost += final_lost_per_ring * (i + 1);
 	}
+	/* What a recorder knows: the events it stored, every other one lost. */
 	end.events = g->kept;
+	end.lost = gen_expected_lost(g);
 	return evr_trace_writer_end(g->tw, &end);
 }
 
 /* Every loss the reader must report: emitted == received + lost. */
-static inline uint64_t gen_expected_lost(const struct gen *g)
-{
-	return g->nev + g->phantom_lost + g->final_lost - g->kept;
-}
 
 #endif /* EVR_TEST_TRACE_GEN_H */

@@ -419,9 +419,12 @@ struct evr_trace_reader;
  * payloads: process, session, metadata), so that events can then be merged in
  * time order across rings with one chunk per ring in memory: memory use depends
  * on the number of chunks and rings, not on the file size.
- * A file that ends inside a chunk, or whose chunk header or small chunk fails
- * its checks, opens: it is read up to the last good chunk and
- * evr_trace_stats.truncated says where and why.
+ * A file that ends inside a chunk opens: it is read up to the last good chunk
+ * and evr_trace_stats.truncated says where and why. Damage is repaired where
+ * one bit is flipped (every chunk has CRCs), worked around where it is worse
+ * (a damaged METADATA chunk gives what decodes; a damaged chunk header is
+ * skipped to the next valid one), and always reported: evr_trace_stats and
+ * evr_trace_reader_problems().
  *
  * Return: 0, -ENOENT/-EACCES (opening @path), -EBADMSG (not a trace file, or an
  * inconsistent chunk), -EPROTONOSUPPORT (a newer format), -ENOMEM, -EIO.
@@ -490,14 +493,53 @@ struct evr_trace_stats {
 	uint64_t chunks;		/* good chunks */
 	uint64_t bytes;			/* end of the last good chunk */
 	uint64_t last_chunk_off;	/* offset of the last good chunk */
-	bool truncated;			/* something follows the last good chunk */
+	/*
+	 * The file does not end with its END chunk: it was cut (recorder killed,
+	 * disk full: mid-chunk or at a chunk boundary), or is still being written.
+	 * What precedes the cut reads normally.
+	 */
+	bool truncated;
 	char truncated_why[160];	/* one line if truncated, else "" */
 	bool has_end;			/* the file has an END chunk */
 	struct evr_trace_end end;	/* its contents when has_end */
+	/*
+	 * Damage: the file is not as it was written (a disk or a copy that went
+	 * wrong, an edit). evr_trace_reader_problems() says it in words.
+	 */
+	bool damaged;			/* any of the below, or corrupt chunks or packets */
+	uint32_t repaired_chunks;	/* one flipped bit, repaired from the CRC */
+	uint32_t salvaged_chunks;	/* damaged beyond repair, what could be trusted used */
+	uint32_t missing_chunks;	/* chunk numbers absent from the sequence */
+	uint64_t skipped_bytes;		/* unreadable bytes skipped to the next chunk */
+	/*
+	 * Once next() returned 0, with an END chunk: the events it says the file
+	 * held that were not found (damaged_events), and how many of those the
+	 * LOST views count (lost_damaged, part of lost). So the events the producer
+	 * and the recorder lost are lost - lost_damaged.
+	 */
+	uint64_t damaged_events;
+	uint64_t lost_damaged;
 };
 
 /* Copy the statistics into @ret. Context: the reader's thread. */
 void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_stats *ret);
+
+/* One line about the file, without a newline; @arg as given. */
+typedef void evr_trace_problem_fn(void *arg, const char *line);
+
+/**
+ * evr_trace_reader_problems() - what is wrong with the file, one line each,
+ * for tools to print as warnings so that no cut or damage goes unsaid: where
+ * and why it is truncated (or that it has no END chunk), chunks repaired,
+ * salvaged, missing or skipped, corrupt packets, and events the END chunk
+ * counts that the file does not hold (damage, not loss).
+ * Complete once evr_trace_reader_next() returned 0 (the END check needs the
+ * totals); before, it says what the scan found.
+ * Return: the number of lines given to @fn (0: nothing wrong).
+ * Context: the reader's thread.
+ */
+int evr_trace_reader_problems(const struct evr_trace_reader *r, evr_trace_problem_fn *fn,
+			      void *arg);
 
 /**
  * evr_trace_reader_ring_stats() - events and losses returned so far for @ring.

@@ -148,6 +148,9 @@ struct evr_rpt {
 	struct evr_trace_stats st;
 	/* totals */
 	uint64_t events, lost, undecodable, bad_samples;
+	/* events the END chunk counts that the damaged file lacks: not in lost
+	 * (the producer's and recorder's losses), but in ring_lost (gaps per ring) */
+	uint64_t damaged;
 	uint64_t first_ts, last_ts;	/* of all views; 0 if none */
 	/* lost per ring, and events per ring */
 	uint32_t nr_rings;
