@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Unit tests for the schema set (consumer/lib/schema.c): valid descriptions,
+ * Unit tests for the schema set (decode/schema.c): valid descriptions,
  * lookup and order, replacement (old pointers stay valid), packing back, and
  * hostile input: invalid descriptions, random bytes, every truncation.
  */
