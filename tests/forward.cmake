@@ -13,4 +13,18 @@ if(TARGET evring-forward)
     set_tests_properties(forward_${t} PROPERTIES LABELS integration TIMEOUT 180
       SKIP_RETURN_CODE 77)
   endforeach()
+
+  # A producer whose counter values a test can predict (also hosts a listener).
+  add_executable(evr-forward-producer forward/producer.c)
+  target_link_libraries(evr-forward-producer PRIVATE evring evr_warnings Threads::Threads)
+  # Real receivers: carbon-cache (graphite-carbon), and clrtop beside it.
+  set(EVR_FORWARD_RECEIVER_TESTS graphite graphite_down)
+  foreach(t IN LISTS EVR_FORWARD_RECEIVER_TESTS)
+    add_test(NAME forward_${t}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/${t}.sh $<TARGET_FILE:evring-cli>
+              $<TARGET_FILE:workload> $<TARGET_FILE:evr-forward-producer>
+              $<TARGET_FILE:clrtop>)
+    set_tests_properties(forward_${t} PROPERTIES LABELS integration TIMEOUT 180
+      SKIP_RETURN_CODE 77)
+  endforeach()
 endif()

@@ -51,6 +51,7 @@ struct fwd_opts {
 	uint32_t npids;
 	char **program;
 	const char *providers;
+	bool providers_given;		/* --providers was given */
 	const char *to[MAX_SINKS];
 	uint32_t nto;
 	uint64_t duration_ns;
@@ -82,6 +83,8 @@ struct fwd {
 	enum fwd_stop stop;
 	uint64_t t_start, t_tick;
 	uint32_t wait_next;		/* the source to sleep on next */
+	uint64_t seen_full[MAX_SINKS];	/* each outbox's dropped_full at the last tick */
+	bool behind[MAX_SINKS];		/* said it is dropping, not yet caught up */
 	struct evr_field_value vals[EVR_SCHEMA_MAX_FIELDS];
 };
 
@@ -96,9 +99,11 @@ static void usage(FILE *f)
 		"      --to SINK            where to send them (repeatable), each with its own\n"
 		"                           filter: KIND[:ARG][,KEY=VALUE...]\n"
 		"                             jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
+		"                             graphite:HOST:PORT  counters to carbon (plaintext)\n"
 		"                           filter keys: level=N, provider=GLOB, event=GLOB,\n"
 		"                           keywords=0xMASK, what=events|counters|all, max-rate=N\n"
-		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
+		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*';\n"
+		"                           only counters when every sink takes only counters)\n"
 		"      --counter-interval TIME  sample counters every TIME (e.g. 1s; default:\n"
 		"                           none, or 1s when a sink takes only counters)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h)\n"
@@ -169,6 +174,7 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 				return -EINVAL;
 			}
 			o->providers = optarg;
+			o->providers_given = true;
 			break;
 		case OPT_DURATION:
 			if (evr_parse_duration(CMD, "--duration", optarg, &o->duration_ns) < 0)
@@ -249,12 +255,14 @@ static int parse_sinks(struct fwd *f)
 		f->nsinks++;
 		s->ops = find_kind(s->spec.kind);
 		if (!s->ops) {
-			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl)", s->spec.text,
+			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl, graphite)", s->spec.text,
 				      s->spec.kind);
 			return -EINVAL;
 		}
 		r = evr_fwd_filter_init(&s->filter, &s->spec, s->ops->what, s->ops->default_level,
 					s->ops->keys, err, sizeof(err));
+		if (r == 0 && s->ops->check)
+			r = s->ops->check(s, err, sizeof(err));
 		if (r < 0) {
 			evr_cli_error(CMD, "%s", err);
 			return r;
@@ -274,7 +282,8 @@ static int open_sinks(struct fwd *f)
 
 		if (r < 0) {
 			evr_cli_error(CMD, "%s", r == -ENOMEM ? "out of memory" : err);
-			/* A receiver or file the user named is not a usage error. */
+			/* Options were checked before: a file or receiver that fails is no
+			 * usage error. */
 			return r == -EINVAL ? -EIO : r;
 		}
 	}
@@ -373,14 +382,41 @@ static int pump(struct fwd *f, struct source *so)
 	return n;
 }
 
+/*
+ * Say when a sink starts dropping because its receiver does not keep up, and
+ * when it has caught up again (its queue emptied with no new drop): once per
+ * episode, so that a stalled receiver is visible while it happens.
+ */
+static void watch_outbox(struct fwd *f, uint32_t i)
+{
+	struct evr_fwd_sink *s = &f->sinks[i];
+	struct evr_fwd_outbox_stats os;
+
+	if (!s->outbox)
+		return;
+	evr_fwd_outbox_stats(s->outbox, &os);
+	if (os.dropped_full > f->seen_full[i] && !f->behind[i]) {
+		f->behind[i] = true;
+		fprintf(stderr, "evring forward: %s: the receiver is not keeping up; dropping, "
+			"counted\n", s->spec.text);
+	} else if (f->behind[i] && os.dropped_full == f->seen_full[i] && os.queued == 0) {
+		f->behind[i] = false;
+		fprintf(stderr, "evring forward: %s: caught up (%" PRIu64 " dropped so far)\n",
+			s->spec.text, os.dropped_full);
+	}
+	f->seen_full[i] = os.dropped_full;
+}
+
 static void tick(struct fwd *f, uint64_t now)
 {
 	if (now - f->t_tick < TICK_NS)
 		return;
 	f->t_tick = now;
-	for (uint32_t i = 0; i < f->nsinks; i++)
+	for (uint32_t i = 0; i < f->nsinks; i++) {
 		if (f->sinks[i].ops->tick)
 			f->sinks[i].ops->tick(&f->sinks[i], now);
+		watch_outbox(f, i);
+	}
 }
 
 static void say_ended(struct fwd *f, struct source *so)
@@ -523,21 +559,37 @@ static int ring_size_for(const struct fwd_opts *o, uint32_t nr_rings, uint64_t *
 	return 0;
 }
 
-/* Counters: as asked, else every second when some sink takes only counters. */
+/* Counters: as asked, else every second when some sink is for counters. */
 static uint32_t pick_interval(const struct fwd *f)
 {
 	if (f->o->counter_interval_ms)
 		return f->o->counter_interval_ms;
 	for (uint32_t i = 0; i < f->nsinks; i++)
-		if (f->sinks[i].filter.what == EVR_FWD_COUNTERS)
+		if (f->sinks[i].filter.what == EVR_FWD_COUNTERS ||
+		    f->sinks[i].ops->what == EVR_FWD_COUNTERS)
 			return 1000;
 	return 0;
+}
+
+/*
+ * The session's providers: as given; else every provider, and when every sink
+ * takes only counters, only their Counter* events (keywords 0, LogAlways, as
+ * clrtop asks), so that the other events are not even written for us.
+ */
+static const char *pick_providers(const struct fwd *f)
+{
+	if (f->o->providers_given)
+		return f->o->providers;
+	for (uint32_t i = 0; i < f->nsinks; i++)
+		if (f->sinks[i].filter.what != EVR_FWD_COUNTERS)
+			return f->o->providers;
+	return "*:0x0:0";
 }
 
 static int start_session(struct fwd *f, struct source *so)
 {
 	struct evr_attach_opts ao = {
-		.providers = f->o->providers,
+		.providers = pick_providers(f),
 		.mode = EVR_MODE_DISCARD,
 		.counter_interval_ms = pick_interval(f),
 	};
@@ -619,8 +671,10 @@ static void sink_summary(struct evr_fwd_sink *s)
 #undef WHY
 	if (n && n < sizeof(why))
 		snprintf(why + n, sizeof(why) - n, ")");
-	if (s->ops->summary)
-		s->ops->summary(s, extra, sizeof(extra));
+	if (s->st.connects > 1 || s->st.connect_failures)
+		snprintf(extra, sizeof(extra), "%" PRIu64 " connection%s, %" PRIu64
+			 " failed attempt%s", s->st.connects, s->st.connects == 1 ? "" : "s",
+			 s->st.connect_failures, s->st.connect_failures == 1 ? "" : "s");
 	fprintf(stderr, "evring forward: %s: %" PRIu64 " sent, %" PRIu64 " dropped%s, %" PRIu64
 		" filtered%s%s\n", s->spec.text, sent, dropped, why, s->st.filtered,
 		*extra ? ", " : "", extra);

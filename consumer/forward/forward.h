@@ -145,14 +145,16 @@ int evr_fwd_outbox_new(size_t cap, enum evr_fwd_policy policy, evr_fwd_deliver_f
 		       void *ctx, struct evr_fwd_outbox **ret);
 
 /*
- * Queue one message (copied). Never blocks on the worker beyond the queue's lock.
+ * Queue one message (copied) that stands for @weight items (events or samples:
+ * what the counts below count). Never blocks on the worker beyond the queue's lock.
  * Return: 0 queued (with DROP_OLDEST, older messages may have been dropped to
  * make room: counted), -ENOBUFS dropped (DROP_NEWEST, full), -EPIPE dropped
  * (the worker stopped: the sink failed), -EMSGSIZE (not counted: the caller
  * counts it as too large).
  * Context: the reader thread.
  */
-int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len);
+int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len,
+			uint32_t weight);
 
 /* The worker's view: should it give up retrying (stopping, past the deadline)? */
 bool evr_fwd_outbox_cancelled(struct evr_fwd_outbox *o);
@@ -170,8 +172,9 @@ bool evr_fwd_outbox_sleep(struct evr_fwd_outbox *o, uint32_t ms);
 void evr_fwd_outbox_close(struct evr_fwd_outbox *o, uint64_t deadline_ns);
 void evr_fwd_outbox_free(struct evr_fwd_outbox *o);
 
+/* In items: the sum of the weights of the messages. */
 struct evr_fwd_outbox_stats {
-	uint64_t delivered;		/* messages the worker delivered */
+	uint64_t delivered;		/* delivered by the worker */
 	uint64_t dropped_full;		/* refused or evicted: the queue was full */
 	uint64_t dropped_close;		/* still queued at the flush deadline */
 	uint64_t dropped_failed;	/* queued or pushed after the sink failed for good */
@@ -188,7 +191,10 @@ struct evr_fwd_sink_ops {
 	uint32_t what;			/* the default of the filter's `what` */
 	int default_level;		/* the default of its `level` (-1: any) */
 	const char *const *keys;	/* its own KEY=VALUE keys, NULL-terminated (may be NULL) */
-	/* Read @s->spec (arg and own keys), connect or open. One line in @err on failure. */
+	/* Check @s->spec's arg and own keys, creating nothing (may be NULL).
+	 * Return: 0, or -EINVAL with one line in @err: a usage error. */
+	int (*check)(struct evr_fwd_sink *s, char *err, size_t errlen);
+	/* Read @s->spec (already checked), connect or open. One line in @err on failure. */
 	int (*open)(struct evr_fwd_sink *s, char *err, size_t errlen);
 	/* An event or sample that passed the filter (the reader thread; never blocks). */
 	void (*event)(struct evr_fwd_sink *s, const struct evr_fwd_event *e);
@@ -199,8 +205,6 @@ struct evr_fwd_sink_ops {
 	void (*tick)(struct evr_fwd_sink *s, uint64_t now_ns);
 	/* Deliver what is pending until @deadline_ns, then release everything. */
 	void (*close)(struct evr_fwd_sink *s, uint64_t deadline_ns);
-	/* Append the sink's own figures to the summary line (may be NULL). */
-	void (*summary)(struct evr_fwd_sink *s, char *buf, size_t len);
 };
 
 /*
@@ -215,6 +219,8 @@ struct evr_fwd_sink_stats {
 	/* Sinks without an outbox (lttng) count these themselves; the others'
 	 * come from their outbox's stats. */
 	uint64_t sent, dropped;
+	/* Network sinks, filled in by close(): connections made, attempts failed. */
+	uint64_t connects, connect_failures;
 };
 
 struct evr_fwd_sink {
@@ -241,10 +247,17 @@ void evr_fwd_sink_fail(struct evr_fwd_sink *s, int err, const char *fmt, ...)
 extern const struct evr_fwd_sink_ops *const evr_fwd_sink_kinds[];
 
 extern const struct evr_fwd_sink_ops evr_fwd_sink_jsonl;
+extern const struct evr_fwd_sink_ops evr_fwd_sink_graphite;
 
 /* ---- helpers for sinks ---------------------------------------------------------------- */
 
 uint64_t evr_fwd_now_ns(void);		/* CLOCK_MONOTONIC */
+
+/*
+ * The sink's outbox size: its queue=SIZE key (4K to 1024M, K and M suffixes), or @def.
+ * Return: 0, or -EINVAL with one line in @err.
+ */
+int evr_fwd_queue_size(struct evr_fwd_sink *s, size_t def, size_t *ret, char *err, size_t errlen);
 
 /* The syslog severity of an evring level: Critical 2, Error 3, Warning 4, Info 6, Verbose 7, LogAlways 5. */
 int evr_fwd_level_priority(uint8_t level);

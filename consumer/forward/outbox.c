@@ -10,9 +10,12 @@
  * that blocks holds up only the worker, never a push. Messages the receiver did
  * not take stay at the front of the worker's batch and go first next time.
  *
- * Bounded: the ring holds at most `cap` bytes (messages plus 4-byte headers,
+ * Bounded: the ring holds at most `cap` bytes (messages plus 8-byte headers,
  * 4-aligned); a push that does not fit drops the new message (DROP_NEWEST) or
- * the oldest queued ones (DROP_OLDEST); either way it is counted. Closing
+ * the oldest queued ones (DROP_OLDEST); either way it is counted. Counts are
+ * in items, not messages: each message carries the number of events or
+ * samples it stands for (its weight), so that a sink's accounting adds up
+ * whether it sends one message per event or one per many. Closing
  * gives the worker until a deadline to deliver what is queued; whatever is
  * left then is counted as dropped at close.
  */
@@ -41,6 +44,7 @@ struct evr_fwd_outbox {
 	char *buf;
 	size_t cap, rpos, wpos, used;
 	uint64_t nmsg;
+	uint64_t nweight;		/* the items the queued messages stand for */
 	bool worker_waiting;
 
 	/* Closing (lock). */
@@ -56,7 +60,9 @@ struct evr_fwd_outbox {
 	size_t blen;
 	const char *bmsg[BATCH_MAX];
 	uint32_t blens[BATCH_MAX];
+	uint32_t bweights[BATCH_MAX];
 	uint32_t bn;
+	uint64_t bweight;		/* lock: read by the stats and the drop counts */
 };
 
 uint64_t evr_fwd_now_ns(void)
@@ -67,23 +73,28 @@ uint64_t evr_fwd_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A message in the ring: u32 length, u32 weight, the bytes, padding to 4. */
 static size_t rec_size(uint32_t len)
 {
-	return 4 + (((size_t)len + 3) & ~(size_t)3);
+	return 8 + (((size_t)len + 3) & ~(size_t)3);
 }
 
-/* Drop the oldest message of the ring. Lock held; the ring is not empty. */
-static void pop_locked(struct evr_fwd_outbox *o, char *into, uint32_t *ret_len)
+/*
+ * Take the oldest message of the ring (into @into if not NULL). Lock held; the
+ * ring is not empty. Return: its weight.
+ */
+static uint32_t pop_locked(struct evr_fwd_outbox *o, char *into, uint32_t *ret_len)
 {
-	uint32_t len;
+	uint32_t len, weight;
 
-	if (o->cap - o->rpos < 4 || (memcpy(&len, o->buf + o->rpos, 4), len == WRAP)) {
+	if (o->cap - o->rpos < 8 || (memcpy(&len, o->buf + o->rpos, 4), len == WRAP)) {
 		o->used -= o->cap - o->rpos;
 		o->rpos = 0;
 	}
 	memcpy(&len, o->buf + o->rpos, 4);
+	memcpy(&weight, o->buf + o->rpos + 4, 4);
 	if (into)
-		memcpy(into, o->buf + o->rpos + 4, len);
+		memcpy(into, o->buf + o->rpos + 8, len);
 	if (ret_len)
 		*ret_len = len;
 	o->rpos += rec_size(len);
@@ -91,11 +102,13 @@ static void pop_locked(struct evr_fwd_outbox *o, char *into, uint32_t *ret_len)
 	if (o->rpos == o->cap)
 		o->rpos = 0;
 	o->nmsg--;
+	o->nweight -= weight;
 	if (!o->nmsg) {
 		/* Empty: start again at the front, nothing is wasted at the end. */
 		o->rpos = o->wpos = 0;
 		o->used = 0;
 	}
+	return weight;
 }
 
 /* Bytes a push of @len needs now, with the end of the ring it skips. */
@@ -106,7 +119,7 @@ static size_t need_locked(const struct evr_fwd_outbox *o, uint32_t len)
 	return o->wpos + n > o->cap ? n + (o->cap - o->wpos) : n;
 }
 
-int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len)
+int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len, uint32_t weight)
 {
 	size_t n = rec_size(len);
 	bool wake;
@@ -115,21 +128,20 @@ int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len)
 		return -EMSGSIZE;
 	pthread_mutex_lock(&o->lock);
 	if (o->worker_gone) {
-		o->dropped_failed++;
+		o->dropped_failed += weight;
 		pthread_mutex_unlock(&o->lock);
 		return -EPIPE;
 	}
 	while (o->used + need_locked(o, len) > o->cap) {
 		if (o->policy == EVR_FWD_DROP_NEWEST || !o->nmsg) {
-			o->dropped_full++;
+			o->dropped_full += weight;
 			pthread_mutex_unlock(&o->lock);
 			return -ENOBUFS;
 		}
-		pop_locked(o, NULL, NULL);
-		o->dropped_full++;
+		o->dropped_full += pop_locked(o, NULL, NULL);
 	}
 	if (o->wpos + n > o->cap) {
-		if (o->cap - o->wpos >= 4) {
+		if (o->cap - o->wpos >= 8) {
 			uint32_t w = WRAP;
 
 			memcpy(o->buf + o->wpos, &w, 4);
@@ -138,12 +150,14 @@ int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len)
 		o->wpos = 0;
 	}
 	memcpy(o->buf + o->wpos, &len, 4);
-	memcpy(o->buf + o->wpos + 4, msg, len);
+	memcpy(o->buf + o->wpos + 4, &weight, 4);
+	memcpy(o->buf + o->wpos + 8, msg, len);
 	o->wpos += n;
 	if (o->wpos == o->cap)
 		o->wpos = 0;
 	o->used += n;
 	o->nmsg++;
+	o->nweight += weight;
 	wake = o->worker_waiting;
 	pthread_mutex_unlock(&o->lock);
 	if (wake)
@@ -216,12 +230,13 @@ static void refill_locked(struct evr_fwd_outbox *o)
 		/* Peek at the next length: stop before one that does not fit. */
 		size_t at = o->rpos;
 
-		if (o->cap - at < 4 || (memcpy(&len, o->buf + at, 4), len == WRAP))
+		if (o->cap - at < 8 || (memcpy(&len, o->buf + at, 4), len == WRAP))
 			at = 0;
 		memcpy(&len, o->buf + at, 4);
 		if (o->blen + len > BATCH_BYTES)
 			break;
-		pop_locked(o, o->bbuf + o->blen, &len);
+		o->bweights[o->bn] = pop_locked(o, o->bbuf + o->blen, &len);
+		o->bweight += o->bweights[o->bn];
 		o->bmsg[o->bn] = o->bbuf + o->blen;
 		o->blens[o->bn++] = len;
 		o->blen += len;
@@ -245,7 +260,7 @@ static void *worker_main(void *arg)
 		if (!o->bn && !o->nmsg)
 			break;		/* closing, everything delivered */
 		if (cancelled_locked(o)) {
-			o->dropped_close += o->bn + o->nmsg;
+			o->dropped_close += o->bweight + o->nweight;
 			break;
 		}
 		refill_locked(o);
@@ -255,18 +270,23 @@ static void *worker_main(void *arg)
 		if (r == -ECANCELED) {
 			/* Past the deadline, or the sink failed for good. */
 			if (cancelled_locked(o))
-				o->dropped_close += o->bn + o->nmsg;
+				o->dropped_close += o->bweight + o->nweight;
 			else
-				o->dropped_failed += o->bn + o->nmsg;
+				o->dropped_failed += o->bweight + o->nweight;
 			break;
 		}
 		if (r < 0)
 			r = 0;
 		if ((uint32_t)r > o->bn)
 			r = (int)o->bn;
-		o->delivered += (uint64_t)r;
+		for (int i = 0; i < r; i++) {
+			o->delivered += o->bweights[i];
+			o->bweight -= o->bweights[i];
+		}
 		memmove(o->bmsg, o->bmsg + r, (o->bn - (uint32_t)r) * sizeof(o->bmsg[0]));
 		memmove(o->blens, o->blens + r, (o->bn - (uint32_t)r) * sizeof(o->blens[0]));
+		memmove(o->bweights, o->bweights + r,
+			(o->bn - (uint32_t)r) * sizeof(o->bweights[0]));
 		o->bn -= (uint32_t)r;
 		if (r == 0 && !cancelled_locked(o)) {
 			/* Nothing taken: do not spin; the sink's own back-off is in deliver. */
@@ -278,6 +298,7 @@ static void *worker_main(void *arg)
 	while (o->nmsg)
 		pop_locked(o, NULL, NULL);
 	o->bn = 0;
+	o->bweight = 0;
 	o->worker_gone = true;
 	pthread_mutex_unlock(&o->lock);
 	return NULL;
@@ -354,6 +375,6 @@ void evr_fwd_outbox_stats(struct evr_fwd_outbox *o, struct evr_fwd_outbox_stats 
 					      .dropped_full = o->dropped_full,
 					      .dropped_close = o->dropped_close,
 					      .dropped_failed = o->dropped_failed,
-					      .queued = o->nmsg + o->bn };
+					      .queued = o->nweight + o->bweight };
 	pthread_mutex_unlock(&o->lock);
 }

@@ -7,6 +7,7 @@
  *
  *   --to jsonl:PATH      a file (created or truncated; append=1 appends)
  *   --to jsonl:-         stdout (also the default without PATH)
+ *   queue=SIZE           the outbox (default 8M)
  *
  * The worker writes in pieces of at most 4 KiB after poll() says the file
  * takes more, so that a reader on a pipe that stops reading (a stalled jq)
@@ -93,13 +94,25 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint3
 	return whole ? (int)whole : -ECANCELED;
 }
 
+static int jsonl_check(struct evr_fwd_sink *s, char *err, size_t errlen)
+{
+	size_t q;
+
+	return evr_fwd_queue_size(s, OUTBOX_BYTES, &q, err, errlen);
+}
+
 static int jsonl_open(struct evr_fwd_sink *s, char *err, size_t errlen)
 {
 	const char *path = s->spec.arg;
 	const char *append = evr_fwd_spec_get(&s->spec, "append");
-	struct jsonl *j = calloc(1, sizeof(*j));
+	struct jsonl *j;
+	size_t qsize;
 	int r;
 
+	r = evr_fwd_queue_size(s, OUTBOX_BYTES, &qsize, err, errlen);
+	if (r < 0)
+		return r;
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
 	j->s = s;
@@ -118,7 +131,7 @@ static int jsonl_open(struct evr_fwd_sink *s, char *err, size_t errlen)
 		}
 		j->own_fd = true;
 	}
-	r = evr_fwd_outbox_new(OUTBOX_BYTES, EVR_FWD_DROP_NEWEST, deliver, j, &s->outbox);
+	r = evr_fwd_outbox_new(qsize, EVR_FWD_DROP_NEWEST, deliver, j, &s->outbox);
 	if (r < 0) {
 		snprintf(err, errlen, "--to %s: cannot start its writer: %s", s->spec.text,
 			 strerror(-r));
@@ -148,7 +161,8 @@ static void push_view(struct evr_fwd_sink *s, const struct evr_fwd_event *e)
 	if (evr_strbuf_append(&j->sb, "\n", 1) < 0)
 		goto too_large;
 	/* Failures are counted by the outbox (full) or as too large. */
-	if (evr_fwd_outbox_push(s->outbox, j->sb.buf + 1, (uint32_t)(j->sb.len - 1)) == -EMSGSIZE)
+	if (evr_fwd_outbox_push(s->outbox, j->sb.buf + 1, (uint32_t)(j->sb.len - 1), 1) ==
+	    -EMSGSIZE)
 		s->st.too_large++;
 	return;
 too_large:
@@ -179,13 +193,14 @@ static void jsonl_close(struct evr_fwd_sink *s, uint64_t deadline_ns)
 	s->priv = NULL;
 }
 
-static const char *const jsonl_keys[] = { "append", NULL };
+static const char *const jsonl_keys[] = { "append", "queue", NULL };
 
 const struct evr_fwd_sink_ops evr_fwd_sink_jsonl = {
 	.kind = "jsonl",
 	.keys = jsonl_keys,
 	.what = EVR_FWD_ALL,
 	.default_level = -1,
+	.check = jsonl_check,
 	.open = jsonl_open,
 	.event = jsonl_event,
 	.counter = jsonl_counter,

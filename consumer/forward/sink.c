@@ -4,11 +4,14 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "forward.h"
 
 const struct evr_fwd_sink_ops *const evr_fwd_sink_kinds[] = {
 	&evr_fwd_sink_jsonl,
+	&evr_fwd_sink_graphite,
 	NULL,
 };
 
@@ -42,4 +45,27 @@ const char *evr_fwd_level_word(uint8_t level)
 					     "verbose" };
 
 	return level < 6 ? words[level] : "verbose";
+}
+
+int evr_fwd_queue_size(struct evr_fwd_sink *s, size_t def, size_t *ret, char *err, size_t errlen)
+{
+	const char *v = evr_fwd_spec_get(&s->spec, "queue");
+	unsigned long long n;
+	char *end;
+
+	*ret = def;
+	if (!v)
+		return 0;
+	n = strtoull(v, &end, 10);
+	if (end != v && (*end == 'K' || *end == 'k'))
+		n <<= 10, end++;
+	else if (end != v && (*end == 'M' || *end == 'm'))
+		n <<= 20, end++;
+	if (end == v || *end || n < 4096 || n > (1ull << 30)) {
+		snprintf(err, errlen, "--to %s: queue=%s is not a size from 4K to 1024M", s->spec.text,
+			 v);
+		return -EINVAL;
+	}
+	*ret = (size_t)n;
+	return 0;
 }

@@ -223,7 +223,7 @@ static void test_outbox_delivers_all_in_order(void **state)
 	st.take = 7;		/* partial deliveries: the rest must come first next time */
 	assert_int_equal(evr_fwd_outbox_new(1 << 20, EVR_FWD_DROP_NEWEST, deliver, &st, &st.o), 0);
 	for (uint64_t i = 0; i < 200000; i++)
-		if (evr_fwd_outbox_push(st.o, &i, sizeof(i)) == 0)
+		if (evr_fwd_outbox_push(st.o, &i, sizeof(i), 1) == 0)
 			pushed++;
 	evr_fwd_outbox_close(st.o, evr_fwd_now_ns() + 60000000000ull);
 	evr_fwd_outbox_stats(st.o, &os);
@@ -246,7 +246,7 @@ static void test_outbox_drop_newest_stalled(void **state)
 	st.blocked = true;
 	assert_int_equal(evr_fwd_outbox_new(4096, EVR_FWD_DROP_NEWEST, deliver, &st, &st.o), 0);
 	for (uint64_t i = 0; i < 10000; i++)
-		evr_fwd_outbox_push(st.o, &i, sizeof(i));
+		evr_fwd_outbox_push(st.o, &i, sizeof(i), 1);
 	evr_fwd_outbox_close(st.o, evr_fwd_now_ns() + 50000000u);
 	evr_fwd_outbox_stats(st.o, &os);
 	assert_int_equal(os.delivered, 0);
@@ -266,7 +266,7 @@ static void test_outbox_drop_oldest_keeps_newest(void **state)
 	st.blocked = true;
 	assert_int_equal(evr_fwd_outbox_new(4096, EVR_FWD_DROP_OLDEST, deliver, &st, &st.o), 0);
 	for (uint64_t i = 0; i < 10000; i++)
-		assert_int_equal(evr_fwd_outbox_push(st.o, &i, sizeof(i)), 0);
+		assert_int_equal(evr_fwd_outbox_push(st.o, &i, sizeof(i), 1), 0);
 	set_blocked(&st, false);
 	evr_fwd_outbox_close(st.o, evr_fwd_now_ns() + 60000000000ull);
 	evr_fwd_outbox_stats(st.o, &os);
@@ -287,7 +287,7 @@ static void test_outbox_sizes(void **state)
 	assert_int_equal(evr_fwd_outbox_new(100, EVR_FWD_DROP_NEWEST, deliver, &st, &o), -EINVAL);
 	assert_int_equal(evr_fwd_outbox_new(8192, EVR_FWD_DROP_NEWEST, deliver, &st, &o), 0);
 	/* More than half the queue: refused outright, not counted by the outbox. */
-	assert_int_equal(evr_fwd_outbox_push(o, big, sizeof(big)), -EMSGSIZE);
+	assert_int_equal(evr_fwd_outbox_push(o, big, sizeof(big), 1), -EMSGSIZE);
 	evr_fwd_outbox_free(o);
 }
 

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evr-forward-producer: counters with values a test can predict, for the
+ * Graphite tests of evring forward and for comparing an in-process listener
+ * with an attached clrtop.
+ *
+ * Provider "FwdCheck":
+ *   ops      incrementing: iteration i adds i % 7 + 1
+ *   latency  mean: 12.5 every time (so every interval's mean, min and max are
+ *            12.5 whatever its phase), or with --vary i % 100 + 1
+ *   depth    gauge: 42
+ *   Op       event (u64 seq), one per iteration
+ *
+ *   evr-forward-producer [--ops N] [--sessions K] [--listen MS] [--vary]
+ *
+ * Prints "ready PID"; waits until K sessions (the listener's included) enable
+ * FwdCheck; runs N iterations and prints "recorded OPS_TOTAL N"; with --listen
+ * (an in-process listener sampling every MS ms) waits until the listener has
+ * received every value and prints its totals:
+ *   "listener ops=T count=N sum=S min=A max=B depth=D"
+ * then keeps running (the gauge stays sampled) until stdin ends.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <evring/listener.h>
+
+#define CHECK_EVENTS(EVENT) EVENT(fc_op, "Op", 1, EVR_LEVEL_INFO, 0x1, (u64, seq))
+
+EVR_PROVIDER_DECLARE(fc, CHECK_EVENTS)
+EVR_PROVIDER_DEFINE(fc, "FwdCheck", CHECK_EVENTS)
+
+struct totals {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	double ops, sum, min, max, depth;
+	uint64_t count;
+};
+
+static double depth_42(void *ctx)
+{
+	return 42;
+}
+
+static bool name_is(const struct evr_counter_sample *s, const char *n)
+{
+	return s->name_len == strlen(n) && !memcmp(s->name, n, s->name_len);
+}
+
+static void on_counter(const struct evr_counter_sample *s, void *ctx)
+{
+	struct totals *t = ctx;
+
+	if (strcmp(s->provider, "FwdCheck"))
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (name_is(s, "ops")) {
+		t->ops += s->increment;
+	} else if (name_is(s, "latency") && s->count) {
+		t->count += s->count;
+		t->sum += s->mean * (double)s->count;
+		t->min = s->min < t->min ? s->min : t->min;
+		t->max = s->max > t->max ? s->max : t->max;
+	} else if (name_is(s, "depth")) {
+		t->depth = s->value;
+	}
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: evr-forward-producer [--ops N] [--sessions K] [--listen MS] "
+		"[--vary]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "ops", required_argument, NULL, 'o' },
+		{ "sessions", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "vary", no_argument, NULL, 'v' },
+		{ 0 },
+	};
+	struct evr_counter_desc dops = { .name = "ops", .kind = EVR_COUNTER_INCREMENT };
+	struct evr_counter_desc dlat = { .name = "latency", .kind = EVR_COUNTER_MEAN };
+	struct evr_counter_desc ddep = { .name = "depth", .kind = EVR_COUNTER_GAUGE,
+					 .poll = depth_42 };
+	struct totals t = { .min = 1e300, .max = -1e300 };
+	struct evr_counter *ops, *lat, *dep;
+	struct evr_listener *l = NULL;
+	unsigned long n = 1000, sessions = 1, listen_ms = 0;
+	double ops_total = 0;
+	bool vary = false;
+	char err[256], buf[64];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			n = strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			sessions = strtoul(optarg, NULL, 10);
+			break;
+		case 'l':
+			listen_ms = strtoul(optarg, NULL, 10);
+			break;
+		case 'v':
+			vary = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	if (evr_counter_create(&fc, &dops, &ops) < 0 || evr_counter_create(&fc, &dlat, &lat) < 0 ||
+	    evr_counter_create(&fc, &ddep, &dep) < 0) {
+		fprintf(stderr, "evr-forward-producer: cannot create the counters\n");
+		return 1;
+	}
+	if (listen_ms) {
+		struct evr_listener_opts o = { .providers = "FwdCheck:0x0:0",
+					       .counter_interval_ms = (uint32_t)listen_ms,
+					       .on_counter = on_counter, .ctx = &t };
+
+		if (evr_listener_new(&o, &l, err, sizeof(err)) < 0) {
+			fprintf(stderr, "evr-forward-producer: listener: %s\n", err);
+			return 1;
+		}
+	}
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	/* The sessions that will see the values: poll the provider's mask itself. */
+	while ((unsigned long)__builtin_popcountll(atomic_load(&fc.mask)) < sessions) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	for (unsigned long i = 1; i <= n; i++) {
+		evr_counter_add(ops, (double)(i % 7 + 1));
+		ops_total += (double)(i % 7 + 1);
+		evr_counter_record(lat, vary ? (double)(i % 100 + 1) : 12.5);
+		fc_op(i);
+	}
+	printf("recorded %.17g %lu\n", ops_total, n);
+	fflush(stdout);
+	if (l) {
+		pthread_mutex_lock(&t.lock);
+		while (t.count < n || t.ops < ops_total || t.depth != 42)
+			pthread_cond_wait(&t.cond, &t.lock);
+		printf("listener ops=%.17g count=%llu sum=%.17g min=%.17g max=%.17g depth=%.17g\n",
+		       t.ops, (unsigned long long)t.count, t.sum, t.min, t.max, t.depth);
+		pthread_mutex_unlock(&t.lock);
+		fflush(stdout);
+	}
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	evr_listener_free(l);
+	evr_counter_free(ops);
+	evr_counter_free(lat);
+	evr_counter_free(dep);
+	return 0;
+}
