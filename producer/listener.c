@@ -30,6 +30,8 @@
 
 #include <evring/listener.h>
 
+#include "producer-internal.h"
+
 #define DEFAULT_RING_SIZE (256u << 10)
 #define DEFAULT_LATENCY_MS 100u
 
@@ -40,6 +42,11 @@ struct evr_listener {
 	struct evr_reader *r;
 	struct evr_schema_set *schemas;
 	uint64_t meta_pos;
+	/* TSC sessions: the conversion, re-anchored at now whenever a record is a
+	 * second past the last anchor, so that a listener that runs for hours does
+	 * not drift with the session's start calibration (as evr_client_next()). */
+	struct evr_clock_calib clock;
+	uint64_t resync_ts;		/* UINT64_MAX: never (CLOCK_MONOTONIC sessions) */
 	int wake;			/* eventfd: a flush request, or stop */
 	pthread_t thread;
 	bool started;
@@ -97,7 +104,11 @@ static void dispatch_one(struct evr_listener *l, const struct evr_record *rec, u
 	v.rid = rec->event_id;
 	v.ring = rec->ring;
 	v.tid = rec->tid;
-	v.ts_ns = evr_clock_to_mono_ns(&l->hdr->clock, rec->ts);
+	if (__builtin_expect(rec->ts >= l->resync_ts, 0)) {
+		evr_clock_calibrate(&l->clock);
+		l->resync_ts = l->clock.ts_base + l->clock.ticks_per_sec;
+	}
+	v.ts_ns = evr_clock_to_mono_ns(&l->clock, rec->ts);
 	v.payload = rec->payload;
 	v.len = rec->len;
 	v.schema = evr_schema_set_lookup(l->schemas, rec->event_id);
@@ -214,6 +225,9 @@ int evr_listener_new(const struct evr_listener_opts *o, struct evr_listener **re
 	if (err < 0)
 		goto fail;
 	l->hdr = evr_session_shm(l->s);
+	l->clock = l->hdr->clock;
+	l->resync_ts = l->clock.kind == EVR_CLOCK_TSC && l->clock.ticks_per_sec ?
+			       l->clock.ts_base + l->clock.ticks_per_sec : UINT64_MAX;
 	err = evr_session_reader_new(l->s, EVR_READER_GATING, &l->r);
 	if (err < 0) {
 		fail(errbuf, errlen, err, "cannot create the listener's reader");
