@@ -65,7 +65,7 @@ foreach(f IN LISTS evr_producer_sources)
 endforeach()
 evr_fuzz_target(agent SOURCES ${EVR_FUZZ_PRODUCER_SOURCES}
   INCLUDES ${PROJECT_SOURCE_DIR}/producer ${PROJECT_SOURCE_DIR}/producer/include
-  LIBS evring-sessions evring-proto evring-shm PkgConfig::URCU_BP m)
+  LIBS evring-sessions evring-proto evring-shm evring-decode PkgConfig::URCU_BP m)
 foreach(t fuzz_agent fuzz_replay_agent)
   if(TARGET ${t})
     target_compile_definitions(${t} PRIVATE EVR_VERSION="${PROJECT_VERSION}")
