@@ -25,6 +25,11 @@
  */
 #define EVR_AGENT_MAX_PENDING	64u
 #define EVR_AGENT_HELLO_TIMEOUT_MS	3000u
+/*
+ * Ring bytes backed with pages per turn of the agent's loop (a few ms): a large
+ * session is set up without the agent ceasing to answer others meanwhile.
+ */
+#define EVR_AGENT_POPULATE_SLICE	(8u << 20)
 /* Replies queued for one consumer that does not read: two maximal frames. */
 #define EVR_AGENT_TXQ_CAP	(2u * (EVR_FRAME_HDR + EVR_FRAME_MAX))
 
@@ -35,6 +40,7 @@ struct evr_agent_conn {
 	struct evr_frame_rx rx;
 	struct evr_frame_txq tx;
 	struct evr_session *session;	/* at most one, lives as long as the connection */
+	struct evr_populate populate;	/* backing the session's rings, a slice at a time */
 	char *client;			/* from Hello */
 	uint64_t hello_deadline_ns;	/* CLOCK_MONOTONIC; closed if no Hello by then */
 	uint32_t peer_pid;		/* SO_PEERCRED */

@@ -229,16 +229,13 @@ static int handle_start(struct evr_agent_conn *c, const Evr__StartSession *m)
 	Evr__StartSessionReply sr = EVR__START_SESSION_REPLY__INIT;
 	struct evr_session_opts o = { 0 };
 	struct evr_session *s;
-	char err[256] = "";
+	char err[512] = "";
 	int fds[2], ret;
 
 	if (c->session)
 		return evr_agent_error(c, EBUSY, "this connection already has a session");
 	if (m->has_stack_depth && m->stack_depth > EVR_STACK_MAX_FRAMES)
 		return evr_agent_error(c, EINVAL, "stack depth %u is over 127 frames", m->stack_depth);
-	if (m->has_ring_size && m->ring_size > EVR_RING_SIZE_MAX)
-		return evr_agent_error(c, EINVAL, "ring size %llu is over 4 GiB",
-				       (unsigned long long)m->ring_size);
 	o.providers = m->providers;
 	o.ring_size = m->has_ring_size ? m->ring_size : 0;
 	o.packet_size = m->has_packet_size ? m->packet_size : 0;
@@ -252,9 +249,15 @@ static int handle_start(struct evr_agent_conn *c, const Evr__StartSession *m)
 	if (ret < 0)
 		return evr_agent_error(c, -ret, "%s", err[0] ? err : strerror(-ret));
 	c->session = s;
+	/* Backed a slice at a time by the agent's loop, between other requests. */
+	evr_memory_populate_init(&c->populate, s);
 	sr.session_id = s->slot;
 	sr.serial = s->serial;
 	sr.shm_size = evr_session_shm(s)->total_size;
+	sr.has_ring_size = true;
+	sr.ring_size = evr_session_shm(s)->ring_size;
+	sr.has_nr_rings = true;
+	sr.nr_rings = evr_session_shm(s)->nr_rings;
 	r.body_case = EVR__REPLY__BODY_START;
 	r.start = &sr;
 	fds[0] = evr_session_memfd(s);
@@ -362,6 +365,8 @@ static int handle_list_sessions(struct evr_agent_conn *c)
 		info[n].ring_size = s->cfg.ring_size;
 		info[n].has_client_pid = true;
 		info[n].client_pid = pid;
+		info[n].has_shm_size = true;
+		info[n].shm_size = s->shm->total_size;
 		v[n] = &info[n];
 		n++;
 	}

@@ -226,6 +226,7 @@ static void conn_kill(struct evr_agent_conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;
+	c->populate.s = NULL;
 	evr_session_free(c->session);
 	c->session = NULL;
 	if (c->fd >= 0) {
@@ -298,6 +299,7 @@ static void conn_flush(struct evr_agent_conn *c)
 /* The peer broke the protocol: tell it why (if the queue takes it) and close. */
 static void conn_protocol_error(struct evr_agent_conn *c, const char *what)
 {
+	c->populate.s = NULL;
 	evr_session_free(c->session);
 	c->session = NULL;
 	if (evr_agent_error(c, EPROTO, "%s; closing the connection", what) < 0) {
@@ -344,6 +346,27 @@ static void conn_event(struct evr_agent_conn *c, uint32_t events)
 	}
 	if (events & EPOLLOUT)
 		conn_flush(c);
+}
+
+/*
+ * Back the sessions' rings with pages, @budget bytes in all this turn, round
+ * robin over the connections. Return: true if some remain to be backed.
+ */
+static bool populate_some(uint64_t budget)
+{
+	bool more = false;
+
+	for (struct evr_agent_conn *c = agent.conns; c; c = c->next) {
+		uint64_t before = c->populate.populated, used;
+
+		if (c->dead || !c->populate.s || c->populate.done)
+			continue;
+		if (!budget || evr_memory_populate_step(&c->populate, budget))
+			more = true;
+		used = c->populate.populated - before;
+		budget -= used < budget ? used : budget;
+	}
+	return more;
 }
 
 /* Send one small frame without waiting, then close @fd (refused peers). */
@@ -494,6 +517,7 @@ static void *agent_main(void *arg)
 	bool stop = false;
 
 	uint64_t next = UINT64_MAX;
+	bool populating = false;
 
 	(void)arg;
 	/* The clock choice takes a few ms: here, rather than in the program's threads. */
@@ -501,8 +525,11 @@ static void *agent_main(void *arg)
 	while (!stop) {
 		int timeout = -1, n;
 
-		/* Sleep until the next Hello deadline at most (rounded up: never early). */
-		if (next != UINT64_MAX) {
+		/* Sleep until the next Hello deadline at most (rounded up: never early);
+		 * not at all while rings remain to be backed. */
+		if (populating) {
+			timeout = 0;
+		} else if (next != UINT64_MAX) {
 			uint64_t now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 			uint64_t ms = next > now ? (next - now + 999999u) / 1000000u : 0;
 
@@ -526,6 +553,7 @@ static void *agent_main(void *arg)
 				conn_event(tag, evs[i].events);
 		}
 		next = pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), false);
+		populating = populate_some(EVR_AGENT_POPULATE_SLICE);
 		reap_dead();
 		pthread_mutex_unlock(&agent.lock);
 	}

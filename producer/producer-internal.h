@@ -98,6 +98,9 @@ EVR_HIDDEN int evr_session_start_owned(const struct evr_session_opts *opts, cons
 				       uint32_t client_pid, struct evr_session **ret, char *errbuf,
 				       size_t errlen);
 
+/* Bytes of the session in @slot counted against the limits (0: in-process). */
+EVR_HIDDEN uint64_t evr_session_bytes_locked(uint32_t slot);
+
 /* Who started the session in @slot; borrowed under the registry lock. */
 EVR_HIDDEN const char *evr_session_client_locked(uint32_t slot, uint32_t *ret_pid);
 
@@ -107,6 +110,43 @@ EVR_HIDDEN const char *evr_session_client_locked(uint32_t slot, uint32_t *ret_pi
  * so the child never writes into its parent's sessions.
  */
 EVR_HIDDEN void evr_sessions_reset_in_child_locked(void);
+
+/* ---- session memory: limits and backing pages (memory.c) ---- */
+
+/* From the library constructor: the limits from the environment. */
+EVR_HIDDEN void evr_memory_init(void);
+
+/* "512 MiB", "1.5 GiB" into @buf. */
+EVR_HIDDEN const char *evr_memory_fmt(uint64_t n, char *buf, size_t len);
+
+/* The ring size for a consumer's session that named none: 4 MiB, halved until
+ * the session fits under the per-session limit (down to 64 KiB). */
+EVR_HIDDEN uint64_t evr_memory_default_ring_locked(uint32_t nr_rings);
+
+/*
+ * Count a consumer's session of @nr_rings rings of @ring_size against the
+ * limits. Return: 0 and @ret_bytes (give back with evr_memory_release_locked()),
+ * -EFBIG (over the per-session limit), -ENOSPC (over what is left of the total),
+ * with one line in @errbuf naming the size, the limit and how to raise it.
+ */
+EVR_HIDDEN int evr_memory_admit_locked(uint32_t nr_rings, uint64_t ring_size,
+				       uint64_t *ret_bytes, char *errbuf, size_t errlen);
+EVR_HIDDEN void evr_memory_release_locked(uint64_t bytes);
+
+/* Backing a session's rings with pages, a slice at a time: those of online CPUs. */
+struct evr_populate {
+	struct evr_session *s;		/* NULL: nothing to do */
+	uint32_t ring;			/* next ring to back */
+	uint64_t off;			/* bytes of it backed */
+	uint64_t populated;		/* bytes backed in all */
+	bool done;
+	uint64_t online[EVR_MAX_RINGS / 64];	/* rings of CPUs online at the start */
+};
+EVR_HIDDEN void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s);
+/* Back at most @budget more bytes. Return: true if there is more to do. */
+EVR_HIDDEN bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget);
+/* All at once (in-process sessions). */
+EVR_HIDDEN void evr_memory_populate_all(struct evr_session *s);
 
 /* ---- the agent (agent.c) ---- */
 

@@ -75,6 +75,7 @@ __attribute__((constructor)) static void evr_library_init(void)
 {
 	evr_clock_init();
 	evr_stack_init();
+	evr_memory_init();
 	pthread_atfork(evr_stack_atfork_prepare, NULL, reset_tid_in_child);
 	/* After the clock: a reverse-connected consumer may start a session before
 	 * this returns (EVR_CONNECT). */

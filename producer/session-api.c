@@ -22,6 +22,7 @@ static uint64_t next_serial = 1;
 static struct {
 	char *client;			/* NULL: in-process */
 	uint32_t pid;
+	uint64_t bytes;			/* counted against the limits (agent sessions) */
 } owners[EVR_MAX_SESSIONS];
 
 /* Readers and tests get at the session through these accessors only. */
@@ -53,6 +54,11 @@ int evr_session_start(const struct evr_session_opts *opts, struct evr_session **
 	return evr_session_start_owned(opts, NULL, (uint32_t)getpid(), ret, errbuf, errlen);
 }
 
+uint64_t evr_session_bytes_locked(uint32_t slot)
+{
+	return slot < EVR_MAX_SESSIONS ? owners[slot].bytes : 0;
+}
+
 const char *evr_session_client_locked(uint32_t slot, uint32_t *ret_pid)
 {
 	if (slot >= EVR_MAX_SESSIONS)
@@ -71,6 +77,7 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	struct evr_clock_calib clock;
 	struct evr_session *s = NULL;
 	struct evr_session_table *spare;
+	uint64_t bytes = 0;
 	uint32_t slot;
 	int err;
 
@@ -100,14 +107,6 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 		}
 	}
 	cfg.stack_depth = opts->stack_depth;
-	cfg.ring_size = opts->ring_size ? opts->ring_size : EVR_DEFAULT_RING_SIZE;
-	cfg.packet_size = opts->packet_size;
-	if (!cfg.packet_size) {
-		cfg.packet_size = EVR_DEFAULT_PACKET;
-		while (cfg.packet_size > EVR_PACKET_SIZE_MIN &&
-		       cfg.ring_size < (uint64_t)cfg.packet_size * 16)
-			cfg.packet_size /= 2;
-	}
 	cfg.mode = opts->mode;
 	if (client) {
 		client_copy = strdup(client);
@@ -128,6 +127,24 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 		goto err_unlock;
 	}
 	slot = (uint32_t)__builtin_ctzll(~cur->live);
+	/* A consumer's session gets the default ring, or less where that would not
+	 * fit under the limits; the program's own gets it whole. */
+	cfg.ring_size = opts->ring_size ? opts->ring_size
+		      : client ? evr_memory_default_ring_locked(cfg.nr_rings)
+		      : EVR_DEFAULT_RING_SIZE;
+	cfg.packet_size = opts->packet_size;
+	if (!cfg.packet_size) {
+		cfg.packet_size = EVR_DEFAULT_PACKET;
+		while (cfg.packet_size > EVR_PACKET_SIZE_MIN &&
+		       cfg.ring_size < (uint64_t)cfg.packet_size * 16)
+			cfg.packet_size /= 2;
+	}
+	/* Before anything is allocated: a session over the limits is refused. */
+	if (client) {
+		err = evr_memory_admit_locked(cfg.nr_rings, cfg.ring_size, &bytes, errbuf, errlen);
+		if (err < 0)
+			goto err_unlock;
+	}
 	/* Two tables: the one published now, and the one evr_session_stop() will
 	 * publish, allocated here so that stopping can never fail. */
 	next = malloc(sizeof(*next));
@@ -136,13 +153,13 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 		free(next);
 		free(spare);
 		err = err_line(errbuf, errlen, -ENOMEM, "out of memory");
-		goto err_unlock;
+		goto err_release;
 	}
 	err = evr_session_create(&cfg, slot, next_serial++, &clock, &s, errbuf, errlen);
 	if (err < 0) {
 		free(next);
 		free(spare);
-		goto err_unlock;
+		goto err_release;
 	}
 	s->stop_table = spare;
 	cfg.providers = NULL;	/* owned by s now */
@@ -150,6 +167,7 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	evr_meta_describe_session_locked(s);
 	owners[slot].client = client_copy;
 	owners[slot].pid = client_pid;
+	owners[slot].bytes = bytes;
 	*next = *cur;
 	next->slot[slot] = s;
 	next->live |= 1ull << slot;
@@ -164,9 +182,14 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 		evr_session_free(s);
 		return err_line(errbuf, errlen, err, "cannot start the counters timer");
 	}
+	/* The agent backs its sessions a slice at a time (agent.c); ours now. */
+	if (!client)
+		evr_memory_populate_all(s);
 	*ret = s;
 	return 0;
 
+err_release:
+	evr_memory_release_locked(bytes);
 err_unlock:
 	pthread_mutex_unlock(&evr_registry_lock);
 	evr_provider_spec_list_free(cfg.providers);
@@ -192,6 +215,8 @@ void evr_session_stop(struct evr_session *s)
 	s->stop_table = NULL;
 	free(owners[s->slot].client);
 	owners[s->slot].client = NULL;
+	evr_memory_release_locked(owners[s->slot].bytes);
+	owners[s->slot].bytes = 0;
 	*next = *cur;
 	next->slot[s->slot] = NULL;
 	next->live &= ~(1ull << s->slot);
@@ -213,6 +238,8 @@ void evr_sessions_reset_in_child_locked(void)
 	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
 		free(owners[i].client);
 		owners[i].client = NULL;
+		evr_memory_release_locked(owners[i].bytes);
+		owners[i].bytes = 0;
 	}
 	/*
 	 * Only the forking thread exists in the child and it is not inside an RCU

@@ -148,6 +148,13 @@ static uint64_t meta_off(uint32_t nr_rings)
 	return (end + page - 1) & ~(page - 1);
 }
 
+uint64_t evr_shm_session_size(const struct evr_shm_geometry *g)
+{
+	uint64_t meta_size = g->meta_size ? g->meta_size : EVR_META_SIZE_DEFAULT;
+
+	return meta_off(g->nr_rings) + meta_size + (uint64_t)g->nr_rings * g->ring_size;
+}
+
 int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 			   struct evr_shm_hdr **ret_hdr)
 {
@@ -162,7 +169,7 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 	if (ret < 0)
 		return ret;
 	meta_size = g->meta_size ? g->meta_size : EVR_META_SIZE_DEFAULT;
-	total = meta_off(g->nr_rings) + meta_size + (uint64_t)g->nr_rings * g->ring_size;
+	total = evr_shm_session_size(g);
 
 	fd = memfd_create("evring-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -205,13 +212,10 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 		c->cpu = i;
 	}
 	/*
-	 * Back the rings now so that page faults stay off the write path. Best
-	 * effort (Linux >= 5.14); tmpfs backs pages on first touch otherwise.
+	 * The rings are not backed here: the producer decides which, and when, so
+	 * that page faults stay off the write path without committing rings that
+	 * will never be written, or blocking on gigabytes (producer/memory.c).
 	 */
-#ifdef MADV_POPULATE_WRITE
-	(void)madvise((uint8_t *)map + h->ring_data_off, total - h->ring_data_off,
-		      MADV_POPULATE_WRITE);
-#endif
 	*ret_fd = fd;
 	*ret_hdr = h;
 	return 0;

@@ -27,7 +27,7 @@ endforeach()
 # session memory.
 add_executable(evr-agent-limits agent/limits.c agent/harness.c)
 target_link_libraries(evr-agent-limits PRIVATE evring-consumer evr_warnings)
-foreach(t idle)
+foreach(t idle memory)
   add_test(NAME agent_limits_${t} COMMAND evr-agent-limits ${t} $<TARGET_FILE:evr-agent-producer>)
   set_tests_properties(agent_limits_${t} PROPERTIES LABELS integration TIMEOUT 120
     SKIP_RETURN_CODE 77)

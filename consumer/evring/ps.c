@@ -109,12 +109,16 @@ static void print_text(const struct evr_process_info *pi, const struct evr_sessi
 	putchar('\n');
 	if (clock)
 		print_clock(pi);
-	for (uint32_t i = 0; i < ns; i++)
-		printf("%7s   session %u: %s, %s, %llu KiB/ring, client %s (pid %u)\n", "",
-		       s[i].session_id, s[i].providers ? s[i].providers : "",
+	for (uint32_t i = 0; i < ns; i++) {
+		char mem[32];
+
+		printf("%7s   session %u: %s, %s, %llu KiB/ring, %s in all, client %s (pid %u)\n",
+		       "", s[i].session_id, s[i].providers ? s[i].providers : "",
 		       mode_name(s[i].mode), (unsigned long long)(s[i].ring_size >> 10),
+		       evr_fmt_bytes(s[i].shm_size, mem, sizeof(mem)),
 		       s[i].client && *s[i].client ? s[i].client : "in-process",
 		       s[i].client_pid);
+	}
 }
 
 static void print_json(const struct evr_process_info *pi, const struct evr_session_info *s,
@@ -148,10 +152,11 @@ static void print_json(const struct evr_process_info *pi, const struct evr_sessi
 	if (with_sessions) {
 		printf(",\"session_list\":[");
 		for (uint32_t i = 0; i < ns; i++) {
-			printf("%s{\"id\":%u,\"mode\":\"%s\",\"ring_size\":%llu,\"client_pid\":%u,"
-			       "\"providers\":",
+			printf("%s{\"id\":%u,\"mode\":\"%s\",\"ring_size\":%llu,\"shm_size\":%llu,"
+			       "\"client_pid\":%u,\"providers\":",
 			       i ? "," : "", s[i].session_id, mode_name(s[i].mode),
-			       (unsigned long long)s[i].ring_size, s[i].client_pid);
+			       (unsigned long long)s[i].ring_size, (unsigned long long)s[i].shm_size,
+			       s[i].client_pid);
 			evr_json_fputs(stdout, s[i].providers ? s[i].providers : "");
 			printf(",\"client\":");
 			evr_json_fputs(stdout, s[i].client ? s[i].client : "");

@@ -233,7 +233,8 @@ static int ring_size_for(const struct record_opts *o, uint32_t nr_rings, uint64_
 			      (unsigned long long)(min * nr_rings / 1024));
 		return -EINVAL;
 	}
-	*ret = p2 < EVR_RING_SIZE_MAX ? p2 : EVR_RING_SIZE_MAX;
+	/* Not clamped: the producer says what it grants, or why not. */
+	*ret = p2;
 	return 0;
 }
 
@@ -438,8 +439,14 @@ static int start_recording(struct recorder *r)
 		return ret;
 	ret = evr_recorder_new(r->c, &ro, &r->rec, err, sizeof(err));
 	if (ret < 0) {
+		/* Over the process's memory limits: say what we asked for. */
+		if ((ret == -EFBIG || ret == -ENOSPC) && r->o->buffer_arg)
+			evr_cli_error(CMD, "--buffer-size %s: %s", r->o->buffer_arg, err);
+		else if (ret == -EFBIG || ret == -ENOSPC)
+			evr_cli_error(CMD, "the default buffer: %s (try a smaller --buffer-size)", err);
+		else
+			evr_cli_error(CMD, "%s", err);
 		/* -EINVAL here is the producer rejecting the provider list or sizes. */
-		evr_cli_error(CMD, "%s", err);
 		return ret == -EINVAL ? -EPROTO : ret;
 	}
 	ret = evr_recorder_start(r->rec, r->out_fd, err, sizeof(err));
@@ -542,12 +549,21 @@ static int run(const struct record_opts *o)
 	if (ret < 0)
 		goto fail;
 	/* Tests wait for this line: the session runs and the sandbox is in place. */
-	if (o->program)
-		fprintf(stderr, "evring record: recording %s (pid %d) into %s\n", o->program[0],
-			(int)r.child, o->output);
-	else
-		fprintf(stderr, "evring record: recording process %d into %s (Ctrl-C to stop)\n",
-			(int)o->pid, o->output);
+	{
+		const struct evr_shm_hdr *h = evr_client_shm(r.c);
+		char mem[96], a[32], b[32];
+
+		/* What the producer granted, which may differ from what was asked. */
+		snprintf(mem, sizeof(mem), "; buffer: %u rings of %s, %s of shared memory in all",
+			 h->nr_rings, evr_fmt_bytes(h->ring_size, b, sizeof(b)),
+			 evr_fmt_bytes(h->total_size, a, sizeof(a)));
+		if (o->program)
+			fprintf(stderr, "evring record: recording %s (pid %d) into %s%s\n",
+				o->program[0], (int)r.child, o->output, mem);
+		else
+			fprintf(stderr, "evring record: recording process %d into %s%s (Ctrl-C to "
+				"stop)\n", (int)o->pid, o->output, mem);
+	}
 	if (o->flags.sandbox_probe)
 		evr_sandbox_probe(CMD);
 	r.t_start = evr_now_ns();

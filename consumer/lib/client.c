@@ -499,6 +499,7 @@ int evr_client_list_sessions(struct evr_client *c, struct evr_session_info **ret
 		v[i].mode = s->has_mode ? s->mode : 0;
 		v[i].ring_size = s->has_ring_size ? s->ring_size : 0;
 		v[i].client_pid = s->has_client_pid ? s->client_pid : 0;
+		v[i].shm_size = s->has_shm_size ? s->shm_size : 0;
 		v[i].providers = dup_or_null(s->providers);
 		v[i].client = dup_or_null(s->client);
 		if ((s->providers && !v[i].providers) || (s->client && !v[i].client)) {

@@ -15,6 +15,8 @@
  *   fork       fork; the child prints "child PID enabled=0|1", waits until a
  *              session enables the provider, emits 100 "Seq" events, prints
  *              "child emitted 100" and exits; the parent prints "forked"
+ *   limits     evr_session_limits_get()              -> "limits SESSION TOTAL"
+ *   limits S T evr_session_limits_set(S, T) (bytes; 0: default), then the same
  *   exit       exit(0)
  *
  * Usage: evr-agent-producer [--emit-at-start N]
@@ -170,6 +172,18 @@ int main(int argc, char **argv)
 				child_main();
 			}
 			printf("forked\n");
+		} else if (strncmp(line, "limits", 6) == 0) {
+			unsigned long long a, b;
+			struct evr_session_limits l;
+
+			if (sscanf(line, "limits %llu %llu", &a, &b) == 2) {
+				l = (struct evr_session_limits){ .session_max = a, .total_max = b };
+				if (evr_session_limits_set(&l) < 0)
+					return 2;
+			}
+			evr_session_limits_get(&l);
+			printf("limits %llu %llu\n", (unsigned long long)l.session_max,
+			       (unsigned long long)l.total_max);
 		} else if (strcmp(line, "exit\n") == 0) {
 			return 0;
 		} else {

@@ -72,10 +72,11 @@ struct evr_session_info {
 	uint32_t session_id;
 	uint64_t serial;
 	uint32_t mode;
-	uint64_t ring_size;
+	uint64_t ring_size;		/* granted, per ring */
 	uint32_t client_pid;
 	char *providers;
 	char *client;
+	uint64_t shm_size;		/* the session's memory in all; 0: an older producer */
 };
 
 struct evr_client;

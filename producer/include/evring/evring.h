@@ -313,6 +313,30 @@ EVR_API int evr_session_memfd(const struct evr_session *s);
 EVR_API int evr_session_doorbell_fd(const struct evr_session *s);
 EVR_API const struct evr_shm_hdr *evr_session_shm(const struct evr_session *s);
 
+/*
+ * What consumers that attach may make this process commit for their sessions
+ * (docs/protocol.md, "Session memory"). A session over a limit is refused with
+ * a message naming the limit; one that names no ring size gets a ring that fits.
+ */
+struct evr_session_limits {
+	uint64_t session_max;	/* bytes of one consumer's session; 0: the default */
+	uint64_t total_max;	/* bytes of all consumers' sessions together; 0: the default */
+};
+
+/**
+ * evr_session_limits_set() - set the limits for sessions started from now on
+ * (live ones keep their memory, and count). Replaces what EVR_MEMORY_MAX_SESSION
+ * and EVR_MEMORY_MAX_TOTAL set at start-up. Defaults: total_max a sixteenth of
+ * RAM, between 64 MiB and 1 GiB; session_max half of total_max. Sessions the
+ * program starts itself (evr_session_start()) are neither limited nor counted.
+ * Return: 0, -EINVAL.
+ * Context: any thread.
+ */
+EVR_API int evr_session_limits_set(const struct evr_session_limits *l);
+
+/* The limits in force (defaults resolved). Context: any thread. */
+EVR_API void evr_session_limits_get(struct evr_session_limits *ret);
+
 /**
  * evr_agent_status() - where this process's agent listens for consumers, or why
  * it does not (docs/protocol.md, "Finding the process").

@@ -37,7 +37,16 @@ struct evr_shm_geometry {
 int evr_shm_geometry_check(const struct evr_shm_geometry *g, char *errbuf, size_t errlen);
 
 /**
+ * evr_shm_session_size() - the bytes of a session of geometry @g (header, ring
+ * control blocks, metadata area, rings); @g need not be checked, but then the
+ * product may wrap: check it first when its sizes are untrusted.
+ */
+uint64_t evr_shm_session_size(const struct evr_shm_geometry *g);
+
+/**
  * evr_shm_session_create() - create, size, seal and map a session memfd.
+ * The ring pages are not backed (no page is faulted in): the caller decides
+ * which to back and when (MADV_POPULATE_WRITE on evr_shm_ring_data()).
  * @g: geometry, checked with evr_shm_geometry_check().
  * @ret_fd: the memfd (close-on-exec); the caller owns it.
  * @ret_hdr: the read-write mapping; unmap with evr_shm_session_unmap().

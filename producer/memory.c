@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Session memory: what consumers may make this process commit, and backing the
+ * rings with pages ahead of the writers.
+ *
+ * Limits. A consumer that attaches chooses its session's size; without a limit
+ * `--buffer-size 16G` made a traced process commit 8 GiB on a 2-CPU machine (and
+ * a 64-CPU host would OOM). Sessions started through the agent are capped, one
+ * by one (session_max) and all together (total_max); the defaults follow the
+ * machine's RAM (total_max: a sixteenth of it, between 64 MiB and 1 GiB;
+ * session_max: half of that), the program can set both (evr_session_limits_set(),
+ * or EVR_MEMORY_MAX_SESSION / EVR_MEMORY_MAX_TOTAL in its environment), and a
+ * session over a limit is refused with a line that names what was asked, the
+ * limit and how to raise it. What counts is the rings' memory (what
+ * `--buffer-size` means); each session's metadata area comes on top. A session
+ * whose consumer named no ring size gets
+ * the default ring (4 MiB) or less, so that it fits: the size granted is in
+ * StartSessionReply and ListSessions. In-process sessions are the program's own
+ * choice and are neither capped nor counted.
+ *
+ * Pages. Writers must not take page faults, so rings are backed before use, but
+ * only those of CPUs online when the session starts (a VM may have many more
+ * possible CPUs, whose rings are almost never written), and for agent sessions
+ * a slice at a time between the agent's other work (evr_memory_populate_step()),
+ * so that setting up a large session never makes the agent stop answering other
+ * consumers. MADV_POPULATE_WRITE only faults pages in: it never changes their
+ * contents, so writers may already be writing while it runs.
+ *
+ * Locking: the limits and the bytes in use are under evr_registry_lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "producer-internal.h"
+
+#define MIB (1ull << 20)
+#define DEFAULT_RING_SIZE (4ull << 20)
+
+static struct evr_session_limits limits;	/* 0: not set (the defaults) */
+static uint64_t in_use;				/* bytes of live agent sessions */
+static uint32_t in_use_sessions;
+
+/* "512 MiB", "1.5 GiB", "4 KiB", "100 B" into @buf. */
+const char *evr_memory_fmt(uint64_t n, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)n;
+	unsigned int u = 0;
+
+	while (v >= 1024 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0 || v == (double)(uint64_t)v)
+		snprintf(buf, len, "%llu %s", (unsigned long long)v, unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+static uint64_t default_total(void)
+{
+	struct sysinfo si;
+	uint64_t ram, t;
+
+	if (sysinfo(&si) < 0 || !si.totalram)
+		return 256 * MIB;
+	ram = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1);
+	t = ram / 16;
+	return t < 64 * MIB ? 64 * MIB : t > 1024 * MIB ? 1024 * MIB : t;
+}
+
+/* The limits in force, under the registry lock. */
+static void limits_locked(uint64_t *ret_session, uint64_t *ret_total)
+{
+	uint64_t total = limits.total_max ? limits.total_max : default_total();
+	uint64_t session = limits.session_max ? limits.session_max : total / 2;
+
+	*ret_session = session < total ? session : total;
+	*ret_total = total;
+}
+
+void evr_session_limits_get(struct evr_session_limits *ret)
+{
+	if (!ret)
+		return;
+	pthread_mutex_lock(&evr_registry_lock);
+	limits_locked(&ret->session_max, &ret->total_max);
+	pthread_mutex_unlock(&evr_registry_lock);
+}
+
+int evr_session_limits_set(const struct evr_session_limits *l)
+{
+	if (!l)
+		return -EINVAL;
+	pthread_mutex_lock(&evr_registry_lock);
+	limits = *l;
+	pthread_mutex_unlock(&evr_registry_lock);
+	return 0;
+}
+
+/* "64M", "2G", "4096", "1GiB": bytes; 0 for anything else. */
+static uint64_t parse_size(const char *s)
+{
+	unsigned long long v;
+	uint64_t mul = 1;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 't': case 'T': mul = 1ull << 40; end++; break;
+	default: break;
+	}
+	if (mul > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
+		end += strlen(end);
+	if (*end || v > UINT64_MAX / mul)
+		return 0;
+	return v * mul;
+}
+
+void evr_memory_init(void)
+{
+	limits.session_max = parse_size(getenv("EVR_MEMORY_MAX_SESSION"));
+	limits.total_max = parse_size(getenv("EVR_MEMORY_MAX_TOTAL"));
+}
+
+/*
+ * What counts against the limits: the rings, nr_rings * ring_size (saturating
+ * instead of wrapping), what `--buffer-size` means. The header and the metadata
+ * area (256 KiB by default, at most 16 MiB) come on top, and are in the size
+ * reported as granted.
+ */
+static uint64_t ring_bytes(uint32_t nr_rings, uint64_t ring_size)
+{
+	if (nr_rings && ring_size > UINT64_MAX / nr_rings)
+		return UINT64_MAX;
+	return (uint64_t)nr_rings * ring_size;
+}
+
+uint64_t evr_memory_default_ring_locked(uint32_t nr_rings)
+{
+	uint64_t session, total, ring = DEFAULT_RING_SIZE;
+	uint64_t min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
+
+	limits_locked(&session, &total);
+	while (ring > min && ring_bytes(nr_rings, ring) > session)
+		ring /= 2;
+	return ring;
+}
+
+int evr_memory_admit_locked(uint32_t nr_rings, uint64_t ring_size, uint64_t *ret_bytes,
+			    char *errbuf, size_t errlen)
+{
+	uint64_t session, total, bytes = ring_bytes(nr_rings, ring_size);
+	char a[32], b[32], c[32], d[32];
+
+	limits_locked(&session, &total);
+	if (bytes > session) {
+		snprintf(errbuf, errlen,
+			 "a buffer of %s (%u rings of %s) is over process %d's limit of %s per "
+			 "session; ask for less, or have the program raise it "
+			 "(EVR_MEMORY_MAX_SESSION=SIZE in its environment, or evr_session_limits_set())",
+			 evr_memory_fmt(bytes, a, sizeof(a)), nr_rings,
+			 evr_memory_fmt(ring_size, b, sizeof(b)), (int)getpid(),
+			 evr_memory_fmt(session, c, sizeof(c)));
+		return -EFBIG;
+	}
+	if (in_use > total || bytes > total - in_use) {
+		snprintf(errbuf, errlen,
+			 "a buffer of %s would bring process %d's sessions to %s, over its limit "
+			 "of %s for all sessions (%s used by %u); ask for less, wait for one to end, "
+			 "or have the program raise it (EVR_MEMORY_MAX_TOTAL=SIZE in its "
+			 "environment, or evr_session_limits_set())",
+			 evr_memory_fmt(bytes, a, sizeof(a)), (int)getpid(),
+			 evr_memory_fmt(in_use + bytes, b, sizeof(b)),
+			 evr_memory_fmt(total, c, sizeof(c)), evr_memory_fmt(in_use, d, sizeof(d)),
+			 in_use_sessions);
+		return -ENOSPC;
+	}
+	in_use += bytes;
+	in_use_sessions++;
+	*ret_bytes = bytes;
+	return 0;
+}
+
+void evr_memory_release_locked(uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	in_use -= bytes;
+	in_use_sessions--;
+}
+
+/* ---- pages -------------------------------------------------------------------- */
+
+/* The online CPUs ("0-3,8-11") into @p->online; all of them if unknown. */
+static void online_cpus(struct evr_populate *p, uint32_t nr_rings)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	char buf[1024];
+	const char *s = buf;
+
+	memset(p->online, 0, sizeof(p->online));
+	if (!f || !fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	if (f)
+		fclose(f);
+	while (*s >= '0' && *s <= '9') {
+		char *end;
+		unsigned long lo = strtoul(s, &end, 10), hi = lo;
+
+		if (*end == '-')
+			hi = strtoul(end + 1, &end, 10);
+		for (unsigned long c = lo; c <= hi && c < nr_rings; c++)
+			p->online[c / 64] |= 1ull << (c % 64);
+		s = *end == ',' ? end + 1 : end;
+	}
+	/* Unknown (no sysfs): every ring, as before. */
+	if (s == buf) {
+		for (uint32_t c = 0; c < nr_rings; c++)
+			p->online[c / 64] |= 1ull << (c % 64);
+	}
+}
+
+void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
+{
+	memset(p, 0, sizeof(*p));
+	p->s = s;
+	online_cpus(p, s->nr_rings);
+}
+
+bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
+{
+	const struct evr_shm_hdr *h;
+
+	if (!p->s || p->done)
+		return false;
+	h = evr_session_shm(p->s);
+	while (budget && p->ring < h->nr_rings) {
+		uint64_t len;
+
+		if (!(p->online[p->ring / 64] & (1ull << (p->ring % 64))) || p->off >= h->ring_size) {
+			p->ring++;
+			p->off = 0;
+			continue;
+		}
+		len = h->ring_size - p->off < budget ? h->ring_size - p->off : budget;
+#ifdef MADV_POPULATE_WRITE
+		/* Best effort: without it (Linux < 5.14) or out of memory, writers
+		 * fault pages in as they reach them. */
+		if (madvise(evr_shm_ring_data((struct evr_shm_hdr *)h, p->ring) + p->off, len,
+			    MADV_POPULATE_WRITE) < 0) {
+			p->done = true;
+			return false;
+		}
+#endif
+		p->populated += len;
+		p->off += len;
+		budget -= len;
+	}
+	p->done = p->ring >= h->nr_rings;
+	return !p->done;
+}
+
+void evr_memory_populate_all(struct evr_session *s)
+{
+	struct evr_populate p;
+
+	evr_memory_populate_init(&p, s);
+	while (evr_memory_populate_step(&p, UINT64_MAX))
+		;
+}
