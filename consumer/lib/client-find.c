@@ -117,7 +117,7 @@ int evr_client_open_socket(pid_t pid, int *ret_sock, int *ret_pidfd, char *errbu
 {
 	struct timeval tv = { .tv_sec = EVR_CLIENT_HELLO_TIMEOUT_MS / 1000 };
 	char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN], path[EVR_RUNDIR_LEN + 16], comm[64];
-	char refused[512] = "", note[160] = "";
+	char refused[512] = "", note[256] = "";
 	unsigned int ndirs;
 	int sock = -1, pidfd, err;
 	uid_t me = geteuid(), uid;
