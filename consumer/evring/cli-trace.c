@@ -51,4 +51,8 @@ void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_
 			     "from a snapshot or migrated?): times are converted per segment, %" PRIu64
 			     " records written near a jump carry approximate times", path,
 			     st.clock_segments - 1, st.approx_ts);
+	if (st.cpu_skew_ns > 1000)
+		evr_cli_warn(cmd, "%s: the TSC of ring %u's CPU ran %" PRIu64 " ns ahead of the "
+			     "recorder's: events of different CPUs may be out of order by that much",
+			     path, st.cpu_skew_ring, st.cpu_skew_ns);
 }

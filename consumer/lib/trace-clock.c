@@ -120,11 +120,6 @@ int evr_trace_clock_build(struct evr_trace_clock *k, const struct evr_clock_cali
 				     k->pts[i + 1].mono_ns, &k->lines[i]);
 		k->lines[b - 1] = k->lines[b - 2];	/* extended past the last point */
 	}
-	if (nseg == 1) {
-		/* Heads only place records across a jump: none to place. */
-		free(k->heads);
-		k->heads = NULL;
-	}
 	k->piecewise = true;
 	return 0;
 }
@@ -250,6 +245,38 @@ uint64_t evr_trace_clock_convert(struct evr_trace_reader *r, uint32_t ring, uint
 	if (ts > c->maxraw)
 		c->maxraw = ts;
 	return seg_convert(k, c->seg, ts, &c->pt);
+}
+
+void evr_trace_clock_check_slow(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+				uint64_t ts)
+{
+	struct evr_trace_clock *k = &r->clk;
+	struct evr_trace_ring_clock *c = &r->rings[ring].clk;
+	const struct evr_trace_sync *p;
+
+	/* A value the writers' clamp holds after a backward jump is no reading. */
+	if (!k->piecewise || (c->held && ts >= c->held))
+		return;
+	while (c->chk < k->npts && head_of(k, c->chk, ring) <= pos)
+		c->chk++;
+	if (c->chk == k->npts)
+		return;
+	p = &k->pts[c->chk];
+	/*
+	 * The writer read its TSC before it published the record, the recorder
+	 * read the head (acquire) before its TSC: in one TSC domain, ts < p->ts.
+	 * Across a jump the domains differ: a segment's first point proves nothing.
+	 */
+	if (ts <= p->ts || c->chk == 0 || k->seg_first[0] == c->chk)
+		return;
+	for (uint32_t s = 1; s < k->nseg; s++)
+		if (k->seg_first[s] == c->chk)
+			return;
+	if (ts - p->ts > k->late_ticks) {
+		k->late_ticks = ts - p->ts;
+		k->late_ring = ring;
+		k->late_pt = c->chk;
+	}
 }
 
 int evr_trace_reader_clock_jump(const struct evr_trace_reader *r, uint32_t i,

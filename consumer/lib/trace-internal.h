@@ -117,6 +117,10 @@ struct evr_trace_clock {
 	uint32_t *seg_first;		/* nseg + 1: each segment's first point, then npts */
 	uint32_t nseg;
 	uint32_t forced;		/* points out of order, made segment starts */
+	/* The largest excess of a record's timestamp over a sync point taken after
+	 * the record was published (evr_trace_clock_check()), and where. */
+	uint64_t late_ticks;
+	uint32_t late_ring, late_pt;
 };
 
 /* A ring's place in the clock's segments, carried from record to record. */
@@ -127,6 +131,7 @@ struct evr_trace_ring_clock {
 	uint64_t held;			/* after the clock went back: the raw value the writer's
 					 * clamp holds the ring's timestamps at, 0 none */
 	bool held_known;		/* held is the value seen, not just the old maximum */
+	uint32_t chk;			/* the first point whose head is past the last record */
 };
 
 /* Lines kept about damage (more are counted, not kept). */
@@ -339,6 +344,15 @@ uint64_t evr_trace_clock_convert(struct evr_trace_reader *r, uint32_t ring, uint
 				 uint64_t ts);
 
 /*
+ * Cross-CPU check of the record at @pos of @ring: published before the next
+ * sync point was taken, its timestamp must not exceed the point's, or the
+ * writer's CPU and the recorder's disagree (the largest excess is kept).
+ * Called after the record was converted (which knows about held values).
+ */
+void evr_trace_clock_check_slow(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+				uint64_t ts);
+
+/*
  * CLOCK_MONOTONIC ns of raw timestamp @ts of the record at ring position @pos
  * of @ring. The common case (one segment, the same interval as the ring's last
  * record) stays inline.
@@ -355,6 +369,21 @@ static inline uint64_t evr_trace_ts_ns(struct evr_trace_reader *r, uint32_t ring
 	if (k->nseg == 1 && ts >= k->pts[i].ts && (i + 1 == k->npts || ts < k->pts[i + 1].ts))
 		return evr_clock_to_mono_ns(&k->lines[i], ts);
 	return evr_trace_clock_convert(r, ring, pos, ts);
+}
+
+/* See evr_trace_clock_check_slow(); the common case (nothing to look at) inline. */
+static inline void evr_trace_clock_check(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+					 uint64_t ts)
+{
+	const struct evr_trace_clock *k = &r->clk;
+	uint32_t i;
+
+	if (!k->piecewise)
+		return;
+	i = r->rings[ring].clk.chk;
+	if (i < k->npts && pos < k->heads[(size_t)i * k->nr_rings + ring] && ts <= k->pts[i].ts)
+		return;
+	evr_trace_clock_check_slow(r, ring, pos, ts);
 }
 
 #endif /* EVR_TRACE_INTERNAL_H */

@@ -201,6 +201,7 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 			g->events_acc++;
 			add_entry(g, EVR_REC_EVENT, evr_trace_ts_ns(r, ring, pos, h.ts), h.event_id,
 				  g->tid, poff, plen, 0);
+			evr_trace_clock_check(r, ring, pos, h.ts);
 			if (sh.nframes && g->nents) {
 				g->ents[g->nents - 1].nframes = sh.nframes;
 				g->ents[g->nents - 1].stack_flags = sh.flags;

@@ -931,6 +931,13 @@ void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_s
 	ret->sync_points = r->clk.npts;
 	ret->clock_segments = r->clk.piecewise ? r->clk.nseg : 0;
 	ret->approx_ts = r->approx_ts;
+	if (r->clk.late_ticks) {
+		const struct evr_clock_calib *l = &r->clk.lines[r->clk.late_pt];
+
+		ret->cpu_skew_ns = (uint64_t)(((unsigned __int128)r->clk.late_ticks * l->mult) >>
+					      l->shift);
+		ret->cpu_skew_ring = r->clk.late_ring;
+	}
 	ret->file_size = r->file_size;
 	ret->chunks = r->chunks;
 	ret->bytes = r->good_end;

@@ -284,7 +284,9 @@ static int check(const char *path, double min_seconds)
 	       st.clock_segments, st.approx_ts);
 	outside = evaluate(events);
 	printf("clock-check: raw timestamps going back within a ring: %" PRIu64 "; merge "
-	       "raised %" PRIu64 " times\n", decreasing, st.ts_clamped);
+	       "raised %" PRIu64 " times; a record's TSC ahead of a later sync point by %" PRIu64
+	       " ns at most (the CPUs' TSCs against the recorder's)\n", decreasing,
+	       st.ts_clamped, st.cpu_skew_ns);
 	rc = 0;
 	if (events < 1000 || (double)(last - first) / 1e9 < min_seconds) {
 		fprintf(stderr, "clock-check: FAIL: too short a recording\n");

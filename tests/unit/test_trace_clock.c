@@ -345,6 +345,7 @@ static void test_piecewise_rate_changes(void **state)
 	assert_int_equal(rb.st.clock_segments, 1);
 	assert_int_equal(rb.st.approx_ts, 0);
 	assert_int_equal(rb.njumps, 0);
+	assert_true(rb.st.cpu_skew_ns == 0);
 	print_message("piecewise: max error %llu ns; the session calibration alone: %llu ns\n",
 		      (unsigned long long)rb.max_err_exact, (unsigned long long)worst_calib);
 	assert_true(worst_calib > 1000);
@@ -431,6 +432,7 @@ static void test_jump_forward(void **state)
 	 * 15 ppm off, 150 us over 10 s. */
 	assert_true(rb.jump.step_ns > 9999000000ll && rb.jump.step_ns < 10001000000ll);
 	assert_false(rb.jump.flags & EVR_SYNC_BACKWARDS);
+	assert_true(rb.st.cpu_skew_ns == 0);
 	/* Forward, the raw value alone says which segment: even the events
 	 * written around the jump come out exact. */
 	assert_true(rb.st.approx_ts > 0);
@@ -450,6 +452,8 @@ static void test_jump_backward(void **state)
 	assert_int_equal(rb.st.clock_segments, 2);
 	assert_int_equal(rb.njumps, 1);
 	assert_true(rb.jump.flags & EVR_SYNC_BACKWARDS);
+	/* The held values are no evidence against the CPUs. */
+	assert_true(rb.st.cpu_skew_ns == 0);
 	assert_true(rb.jump.step_ns < -999000ll && rb.jump.step_ns > -1001000ll);
 	assert_true(rb.st.approx_ts >= rb.approx_bounded / 2);
 	/* Everything after the clamp let go is exact again. */
@@ -457,6 +461,52 @@ static void test_jump_backward(void **state)
 	print_message("backward jump: %llu events, %llu exact, %llu approximate (%llu counted)\n",
 		      (unsigned long long)rb.events, (unsigned long long)rb.exact,
 		      (unsigned long long)rb.approx_bounded, (unsigned long long)rb.st.approx_ts);
+}
+
+/*
+ * Ring 1's CPU runs 5 us ahead of the recorder's: its records published just
+ * before a sync point carry later timestamps than the point. The reader says
+ * how far ahead and which ring (evring dump warns above 1 us).
+ */
+static void test_cpu_skew_seen(void **state)
+{
+	struct evr_clock_sync_state st;
+	struct truth tr = {0};
+	struct gen g;
+	struct evr_trace_reader *r;
+	struct evr_trace_stats stt;
+	struct evr_event_view v;
+	const uint64_t t0 = 5000000000ull, ahead = 5000 * 2 / 3;	/* ticks of 1.5 ns */
+	char err[256];
+
+	(void)state;
+	assert_int_equal(gen_init(&g, 2, 64 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 13), 0);
+	evr_clock_sync_init(&st, &g.clock);
+	for (uint64_t t = t0; t < t0 + 2000000; t += 1000) {
+		uint64_t raw = 1000 + (t - t0) * 2 / 3;
+		uint32_t ring = (uint32_t)(t / 1000) & 1;
+
+		if ((t - t0) % 100000 == 0)
+			sync_at(&g, &st, t, raw);
+		emit_at(&g, &tr, ring, t, raw + (ring ? ahead : 0));
+		if ((t - t0) % 100000 == 99000) {
+			gen_drain(&g, 0);
+			gen_drain(&g, 1);
+		}
+	}
+	assert_int_equal(gen_finish(&g, 0), 0);
+	assert_int_equal(evr_trace_reader_open_fd(g.out_fd, &r, err, sizeof(err)), 0);
+	while (evr_trace_reader_next(r, &v) == 1)
+		;
+	evr_trace_reader_stats(r, &stt);
+	print_message("ring %u ahead by at least %llu ns\n", stt.cpu_skew_ring,
+		      (unsigned long long)stt.cpu_skew_ns);
+	assert_int_equal(stt.cpu_skew_ring, 1);
+	/* 5 us ahead, minus the 1 us or 2 us since its last record before a point. */
+	assert_true(stt.cpu_skew_ns >= 3000 && stt.cpu_skew_ns <= 5000);
+	evr_trace_reader_free(r);
+	truth_free(&tr);
+	gen_fini(&g);
 }
 
 /* A SYNC chunk with the wrong number of heads, or before the SESSION chunk. */
@@ -550,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_piecewise_rate_changes),
 		cmocka_unit_test(test_jump_forward),
 		cmocka_unit_test(test_jump_backward),
+		cmocka_unit_test(test_cpu_skew_seen),
 		cmocka_unit_test(test_sync_chunk_rejected),
 		cmocka_unit_test(test_sync_out_of_order),
 	};

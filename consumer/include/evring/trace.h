@@ -488,6 +488,10 @@ struct evr_trace_stats {
 					 * n - 1 times (see evr_trace_reader_clock_jump()) */
 	uint64_t approx_ts;		/* records converted so far whose time is approximate
 					 * (written across a clock jump, docs/trace-format.md) */
+	uint64_t cpu_skew_ns;		/* so far: how far a record's TSC ran ahead of a sync
+					 * point taken after it was published (0: never); the
+					 * TSCs of its CPU and the recorder's disagree */
+	uint32_t cpu_skew_ring;		/* the ring of that record */
 	/* The file, known at open. */
 	uint64_t file_size;
 	uint64_t chunks;		/* good chunks */
