@@ -2,11 +2,17 @@
 /*
  * evring record -- PROGRAM: trace a program from its first event. The
  * launching itself (reverse connection, watching the program while it
- * connects) is libevring-consumer's evr_client_launch(); here it is tied to
- * the recorder's state and messages.
+ * connects) is libevring-consumer's evr_client_launch_timeout(); here it is
+ * tied to the recorder's state and messages.
+ *
+ * A program that cannot be traced (it did not connect within --connect-timeout,
+ * or its recording could not start) is the user's own: we say so, ask it to
+ * stop with SIGTERM, never SIGKILL, and report what became of it; one that does
+ * not stop within STOP_GRACE_MS runs on, and the user is told its pid.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <evring/consumer.h>
 #include <evring/recorder.h>
@@ -15,6 +21,8 @@
 #include "record.h"
 
 #define CMD "record"
+/* How long a program we ask to stop has to exit. */
+#define STOP_GRACE_MS 5000
 
 static struct evr_launch launch_of(const struct recorder *r)
 {
@@ -36,8 +44,8 @@ int evr_record_launch(struct recorder *r)
 	char err[512];
 	int ret;
 
-	ret = evr_client_launch(r->o->program, EVR_RECORD_CLIENT_NAME, &l, &r->c, err,
-				sizeof(err));
+	ret = evr_client_launch_timeout(r->o->program, EVR_RECORD_CLIENT_NAME,
+					(int)r->o->connect_timeout_ms, &l, &r->c, err, sizeof(err));
 	set_launch(r, &l);
 	if (ret < 0)
 		evr_cli_error(CMD, "%s", ret == -ENOMEM ? "out of memory" : err);
@@ -71,14 +79,27 @@ void evr_record_child_wait(struct recorder *r)
 void evr_record_child_abandon(struct recorder *r)
 {
 	struct evr_launch l = launch_of(r);
+	const char *prog = r->o->program[0];
 	char st[128];
+	int ret;
 
-	/* We started it to trace it; do not leave it running untraced behind us. */
-	if (evr_launch_kill(&l) == 1) {
-		set_launch(r, &l);
+	if (r->child <= 0 || r->child_reaped)
+		return;
+	/* We started it to trace it: neither leave it running untraced without a
+	 * word, nor kill it without one. */
+	evr_cli_error(CMD, "stopping %s (pid %d) with SIGTERM: it cannot be traced", prog,
+		      (int)r->child);
+	ret = evr_launch_stop(&l, STOP_GRACE_MS);
+	set_launch(r, &l);
+	if (ret == 1) {
 		evr_launch_describe(&l, st, sizeof(st));
-		evr_cli_error(CMD, "%s (pid %d) was stopped because recording failed (%s)",
-			      r->o->program[0], (int)r->child, st);
+		evr_cli_error(CMD, "%s (pid %d) %s", prog, (int)r->child, st);
+	} else if (ret == -ETIMEDOUT) {
+		evr_cli_error(CMD, "%s (pid %d) did not stop within %d s of SIGTERM; it runs on, "
+			      "untraced", prog, (int)r->child, STOP_GRACE_MS / 1000);
+	} else if (ret < 0) {
+		evr_cli_error(CMD, "cannot stop %s (pid %d): %s; it runs on, untraced", prog,
+			      (int)r->child, strerror(-ret));
 	}
 }
 

@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		"      --sample-cpu[=HZ]    also sample the process's threads on the CPU with\n"
 		"                           perf_events, HZ times a second (default 999), with\n"
 		"                           call stacks and context switches\n"
+		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
+		"                           (default 10s); then it is stopped with SIGTERM\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -99,7 +101,7 @@ static int parse_uint_opt(const char *opt, const char *s, uint32_t lo, uint32_t 
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
-	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE };
+	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
@@ -110,6 +112,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
 		{ "stacks", optional_argument, NULL, OPT_STACKS },
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
+		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -168,6 +171,20 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			o->counter_interval_ms = (uint32_t)(ns / 1000000u);
 			break;
 		}
+		case OPT_CONNECT_TIMEOUT: {
+			uint64_t ns;
+
+			if (evr_parse_duration(CMD, "--connect-timeout", optarg, &ns) < 0)
+				return -EINVAL;
+			if (ns < 100000000ull || ns > 3600000000000ull) {
+				evr_cli_error(CMD, "--connect-timeout %s is not between 100ms and 1h",
+					      optarg);
+				return -EINVAL;
+			}
+			o->connect_timeout_ms = (uint32_t)(ns / 1000000u);
+			o->connect_timeout_arg = optarg;
+			break;
+		}
 		case OPT_BUFFER:
 			if (evr_parse_size(CMD, "--buffer-size", optarg, &o->buffer_size) < 0)
 				return -EINVAL;
@@ -205,6 +222,11 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	if (!o->pid && !o->program) {
 		evr_cli_error(CMD, "say what to record: -p PID or -- PROGRAM [ARGS...] "
 			      "(try evring record --help)");
+		return -EINVAL;
+	}
+	if (o->connect_timeout_arg && !o->program) {
+		evr_cli_error(CMD, "--connect-timeout is for -- PROGRAM (a running process "
+			      "is attached to at once)");
 		return -EINVAL;
 	}
 	return 1;

@@ -27,6 +27,8 @@ struct record_opts {
 	uint32_t counter_interval_ms;	/* --counter-interval; 0: no counters */
 	uint32_t stack_depth;		/* --stacks[=DEPTH]; 0: no stacks on events */
 	uint32_t sample_hz;		/* --sample-cpu[=HZ]; 0: no CPU sampling */
+	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
+	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 };
 
@@ -61,7 +63,11 @@ int evr_record_launch(struct recorder *r);
 /* After recording: reap the program if it has ended (bounded wait). */
 void evr_record_child_wait(struct recorder *r);
 
-/* Recording failed before the program was let run: kill and reap it. */
+/*
+ * Recording failed before the program was let run: say so, stop it politely
+ * (SIGTERM, never SIGKILL), wait a moment for it and report its fate; one that
+ * does not stop is left running, and said to be.
+ */
 void evr_record_child_abandon(struct recorder *r);
 
 /* The summary line about the program: its exit status, or that it still runs. */

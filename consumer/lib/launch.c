@@ -9,7 +9,12 @@
  * While waiting for the connection we also watch the program itself (a
  * pidfd): a program that is not linked with libevring never connects, and one
  * that fails early exits; either is reported at once instead of after a
- * timeout.
+ * timeout. The program's own wait for Resume (EVR_CONNECT_TIMEOUT_MS in its
+ * environment) is set to the caller's timeout, so that both sides give up
+ * together.
+ *
+ * A program that cannot be traced is the user's: evr_launch_stop() asks it to
+ * stop (SIGTERM) and waits a while, and leaves it running if it does not.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,22 +58,40 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* environ without EVR_CONNECT, plus @connect ("EVR_CONNECT=..."). Free the array only. */
-static char **child_env(char *connect)
+/*
+ * environ without EVR_CONNECT and EVR_CONNECT_TIMEOUT_MS, plus @connect
+ * ("EVR_CONNECT=...") and @timeout ("EVR_CONNECT_TIMEOUT_MS=..."). Free the
+ * array only.
+ */
+static char **child_env(char *connect, char *timeout)
 {
 	size_t n = 0, j = 0;
 	char **v;
 
 	while (environ[n])
 		n++;
-	v = calloc(n + 2, sizeof(*v));
+	v = calloc(n + 3, sizeof(*v));
 	if (!v)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "EVR_CONNECT=", 12) != 0)
+		if (strncmp(environ[i], "EVR_CONNECT=", 12) != 0 &&
+		    strncmp(environ[i], "EVR_CONNECT_TIMEOUT_MS=", 23) != 0)
 			v[j++] = environ[i];
-	v[j] = connect;
+	v[j++] = connect;
+	v[j] = timeout;
 	return v;
+}
+
+/* "10 s", "1.5 s", "500 ms" into @buf. */
+static const char *fmt_ms(int ms, char *buf, size_t len)
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, len, "%d s", ms / 1000);
+	else if (ms > 1000)
+		snprintf(buf, len, "%.1f s", ms / 1000.0);
+	else
+		snprintf(buf, len, "%d ms", ms);
+	return buf;
 }
 
 static int connect_timeout_ms(void)
@@ -113,6 +136,17 @@ void evr_launch_reap(struct evr_launch *l, int timeout_ms)
 	}
 }
 
+int evr_launch_stop(struct evr_launch *l, int grace_ms)
+{
+	if (l->pid <= 0 || l->reaped)
+		return 0;
+	if (kill(l->pid, SIGTERM) < 0)
+		return -errno;
+	/* Without a pidfd there is nothing to wait on: look once. */
+	evr_launch_reap(l, grace_ms);
+	return l->reaped ? 1 : -ETIMEDOUT;
+}
+
 int evr_launch_kill(struct evr_launch *l)
 {
 	if (l->pid <= 0 || l->reaped)
@@ -134,13 +168,12 @@ void evr_launch_fini(struct evr_launch *l)
 }
 
 /* Wait for the program to connect, to exit, or for the timeout. */
-static int await_connection(struct evr_launch *l, int lfd, const char *prog,
+static int await_connection(struct evr_launch *l, int lfd, const char *prog, int timeout,
 			    const char *client_name, struct evr_client **ret, char *errbuf,
 			    size_t errlen)
 {
-	int timeout = connect_timeout_ms();
 	uint64_t deadline = now_ns() + (uint64_t)timeout * 1000000u;
-	char st[128];
+	char st[128], t[32];
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
@@ -150,8 +183,9 @@ static int await_connection(struct evr_launch *l, int lfd, const char *prog,
 
 		if (now >= deadline)
 			return fail(errbuf, errlen, -ETIMEDOUT,
-				    "%s did not connect within %d ms: is it linked with libevring, "
-				    "and its agent enabled (EVR_AGENT)?", prog, timeout);
+				    "%s (pid %d) did not connect within %s: is it linked with "
+				    "libevring, and its agent enabled (EVR_AGENT)?", prog, (int)l->pid,
+				    fmt_ms(timeout, t, sizeof(t)));
 		r = poll(p, l->pidfd >= 0 ? 2 : 1, (int)((deadline - now) / 1000000u) + 1);
 		if (r < 0 && errno != EINTR)
 			return fail(errbuf, errlen, -errno, "cannot wait for %s: %s", prog,
@@ -173,13 +207,22 @@ static int await_connection(struct evr_launch *l, int lfd, const char *prog,
 int evr_client_launch(char *const *argv, const char *client_name, struct evr_launch *l,
 		      struct evr_client **ret, char *errbuf, size_t errlen)
 {
-	char **envp = NULL, *path = NULL, *connect = NULL;
+	return evr_client_launch_timeout(argv, client_name, 0, l, ret, errbuf, errlen);
+}
+
+int evr_client_launch_timeout(char *const *argv, const char *client_name, int timeout_ms,
+			      struct evr_launch *l, struct evr_client **ret, char *errbuf,
+			      size_t errlen)
+{
+	char **envp = NULL, *path = NULL, *connect = NULL, timeout[48];
 	int lfd = -1, pipefd[2] = { -1, -1 }, exec_errno = 0, r;
 	ssize_t n;
 	pid_t pid;
 
-	if (!argv || !argv[0] || !l || !ret)
+	if (!argv || !argv[0] || !l || !ret || timeout_ms < 0)
 		return -EINVAL;
+	if (!timeout_ms)
+		timeout_ms = connect_timeout_ms();
 	*l = (struct evr_launch){ .pid = -1, .pidfd = -1 };
 	r = evr_client_listen(&lfd, &path, errbuf, errlen);
 	if (r < 0)
@@ -189,7 +232,9 @@ int evr_client_launch(char *const *argv, const char *client_name, struct evr_lau
 		connect = NULL;
 		goto out;
 	}
-	envp = child_env(connect);
+	/* The program waits for us as long as we wait for it. */
+	snprintf(timeout, sizeof(timeout), "EVR_CONNECT_TIMEOUT_MS=%d", timeout_ms);
+	envp = child_env(connect, timeout);
 	if (!envp)
 		goto out;
 	/* Close-on-exec: the child reports a failed exec through it, a successful
@@ -228,7 +273,7 @@ int evr_client_launch(char *const *argv, const char *client_name, struct evr_lau
 		goto out;
 	}
 	l->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	r = await_connection(l, lfd, argv[0], client_name, ret, errbuf, errlen);
+	r = await_connection(l, lfd, argv[0], timeout_ms, client_name, ret, errbuf, errlen);
 out:
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);

@@ -151,17 +151,37 @@ struct evr_launch {
  * @ret: the connection, free with evr_client_free().
  * Return: 0, or -errno with one line in @errbuf ("cannot run X: No such file
  * or directory", "X exited with status 1 before connecting: is it linked with
- * libevring...", "X did not connect within 10000 ms: ...").
+ * libevring...", "X (pid N) did not connect within 10 s: ...").
  * Context: forks; the child inherits the caller's environment and fds that are
  * not close-on-exec.
  */
 int evr_client_launch(char *const *argv, const char *client_name, struct evr_launch *l,
 		      struct evr_client **ret, char *errbuf, size_t errlen);
 
+/**
+ * evr_client_launch_timeout() - evr_client_launch(), waiting @timeout_ms for the
+ * connection (0: EVR_CONNECT_TIMEOUT_MS or 10 s). The program's own wait for
+ * Resume is set to the same (EVR_CONNECT_TIMEOUT_MS in its environment).
+ * A timeout is -ETIMEDOUT, "X (pid N) did not connect within 10 s: ...".
+ */
+int evr_client_launch_timeout(char *const *argv, const char *client_name, int timeout_ms,
+			      struct evr_launch *l, struct evr_client **ret, char *errbuf,
+			      size_t errlen);
+
 /* Reap the program if it has ended, waiting up to @timeout_ms for it (0: do not wait). */
 void evr_launch_reap(struct evr_launch *l, int timeout_ms);
 
-/* SIGKILL the program and reap it. Return: 1 killed, 0 nothing to kill, -errno. */
+/**
+ * evr_launch_stop() - ask the program to stop (SIGTERM: it may clean up) and reap
+ * it, waiting up to @grace_ms. For a program that cannot be traced: say so to
+ * the user first, and what became of it after.
+ * Return: 1 stopped (and reaped), 0 nothing to stop, -ETIMEDOUT it runs on
+ * (ignored or handled SIGTERM without exiting), -errno.
+ */
+int evr_launch_stop(struct evr_launch *l, int grace_ms);
+
+/* SIGKILL the program and reap it. Return: 1 killed, 0 nothing to kill, -errno.
+ * Prefer evr_launch_stop(): this one gives the program no chance to clean up. */
 int evr_launch_kill(struct evr_launch *l);
 
 /* "exited with status 0", "died from signal 9 (Killed)", "is still running". */
