@@ -100,6 +100,7 @@ static void usage(FILE *f)
 		"                           filter: KIND[:ARG][,KEY=VALUE...]\n"
 		"                             jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
 		"                             graphite:HOST:PORT  counters to carbon (plaintext)\n"
+		"                             journald[:SOCKET]   one journal entry per event\n"
 		"                           filter keys: level=N, provider=GLOB, event=GLOB,\n"
 		"                           keywords=0xMASK, what=events|counters|all, max-rate=N\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*';\n"
@@ -255,7 +256,7 @@ static int parse_sinks(struct fwd *f)
 		f->nsinks++;
 		s->ops = find_kind(s->spec.kind);
 		if (!s->ops) {
-			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl, graphite)", s->spec.text,
+			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl, graphite, journald)", s->spec.text,
 				      s->spec.kind);
 			return -EINVAL;
 		}
@@ -653,7 +654,7 @@ static void sink_summary(struct evr_fwd_sink *s)
 
 	if (s->outbox) {
 		evr_fwd_outbox_stats(s->outbox, &os);
-		sent = os.delivered;
+		sent = os.delivered - s->st.sent_adjust;
 		dropped = os.dropped_full + os.dropped_close + os.dropped_failed;
 	}
 	dropped += s->st.too_large + s->st.rate_limited;

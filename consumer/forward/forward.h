@@ -221,6 +221,9 @@ struct evr_fwd_sink_stats {
 	uint64_t sent, dropped;
 	/* Network sinks, filled in by close(): connections made, attempts failed. */
 	uint64_t connects, connect_failures;
+	/* Of the outbox's delivered items, those the receiver refused (too large:
+	 * counted in too_large instead). */
+	uint64_t sent_adjust;
 };
 
 struct evr_fwd_sink {
@@ -248,6 +251,7 @@ extern const struct evr_fwd_sink_ops *const evr_fwd_sink_kinds[];
 
 extern const struct evr_fwd_sink_ops evr_fwd_sink_jsonl;
 extern const struct evr_fwd_sink_ops evr_fwd_sink_graphite;
+extern const struct evr_fwd_sink_ops evr_fwd_sink_journald;
 
 /* ---- helpers for sinks ---------------------------------------------------------------- */
 

@@ -11,10 +11,15 @@
  *   depth    gauge: 42
  *   Op       event (u64 seq), one per iteration
  *
- *   evr-forward-producer [--ops N] [--sessions K] [--listen MS] [--vary]
+ *   Note     a warning defined at run time (evr_event_define), written once with
+ *            --note: fields text (str: "first line\nsecond line"), "a-b" (u32 1),
+ *            "a_b" (u32 2), "9lives" (u32 3), and a 70-character name (u32 4): names
+ *            that sinks such as journald must map
+ *
+ *   evr-forward-producer [--ops N] [--sessions K] [--listen MS] [--vary] [--note]
  *
  * Prints "ready PID"; waits until K sessions (the listener's included) enable
- * FwdCheck; runs N iterations and prints "recorded OPS_TOTAL N"; with --listen
+ * FwdCheck; runs N iterations (and writes Note) and prints "recorded OPS_TOTAL N"; with --listen
  * (an in-process listener sampling every MS ms) waits until the listener has
  * received every value and prints its totals:
  *   "listener ops=T count=N sum=S min=A max=B depth=D"
@@ -89,6 +94,7 @@ int main(int argc, char **argv)
 		{ "sessions", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "vary", no_argument, NULL, 'v' },
+		{ "note", no_argument, NULL, 'N' },
 		{ 0 },
 	};
 	struct evr_counter_desc dops = { .name = "ops", .kind = EVR_COUNTER_INCREMENT };
@@ -100,7 +106,8 @@ int main(int argc, char **argv)
 	struct evr_listener *l = NULL;
 	unsigned long n = 1000, sessions = 1, listen_ms = 0;
 	double ops_total = 0;
-	bool vary = false;
+	bool vary = false, note = false;
+	struct evr_event *note_ev = NULL;
 	char err[256], buf[64];
 	int c;
 
@@ -118,6 +125,9 @@ int main(int argc, char **argv)
 		case 'v':
 			vary = true;
 			break;
+		case 'N':
+			note = true;
+			break;
 		default:
 			usage();
 		}
@@ -128,6 +138,21 @@ int main(int argc, char **argv)
 	    evr_counter_create(&fc, &ddep, &dep) < 0) {
 		fprintf(stderr, "evr-forward-producer: cannot create the counters\n");
 		return 1;
+	}
+	if (note) {
+		static const struct evr_field_desc f[] = {
+			{ "text", EVR_TYPE_STR }, { "a-b", EVR_TYPE_U32 }, { "a_b", EVR_TYPE_U32 },
+			{ "9lives", EVR_TYPE_U32 },
+			{ "a_field_name_that_is_far_longer_than_journald_would_ever_take_as_is",
+			  EVR_TYPE_U32 },
+		};
+		struct evr_event_desc d = { .name = "Note", .id = 2, .level = EVR_LEVEL_WARNING,
+					    .keywords = 0x2, .nfields = 5, .fields = f };
+
+		if (evr_event_define(&fc, &d, &note_ev) < 0) {
+			fprintf(stderr, "evr-forward-producer: cannot define Note\n");
+			return 1;
+		}
 	}
 	if (listen_ms) {
 		struct evr_listener_opts o = { .providers = "FwdCheck:0x0:0",
@@ -152,6 +177,12 @@ int main(int argc, char **argv)
 		ops_total += (double)(i % 7 + 1);
 		evr_counter_record(lat, vary ? (double)(i % 100 + 1) : 12.5);
 		fc_op(i);
+	}
+	if (note_ev) {
+		union evr_value v[5] = { { .s = "first line\nsecond line" }, { .u = 1 }, { .u = 2 },
+					 { .u = 3 }, { .u = 4 } };
+
+		evr_event_writev(note_ev, v, 5);
 	}
 	printf("recorded %.17g %lu\n", ops_total, n);
 	fflush(stdout);
