@@ -27,4 +27,11 @@ if(TARGET evring-forward)
     set_tests_properties(forward_${t} PROPERTIES LABELS integration TIMEOUT 180
       SKIP_RETURN_CODE 77)
   endforeach()
+
+  # A real LTTng session (lttng-tools, babeltrace2) fed from minirt.
+  add_test(NAME forward_lttng
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/lttng.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:workload> $<TARGET_FILE:minirt>)
+  set_tests_properties(forward_lttng PROPERTIES LABELS integration TIMEOUT 180
+    SKIP_RETURN_CODE 77)
 endif()

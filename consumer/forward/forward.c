@@ -101,6 +101,7 @@ static void usage(FILE *f)
 		"                             jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
 		"                             graphite:HOST:PORT  counters to carbon (plaintext)\n"
 		"                             journald[:SOCKET]   one journal entry per event\n"
+		"                             lttng               evring:* LTTng-UST tracepoints\n"
 		"                           filter keys: level=N, provider=GLOB, event=GLOB,\n"
 		"                           keywords=0xMASK, what=events|counters|all, max-rate=N\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*';\n"
@@ -256,7 +257,7 @@ static int parse_sinks(struct fwd *f)
 		f->nsinks++;
 		s->ops = find_kind(s->spec.kind);
 		if (!s->ops) {
-			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl, graphite, journald)", s->spec.text,
+			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl, graphite, journald, lttng)", s->spec.text,
 				      s->spec.kind);
 			return -EINVAL;
 		}
@@ -667,8 +668,10 @@ static void sink_summary(struct evr_fwd_sink *s)
 	WHY(os.dropped_failed, "after the sink failed");
 	WHY(s->st.too_large, "too large");
 	WHY(s->st.rate_limited, "over max-rate");
-	if (s->outbox == NULL)
-		WHY(s->st.dropped, "refused by the receiver");
+	if (s->outbox == NULL && s->st.dropped && n < sizeof(why))
+		n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%" PRIu64 " %s", n ? ", " : " (",
+				      s->st.dropped, s->st.dropped_why ? s->st.dropped_why :
+				      "refused by the receiver");
 #undef WHY
 	if (n && n < sizeof(why))
 		snprintf(why + n, sizeof(why) - n, ")");

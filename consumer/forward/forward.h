@@ -224,6 +224,8 @@ struct evr_fwd_sink_stats {
 	/* Of the outbox's delivered items, those the receiver refused (too large:
 	 * counted in too_large instead). */
 	uint64_t sent_adjust;
+	/* Why a sink without an outbox dropped (st.dropped), for the summary. */
+	const char *dropped_why;
 };
 
 struct evr_fwd_sink {
@@ -252,6 +254,7 @@ extern const struct evr_fwd_sink_ops *const evr_fwd_sink_kinds[];
 extern const struct evr_fwd_sink_ops evr_fwd_sink_jsonl;
 extern const struct evr_fwd_sink_ops evr_fwd_sink_graphite;
 extern const struct evr_fwd_sink_ops evr_fwd_sink_journald;
+extern const struct evr_fwd_sink_ops evr_fwd_sink_lttng;
 
 /* ---- helpers for sinks ---------------------------------------------------------------- */
 

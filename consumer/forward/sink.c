@@ -13,6 +13,7 @@ const struct evr_fwd_sink_ops *const evr_fwd_sink_kinds[] = {
 	&evr_fwd_sink_jsonl,
 	&evr_fwd_sink_graphite,
 	&evr_fwd_sink_journald,
+	&evr_fwd_sink_lttng,
 	NULL,
 };
 
