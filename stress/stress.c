@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/consumer.h>
+
 #include "stress-orch.h"
 
 #define SEC UINT64_C(1000000000)
@@ -109,8 +111,23 @@ static int parse_u32_opt(int c, const char *s, struct stress_opts *o, unsigned *
 
 		if (u->val != c)
 			continue;
-		if (parse_u32(u->name, s, u->min, u->max, (uint32_t *)((char *)o + u->off)))
+		if (c == 'n' && s[strspn(s, "0123456789")]) {
+			/* --seconds also takes what every evring tool takes: 5m, 00:01:00. */
+			uint64_t ns;
+
+			if (evr_duration_parse(s, &ns) < 0 || ns % 1000000000ull ||
+			    ns < (uint64_t)u->min * 1000000000ull ||
+			    ns > (uint64_t)u->max * 1000000000ull) {
+				fprintf(stderr, "evring-stress: %s: \"%s\" is not a whole number of "
+					"seconds from %u to %u (e.g. 60, 5m, 00:01:00)\n", u->name, s,
+					u->min, u->max);
+				return -EINVAL;
+			}
+			o->seconds = (uint32_t)(ns / 1000000000ull);
+		} else if (parse_u32(u->name, s, u->min, u->max,
+				     (uint32_t *)((char *)o + u->off))) {
 			return -EINVAL;
+		}
 		*have |= 1u << i;
 		return 1;
 	}
@@ -139,7 +156,6 @@ static int parse_argv(int argc, char **argv, struct stress_opts *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		char *end;
-
 		r = parse_u32_opt(c, optarg, o, &have);
 		if (r < 0)
 			return r;

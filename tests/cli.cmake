@@ -1,9 +1,12 @@
 # Tests of the cli part (see tests/CMakeLists.txt for evr_unit()).
 
 # The command's option parsers and output helpers, compiled in from the tool's sources.
-evr_unit(test_cli_util)
+evr_unit(test_cli_util LIBS evring-consumer)
 target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/util.c)
 target_include_directories(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
+
+# Durations as every tool takes them (evr_duration_parse(), libevring-consumer).
+evr_unit(test_duration LIBS evring-consumer)
 
 # Integration tests of the evring command against real workload processes: each is a bash
 # script in tests/cli/ run as `bash SCRIPT EVRING WORKLOAD` (helpers in tests/cli/lib.sh,

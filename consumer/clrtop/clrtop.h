@@ -39,9 +39,10 @@ void evr_top_fmt_number(char *buf, size_t len, double v);
 void evr_top_fmt_value(char *buf, size_t len, double v, const char *unit, uint32_t kind, bool signed_);
 
 /**
- * evr_top_parse_seconds() - "0.5", "2", "1.5s", "250ms" into milliseconds.
- * Return: 0, or -EINVAL (not a number, trailing junk, NaN) or -ERANGE (outside
- * [@min_ms, @max_ms]); @ret_ms untouched on failure.
+ * evr_top_parse_seconds() - "0.5", "2", "1.5s", "250ms", "00:00:01" (any form of
+ * evr_duration_parse(): seconds, units, dotnet's hh:mm:ss) into milliseconds.
+ * Return: 0, or -EINVAL (not a duration) or -ERANGE (outside [@min_ms,
+ * @max_ms]); @ret_ms untouched on failure.
  */
 int evr_top_parse_seconds(const char *s, uint32_t min_ms, uint32_t max_ms, uint32_t *ret_ms);
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <evring/consumer.h>
+
 #include "clrtop.h"
 
 /* Whole part with a comma every three digits; @v >= 0 and < 1e15. */
@@ -177,24 +179,18 @@ void evr_top_fmt_value(char *buf, size_t len, double v, const char *unit, uint32
 
 int evr_top_parse_seconds(const char *s, uint32_t min_ms, uint32_t max_ms, uint32_t *ret_ms)
 {
-	char *end;
-	double v, ms;
+	uint64_t ns;
+	int ret;
 
-	if (!s || !*s || !ret_ms)
+	if (!s || !ret_ms)
 		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno == ERANGE || !isfinite(v) || *s == ' ' || *s == '\t')
-		return -EINVAL;
-	if (!strcmp(end, "ms"))
-		ms = v;
-	else if (!strcmp(end, "s") || !*end)
-		ms = v * 1000.0;
-	else
-		return -EINVAL;
-	if (ms < min_ms || ms > max_ms)
+	/* The forms every evring tool takes: 0.5, 2s, 250ms, 00:00:01 (as dotnet's). */
+	ret = evr_duration_parse(s, &ns);
+	if (ret < 0)
+		return ret;
+	if (ns < (uint64_t)min_ms * 1000000u || ns > (uint64_t)max_ms * 1000000u)
 		return -ERANGE;
-	*ret_ms = (uint32_t)llround(ms);
+	*ret_ms = (uint32_t)((ns + 500000u) / 1000000u);
 	return 0;
 }
 

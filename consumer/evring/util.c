@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <evring/consumer.h>
+
 #include "cli.h"
 
 __attribute__((format(printf, 3, 0))) static void vmsg(const char *cmd, const char *kind,
@@ -159,14 +161,15 @@ static int parse_scaled(const char *s, const struct unit *units, size_t n, bool 
 
 int evr_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ret_ns)
 {
-	static const struct unit units[] = {
-		{ "", 1e9 }, { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
-		{ "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
-	};
+	uint64_t ns;
 
-	if (parse_scaled(s, units, sizeof(units) / sizeof(units[0]), false, 1e18, ret_ns) == 0)
+	/* evring's forms and dotnet's dd:hh:mm:ss, as every evring tool takes them. */
+	if (evr_duration_parse(s, &ns) == 0 && ns > 0) {
+		*ret_ns = ns;
 		return 0;
-	evr_cli_error(cmd, "%s: invalid duration '%s' (use e.g. 500ms, 30s, 5m, 1h)", opt, s);
+	}
+	evr_cli_error(cmd, "%s: invalid duration '%s' (use e.g. 500ms, 30s, 5m, 1h, or "
+		      "hh:mm:ss / dd:hh:mm:ss)", opt, s);
 	return -EINVAL;
 }
 

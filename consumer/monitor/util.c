@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <evring/consumer.h>
+
 #include "monitor.h"
 
 uint64_t evr_mon_now_ns(void)
@@ -56,30 +58,8 @@ void evr_mon_proc_short_name(const struct evr_process_info *pi, char *buf, size_
 
 int evr_mon_parse_duration(const char *s, uint64_t *ret_ns)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t ns;
-	} units[] = { { "ms", 1000000ull }, { "s", 1000000000ull }, { "m", 60000000000ull },
-		      { "h", 3600000000000ull }, { "", 1000000000ull } };
-	char *end;
-	double v;
-
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].suffix)) {
-			double ns = v * (double)units[i].ns;
-
-			if (ns > 1e18)
-				return -EINVAL;
-			*ret_ns = (uint64_t)ns;
-			return 0;
-		}
-	return -EINVAL;
+	/* The forms every evring tool takes, dotnet's hh:mm:ss and dd:hh:mm:ss included. */
+	return evr_duration_parse(s, ret_ns) < 0 ? -EINVAL : 0;
 }
 
 int evr_mon_parse_size(const char *s, uint64_t *ret)

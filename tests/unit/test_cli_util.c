@@ -22,6 +22,8 @@ static void test_evr_parse_duration_units(void **state)
 		{ "500ms", 500000000u }, { "30s", 30000000000u }, { "5m", 300000000000u },
 		{ "1h", 3600000000000u }, { "2", 2000000000u }, { "1.5s", 1500000000u },
 		{ "250us", 250000u }, { "10ns", 10u }, { "2min", 120000000000u },
+		/* dotnet-trace's dd:hh:mm:ss and TimeSpan's hh:mm:ss */
+		{ "00:00:00:05", 5000000000u }, { "00:01:30", 90000000000u },
 	};
 	uint64_t v;
 
@@ -36,7 +38,8 @@ static void test_evr_parse_duration_units(void **state)
 static void test_evr_parse_duration_invalid(void **state)
 {
 	static const char *const bad[] = { "", "5x", "-1s", "+1s", "inf", "nan", "0", "0s", "1e3",
-					   "0x10", "s", " 1s", "1 s", "1.5.2s", "1S" };
+					   "0x10", "s", " 1s", "1 s", "1.5.2s", "1S", "00:00:00",
+					   "00:60:00", "1:2:3:4:5" };
 	uint64_t v = 42;
 
 	(void)state;

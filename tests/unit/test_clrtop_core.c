@@ -98,6 +98,11 @@ static void test_parse_seconds_accepts_and_rejects(void **state)
 	assert_int_equal(ms, 1500);
 	assert_int_equal(evr_top_parse_seconds("250ms", 10, 3600000, &ms), 0);
 	assert_int_equal(ms, 250);
+	/* dotnet-counters users type TimeSpans. */
+	assert_int_equal(evr_top_parse_seconds("00:00:01", 10, 3600000, &ms), 0);
+	assert_int_equal(ms, 1000);
+	assert_int_equal(evr_top_parse_seconds("00:01:00", 10, 3600000, &ms), 0);
+	assert_int_equal(ms, 60000);
 	ms = 42;
 	assert_int_equal(evr_top_parse_seconds("abc", 10, 3600000, &ms), -EINVAL);
 	assert_int_equal(evr_top_parse_seconds("", 10, 3600000, &ms), -EINVAL);
@@ -105,9 +110,10 @@ static void test_parse_seconds_accepts_and_rejects(void **state)
 	assert_int_equal(evr_top_parse_seconds("nan", 10, 3600000, &ms), -EINVAL);
 	assert_int_equal(evr_top_parse_seconds(" 1", 10, 3600000, &ms), -EINVAL);
 	assert_int_equal(evr_top_parse_seconds("0", 10, 3600000, &ms), -ERANGE);
-	assert_int_equal(evr_top_parse_seconds("-1", 10, 3600000, &ms), -ERANGE);
+	assert_int_equal(evr_top_parse_seconds("-1", 10, 3600000, &ms), -EINVAL);
 	assert_int_equal(evr_top_parse_seconds("0.001", 10, 3600000, &ms), -ERANGE);
-	assert_int_equal(evr_top_parse_seconds("1e9", 10, 3600000, &ms), -ERANGE);
+	assert_int_equal(evr_top_parse_seconds("1e9", 10, 3600000, &ms), -EINVAL);
+	assert_int_equal(evr_top_parse_seconds("2:00:00", 10, 3600000, &ms), -ERANGE);
 	assert_int_equal(ms, 42);
 }
 

@@ -387,6 +387,21 @@ int evr_span_count(const struct evr_span *sp, uint64_t *ret_events, uint64_t *re
  * client, not both.
  */
 
+/* ---- values people type ------------------------------------------------------ */
+
+/**
+ * evr_duration_parse() - a duration in the forms every evring tool takes:
+ * "500ms", "30s", "5m", "1h", "2d" ("ns", "us" and "min" too), a bare number
+ * of seconds ("0.5"), and the forms of the dotnet tools (TimeSpan):
+ * "dd:hh:mm:ss" (dotnet-trace --duration), "hh:mm:ss", "hh:mm", "d.hh:mm:ss",
+ * the seconds with a fraction ("00:00:01.5"). Minutes and seconds must be below
+ * 60, hours below 24 when days are given. No sign, spaces, exponent or "inf".
+ * @ret_ns: untouched on failure. 0 is a valid result: callers set their bounds.
+ * Return: 0, -EINVAL (not a duration), -ERANGE (over about 31 years).
+ * Context: any thread.
+ */
+int evr_duration_parse(const char *s, uint64_t *ret_ns);
+
 #ifdef __cplusplus
 }
 #endif
