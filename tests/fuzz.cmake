@@ -78,7 +78,7 @@ if(EVR_SANITIZE MATCHES "undefined")
     -fno-sanitize=alignment)
 endif()
 
-evr_fuzz_target(provider_spec LIBS evring-sessions)
+evr_fuzz_target(provider_spec LIBS evring-provider-spec)
 evr_fuzz_target(trace SOURCES fuzz/fuzz-trace.c LIBS evring-consumer)
 evr_fuzz_target(ring LIBS evring-consumer evring-shm)
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <evring/consumer.h>
+#include <evring/provider-spec.h>
 #include <evring/recorder.h>
 #include <evring/symbols.h>
 #include <evring/trace.h>
@@ -48,7 +49,7 @@ static void usage(FILE *f)
 		"  -p, --pid PID            attach to process PID (no restart needed)\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
 		"  -o, --output FILE        trace file to write (default: trace.evtrace)\n"
-		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h)\n"
+		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
 		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
 		"                           (e.g. 64M; default: the producer's 4 MiB per ring)\n"
 		"      --mode MODE          discard (default: drop new events when full) or\n"
@@ -229,7 +230,38 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			      "is attached to at once)");
 		return -EINVAL;
 	}
+	/* Values that need no process are checked now, not after attaching. */
+	if (evr_record_check_opts(o) < 0)
+		return -EINVAL;
 	return 1;
+}
+
+/*
+ * Warn about providers and counters the process does not have. @complete: ask
+ * the process (ListEvents); otherwise, or when it cannot answer any more, look
+ * at what reached the session's metadata.
+ */
+static void check_providers(struct recorder *r, pid_t pid, bool ask)
+{
+	struct evr_schema_set *set = NULL;
+	char err[256];
+	bool complete = false;
+
+	if (evr_schema_set_new(&set) < 0)
+		return;
+	if (ask && evr_client_list_events(r->c, set, err, sizeof(err)) == 0) {
+		complete = true;
+	} else {
+		uint64_t pos = 0;
+		const void *data;
+		uint32_t kind, len;
+
+		while (evr_client_meta_next(r->c, &pos, &kind, &data, &len) == 1)
+			if (kind == EVR_META_EVENT)
+				(void)evr_schema_set_add_pb(set, data, len);
+	}
+	evr_record_check_providers(r->o, set, pid, complete);
+	evr_schema_set_free(set);
 }
 
 /* --buffer-size in all, to one ring's size: a power of two, rounded down. */
@@ -559,6 +591,10 @@ static int run(const struct record_opts *o)
 	}
 	if (ret < 0)
 		goto fail;
+	/* A running process has its providers: say now what it lacks. A program
+	 * started here registers its own after the session starts: said at the end. */
+	if (!o->program)
+		check_providers(&r, o->pid, true);
 	ret = start_recording(&r);
 	if (ret < 0)
 		goto fail;
@@ -599,6 +635,8 @@ static int run(const struct record_opts *o)
 	}
 	ret = record(&r);
 	r.t_end = evr_now_ns();
+	if (o->program)
+		check_providers(&r, r.child, true);
 	if (r.child > 0)
 		evr_record_child_wait(&r);
 	summary(&r);
@@ -629,5 +667,7 @@ int evr_cmd_record(int argc, char **argv)
 	int ret = parse_argv(argc, argv, &o);
 
 	/* Past option parsing, -EINVAL is the process refusing something, not usage. */
-	return ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
+	ret = ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
+	evr_provider_spec_list_free(o.spec);
+	return ret;
 }

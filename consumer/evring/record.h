@@ -14,6 +14,8 @@
 
 struct evr_client;
 struct evr_recorder;
+struct evr_provider_spec_list;
+struct evr_schema_set;
 
 struct record_opts {
 	pid_t pid;			/* -p, or 0 */
@@ -30,6 +32,7 @@ struct record_opts {
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
 	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
+	struct evr_provider_spec_list *spec;	/* --providers, parsed by evr_record_check_opts() */
 };
 
 struct evr_sideband;
@@ -72,5 +75,24 @@ void evr_record_child_abandon(struct recorder *r);
 
 /* The summary line about the program: its exit status, or that it still runs. */
 void evr_record_child_summary(const struct recorder *r, const char *why);
+
+/* ---- record-check.c ---------------------------------------------------------- */
+
+/*
+ * Check the options that need no process, before attaching: --providers parses
+ * (into @o->spec, freed by the caller with evr_provider_spec_list_free()), and
+ * --buffer-size gives each ring of this machine its minimum.
+ * Return: 0, or -EINVAL after one line naming the option.
+ */
+int evr_record_check_opts(struct record_opts *o);
+
+/*
+ * Warn about what --providers and --counter-interval name and the process does
+ * not have, from @have: every event the process registered (ListEvents;
+ * @complete), or only the descriptions that reached the session (a program
+ * traced from its start that is gone: then only "nothing of X reached").
+ */
+void evr_record_check_providers(const struct record_opts *o, const struct evr_schema_set *have,
+				pid_t pid, bool complete);
 
 #endif /* EVR_CLI_RECORD_H */

@@ -53,9 +53,37 @@ one_line 1 "process $S \(python3\) does not run libevring's agent" \
 start_workload wl --rate 20000 --threads 2
 one_line 1 "cannot open output $T/nodir/a.evtrace: No such file or directory" \
 	"$EVRING" record -p "$WL_PID" -o "$T/nodir/a.evtrace"
-one_line 1 "--buffer-size 16K is too small" \
+# Values that need no process are bad command lines: exit 2, naming the option, before
+# attaching (issue 14, defect 7): the pid nobody has is not even looked at.
+one_line 2 "^evring record: --buffer-size 16K is too small" \
 	"$EVRING" record -p "$WL_PID" --buffer-size 16K -o "$T/a.evtrace"
-one_line 1 "Demo:0xz" "$EVRING" record -p "$WL_PID" --providers 'Demo:0xz' -o "$T/a.evtrace"
+one_line 2 "^evring record: --buffer-size 256 is too small" \
+	"$EVRING" record -p "$pid" --buffer-size 256 -o "$T/a.evtrace"
+one_line 2 "^evring record: --providers: provider 1 \"Demo:0xz\"" \
+	"$EVRING" record -p "$WL_PID" --providers 'Demo:0xz' -o "$T/a.evtrace"
+one_line 2 "^evring record: --providers: provider 1 \"MiniRT:0xZZ\": keywords" \
+	"$EVRING" record -p "$pid" --providers 'MiniRT:0xZZ' -o "$T/a.evtrace"
+one_line 2 "^evring record: --providers: .*Demo" \
+	"$EVRING" record --providers 'Demo,Demo' -o "$T/a.evtrace" -- "$WORKLOAD" --events 1
+[[ ! -e $T/a.evtrace ]] || fail "a bad command line left an output file"
+
+# What the process does not have records nothing: a warning naming what it has, exit 0.
+"$EVRING" record -p "$WL_PID" --providers NoSuchProvider,Demo:0x100:2 --counter-interval 1s \
+	--duration 200ms -o "$T/w.evtrace" 2>"$T/w.err" || fail "record: $(cat "$T/w.err")"
+cat "$T/w.err"
+grep -q "^evring record: warning: --providers: process $WL_PID has no provider NoSuchProvider: \
+nothing of it is recorded (it has: .*Demo" "$T/w.err" || fail "no warning about NoSuchProvider"
+grep -q "^evring record: warning: --providers: no event of Demo passes keywords 0x100 at level 2" \
+	"$T/w.err" || fail "no warning about Demo's keywords"
+grep -q "^evring record: warning: --counter-interval: none of the providers asked for has \
+counters: no counter is recorded (the process's counters are in: Process" "$T/w.err" ||
+	fail "no warning about --counter-interval"
+# A program started by record registers its providers after the session starts: said at the
+# end, from what reached the session.
+"$EVRING" record --providers NoSuchProvider -o "$T/w.evtrace" -- "$WORKLOAD" --events 10 \
+	>/dev/null 2>"$T/w.err" || fail "record --: $(cat "$T/w.err")"
+grep -q "^evring record: warning: --providers: nothing of provider NoSuchProvider reached the \
+recording" "$T/w.err" || fail "no warning about NoSuchProvider with -- PROGRAM: $(cat "$T/w.err")"
 
 # A full device from the first write.
 one_line 1 "No space left on device" "$EVRING" record -p "$WL_PID" -o /dev/full
