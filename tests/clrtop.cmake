@@ -15,3 +15,13 @@ foreach(t IN LISTS EVR_CLRTOP_TESTS)
     SKIP_RETURN_CODE 77)
   evr_sanitizer_env(clrtop_${t})
 endforeach()
+
+# A producer whose samples arrive when the test says: clrtop marks what is not new
+# (issue 14, defect 10).
+add_executable(evr-clrtop-stall clrtop/stall.c)
+target_link_libraries(evr-clrtop-stall PRIVATE evring evr_warnings)
+add_test(NAME clrtop_stale
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/clrtop/stale.sh $<TARGET_FILE:clrtop>
+          $<TARGET_FILE:minirt> $<TARGET_FILE:workload> $<TARGET_FILE:evr-clrtop-stall>)
+set_tests_properties(clrtop_stale PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)
+evr_sanitizer_env(clrtop_stale)

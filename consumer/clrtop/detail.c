@@ -31,7 +31,9 @@ void evr_top_counter_texts(const struct evr_top_counter *c, char *value, size_t 
 		return;
 	}
 	evr_top_fmt_value(value, vlen, c->value, c->unit, c->kind, false);
-	if (c->nsamples < 2)
+	if (c->stale)
+		snprintf(change, clen, "stale");	/* no sample since it was last shown */
+	else if (c->nsamples < 2)
 		clear(change, clen);
 	else
 		evr_top_fmt_value(change, clen, c->value - c->prev, c->unit, c->kind, true);
@@ -77,11 +79,15 @@ void evr_top_proc_header(const struct evr_top_proc *p, char *buf, size_t len)
 
 	if (p->lost)
 		snprintf(lost, sizeof(lost), "  %llu samples lost", (unsigned long long)p->lost);
+	char stale[64] = "";
+
+	if (p->stale)
+		snprintf(stale, sizeof(stale), "  no new samples for %.1f s", p->stale_ms / 1000.0);
 	if (p->state == EVR_TOP_PROC_FAILED)
 		snprintf(buf, len, "PID %d  %s  failed: %s", (int)p->pid, p->name, p->err);
 	else
-		snprintf(buf, len, "PID %d  %s  %s  %u counters%s", (int)p->pid, p->name,
-			 evr_top_proc_state_name(p->state), p->nctr, lost);
+		snprintf(buf, len, "PID %d  %s  %s  %u counters%s%s", (int)p->pid, p->name,
+			 evr_top_proc_state_name(p->state), p->nctr, lost, stale);
 }
 
 /* Counters of one provider, by name (@ctx true) or in arrival order. */

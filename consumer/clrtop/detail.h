@@ -31,12 +31,14 @@ struct evr_top_line {
 int evr_top_detail_lines(struct evr_top_proc *const *procs, uint32_t n, bool by_name, struct evr_top_line **ret,
 		    uint32_t *ret_n);
 
-/* Column texts of a counter line: value, change since the previous sample, and
- * the kind's statistics ("min 1.2 max 3.4", "p90 ... p99 ..."). */
+/* Column texts of a counter line: value, change since the previous sample
+ * ("stale" when the counter is marked so: its value is not new), and the kind's
+ * statistics ("min 1.2 max 3.4", "p90 ... p99 ..."). */
 void evr_top_counter_texts(const struct evr_top_counter *c, char *value, size_t vlen, char *change,
 		      size_t clen, char *stats, size_t slen);
 
-/* The header text of a process line: "PID 1234  minirt  live  23 counters". */
+/* The header text of a process line: "PID 1234  minirt  live  23 counters", and
+ * "no new samples for 3.2 s" when the process is marked stale. */
 void evr_top_proc_header(const struct evr_top_proc *p, char *buf, size_t len);
 
 /* The display name of @c with its unit, as a label: "GC Heap Size (MB)". */

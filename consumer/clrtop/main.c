@@ -103,14 +103,21 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	char err[256];
-	int c, r;
+	char err[256], optname[32];
+	int c, r, longindex;
 
 	o->interval_ms = 1000;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:d:bn:o:h", longopts, NULL)) != -1) {
+	while ((longindex = -1,
+		c = getopt_long(argc, argv, ":p:d:bn:o:h", longopts, &longindex)) != -1) {
 		char *end;
 		long long v;
+
+		/* The option as the user spelled it: -d, --delay or --refresh-interval. */
+		if (longindex >= 0)
+			snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
+		else
+			snprintf(optname, sizeof(optname), "-%c", c);
 
 		switch (c) {
 		case 'p':
@@ -132,8 +139,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			r = evr_top_parse_seconds(optarg, INTERVAL_MIN_MS, 3600000u,
 					     &o->interval_ms);
 			if (r < 0)
-				return bad("-d: '%s' is not a number of seconds from 0.01 to 3600",
-					   optarg);
+				return bad("%s: '%s' is not a duration from 0.01 to 3600 seconds "
+					   "(e.g. 0.5, 2s, 250ms, 00:00:01)", optname, optarg);
 			break;
 		case 'b':
 			o->batch = true;
@@ -148,8 +155,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		case OPT_DURATION:
 			r = evr_top_parse_seconds(optarg, 1, UINT32_MAX - 1, &o->duration_ms);
 			if (r < 0)
-				return bad("--duration: '%s' is not a positive number of seconds",
-					   optarg);
+				return bad("--duration: '%s' is not a positive duration (e.g. 60, 30s, "
+					   "5m, 00:01:00)", optarg);
 			break;
 		case OPT_FORMAT:
 			r = evr_top_export_format_parse(optarg);
@@ -212,6 +219,8 @@ static void print_overview(struct evr_top_model *m)
 		}
 		if (p->state == EVR_TOP_PROC_FAILED)
 			printf("failed: %s\n", p->err);
+		else if (p->stale)
+			printf("stale: no new samples for %.1f s\n", p->stale_ms / 1000.0);
 		else
 			printf("%s\n", evr_top_proc_state_name(p->state));
 	}
@@ -255,8 +264,11 @@ static void print_detail(struct evr_top_model *m)
 static void print_snapshot(struct evr_top_model *m, const struct opts *o, uint64_t k)
 {
 	char ts[40], of[32] = "";
+	uint64_t now = evr_top_now_ns();
 
-	evr_top_fmt_iso8601(ts, sizeof(ts), evr_top_now_ns() + (uint64_t)m->realtime_offset_ns);
+	/* What did not change since the previous snapshot is said to be old. */
+	evr_top_model_mark_stale(m, true, now);
+	evr_top_fmt_iso8601(ts, sizeof(ts), now + (uint64_t)m->realtime_offset_ns);
 	if (o->iterations)
 		snprintf(of, sizeof(of), "/%llu", (unsigned long long)o->iterations);
 	printf("=== clrtop %s  snapshot %llu%s  interval %.3gs ===\n", ts, (unsigned long long)k, of,
@@ -267,9 +279,26 @@ static void print_snapshot(struct evr_top_model *m, const struct opts *o, uint64
 		print_overview(m);
 	putchar('\n');
 	fflush(stdout);
+	evr_top_model_shown(m);
 }
 
-/* Has every watched process delivered @need intervals of samples, or ended? */
+/* Warnings about what --counters names and the process does not have: stderr. */
+static void print_warnings(struct evr_top_model *m)
+{
+	for (uint32_t i = 0; i < m->n; i++) {
+		const char *w = evr_top_model_warning(m->procs[i]);
+
+		if (w)
+			fprintf(stderr, "clrtop: warning: process %d (%s): %s\n",
+				(int)m->procs[i]->pid, m->procs[i]->name, w);
+	}
+}
+
+/*
+ * Has every watched process delivered @need intervals of samples, the latest
+ * one whole, or ended? A snapshot printed after only the first samples of an
+ * interval would show the others' previous values as if they were new.
+ */
 static bool all_sampled(const struct evr_top_model *m, uint64_t need)
 {
 	for (uint32_t i = 0; i < m->n; i++) {
@@ -277,7 +306,7 @@ static bool all_sampled(const struct evr_top_model *m, uint64_t need)
 
 		if (p->state == EVR_TOP_PROC_ATTACHING)
 			return false;
-		if (p->state == EVR_TOP_PROC_LIVE && p->ticks < need)
+		if (p->state == EVR_TOP_PROC_LIVE && (p->ticks < need || !evr_top_proc_complete(p)))
 			return false;
 	}
 	return true;
@@ -323,6 +352,7 @@ static int run_batch(struct evr_top_model *m, const struct opts *o)
 			uint64_t now;
 
 			evr_top_model_poll(m);
+			print_warnings(m);
 			now = evr_top_now_ns();
 			if (stop_signal || (end && now >= end))
 				break;
@@ -390,6 +420,17 @@ static int run_screen(struct evr_top_model *m, const struct opts *o)
 				fflush(m->o.export);
 		}
 		dirty |= evr_top_model_poll(m);
+		for (uint32_t i = 0; i < m->n; i++) {
+			const char *w = evr_top_model_warning(m->procs[i]);
+
+			if (w) {
+				snprintf(ui.msg, sizeof(ui.msg), "PID %d: %s", (int)m->procs[i]->pid, w);
+				ui.msg_error = true;
+				dirty = true;
+			}
+		}
+		/* Age matters even when nothing arrives: a process that stopped sampling. */
+		evr_top_model_mark_stale(m, false, evr_top_now_ns());
 		if (dirty && !ui.paused) {
 			evr_top_view_draw(&ui, m);
 			dirty = false;

@@ -29,6 +29,8 @@ struct evr_top_job {
 	uint32_t interval_ms;
 	uint64_t ring_size;
 	char *spec;			/* provider list; NULL: the process's counter providers */
+	const struct evr_top_filter *filter;	/* the model's, read-only */
+	char warn[2048];
 	/* Written by the thread before the release store of done. */
 	int ret;
 	struct evr_client *client;
@@ -70,14 +72,15 @@ static void copy_name(char *dst, size_t len, const struct evr_process_info *pi)
 	snprintf(dst, len, "%s", s);
 }
 
-/* The providers of @c's process that have Counter* events, as a session spec;
- * Process and System.Runtime when it has none (yet). */
-static int default_spec(struct evr_client *c, char **ret, char *err, size_t errlen)
+/*
+ * The providers of @c's process that have Counter* events, from its ListEvents,
+ * joined by ", " into @ret (malloc'ed, "" when none).
+ */
+static int counter_providers(struct evr_client *c, char **ret, char *err, size_t errlen)
 {
-	static const char *const fallback[] = { "Process", "System.Runtime" };
 	struct evr_schema_set *set = NULL;
-	const char **names = NULL;
-	uint32_t n = 0, cnt;
+	struct evr_strbuf sb = { 0 };
+	uint32_t cnt;
 	int r;
 
 	r = evr_schema_set_new(&set);
@@ -87,33 +90,106 @@ static int default_spec(struct evr_client *c, char **ret, char *err, size_t errl
 	if (r < 0)
 		goto out;
 	cnt = evr_schema_set_count(set);
-	names = calloc(cnt ? cnt : 1, sizeof(*names));
-	if (!names) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t i = 0; i < cnt; i++) {
+	for (uint32_t i = 0; i < cnt && r == 0; i++) {
 		const struct evr_schema_event *ev = evr_schema_set_at(set, i);
 		bool seen = false;
 
 		if (strncmp(ev->name, "Counter", 7))
 			continue;
-		for (uint32_t j = 0; j < n && !seen; j++)
-			seen = !strcmp(names[j], ev->provider);
+		for (uint32_t j = 0; j < i && !seen; j++) {
+			const struct evr_schema_event *e2 = evr_schema_set_at(set, j);
+
+			seen = !strncmp(e2->name, "Counter", 7) && !strcmp(e2->provider, ev->provider);
+		}
 		if (!seen)
-			names[n++] = ev->provider;
+			r = evr_strbuf_printf(&sb, "%s%s", sb.len ? ", " : "", ev->provider);
 	}
-	*ret = n ? evr_top_provider_spec(names, n) : evr_top_provider_spec(fallback, 2);
-	r = *ret ? 0 : -ENOMEM;
+	if (r == 0 && !sb.buf)
+		r = evr_strbuf_append(&sb, "", 0);
+	if (r == 0) {
+		*ret = sb.buf;
+		sb.buf = NULL;
+	}
 out:
-	free(names);
+	free(sb.buf);
 	evr_schema_set_free(set);
 	return r;
 }
 
+/* Is @name one of the ", "-separated names of @list? */
+static bool in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; *p;) {
+		const char *end = strstr(p, ", ");
+		size_t k = end ? (size_t)(end - p) : strlen(p);
+
+		if (k == n && !memcmp(p, name, n))
+			return true;
+		p += k + (end ? 2 : 0);
+	}
+	return false;
+}
+
+/* The session spec of the providers with counters: Process and System.Runtime
+ * when the process has none (yet). */
+static char *default_spec(const char *have)
+{
+	static const char *const fallback[] = { "Process", "System.Runtime" };
+	const char *names[64];
+	uint32_t n = 0;
+
+	for (const char *p = have; *p && n < 64;) {
+		const char *end = strstr(p, ", ");
+		size_t k = end ? (size_t)(end - p) : strlen(p);
+		char *name = strndup(p, k);
+
+		if (!name)
+			goto nomem;
+		names[n++] = name;
+		p += k + (end ? 2 : 0);
+	}
+	char *spec = n ? evr_top_provider_spec(names, n) : evr_top_provider_spec(fallback, 2);
+
+	for (uint32_t i = 0; i < n; i++)
+		free((char *)names[i]);
+	return spec;
+nomem:
+	for (uint32_t i = 0; i < n; i++)
+		free((char *)names[i]);
+	return NULL;
+}
+
+/*
+ * --counters names a provider the process has no counters of: say so, and
+ * which providers have counters (it records nothing of that provider otherwise,
+ * without a word).
+ */
+static void check_providers(const struct evr_top_filter *f, const char *have, char *warn,
+			    size_t warnlen)
+{
+	size_t used = strlen(warn);
+
+	for (uint32_t i = 0; f && i < f->n; i++) {
+		int k;
+
+		if (in_list(have, f->v[i].name))
+			continue;
+		k = snprintf(warn + used, warnlen - used, "%s--counters: the process has no "
+			     "counters of provider %s (yet; %s%s)", used ? "; " : "", f->v[i].name,
+			     *have ? "its counters are in: " : "it has no counters at all",
+			     have);
+		if (k < 0 || (size_t)k >= warnlen - used)
+			return;
+		used += (size_t)k;
+	}
+}
+
 /* Connect to @pid and start a counters-only session. */
-static int attach(pid_t pid, const char *spec, uint32_t interval_ms, uint64_t ring_size,
-		  struct evr_client **ret, char *name, size_t namelen, char *err, size_t errlen)
+static int attach(pid_t pid, const char *spec, const struct evr_top_filter *filter,
+		  uint32_t interval_ms, uint64_t ring_size, struct evr_client **ret, char *name,
+		  size_t namelen, char *warn, size_t warnlen, char *err, size_t errlen)
 {
 	struct evr_attach_opts ao = {
 		.ring_size = ring_size,
@@ -121,30 +197,40 @@ static int attach(pid_t pid, const char *spec, uint32_t interval_ms, uint64_t ri
 		.counter_interval_ms = interval_ms,
 	};
 	struct evr_client *c = NULL;
-	char *own = NULL;
+	char *own = NULL, *have = NULL;
 	int r;
 
 	r = evr_client_connect(pid, EVR_TOP_CLIENT_NAME, &c, err, errlen);
 	if (r < 0)
 		return r;
 	copy_name(name, namelen, evr_client_process(c));
+	r = counter_providers(c, &have, err, errlen);
+	if (r < 0)
+		goto fail;
+	warn[0] = '\0';
 	if (!spec) {
-		r = default_spec(c, &own, err, errlen);
-		if (r < 0)
+		own = default_spec(have);
+		if (!own) {
+			r = -ENOMEM;
 			goto fail;
+		}
 		spec = own;
+	} else {
+		check_providers(filter, have, warn, warnlen);
 	}
 	ao.providers = spec;
 	r = evr_client_start(c, &ao, err, errlen);
 	if (r < 0)
 		goto fail;
 	free(own);
+	free(have);
 	*ret = c;
 	return 0;
 fail:
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	free(own);
+	free(have);
 	evr_client_free(c);
 	return r;
 }
@@ -164,8 +250,8 @@ static void *job_run(void *arg)
 {
 	struct evr_top_job *j = arg;
 
-	j->ret = attach(j->pid, j->spec, j->interval_ms, j->ring_size, &j->client, j->name,
-			sizeof(j->name), j->err, sizeof(j->err));
+	j->ret = attach(j->pid, j->spec, j->filter, j->interval_ms, j->ring_size, &j->client,
+			j->name, sizeof(j->name), j->warn, sizeof(j->warn), j->err, sizeof(j->err));
 	/* Pairs with the acquire load of done in take_job(). */
 	atomic_store_explicit(&j->done, true, memory_order_release);
 	job_put(j);
@@ -201,6 +287,7 @@ static int start_job(struct evr_top_model *m, struct evr_top_proc *p)
 	j->pid = p->pid;
 	j->interval_ms = m->o.interval_ms;
 	j->ring_size = m->o.ring_size;
+	j->filter = m->o.filter;
 	if (m->o.filter && m->o.filter->n && !(j->spec = filter_spec(m->o.filter))) {
 		free(j);
 		return -ENOMEM;
@@ -234,6 +321,8 @@ static bool take_job(struct evr_top_proc *p)
 		p->client = j->client;
 		j->client = NULL;
 		p->state = EVR_TOP_PROC_LIVE;
+		snprintf(p->warn, sizeof(p->warn), "%s", j->warn);
+		p->warn_pending = p->warn[0] != '\0';
 	} else {
 		p->state = EVR_TOP_PROC_FAILED;
 		p->gone_at_ns = evr_top_now_ns();
@@ -253,6 +342,7 @@ static void proc_free(struct evr_top_proc *p)
 		job_put(p->job);
 	evr_client_free(p->client);
 	free(p->ctr);
+	free(p->seen);
 	free(p);
 }
 
@@ -315,14 +405,15 @@ int evr_top_model_add(struct evr_top_model *m, pid_t pid, bool sync, char *err, 
 			free(p);
 			return -ENOMEM;
 		}
-		r = attach(pid, spec, m->o.interval_ms, m->o.ring_size, &p->client, p->name,
-			   sizeof(p->name), err, errlen);
+		r = attach(pid, spec, m->o.filter, m->o.interval_ms, m->o.ring_size, &p->client,
+			   p->name, sizeof(p->name), p->warn, sizeof(p->warn), err, errlen);
 		free(spec);
 		if (r < 0) {
 			free(p);
 			return r;
 		}
 		p->state = EVR_TOP_PROC_LIVE;
+		p->warn_pending = p->warn[0] != '\0';
 	} else {
 		p->state = EVR_TOP_PROC_ATTACHING;
 		r = start_job(m, p);
@@ -427,11 +518,89 @@ static void record(struct evr_top_model *m, const struct evr_top_proc *p, const 
 		m->export_err = r;
 }
 
+/* Remember counter @s->name of @s->provider, once. */
+static void seen_add(struct evr_top_proc *p, const struct evr_counter_sample *s)
+{
+	size_t pl = strlen(s->provider), need = pl + 1 + s->name_len + 1;
+
+	for (size_t off = 0; off < p->seen_len;) {
+		const char *prov = p->seen + off, *name = prov + strlen(prov) + 1;
+		size_t nl = strlen(name);
+
+		if (!strcmp(prov, s->provider) && nl == s->name_len && !memcmp(name, s->name, nl))
+			return;
+		off += strlen(prov) + 1 + nl + 1;
+	}
+	if (p->seen_len + need > p->seen_cap) {
+		size_t cap = (p->seen_cap ? p->seen_cap * 2 : 1024) + need;
+		char *n = realloc(p->seen, cap);
+
+		if (!n)
+			return;
+		p->seen = n;
+		p->seen_cap = cap;
+	}
+	memcpy(p->seen + p->seen_len, s->provider, pl + 1);
+	memcpy(p->seen + p->seen_len + pl + 1, s->name, s->name_len);
+	p->seen[p->seen_len + need - 1] = '\0';
+	p->seen_len += need;
+}
+
+/*
+ * --counters names counters a provider did not send in a whole interval: say so,
+ * with the ones it has and, if another provider has that name, which one.
+ */
+static void check_counters(const struct evr_top_filter *f, struct evr_top_proc *p)
+{
+	size_t used;
+
+	if (!p->warn_pending)
+		p->warn[0] = '\0';	/* what was there was said already */
+	used = strlen(p->warn);
+
+	for (uint32_t i = 0; f && i < f->n; i++) {
+		const struct evr_top_filter_provider *fp = &f->v[i];
+
+		for (uint32_t j = 0; j < fp->ncounters; j++) {
+			char have[1024] = "", other[128] = "";
+			bool found = false;
+			size_t hl = 0;
+			int k;
+
+			for (size_t off = 0; off < p->seen_len;) {
+				const char *prov = p->seen + off, *name = prov + strlen(prov) + 1;
+
+				off += strlen(prov) + 1 + strlen(name) + 1;
+				if (strcmp(prov, fp->name)) {
+					if (!strcmp(name, fp->counters[j]) && !other[0])
+						snprintf(other, sizeof(other), "; %s has one", prov);
+					continue;
+				}
+				if (!strcmp(name, fp->counters[j]))
+					found = true;
+				k = snprintf(have + hl, sizeof(have) - hl, "%s%s", hl ? ", " : "", name);
+				if (k > 0 && (size_t)k < sizeof(have) - hl)
+					hl += (size_t)k;
+			}
+			if (found || !hl)
+				continue;	/* no sample of the provider at all: said at attach */
+			k = snprintf(p->warn + used, sizeof(p->warn) - used, "%s--counters: %s has no "
+				     "counter %s (it has: %s%s)", used ? "; " : "", fp->name,
+				     fp->counters[j], have, other);
+			if (k < 0 || (size_t)k >= sizeof(p->warn) - used)
+				break;
+			used += (size_t)k;
+			p->warn_pending = true;
+		}
+	}
+}
+
 /* Read what @p's session has; Return: true when a sample arrived or the state changed. */
 static bool drain(struct evr_top_model *m, struct evr_top_proc *p)
 {
 	struct evr_event_view v;
 	struct evr_counter_sample s;
+	uint64_t now = evr_top_now_ns();
 	uint32_t hint = 0;
 	bool changed = false;
 	int r = 0;
@@ -448,16 +617,23 @@ static bool drain(struct evr_top_model *m, struct evr_top_proc *p)
 		}
 		if (evr_counter_sample_from_view(&v, &s) != 1)
 			continue;	/* another event, or a malformed sample: skipped */
+		seen_add(p, &s);
 		if (!evr_top_filter_wants(m->o.filter, s.provider, s.name, s.name_len))
 			continue;
 		record(m, p, &s);
 		c = counter_for(p, &s, &hint);
 		if (!c)
 			continue;
+		/* A sample more than half an interval after the latest interval's first
+		 * one starts the next interval (the producer writes an interval's samples
+		 * one after the other, within microseconds unless it is preempted). */
 		if (s.ts_ns > p->last_tick_ns + (uint64_t)s.interval_ms * 500000u) {
 			p->ticks++;
 			p->last_tick_ns = s.ts_ns;
+			p->batch_arrived_ns = now;
 		}
+		c->tick = p->ticks;
+		c->arrived_ns = now;
 		c->kind = s.kind;
 		c->prev = c->nsamples ? c->value : s.value;
 		c->value = s.value;
@@ -469,6 +645,11 @@ static bool drain(struct evr_top_model *m, struct evr_top_proc *p)
 		changed = true;
 	}
 	evr_client_release(p->client);
+	/* One whole interval after the first: the counters --counters names are known. */
+	if (!p->warn_checked && p->ticks >= 2 && evr_top_proc_complete(p)) {
+		p->warn_checked = true;
+		check_counters(m->o.filter, p);
+	}
 	if (r < 0) {
 		snprintf(p->err, sizeof(p->err), "reading the session failed: %s", strerror(-r));
 		p->state = EVR_TOP_PROC_FAILED;
@@ -497,6 +678,49 @@ bool evr_top_model_poll(struct evr_top_model *m)
 			changed |= drain(m, p);
 	}
 	return changed;
+}
+
+bool evr_top_proc_complete(const struct evr_top_proc *p)
+{
+	for (uint32_t i = 0; i < p->nctr; i++)
+		if (p->ctr[i].nsamples && p->ctr[i].tick + 1 == p->ticks)
+			return false;
+	return true;
+}
+
+void evr_top_model_mark_stale(struct evr_top_model *m, bool snapshot, uint64_t now_ns)
+{
+	uint64_t late = 2 * (uint64_t)m->o.interval_ms * 1000000u + 1000000000u;
+
+	for (uint32_t i = 0; i < m->n; i++) {
+		struct evr_top_proc *p = m->procs[i];
+		bool live = p->state == EVR_TOP_PROC_LIVE && p->ticks;
+
+		p->stale = live && (snapshot ? p->ticks <= p->shown_tick
+					     : now_ns - p->batch_arrived_ns > late);
+		p->stale_ms = p->stale ? (now_ns - p->batch_arrived_ns) / 1000000u : 0;
+		for (uint32_t j = 0; j < p->nctr; j++) {
+			struct evr_top_counter *c = &p->ctr[j];
+
+			c->stale = live && c->nsamples &&
+				   (snapshot ? c->tick <= p->shown_tick
+					     : c->tick < p->ticks || now_ns - c->arrived_ns > late);
+		}
+	}
+}
+
+void evr_top_model_shown(struct evr_top_model *m)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		m->procs[i]->shown_tick = m->procs[i]->ticks;
+}
+
+const char *evr_top_model_warning(struct evr_top_proc *p)
+{
+	if (!p->warn_pending)
+		return NULL;
+	p->warn_pending = false;
+	return p->warn;
 }
 
 const struct evr_top_counter *evr_top_proc_counter(const struct evr_top_proc *p, const char *provider,

@@ -29,6 +29,9 @@ struct evr_top_counter {
 	double value, prev;		/* the latest sample's value and the one before */
 	struct evr_counter_sample last;	/* numbers only: its strings are not kept */
 	uint64_t changed_at;		/* model generation when value last changed */
+	uint64_t tick;			/* the process's sampling interval it was last updated in */
+	uint64_t arrived_ns;		/* CLOCK_MONOTONIC when its last sample was read */
+	bool stale;			/* evr_top_model_mark_stale(): not updated since shown */
 };
 
 enum evr_top_proc_state {
@@ -49,8 +52,20 @@ struct evr_top_proc {
 	struct evr_top_job *job;		/* an attach in progress */
 	struct evr_top_counter *ctr;
 	uint32_t nctr, cap;
-	uint64_t ticks;			/* sampling intervals seen */
-	uint64_t last_tick_ns;
+	uint64_t ticks;			/* sampling intervals seen (batches of samples) */
+	uint64_t last_tick_ns;		/* timestamp of the latest batch's first sample */
+	uint64_t batch_arrived_ns;	/* CLOCK_MONOTONIC when that sample was read */
+	uint64_t shown_tick;		/* ticks when the last snapshot was printed */
+	bool stale;			/* evr_top_model_mark_stale(): nothing new since shown */
+	uint64_t stale_ms;		/* then: how long since the latest batch arrived */
+	/* --counters names the process does not have: said once (evr_top_model_warnings). */
+	char warn[2048];
+	bool warn_checked;		/* the counter names were checked */
+	bool warn_pending;		/* warn holds a warning not yet taken */
+	/* Every counter name seen, filtered out or not, as "provider\0name\0" pairs:
+	 * what the warnings list. */
+	char *seen;
+	size_t seen_len, seen_cap;
 	uint64_t lost;			/* events the session lost (ring full) */
 	uint64_t gone_at_ns;		/* monotonic time it was seen exited or failed */
 	bool listed;			/* in the last process list (overview) */
@@ -93,6 +108,36 @@ int evr_top_model_rescan(struct evr_top_model *m, uint32_t keep_ms);
 /* Take finished attaches, read every session, note exits. Return: true when
  * anything visible changed. */
 bool evr_top_model_poll(struct evr_top_model *m);
+
+/**
+ * evr_top_proc_complete() - has @p delivered its latest sampling interval whole?
+ * The producer writes an interval's samples one at a time, and under load a
+ * read can come between two of them: the first sample of an interval starts a
+ * new tick, the others then still hold the previous interval. Complete when
+ * every counter updated in the previous interval was updated in this one (a
+ * counter missing from two intervals in a row is taken as gone).
+ */
+bool evr_top_proc_complete(const struct evr_top_proc *p);
+
+/**
+ * evr_top_model_mark_stale() - set the stale flags before showing the model:
+ * never show old values as new. @snapshot (batch mode): a counter is stale when
+ * it was not updated since the last snapshot (evr_top_model_shown()), a process
+ * when it delivered nothing since. Otherwise (the screen): a counter missing
+ * from its process's latest interval, or updated more than two intervals and a
+ * second ago, and a process with no interval for that long.
+ */
+void evr_top_model_mark_stale(struct evr_top_model *m, bool snapshot, uint64_t now_ns);
+
+/* A snapshot of the model was printed: what it showed is no longer new. */
+void evr_top_model_shown(struct evr_top_model *m);
+
+/**
+ * evr_top_model_warning() - a warning about @p not yet taken (the process has no
+ * counters of a provider --counters names, or a provider has no counter of a
+ * name it gives, with what it has instead), or NULL. Taking it clears it.
+ */
+const char *evr_top_model_warning(struct evr_top_proc *p);
 
 /* The counter @name of @provider in @p, or NULL. */
 const struct evr_top_counter *evr_top_proc_counter(const struct evr_top_proc *p, const char *provider,

@@ -122,6 +122,8 @@ static void bar(int y, attr_t a, const char *s)
 
 static attr_t change_attr(const struct evr_top_counter *c)
 {
+	if (c && c->stale)
+		return pair(PAIR_GONE);
 	if (!c || c->nsamples < 2 || c->value == c->prev)
 		return 0;
 	return pair(c->value > c->prev ? PAIR_UP : PAIR_DOWN);
@@ -198,6 +200,9 @@ static void draw_cells(int y, const struct evr_top_row *r, bool header, const st
 			putf(y, x, -1, a, "failed: %s", p->err);
 		else if (p->state == EVR_TOP_PROC_LIVE && !p->ticks)
 			put(y, x, -1, a, "waiting for samples");
+		else if (p->stale)
+			putf(y, x, -1, a | pair(PAIR_GONE), "stale: no samples for %.0f s",
+			     p->stale_ms / 1000.0);
 		else
 			put(y, x, -1, a, evr_top_proc_state_name(p->state));
 	}

@@ -36,8 +36,23 @@ run_err 2 "^clrtop: --counters: '\[' after System.Runtime is never closed" \
 	-b -n 1 -p "$MINIRT_PID" --counters 'System.Runtime[gc-heap-size'
 run_err 2 "^clrtop: --counters: empty counter name" -b -p "$MINIRT_PID" --counters 'Process[]'
 run_err 2 "^clrtop: --counters: a provider name is missing" --counters ',Process'
-run_err 2 "^clrtop: -d: 'abc' is not a number of seconds" -b -d abc
-run_err 2 "^clrtop: -d: '0' is not a number of seconds" -b -d 0
+run_err 2 "^clrtop: -d: 'abc' is not a duration" -b -d abc
+run_err 2 "^clrtop: -d: '0' is not a duration" -b -d 0
+# The option as typed, not -d (issue 14, defect 7).
+run_err 2 "^clrtop: --refresh-interval: 'abc' is not a duration" -b --refresh-interval abc
+run_err 2 "^clrtop: --delay: '2:00:00' is not a duration from 0.01 to 3600" -b --delay 2:00:00
+# dotnet-counters users type TimeSpans.
+"$CLRTOP" -b -n 1 --refresh-interval 00:00:01 -p "$MINIRT_PID" >"$T/out" 2>"$T/err" ||
+	{ cat "$T/err" >&2; fail "--refresh-interval 00:00:01 is refused"; }
+grep -q "interval 1s ===" "$T/out" || { cat "$T/out" >&2; fail "--refresh-interval 00:00:01 is not 1 s"; }
+# Counters and providers the process does not have: a warning naming what it has.
+"$CLRTOP" -b -n 2 -d 0.2 -p "$MINIRT_PID" --counters 'System.Runtime[cpu-usage,gc-heap-size],NoSuch' \
+	>"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "clrtop with unknown counters failed"; }
+cat "$T/err"
+grep -q "^clrtop: warning: process $MINIRT_PID (minirt): --counters: the process has no counters of provider NoSuch (yet; its counters are in: .*System.Runtime" "$T/err" ||
+	fail "no warning about provider NoSuch"
+grep -q "^clrtop: warning: process $MINIRT_PID (minirt): --counters: System.Runtime has no counter cpu-usage (it has: .*gc-heap-size" "$T/err" ||
+	fail "no warning about System.Runtime[cpu-usage]"
 run_err 2 "^clrtop: -p: 'x1' is not a process id" -p x1
 run_err 2 "^clrtop: -n: '0' is not a positive number" -n 0
 run_err 2 "^clrtop: --format: 'xml' is not csv or json" --format xml
