@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +83,7 @@ struct fwd {
 	int64_t rt_offset_ns;		/* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	enum fwd_stop stop;
 	uint64_t t_start, t_tick;
+	double cpu_start;		/* the forwarder's CPU seconds at t_start */
 	uint32_t wait_next;		/* the source to sleep on next */
 	uint64_t seen_full[MAX_SINKS];	/* each outbox's dropped_full at the last tick */
 	bool behind[MAX_SINKS];		/* said it is dropping, not yet caught up */
@@ -688,15 +690,32 @@ static void sink_summary(struct evr_fwd_sink *s)
 		evr_cli_error(CMD, "%s: %s", s->spec.text, s->why);
 }
 
+/* CPU time of the whole forwarder (reader and workers), seconds. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static void summary(struct fwd *f)
 {
 	double secs = (double)(evr_fwd_now_ns() - f->t_start) / 1e9;
+	double cpu = cpu_s() - f->cpu_start;
+	uint64_t events = 0;
 	char why[256];
 
-	for (uint32_t i = 0; i < f->nso; i++)
+	for (uint32_t i = 0; i < f->nso; i++) {
 		fprintf(stderr, "evring forward: process %d (%s): %" PRIu64 " events, %" PRIu64
 			" lost by the producer, %.2f s\n", (int)f->so[i].src.pid, f->so[i].src.comm,
 			f->so[i].events, f->so[i].lost, secs);
+		events += f->so[i].events;
+	}
+	/* What forwarding cost: every thread of the forwarder, sinks' workers included. */
+	fprintf(stderr, "evring forward: cpu %.3f s, %.2f us per event\n", cpu,
+		events ? cpu * 1e6 / (double)events : 0.0);
 	for (uint32_t i = 0; i < f->nsinks; i++)
 		sink_summary(&f->sinks[i]);
 	switch (f->stop) {
@@ -794,6 +813,7 @@ static int run(const struct fwd_opts *o)
 			  (rt.tv_nsec - mono.tv_nsec);
 	say_started(f);
 	f->t_start = evr_fwd_now_ns();
+	f->cpu_start = cpu_s();
 	if (f->launched) {
 		r = evr_client_resume(f->so[0].c, err, sizeof(err));
 		if (r < 0) {

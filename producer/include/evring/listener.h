@@ -106,6 +106,9 @@ EVR_API int evr_listener_new(const struct evr_listener_opts *o, struct evr_liste
 /**
  * evr_listener_flush() - wait until every event written before this call (by
  * any thread) has been dispatched, or @timeout_ms passes (-1: no limit).
+ * Losses are reported as the session sees them: in the ring before the next
+ * event that fits, or at the end (evr_listener_free()); a flush does not wait
+ * for losses that no later event has reported yet.
  * Return: 0, -ETIMEDOUT, -EDEADLK (called from the listener's own callback).
  * Context: any thread.
  */
@@ -121,7 +124,7 @@ struct evr_listener_stats {
 	uint64_t own;			/* written by the dispatch thread itself: skipped */
 };
 
-/* Counts so far. Context: any thread. */
+/* Counts so far (losses: as reported so far, see evr_listener_flush()). Context: any thread. */
 EVR_API void evr_listener_get_stats(struct evr_listener *l, struct evr_listener_stats *ret);
 
 /**
