@@ -73,7 +73,7 @@ struct trace {
 	/* Under tab->lock. */
 	enum tstate state;
 	struct evr_recorder_stats st;
-	char err[256];
+	char err[512];
 	uint64_t stopped_rt;
 	bool stop_answered;		/* POST .../stop answered once */
 	bool has_thread, join_claimed, thread_done;
@@ -753,7 +753,7 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 	struct tparams p = { .duration_ns = 30000000000ull };
 	enum MHD_Result ret = MHD_NO;
 	struct trace *t;
-	char err[256];
+	char err[512];
 
 	if (params_from_query(q, &p, err, sizeof(err)) < 0)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "%s", err);
@@ -899,7 +899,7 @@ static enum MHD_Result send_kept(struct evr_mon_req *q, struct trace *t)
 {
 	enum evr_mon_format f;
 	enum tstate st;
-	char err[256];
+	char err[512];
 
 	if (answer_format(q, t, &f) < 0)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "format: evtrace, "
