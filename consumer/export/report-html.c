@@ -69,12 +69,16 @@ static bool finite_y(double v)
 	return v == v && v < 1e300 && v > -1e300;
 }
 
-/* 1, 2, 5 times a power of ten, at least @x. */
+/*
+ * 1, 2, 5 times a power of ten, at least @x. Below 1e-300 (a counter's values
+ * may differ by a subnormal amount) the powers of ten would underflow to 0 and
+ * the second loop never end: such a range is drawn as if it were flat.
+ */
 static double nice_step(double x)
 {
 	double p = 1, f;
 
-	if (!(x > 0) || x > 1e300)
+	if (!(x >= 1e-300) || x > 1e300)
 		return 1;
 	while (p > x)
 		p /= 10;
