@@ -32,6 +32,10 @@
 #include "bench-events.h"
 #ifdef EVR_HAVE_LTTNG
 #include "lttng-tp.h"
+
+#ifndef EVR_VERSION
+#define EVR_VERSION "unknown"
+#endif
 #endif
 
 #define MAX_RUNS 64
@@ -568,7 +572,8 @@ static void usage(FILE *f)
 		"  --scenario NAME      only this one: baseline disabled writer_only enabled_1t\n"
 		"                       enabled_nt sessions_4 reader counter_mean\n"
 		"                       counter_increment counter_histogram counter_mean_idle\n"
-		"  -h, --help           this text\n");
+		"  -h, --help           this text\n"
+		"  --version            the version of evring\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *ret)
@@ -601,6 +606,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "scenario", required_argument, NULL, 'S' },
 		{ "clock", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	static const char *const scenarios[] = {
@@ -668,6 +674,9 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		}
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("evring-bench %s\n", EVR_VERSION);
 			exit(0);
 		default:
 			usage(stderr);

@@ -41,6 +41,10 @@
 
 #include "stress-orch.h"
 
+#ifndef EVR_VERSION
+#define EVR_VERSION "unknown"
+#endif
+
 #define SEC UINT64_C(1000000000)
 /* Generous bounds: the machine may be a loaded 2-core VM running sanitizers. */
 #define STARTUP_TIMEOUT		(60 * SEC)
@@ -57,10 +61,11 @@ static void usage(FILE *f)
 	      "  --producers P  producer processes (1-32)\n"
 	      "  --threads T    emitting threads per producer (1-64)\n"
 	      "  --sessions S   stable sessions per producer (1-48)\n"
-	      "  --seconds N    emission time (1-86400)\n"
+	      "  --seconds N    emission time (1-86400; also 5m, 00:01:00)\n"
 	      "  --churn C      churn consumers alive per producer at most (0-12, default 3)\n"
 	      "  --seed X       random seed (default: from the clock; printed)\n"
 	      "  --json         print the summary as one JSON object\n"
+	      "  --version      the version of evring\n"
 	      "Exit status: 0 no violation, 1 violations, 2 bad options or set-up failure.\n"
 	      "See docs/stress.md.\n",
 	      f);
@@ -146,6 +151,7 @@ static int parse_argv(int argc, char **argv, struct stress_opts *o)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "inject-fault", required_argument, NULL, OPT_FAULT },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	unsigned have = 0;
@@ -186,6 +192,9 @@ static int parse_argv(int argc, char **argv, struct stress_opts *o)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("evring-stress %s\n", EVR_VERSION);
 			exit(0);
 		case ':':
 			fprintf(stderr, "evring-stress: %s needs a value\n", argv[optind - 1]);

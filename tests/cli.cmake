@@ -29,3 +29,12 @@ add_test(NAME cli_squat
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/squat.sh $<TARGET_FILE:evring-cli>
           $<TARGET_FILE:workload> $<TARGET_FILE:clrtop> $<TARGET_FILE:evr-fake-agent>)
 set_tests_properties(cli_squat PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)
+
+# --version on every tool and subcommand (the dotnet tools' habit).
+if(TARGET evring-cli AND TARGET clrtop)
+  add_test(NAME cli_version
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/version.sh ${PROJECT_VERSION}
+            $<TARGET_FILE:evring-cli> $<TARGET_FILE:clrtop> $<TARGET_FILE:evring-bench>
+            $<TARGET_FILE:evring-stress>)
+  set_tests_properties(cli_version PROPERTIES LABELS integration TIMEOUT 60 SKIP_RETURN_CODE 77)
+endif()

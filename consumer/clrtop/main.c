@@ -28,6 +28,10 @@
 #include "model.h"
 #include "view.h"
 
+#ifndef EVR_VERSION
+#define EVR_VERSION "unknown"
+#endif
+
 #define MAX_PIDS 64
 /* Per-CPU ring of each session: counter samples are small (about 100 bytes
  * each, a few dozen per interval), so 64 KiB holds many intervals, and ten
@@ -71,6 +75,7 @@ static void usage(FILE *f)
 		"      --format csv|json  record every sample (to -o FILE; batch: stdout)\n"
 		"  -o, --output FILE      where --format writes\n"
 		"  -h, --help             this help\n"
+		"      --version          the version of evring\n"
 		"Keys: q quit, space pause, < > sort, Enter details, Esc back, h help.\n");
 }
 
@@ -92,6 +97,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 	enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
 		{ "counters", required_argument, NULL, OPT_COUNTERS },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "refresh-interval", required_argument, NULL, 'd' },
@@ -101,6 +107,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	char err[256], optname[32];
@@ -124,9 +131,9 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			errno = 0;
 			v = strtoll(optarg, &end, 10);
 			if (end == optarg || *end || errno || v <= 0 || v > INT_MAX)
-				return bad("-p: '%s' is not a process id", optarg);
+				return bad("%s: '%s' is not a process id", optname, optarg);
 			if (o->npids == MAX_PIDS)
-				return bad("-p: at most %d processes", MAX_PIDS);
+				return bad("%s: at most %d processes", optname, MAX_PIDS);
 			o->pids[o->npids++] = (pid_t)v;
 			break;
 		case OPT_COUNTERS:
@@ -169,6 +176,9 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("clrtop %s\n", EVR_VERSION);
 			return 0;
 		case ':':
 			return bad("option '%s' needs a value", argv[optind - 1]);

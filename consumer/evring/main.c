@@ -4,10 +4,15 @@
  * subcommand is in its own file (ps.c, record.c, dump.c, convert.c, report.c;
  * forward in consumer/forward/).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+
+#ifndef EVR_VERSION
+#define EVR_VERSION "unknown"
+#endif
 
 static const struct {
 	const char *name;
@@ -29,6 +34,23 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: evring COMMAND [OPTIONS]   (evring COMMAND --help for its options)\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "evring --version, evring COMMAND --version: the version of evring\n");
+}
+
+/*
+ * --version among a subcommand's options (before a "--" that starts a program
+ * to run): the version, whatever else the command line says, as the dotnet
+ * tools do. Every subcommand gets it here rather than in each parser.
+ */
+static bool wants_version(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "--version"))
+			return true;
+	}
+	return false;
 }
 
 int main(int argc, char **argv)
@@ -42,9 +64,19 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EVR_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("evring %s\n", EVR_VERSION);
+		return EVR_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) != 0)
+			continue;
+		if (wants_version(argc - 1, argv + 1)) {
+			printf("evring %s %s\n", commands[i].name, EVR_VERSION);
+			return EVR_EXIT_OK;
+		}
+		return commands[i].fn(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "evring: unknown command '%s' (try evring --help)\n", argv[1]);
 	return EVR_EXIT_USAGE;
 }

@@ -67,7 +67,7 @@ static void usage(FILE *f)
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
 
-static int parse_pid(const char *s, pid_t *ret)
+static int parse_pid(const char *opt, const char *s, pid_t *ret)
 {
 	char *end;
 	long v;
@@ -75,7 +75,7 @@ static int parse_pid(const char *s, pid_t *ret)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v <= 0 || v > 0x3fffffff) {
-		evr_cli_error(CMD, "--pid: '%s' is not a process id", s);
+		evr_cli_error(CMD, "%s: '%s' is not a process id", opt, s);
 		return -EINVAL;
 	}
 	*ret = (pid_t)v;
@@ -105,6 +105,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, OPT_DURATION },
@@ -118,16 +119,21 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c, r;
+	char optname[32];
+	int c, r, longindex;
 
 	o->providers = "*";
 	o->output = "trace.evtrace";
 	o->mode = EVR_MODE_DISCARD;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:o:h", longopts, NULL)) != -1) {
+	while ((longindex = -1,
+		c = getopt_long(argc, argv, "+:p:o:h", longopts, &longindex)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_pid(optarg, &o->pid) < 0)
+			/* The option as typed: -p, --pid or --process-id. */
+			if (longindex >= 0)
+				snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
+			if (parse_pid(longindex < 0 ? "-p" : optname, optarg, &o->pid) < 0)
 				return -EINVAL;
 			break;
 		case OPT_PROVIDERS:

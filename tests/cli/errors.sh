@@ -28,7 +28,8 @@ one_line 2 "option '--duration' needs a value" "$EVRING" record -p 1 --duration
 one_line 2 "--mode: 'fast' is not discard or overwrite" "$EVRING" record -p 1 --mode fast
 one_line 2 "--duration: invalid duration '5x'" "$EVRING" record -p 1 --duration 5x
 one_line 2 "--buffer-size: invalid size 'lots'" "$EVRING" record -p 1 --buffer-size lots
-one_line 2 "--pid: 'abc' is not a process id" "$EVRING" record -p abc
+one_line 2 "^evring record: -p: 'abc' is not a process id" "$EVRING" record -p abc
+one_line 2 "^evring record: --process-id: 'abc' is not a process id" "$EVRING" record --process-id abc
 one_line 2 "say what to record" "$EVRING" record
 one_line 2 "exclude each other" "$EVRING" record -p 1 -- true
 one_line 2 "which file" "$EVRING" dump
