@@ -4,8 +4,10 @@
  * the command-line tests.
  *
  * Provider "Demo", keywords 0x1 requests, 0x2 memory, 0x4 ticks, 0x8 phases:
- *   RequestStart (id 1, info)    id, path, method
- *   RequestStop  (id 2, info)    id, status, duration_us, ok
+ *   RequestStart (id 1, info, start) id, path, method
+ *   RequestStop  (id 2, info, stop)  id, status, duration_us, ok: one request
+ *                                on its thread, so viewers (Perfetto, through
+ *                                evring convert --format chrome) show a slice
  *   Alloc        (id 3, verbose) addr, size, kind
  *   Tick         (id 4, info)    seq, thread, checksum
  *   Phase        (id 5, info)    seq, name: defined at run time (evr_event_define)
@@ -47,10 +49,10 @@
 #define KW_PHASES 0x8
 
 #define DEMO_EVENTS(EVENT)                                                                    \
-	EVENT(demo_request_start, "RequestStart", 1, EVR_LEVEL_INFO, KW_REQUESTS, (u64, id), \
-	      (str, path), (str, method))                                                    \
-	EVENT(demo_request_stop, "RequestStop", 2, EVR_LEVEL_INFO, KW_REQUESTS, (u64, id),   \
-	      (u32, status), (f64, duration_us), (bool, ok))                                 \
+	EVENT(demo_request_start, "RequestStart", 1, EVR_START(EVR_LEVEL_INFO), KW_REQUESTS,  \
+	      (u64, id), (str, path), (str, method))                                         \
+	EVENT(demo_request_stop, "RequestStop", 2, EVR_STOP(EVR_LEVEL_INFO), KW_REQUESTS,     \
+	      (u64, id), (u32, status), (f64, duration_us), (bool, ok))                      \
 	EVENT(demo_alloc, "Alloc", 3, EVR_LEVEL_VERBOSE, KW_MEMORY, (ptr, addr), (u64, size), \
 	      (u8, kind))                                                                    \
 	EVENT(demo_tick, "Tick", 4, EVR_LEVEL_INFO, KW_TICKS, (u64, seq), (u32, thread),     \

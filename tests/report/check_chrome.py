@@ -50,7 +50,7 @@ def main():
     instants = collections.Counter()
     slices_b = collections.Counter()
     slices_e = collections.Counter()
-    approximated = set()  # starts and stops the converter had to show as instants
+    approximated = set()  # starts and stops shown as instants (no start, crossed, too deep)
     for e in evs:
         ph = e.get("ph")
         if ph is None or "pid" not in e or "name" not in e:
@@ -92,7 +92,7 @@ def main():
                 fail("instant without scope: %r" % e)
             instants[e["name"]] += 1
             seen_threads.add(e["tid"])
-            if args.get("evring") in ("too deep", "crossed"):
+            if args.get("evring") in ("too deep", "crossed", "no start"):
                 approximated.add(e["name"])
         elif ph == "B":
             stacks[key].append(e["name"])

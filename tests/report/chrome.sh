@@ -27,5 +27,14 @@ if [[ -x $WORKLOAD ]]; then
 	"$EVRING" convert "$T/l.evtrace" --format chrome -q -o "$T/l.json" || fail "convert lossy"
 	python3 "$HERE/check_chrome.py" "$T/l.jsonl" "$T/l.json" ||
 		fail "the Chrome JSON of the lossy trace does not check out"
+	# The README's demo marks its requests (EVR_START/EVR_STOP): Perfetto shows slices.
+	python3 - "$T/l.json" <<'PY' || fail "the workload's requests are not slices"
+import json, sys
+evs = json.load(open(sys.argv[1]))["traceEvents"]
+b = [e for e in evs if e.get("ph") == "B" and e["name"] == "Request" and e["cat"] == "Demo"]
+e = [e for e in evs if e.get("ph") == "E" and e["name"] == "Request" and e["cat"] == "Demo"]
+assert b and e, "no Request slices"
+print("workload: %d Request slices" % len(b))
+PY
 fi
 echo PASS
