@@ -50,7 +50,7 @@ events=$(python3 -c '
 import json, sys
 n = sum(1 for l in open(sys.argv[1]) if json.loads(l)["type"] == "event")
 chrome = json.load(open(sys.argv[2]))["traceEvents"]
-# The converter's own records (a request cut by the kill is closed "not closed") are not events.
+# Records the converter made up (a request cut by the kill is closed "not closed") are not events.
 own = ("split", "not closed", "closed late")
 got = sum(1 for e in chrome if e.get("cat") == "Demo" and e.get("args", {}).get("evring") not in own)
 if got != n:
