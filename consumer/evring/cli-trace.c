@@ -1,29 +1,115 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Opening a trace file and saying what was wrong with it, the same way in
- * every subcommand that reads one (dump, convert, report).
+ * every subcommand that reads one (dump, convert, report). "-" is standard
+ * input: a pipe is read as a stream (front to back, bounded memory), except
+ * by the subcommands that need the whole file (EVR_CLI_TRACE_FILE), for which
+ * it is first copied into an unnamed temporary file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <evring/trace.h>
 
 #include "cli.h"
 
-int evr_cli_trace_open(const char *cmd, const char *path, struct evr_trace_reader **ret)
-{
-	char err[512];
-	int r = evr_trace_reader_open(path, ret, err, sizeof(err));
+/* The copy of a trace read from a pipe, for the subcommands that need a file. */
+static int spool_fd = -1;
 
-	if (r == 0)
-		return 0;
+const char *evr_cli_trace_name(const char *path)
+{
+	return strcmp(path, "-") == 0 ? "stdin" : path;
+}
+
+/*
+ * Copy standard input into an unnamed file in $TMPDIR (or /tmp): the trace as
+ * a file, for readers that need one. Return: the fd, or -errno (reported).
+ */
+static int spool_stdin(const char *cmd)
+{
+	const char *dir = getenv("TMPDIR");
+	char buf[1u << 16];
+	int fd, err;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		evr_cli_error(cmd, "cannot create a temporary file in %s to hold the trace from "
+			      "stdin: %s", dir, strerror(-err));
+		return err;
+	}
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			evr_cli_error(cmd, "cannot read stdin: %s", strerror(-err));
+			goto fail;
+		}
+		if (n == 0)
+			return fd;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = write(fd, buf + done, (size_t)(n - done));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				err = -errno;
+				evr_cli_error(cmd, "cannot copy the trace from stdin to %s: %s", dir,
+					      strerror(-err));
+				goto fail;
+			}
+			done += w;
+		}
+	}
+fail:
+	close(fd);
+	return err;
+}
+
+static int open_error(const char *cmd, const char *path, int r, const char *err)
+{
 	/* The reader's message names the file when it could not open it. */
 	if (strstr(err, path))
 		evr_cli_error(cmd, "%s", err);
 	else
-		evr_cli_error(cmd, "%s: %s", path, err);
+		evr_cli_error(cmd, "%s: %s", evr_cli_trace_name(path), err);
 	return r == -EINVAL ? -EBADMSG : r;
+}
+
+int evr_cli_trace_open(const char *cmd, const char *path, uint32_t flags,
+		       struct evr_trace_reader **ret)
+{
+	char err[512];
+	int r, fd = STDIN_FILENO;
+
+	if (strcmp(path, "-") != 0) {
+		r = evr_trace_reader_open(path, ret, err, sizeof(err));
+		return r == 0 ? 0 : open_error(cmd, path, r, err);
+	}
+	if (flags & EVR_CLI_TRACE_FILE) {
+		struct stat st;
+
+		/* Redirected from a file, stdin is one already; a pipe is copied. */
+		if (fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode)) {
+			if (spool_fd < 0)
+				spool_fd = spool_stdin(cmd);
+			if (spool_fd < 0)
+				return spool_fd;
+			fd = spool_fd;
+		}
+	}
+	r = evr_trace_reader_open_fd(fd, ret, err, sizeof(err));
+	return r == 0 ? 0 : open_error(cmd, path, r, err);
 }
 
 struct warn_ctx {
@@ -40,7 +126,7 @@ static void warn_line(void *arg, const char *line)
 
 void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_reader *r)
 {
-	struct warn_ctx w = { .cmd = cmd, .path = path };
+	struct warn_ctx w = { .cmd = cmd, .path = evr_cli_trace_name(path) };
 	struct evr_trace_stats st;
 
 	evr_trace_reader_stats(r, &st);
@@ -49,7 +135,8 @@ void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_
 	if (st.clock_segments > 1)
 		evr_cli_warn(cmd, "%s: the TSC jumped %u times during the recording (a VM restored "
 			     "from a snapshot or migrated?): times are converted per segment, %" PRIu64
-			     " records written near a jump carry approximate times", path,
+			     " records written near a jump carry approximate times",
+			     evr_cli_trace_name(path),
 			     st.clock_segments - 1, st.approx_ts);
 	if (st.cpu_skew_ns > 1000)
 		evr_cli_warn(cmd, "%s: the TSC of ring %u's CPU ran %" PRIu64 " ns ahead of the "

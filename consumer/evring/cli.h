@@ -114,11 +114,20 @@ void evr_json_fputs(FILE *f, const char *s);
 struct evr_trace_reader;
 struct evr_trace_stats;
 
+/* evr_cli_trace_open(): the reader must be able to go back (a second reader, raw chunks). */
+#define EVR_CLI_TRACE_FILE 0x1u
+
 /*
- * Open trace @path, or say why not as @cmd's error. Return: 0, or -errno
- * (-EBADMSG for a file that is not a trace or is corrupt).
+ * Open trace @path ("-": standard input), or say why not as @cmd's error. From
+ * a pipe the trace is read as a stream, or with EVR_CLI_TRACE_FILE first
+ * copied into an unnamed file in $TMPDIR; opening "-" again gives that copy.
+ * Return: 0, or -errno (-EBADMSG for a file that is not a trace or is corrupt).
  */
-int evr_cli_trace_open(const char *cmd, const char *path, struct evr_trace_reader **ret);
+int evr_cli_trace_open(const char *cmd, const char *path, uint32_t flags,
+		       struct evr_trace_reader **ret);
+
+/* @path as messages name it: "stdin" for "-". */
+const char *evr_cli_trace_name(const char *path);
 
 /*
  * Warn about everything wrong with @path, one line each, once it was read to

@@ -141,12 +141,13 @@ static int convert_profile(const struct convert_opts *o, struct evr_trace_reader
 
 	ret = evr_profile_from_trace(r, sym, ss, o->event_stacks, &p);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", o->path,
+		snprintf(err, errlen, "%s: %s", evr_cli_trace_name(o->path),
 			 ret == -ENOMEM ? "out of memory" : evr_trace_reader_errmsg(r));
 		return ret;
 	}
 	if (!evr_profile_total(p)) {
-		snprintf(err, errlen, "%s has no %s to profile (record with %s)", o->path,
+		snprintf(err, errlen, "%s has no %s to profile (record with %s)",
+			 evr_cli_trace_name(o->path),
 			 o->event_stacks || !ss || !ss->n ? "event stacks" : "CPU samples",
 			 o->event_stacks ? "--stacks" : "--sample-cpu or --stacks");
 		evr_profile_free(p);
@@ -178,7 +179,10 @@ static int run(const struct convert_opts *o)
 	uint64_t t0;
 	int ret;
 
-	ret = evr_cli_trace_open(CMD, o->path, &r);
+	/* JSON lines stream; the other formats need every event type (and the stacks'
+	 * modules) before the first event: from a pipe, they read a copy of it. */
+	ret = evr_cli_trace_open(CMD, o->path, o->format == FMT_JSONL ? 0 : EVR_CLI_TRACE_FILE,
+				 &r);
 	if (ret < 0)
 		return ret;
 	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE || o->format == FMT_CHROME) {
@@ -190,11 +194,11 @@ static int run(const struct convert_opts *o)
 			ret = evr_samples_load(r, &ss);
 		if (ret == -EBADMSG) {
 			evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left out",
-				     o->path);
+				     evr_cli_trace_name(o->path));
 			ret = 0;
 		}
 		if (ret < 0) {
-			evr_cli_error(CMD, "%s: %s", o->path, strerror(-ret));
+			evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 			goto out;
 		}
 	}

@@ -302,21 +302,26 @@ static int run(const struct dump_opts *o)
 	bool first = true;
 	int ret;
 
-	ret = evr_cli_trace_open(CMD, o->path, &r);
+	ret = evr_cli_trace_open(CMD, o->path, 0, &r);
 	if (ret < 0)
 		return ret;
-	/* Before the sandbox: the binaries the stacks point into are opened now. */
-	ret = evr_symbolizer_from_trace(r, &sym);
-	if (ret == -ENOMEM)
-		goto out;
-	if (sym && *evr_symbolizer_warnings(sym))
-		fprintf(stderr, "%s", evr_symbolizer_warnings(sym));
-	ret = evr_samples_load(r, &ss);
-	if (ret == -EBADMSG)
-		evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left out",
-			     o->path);
-	else if (ret < 0)
-		goto out;
+	evr_trace_reader_stats(r, &st);
+	/* A stream is read once, as it comes: the module maps and CPU samples that
+	 * a file offers up front go by (said at the end if there were any). */
+	if (!st.stream) {
+		/* Before the sandbox: the binaries the stacks point into are opened now. */
+		ret = evr_symbolizer_from_trace(r, &sym);
+		if (ret == -ENOMEM)
+			goto out;
+		if (sym && *evr_symbolizer_warnings(sym))
+			fprintf(stderr, "%s", evr_symbolizer_warnings(sym));
+		ret = evr_samples_load(r, &ss);
+		if (ret == -EBADMSG)
+			evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left "
+				     "out", o->path);
+		else if (ret < 0)
+			goto out;
+	}
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
 	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
@@ -365,7 +370,7 @@ static int run(const struct dump_opts *o)
 		put_sample(o, ss, si, sym, t0, mono_to_real, &sb);
 	if (ret < 0) {
 		fflush(stdout);
-		evr_cli_error(CMD, "%s: %s", o->path,
+		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path),
 			      ret == -ENOMEM ? "out of memory" : evr_trace_reader_errmsg(r));
 		goto out;
 	}
@@ -376,6 +381,11 @@ static int run(const struct dump_opts *o)
 	}
 	evr_trace_reader_stats(r, &st);
 	evr_cli_trace_warnings(CMD, o->path, r);
+	evr_trace_reader_stats(r, &st);
+	if (st.stream_other_chunks)
+		evr_cli_warn(CMD, "stdin: %" PRIu64 " chunks of CPU samples or module maps went by "
+			     "unread (a stream is read once; dump the file to see samples and "
+			     "symbolized stacks)", st.stream_other_chunks);
 	ret = 0;
 out:
 	free(sb.buf);

@@ -48,7 +48,7 @@ static void usage(FILE *f)
 		"Record events of a running process, or of PROGRAM from its first event.\n"
 		"  -p, --pid PID            attach to process PID (no restart needed)\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
-		"  -o, --output FILE        trace file to write (default: trace.evtrace)\n"
+		"  -o, --output FILE        trace file to write (default: trace.evtrace; -: stdout)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
 		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
 		"                           (e.g. 64M; default: the producer's 4 MiB per ring)\n"
@@ -124,6 +124,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 
 	o->providers = "*";
 	o->output = "trace.evtrace";
+	o->output_name = o->output;
 	o->mode = EVR_MODE_DISCARD;
 	opterr = 0;
 	while ((longindex = -1,
@@ -149,6 +150,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			}
 			o->output = optarg;
+			/* "-": standard output (a pipe into evring dump -, a socket...). */
+			o->output_name = strcmp(optarg, "-") == 0 ? "stdout" : optarg;
 			break;
 		case OPT_DURATION:
 			if (evr_parse_duration(CMD, "--duration", optarg, &o->duration_ns) < 0)
@@ -311,13 +314,13 @@ static void report_failure(struct recorder *r, int err, const char *msg)
 	}
 	err = st.error ? st.error : err;
 	if (st.bytes == 0)
-		evr_cli_error(CMD, "cannot write %s: %s", r->o->output, strerror(-err));
+		evr_cli_error(CMD, "cannot write %s: %s", r->o->output_name, strerror(-err));
 	else if (err == -ENOSPC || err == -EDQUOT || err == -EFBIG)
 		evr_cli_error(CMD, "%s: %s: recording stopped; the %" PRIu64 " events (%s) "
-			      "written before are readable", r->o->output, strerror(-err),
+			      "written before are readable", r->o->output_name, strerror(-err),
 			      st.events, evr_fmt_bytes(st.bytes, b, sizeof(b)));
 	else
-		evr_cli_error(CMD, "cannot write %s: %s: recording stopped", r->o->output,
+		evr_cli_error(CMD, "cannot write %s: %s: recording stopped", r->o->output_name,
 			      strerror(-err));
 }
 
@@ -379,7 +382,7 @@ static void summary(struct recorder *r)
 		"file %s\n",
 		st.events, evr_fmt_bytes(st.bytes, by, sizeof(by)), st.lost,
 		secs, evr_fmt_count(secs > 0 ? (double)st.events / secs : 0, rate, sizeof(rate)),
-		r->o->output);
+		r->o->output_name);
 	switch (st.stop) {
 	case EVR_RECORDER_STOP_REQUESTED:
 		snprintf(whybuf, sizeof(whybuf), "stopped by %s", strsignal(r->stop_signal));
@@ -520,6 +523,33 @@ static int open_output(struct recorder *r)
 	struct stat st;
 	int fd;
 
+	if (strcmp(r->o->output, "-") == 0) {
+		/* The trace is binary: a terminal would show garbage, and lose it. */
+		if (isatty(STDOUT_FILENO)) {
+			evr_cli_error(CMD, "-o -: stdout is a terminal; pipe it (evring record -o - "
+				      "... | evring dump -) or redirect it to a file");
+			return -EINVAL;
+		}
+		/* A copy: the output is closed (and its error checked) like a file's. */
+		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0) {
+			int err = errno;
+
+			evr_cli_error(CMD, "cannot write to stdout: %s", strerror(err));
+			return -err;
+		}
+		/* Our stdout now only carries the trace, through fd: a program started with
+		 * -- inherits stderr as its stdout, so its output cannot mix into it. */
+		if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			int err = errno;
+
+			close(fd);
+			evr_cli_error(CMD, "cannot set up stdout: %s", strerror(err));
+			return -err;
+		}
+		r->out_fd = fd;
+		return 0;
+	}
 	/* A file we create and then fail to fill is removed; an existing one is
 	 * overwritten, like any recorder's output. */
 	r->created = stat(r->o->output, &st) < 0;
@@ -623,10 +653,10 @@ static int run(const struct record_opts *o)
 			 evr_fmt_bytes(h->total_size, a, sizeof(a)));
 		if (o->program)
 			fprintf(stderr, "evring record: recording %s (pid %d) into %s%s\n",
-				o->program[0], (int)r.child, o->output, mem);
+				o->program[0], (int)r.child, o->output_name, mem);
 		else
 			fprintf(stderr, "evring record: recording process %d into %s%s (Ctrl-C to "
-				"stop)\n", (int)o->pid, o->output, mem);
+				"stop)\n", (int)o->pid, o->output_name, mem);
 	}
 	if (o->flags.sandbox_probe)
 		evr_sandbox_probe(CMD);
@@ -661,7 +691,7 @@ out:
 	if (r.child_pidfd >= 0)
 		close(r.child_pidfd);
 	if (r.out_fd >= 0 && close(r.out_fd) < 0 && ret == 0) {
-		evr_cli_error(CMD, "cannot write %s: %s", o->output, strerror(errno));
+		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(errno));
 		ret = -EIO;
 	}
 	return ret;

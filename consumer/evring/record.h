@@ -21,7 +21,8 @@ struct record_opts {
 	pid_t pid;			/* -p, or 0 */
 	char **program;			/* after --, or NULL */
 	const char *providers;
-	const char *output;
+	const char *output;		/* "-": stdout */
+	const char *output_name;	/* as messages name it ("stdout" for "-") */
 	uint64_t duration_ns;		/* 0: until stopped */
 	uint64_t buffer_size;		/* in all; 0: the producer's default */
 	const char *buffer_arg;		/* as typed, for messages */

@@ -374,7 +374,6 @@ struct flames {
 static int flames_load(const struct report_opts *o, struct evr_trace_reader *r,
 		       struct flames *fl)
 {
-	char err[512];
 	int ret;
 
 	ret = evr_symbolizer_from_trace(r, &fl->sym);
@@ -382,10 +381,10 @@ static int flames_load(const struct report_opts *o, struct evr_trace_reader *r,
 		ret = evr_samples_load(r, &fl->ss);
 	if (ret == -EBADMSG) {
 		evr_cli_warn(CMD, "%s: a SAMPLES chunk is malformed; its samples are left out",
-			     o->path);
+			     evr_cli_trace_name(o->path));
 		ret = 0;
 	}
-	if (ret == 0 && evr_trace_reader_open(o->path, &fl->r2, err, sizeof(err)) < 0)
+	if (ret == 0 && evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &fl->r2) < 0)
 		fl->r2 = NULL;	/* the event stacks' graph is left out; the rest works */
 	return ret;
 }
@@ -471,7 +470,8 @@ static int run(const struct report_opts *o)
 	char err[512];
 	int ret;
 
-	ret = evr_cli_trace_open(CMD, o->path, &r);
+	/* The HTML page's flame graphs read the file a second time: from a pipe, a copy. */
+	ret = evr_cli_trace_open(CMD, o->path, o->html ? EVR_CLI_TRACE_FILE : 0, &r);
 	if (ret < 0)
 		return ret;
 	if (o->html) {
@@ -486,7 +486,7 @@ static int run(const struct report_opts *o)
 		}
 		ret = flames_load(o, r, &fl);
 		if (ret < 0) {
-			evr_cli_error(CMD, "%s: %s", o->path, strerror(-ret));
+			evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 			goto out;
 		}
 	}
@@ -500,7 +500,7 @@ static int run(const struct report_opts *o)
 
 	ret = evr_rpt_build(r, &m, err, sizeof(err));
 	if (ret < 0) {
-		evr_cli_error(CMD, "%s: %s", o->path, err);
+		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), err);
 		goto out;
 	}
 	evr_rpt_sort(&m);

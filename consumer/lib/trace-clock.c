@@ -83,10 +83,18 @@ int evr_trace_clock_build(struct evr_trace_clock *k, const struct evr_clock_cali
 	uint32_t n = k->npts, nseg = 0;
 
 	k->piecewise = false;
+	/* A stream's reader builds again as points arrive. */
+	free(k->lines);
+	free(k->seg_first);
+	k->lines = NULL;
+	k->seg_first = NULL;
+	k->forced = 0;
 	if (session->kind != EVR_CLOCK_TSC || n == 0) {
 		/* MONOTONIC timestamps are nanoseconds already. */
-		free(k->heads);
-		k->heads = NULL;
+		if (!k->keep_heads) {
+			free(k->heads);
+			k->heads = NULL;
+		}
 		return 0;
 	}
 	k->lines = calloc(n, sizeof(*k->lines));

@@ -121,6 +121,7 @@ struct evr_trace_clock {
 	 * the record was published (evr_trace_clock_check()), and where. */
 	uint64_t late_ticks;
 	uint32_t late_ring, late_pt;
+	bool keep_heads;		/* a stream: build() runs again as points arrive */
 };
 
 /* A ring's place in the clock's segments, carried from record to record. */
@@ -158,6 +159,10 @@ struct evr_trace_ring {
 	uint32_t next_chunk;		/* the next one to load */
 	uint64_t final_lost;		/* sum of the ring's LOST chunks */
 	uint64_t scan_pos;		/* scan: where the ring's last chunk ended */
+	/* Streams: chunks read, not taken yet; where the ring's data read so far ends. */
+	struct evr_trace_qchunk *sq_head, *sq_tail;
+	uint64_t delivered;
+	bool in_heap;
 	bool final_lost_queued;
 	/* Decoding state, carried from chunk to chunk. */
 	uint64_t expect_pos;		/* where a contiguous next chunk starts */
@@ -230,6 +235,20 @@ struct evr_trace_reader {
 	uint64_t damaged_events, lost_damaged;
 	uint64_t *repaired;		/* offsets repaired (sorted): each said once */
 	uint32_t nrepaired, repaired_cap;
+	/* Streams (trace-stream.c). */
+	bool stream;
+	bool eof;			/* the stream ended (or cannot be read further) */
+	uint32_t next_seq;		/* the next chunk's expected number */
+	uint64_t buffered;		/* payload bytes queued in the rings' sq lists */
+	struct evr_trace_qchunk *held;	/* the last EVENTS chunk read: a DISCARD may follow */
+	uint32_t held_ring;
+	uint8_t *sbuf;			/* the read buffer of small chunks */
+	uint32_t sbuf_cap;
+	struct evr_trace_wm_point *wm;	/* SYNC points not reached yet, oldest first */
+	uint32_t nwm, wm_cap;
+	uint64_t watermark_ns;		/* every record before it was delivered */
+	bool has_watermark;
+	uint64_t stream_other_chunks;	/* kinds passed over (samples, module maps...) */
 	char problems[EVR_TRACE_PROBLEMS_MAX][200];
 	uint32_t nproblems, problems_dropped;
 	int err;			/* sticky error of evr_trace_reader_next() */
@@ -255,7 +274,72 @@ int evr_trace_buf_reserve(uint8_t **buf, uint32_t *cap, uint32_t need);
 int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind, uint8_t **buf,
 			 uint32_t *cap, uint32_t *ret_len, const char **why);
 
-/* Keep one line about damage for evr_trace_reader_problems(). */
+/*
+ * Check the payload @buf of the chunk @h at @off against its CRC, repairing one
+ * flipped bit in place (and saying so). Return: 0, -EBADMSG (@why says what).
+ */
+int evr_trace_check_payload(struct evr_trace_reader *r, uint64_t off,
+			    const struct evr_trace_chunk_hdr *h, uint8_t *buf, const char **why);
+
+/* Validate (and repair one bit of) the file header; set hdr_size, make the schema set. */
+int evr_trace_check_file_hdr(struct evr_trace_reader *r, struct evr_trace_file_hdr *fh,
+			     char *errbuf, size_t errlen);
+
+/* Stop reading at @off: the file is readable up to there, truncated_why says why. */
+__attribute__((format(printf, 3, 4)))
+void evr_trace_stop_at(struct evr_trace_reader *r, uint64_t off, const char *fmt, ...);
+
+/* Ring and position of an EVENTS chunk of @len payload bytes fit the session. */
+bool evr_trace_events_rec_fits(const struct evr_trace_reader *r,
+			       const struct evr_trace_events_rec *rec, uint32_t len);
+
+/* The chunk kinds read whole while scanning (all but EVENTS and unknown ones). */
+bool evr_trace_small_kind(uint32_t kind);
+
+/* Take a small chunk's checked payload (process, session, metadata...). */
+int evr_trace_scan_small(struct evr_trace_reader *r, uint64_t off,
+			 const struct evr_trace_chunk_hdr *h, const uint8_t *p, char *errbuf,
+			 size_t errlen);
+
+/* Sort the thread names by tid and keep the last one of each tid. */
+void evr_trace_threads_finish(struct evr_trace_reader *r);
+
+/* ---- streams (trace-stream.c): a pipe or socket, read front to back ---- */
+
+/* One EVENTS chunk read from a stream, waiting for its ring to need it. */
+struct evr_trace_qchunk {
+	struct evr_trace_qchunk *next;
+	uint8_t *data;			/* the payload (events record + ring bytes) */
+	uint32_t len;
+	uint32_t npts;			/* sync points read before it */
+	uint64_t off;			/* stream offset of its header */
+};
+
+/* A SYNC point whose ring heads the stream has not delivered yet (watermark). */
+struct evr_trace_wm_point {
+	uint64_t mono_ns;
+	uint64_t *heads;		/* nr_rings */
+};
+
+/* Read the file header and the chunks before the first EVENTS chunk. */
+int evr_trace_stream_open(struct evr_trace_reader *r, char *errbuf, size_t errlen);
+
+/*
+ * Read the next chunk of the stream. Return: 1 a chunk was read, 0 the end
+ * (EOF, or damage a stream cannot skip: truncated says where), -errno (errmsg).
+ */
+int evr_trace_stream_read(struct evr_trace_reader *r);
+
+/* May the record at @ts_ns be returned now, or could the stream still bring an earlier one? */
+bool evr_trace_stream_ready(const struct evr_trace_reader *r, uint64_t ts_ns);
+
+/* The ring's next queued chunk may be parsed now (its times can be converted). */
+bool evr_trace_stream_can_take(const struct evr_trace_reader *r, uint32_t ring);
+
+/* Take the ring's next queued chunk into g->buf. Return: 1 taken, 0 none ready. */
+int evr_trace_stream_take(struct evr_trace_reader *r, uint32_t ring, uint32_t *ret_len);
+
+void evr_trace_stream_free(struct evr_trace_reader *r);
 __attribute__((format(printf, 2, 3)))
 void evr_trace_problem(struct evr_trace_reader *r, const char *fmt, ...);
 

@@ -228,14 +228,21 @@ static int ring_load(struct evr_trace_reader *r, uint32_t ring)
 	struct evr_trace_ring *g = &r->rings[ring];
 	const uint32_t hdr = sizeof(struct evr_trace_events_rec);
 	struct evr_trace_events_rec rec;
-	uint64_t off = g->chunks[g->next_chunk++];
+	uint64_t off = 0;
 	const char *why;
 	uint32_t len;
 	int err;
 
 	g->nents = 0;
 	g->cur = 0;
-	err = evr_trace_load_chunk(r, off, EVR_CHUNK_EVENTS, &g->buf, &g->buf_cap, &len, &why);
+	if (r->stream) {
+		/* Read, CRC-checked and queued by the stream already. */
+		err = evr_trace_stream_take(r, ring, &len) ? 0 : -EAGAIN;
+	} else {
+		off = g->chunks[g->next_chunk++];
+		err = evr_trace_load_chunk(r, off, EVR_CHUNK_EVENTS, &g->buf, &g->buf_cap, &len,
+					   &why);
+	}
 	if (err == -EBADMSG) {
 		/* Skipped; the next packet header of the ring accounts for its events. */
 		r->corrupt_chunks++;
@@ -281,13 +288,16 @@ static int ring_fill(struct evr_trace_reader *r, uint32_t ring)
 	struct evr_trace_ring *g = &r->rings[ring];
 
 	while (g->cur >= g->nents) {
-		if (g->next_chunk < g->nchunks) {
+		if (r->stream ? evr_trace_stream_can_take(r, ring) : g->next_chunk < g->nchunks) {
 			int err = ring_load(r, ring);
 
 			if (err)
 				return err;
 			continue;
 		}
+		/* A stream may bring more: the final losses come once it has ended. */
+		if (r->stream && (!r->eof || g->sq_head))
+			return 0;
 		if (g->final_lost && !g->final_lost_queued) {
 			/* Losses the recorder learnt at the end: after the ring's last record. */
 			uint64_t ts = g->has_last_ts ? g->last_ts_ns :
@@ -358,20 +368,65 @@ static void heap_up(struct evr_trace_reader *r, uint32_t i)
 	}
 }
 
-static int merge_start(struct evr_trace_reader *r)
+/* Put every ring that has a record now, and is not in the heap yet, into it. */
+static int heap_add_ready(struct evr_trace_reader *r)
 {
 	for (uint32_t i = 0; i < r->session.nr_rings; i++) {
-		int rc = ring_fill(r, i);
+		int rc;
 
+		if (r->rings[i].in_heap)
+			continue;
+		rc = ring_fill(r, i);
 		if (rc < 0)
 			return rc;
 		if (rc) {
+			r->rings[i].in_heap = true;
 			r->heap[r->nheap++] = i;
 			heap_up(r, r->nheap - 1);
 		}
 	}
-	r->merge_started = true;
 	return 0;
+}
+
+static int merge_start(struct evr_trace_reader *r)
+{
+	int rc = heap_add_ready(r);
+
+	r->merge_started = true;
+	return rc;
+}
+
+/*
+ * A stream: read on until the smallest record may be returned (no ring can
+ * still bring an earlier one, as far as evr_trace_stream_ready() knows), or
+ * the stream ends. Return: 0, -errno.
+ */
+static int stream_fill(struct evr_trace_reader *r)
+{
+	for (;;) {
+		int rc = heap_add_ready(r);
+
+		if (rc < 0)
+			return rc;
+		if (r->eof)
+			return 0;
+		if (r->nheap) {
+			const struct evr_trace_ring *g = &r->rings[r->heap[0]];
+			bool waiting = false;
+
+			/* A ring whose next chunk is read but waits (for its times, or to
+			 * know it is not retracted) may hold earlier records than the
+			 * heap's: not yet. */
+			for (uint32_t i = 0; i < r->session.nr_rings && !waiting; i++)
+				waiting = !r->rings[i].in_heap &&
+					  (r->rings[i].sq_head || (r->held && r->held_ring == i));
+			if (!waiting && evr_trace_stream_ready(r, g->ents[g->cur].ts_ns))
+				return 0;
+		}
+		rc = evr_trace_stream_read(r);
+		if (rc < 0)
+			return rc;
+	}
 }
 
 int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret)
@@ -402,9 +457,17 @@ int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret
 		rc = ring_fill(r, ring);
 		if (rc < 0)
 			goto fail;
-		if (!rc)
-			r->heap[0] = r->heap[--r->nheap];	/* the ring is done */
+		if (!rc) {
+			/* The ring is done (a stream's may come back). */
+			r->rings[ring].in_heap = false;
+			r->heap[0] = r->heap[--r->nheap];
+		}
 		heap_down(r, 0);
+	}
+	if (r->stream) {
+		rc = stream_fill(r);
+		if (rc < 0)
+			goto fail;
 	}
 	if (!r->nheap) {
 		evr_trace_check_end(r);

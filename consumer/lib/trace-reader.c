@@ -99,8 +99,6 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 			 uint32_t *cap, uint32_t *ret_len, const char **why)
 {
 	struct evr_trace_chunk_hdr h;
-	uint64_t bit;
-	uint32_t crc;
 	int err;
 
 	if (off > r->read_limit || r->read_limit - off < EVR_TRACE_CHUNK_HDR_SIZE) {
@@ -126,17 +124,24 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 	if (err)
 		return err;
 	*ret_len = h.len;
-	crc = evr_crc32c(0, *buf, h.len);
-	if (crc == h.data_crc)
+	return evr_trace_check_payload(r, off, &h, *buf, why);
+}
+
+int evr_trace_check_payload(struct evr_trace_reader *r, uint64_t off,
+			    const struct evr_trace_chunk_hdr *h, uint8_t *buf, const char **why)
+{
+	uint64_t bit;
+
+	if (evr_crc32c(0, buf, h->len) == h->data_crc)
 		return 0;
-	switch (evr_crc32c_fix1(*buf, h.len, h.data_crc, &bit)) {
+	switch (evr_crc32c_fix1(buf, h->len, h->data_crc, &bit)) {
 	case 1:
-		(*buf)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		if (!evr_trace_note_repair(r, off))
 			return 0;
 		r->repaired_chunks++;
 		evr_trace_problem(r, "%s chunk at offset %llu: one flipped bit (byte %llu, bit %u) "
-				  "repaired from its CRC", evr_trace_kind_name(h.kind),
+				  "repaired from its CRC", evr_trace_kind_name(h->kind),
 				  (unsigned long long)off, (unsigned long long)(bit / 8),
 				  (unsigned)(bit % 8));
 		return 0;
@@ -145,7 +150,7 @@ int evr_trace_load_chunk(struct evr_trace_reader *r, uint64_t off, uint32_t kind
 			return 0;
 		r->repaired_chunks++;
 		evr_trace_problem(r, "%s chunk at offset %llu: one flipped bit in its stored CRC; "
-				  "the payload is intact", evr_trace_kind_name(h.kind),
+				  "the payload is intact", evr_trace_kind_name(h->kind),
 				  (unsigned long long)off);
 		return 0;
 	default:
@@ -339,9 +344,7 @@ static int ring_add_chunk(struct evr_trace_ring *ring, uint64_t off)
 
 /* ---- the scan -------------------------------------------------------------- */
 
-/* Stop the scan at @off: the file is readable up to there. */
-__attribute__((format(printf, 3, 4)))
-static void stop_at(struct evr_trace_reader *r, uint64_t off, const char *fmt, ...)
+void evr_trace_stop_at(struct evr_trace_reader *r, uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -356,8 +359,8 @@ static void stop_at(struct evr_trace_reader *r, uint64_t off, const char *fmt, .
 }
 
 /* Ring and position of an EVENTS chunk of @len bytes fit the session. */
-static bool events_rec_fits(const struct evr_trace_reader *r, const struct evr_trace_events_rec *rec,
-			    uint32_t len)
+bool evr_trace_events_rec_fits(const struct evr_trace_reader *r,
+			       const struct evr_trace_events_rec *rec, uint32_t len)
 {
 	uint32_t pmask = r->session.packet_size - 1;
 
@@ -376,7 +379,7 @@ static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct ev
 		return -EBADMSG;
 	}
 	memcpy(&rec, rest, sizeof(rec));
-	if (!events_rec_fits(r, &rec, h->len) || rec.reserved ||
+	if (!evr_trace_events_rec_fits(r, &rec, h->len) || rec.reserved ||
 	    !r->rings[rec.ring].nchunks || rec.pos != r->rings[rec.ring].scan_pos) {
 		/*
 		 * A ring's first chunk, or one not where the ring's last chunk ended
@@ -401,7 +404,7 @@ static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct ev
 		}
 		if (err)
 			return err;
-		if (!events_rec_fits(r, &rec, h->len)) {
+		if (!evr_trace_events_rec_fits(r, &rec, h->len)) {
 			set_err(errbuf, errlen, "EVENTS chunk at offset %llu: ring %u position %llu "
 				"does not fit the session (%u rings, %u-byte packets)",
 				(unsigned long long)off, rec.ring, (unsigned long long)rec.pos,
@@ -463,8 +466,7 @@ static int tname_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Sort the names by tid and keep the last one of each tid. */
-static void threads_finish(struct evr_trace_reader *r)
+void evr_trace_threads_finish(struct evr_trace_reader *r)
 {
 	uint32_t out = 0;
 
@@ -501,8 +503,9 @@ const char *evr_trace_reader_thread_name(const struct evr_trace_reader *r, uint3
 	return NULL;
 }
 
-static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr_trace_chunk_hdr *h,
-		      const uint8_t *p, char *errbuf, size_t errlen)
+int evr_trace_scan_small(struct evr_trace_reader *r, uint64_t off,
+			 const struct evr_trace_chunk_hdr *h, const uint8_t *p, char *errbuf,
+			 size_t errlen)
 {
 	switch (h->kind) {
 	case EVR_CHUNK_PROCESS: {
@@ -609,8 +612,7 @@ static int scan_small(struct evr_trace_reader *r, uint64_t off, const struct evr
 	}
 }
 
-/* Small enough to read (and CRC-check) during the scan. */
-static bool small_kind(uint32_t kind)
+bool evr_trace_small_kind(uint32_t kind)
 {
 	return kind >= EVR_CHUNK_PROCESS && kind <= EVR_CHUNK_SYNC && kind != EVR_CHUNK_EVENTS;
 }
@@ -633,7 +635,7 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		uint64_t span;
 
 		if (avail < EVR_TRACE_CHUNK_HDR_SIZE) {
-			stop_at(r, off, "the file ends inside a chunk header");
+			evr_trace_stop_at(r, off, "the file ends inside a chunk header");
 			break;
 		}
 		err = evr_trace_pread(r, hb, avail < sizeof(hb) ? (size_t)avail : sizeof(hb), off);
@@ -653,7 +655,7 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 				if (err < 0)
 					goto out;
 				if (err == 0) {
-					stop_at(r, off, "invalid chunk header (magic or CRC)");
+					evr_trace_stop_at(r, off, "invalid chunk header (magic or CRC)");
 					break;
 				}
 				err = 0;
@@ -672,7 +674,7 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		}
 		if (h.seq != seq) {
 			if (h.seq < seq) {
-				stop_at(r, off, "chunk number %u where %u was expected", h.seq, seq);
+				evr_trace_stop_at(r, off, "chunk number %u where %u was expected", h.seq, seq);
 				break;
 			}
 			/* A valid chunk further on: the chunks in between are gone. */
@@ -684,12 +686,12 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 			seq = h.seq;
 		}
 		if (!evr_trace_chunk_len_ok(h.kind, h.len)) {
-			stop_at(r, off, "chunk (%s) of impossible length %u", evr_trace_kind_name(h.kind),
+			evr_trace_stop_at(r, off, "chunk (%s) of impossible length %u", evr_trace_kind_name(h.kind),
 				h.len);
 			break;
 		}
 		if (avail - EVR_TRACE_CHUNK_HDR_SIZE < h.len) {
-			stop_at(r, off, "the file ends inside a chunk (%s, %u of %u bytes)",
+			evr_trace_stop_at(r, off, "the file ends inside a chunk (%s, %u of %u bytes)",
 				evr_trace_kind_name(h.kind), (uint32_t)(avail - EVR_TRACE_CHUNK_HDR_SIZE),
 				h.len);
 			break;
@@ -698,14 +700,14 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		    (h.kind == EVR_CHUNK_EVENTS || h.kind == EVR_CHUNK_LOST ||
 		     h.kind == EVR_CHUNK_DISCARD || h.kind == EVR_CHUNK_SYNC)) {
 			/* The SESSION chunk was in the damage: no event can be read. */
-			stop_at(r, off, "the SESSION chunk is missing (damaged), nothing after it "
+			evr_trace_stop_at(r, off, "the SESSION chunk is missing (damaged), nothing after it "
 				"can be read");
 			break;
 		}
 		if (h.kind == EVR_CHUNK_EVENTS) {
 			err = scan_events(r, off, &h, hb + sizeof(h), errbuf, errlen);
 			r->damage_since_events = false;
-		} else if (small_kind(h.kind)) {
+		} else if (evr_trace_small_kind(h.kind)) {
 			uint32_t len = 0;
 			const char *why;
 
@@ -715,11 +717,11 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 				err = evr_trace_salvage_small(r, off, &h, buf, len);
 				if (err == 1) {
 					err = 0;
-					stop_at(r, off, "chunk (%s): %s", evr_trace_kind_name(h.kind), why);
+					evr_trace_stop_at(r, off, "chunk (%s): %s", evr_trace_kind_name(h.kind), why);
 					break;
 				}
 			} else if (!err) {
-				err = scan_small(r, off, &h, buf, errbuf, errlen);
+				err = evr_trace_scan_small(r, off, &h, buf, errbuf, errlen);
 			}
 		}
 		if (err)
@@ -731,7 +733,7 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		if (avail < span) {
 			/* Only padding is missing: the chunk is whole, nothing follows. */
 			r->good_end = r->file_size;
-			stop_at(r, off, "the file ends inside the padding of a chunk (%s)",
+			evr_trace_stop_at(r, off, "the file ends inside the padding of a chunk (%s)",
 				evr_trace_kind_name(h.kind));
 			break;
 		}
@@ -751,6 +753,48 @@ out:
 
 /* ---- open / close ------------------------------------------------------------ */
 
+int evr_trace_check_file_hdr(struct evr_trace_reader *r, struct evr_trace_file_hdr *fh,
+			     char *errbuf, size_t errlen)
+{
+	if (fh->crc != evr_crc32c(0, fh, EVR_TRACE_FILE_HDR_CRC_LEN)) {
+		struct evr_trace_file_hdr fixed = *fh;
+		uint64_t bit;
+		int k = evr_crc32c_fix1(&fixed, EVR_TRACE_FILE_HDR_CRC_LEN, fixed.crc, &bit);
+
+		/* One flipped bit (the magic's included): repair, if that makes a header. */
+		if (k == 1)
+			((uint8_t *)&fixed)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (k >= 0 && memcmp(fixed.magic, EVR_TRACE_MAGIC, sizeof(fixed.magic)) == 0) {
+			fixed.crc = evr_crc32c(0, &fixed, EVR_TRACE_FILE_HDR_CRC_LEN);
+			*fh = fixed;
+			evr_trace_problem(r, "file header: one flipped bit repaired from its CRC");
+		}
+	}
+	if (memcmp(fh->magic, EVR_TRACE_MAGIC, sizeof(fh->magic)) != 0) {
+		set_err(errbuf, errlen, "not an evring trace file (bad magic)");
+		return -EBADMSG;
+	}
+	if (fh->crc != evr_crc32c(0, fh, EVR_TRACE_FILE_HDR_CRC_LEN)) {
+		set_err(errbuf, errlen, "corrupt trace file header (CRC mismatch)");
+		return -EBADMSG;
+	}
+	if (fh->version > EVR_TRACE_VERSION || fh->abi_version > EVR_ABI_VERSION) {
+		set_err(errbuf, errlen, "trace format %u (records ABI %u) is newer than this reader "
+			"(%u, ABI %u)", fh->version, fh->abi_version, EVR_TRACE_VERSION,
+			EVR_ABI_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (fh->version != EVR_TRACE_VERSION || fh->abi_version != EVR_ABI_VERSION ||
+	    fh->hdr_size < sizeof(*fh) || fh->hdr_size > 4096 || (fh->hdr_size & 7u) ||
+	    fh->hdr_size > r->file_size) {
+		set_err(errbuf, errlen, "corrupt trace file header (version %u, ABI %u, size %u)",
+			fh->version, fh->abi_version, fh->hdr_size);
+		return -EBADMSG;
+	}
+	r->hdr_size = fh->hdr_size;
+	return evr_schema_set_new(&r->schemas);
+}
+
 static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 {
 	struct evr_trace_file_hdr fh;
@@ -762,8 +806,11 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		set_err(errbuf, errlen, "cannot stat the trace file: %s", strerror(-err));
 		return err;
 	}
+	r->pending = -1;
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))
+		return evr_trace_stream_open(r, errbuf, errlen);	/* front to back, no seek */
 	if (!S_ISREG(st.st_mode)) {
-		set_err(errbuf, errlen, "not a regular file");
+		set_err(errbuf, errlen, "not a regular file, pipe or socket");
 		return -EBADMSG;
 	}
 	r->file_size = (uint64_t)st.st_size;
@@ -777,56 +824,18 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		set_err(errbuf, errlen, "cannot read the trace file: %s", strerror(-err));
 		return err;
 	}
-	if (fh.crc != evr_crc32c(0, &fh, EVR_TRACE_FILE_HDR_CRC_LEN)) {
-		struct evr_trace_file_hdr fixed = fh;
-		uint64_t bit;
-		int k = evr_crc32c_fix1(&fixed, EVR_TRACE_FILE_HDR_CRC_LEN, fixed.crc, &bit);
-
-		/* One flipped bit (the magic's included): repair, if that makes a header. */
-		if (k == 1)
-			((uint8_t *)&fixed)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-		if (k >= 0 && memcmp(fixed.magic, EVR_TRACE_MAGIC, sizeof(fixed.magic)) == 0) {
-			fixed.crc = evr_crc32c(0, &fixed, EVR_TRACE_FILE_HDR_CRC_LEN);
-			fh = fixed;
-			evr_trace_problem(r, "file header: one flipped bit repaired from its CRC");
-		}
-	}
-	if (memcmp(fh.magic, EVR_TRACE_MAGIC, sizeof(fh.magic)) != 0) {
-		set_err(errbuf, errlen, "not an evring trace file (bad magic)");
-		return -EBADMSG;
-	}
-	if (fh.crc != evr_crc32c(0, &fh, EVR_TRACE_FILE_HDR_CRC_LEN)) {
-		set_err(errbuf, errlen, "corrupt trace file header (CRC mismatch)");
-		return -EBADMSG;
-	}
-	if (fh.version > EVR_TRACE_VERSION || fh.abi_version > EVR_ABI_VERSION) {
-		set_err(errbuf, errlen, "trace format %u (records ABI %u) is newer than this reader "
-			"(%u, ABI %u)", fh.version, fh.abi_version, EVR_TRACE_VERSION, EVR_ABI_VERSION);
-		return -EPROTONOSUPPORT;
-	}
-	if (fh.version != EVR_TRACE_VERSION || fh.abi_version != EVR_ABI_VERSION ||
-	    fh.hdr_size < sizeof(fh) || fh.hdr_size > 4096 || (fh.hdr_size & 7u) ||
-	    fh.hdr_size > r->file_size) {
-		set_err(errbuf, errlen, "corrupt trace file header (version %u, ABI %u, size %u)",
-			fh.version, fh.abi_version, fh.hdr_size);
-		return -EBADMSG;
-	}
-	r->hdr_size = fh.hdr_size;
-	err = evr_schema_set_new(&r->schemas);
+	err = evr_trace_check_file_hdr(r, &fh, errbuf, errlen);
 	if (err)
 		return err;
 	err = scan(r, errbuf, errlen);
-	threads_finish(r);
+	evr_trace_threads_finish(r);
 	if (!err && r->has_session)
 		err = evr_trace_clock_build(&r->clk, &r->session.clock);
 	if (err == -ENOMEM)
 		set_err(errbuf, errlen, "out of memory reading the trace file");
 	else if (err && err != -EBADMSG)
 		set_err(errbuf, errlen, "cannot read the trace file: %s", strerror(-err));
-	if (err)
-		return err;
-	r->pending = -1;
-	return 0;
+	return err;
 }
 
 int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf, size_t errlen)
@@ -879,6 +888,7 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 {
 	if (!r)
 		return;
+	evr_trace_stream_free(r);	/* before the rings go */
 	evr_trace_merge_free(r);
 	evr_trace_clock_free(&r->clk);
 	free(r->repaired);
@@ -952,6 +962,8 @@ void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_s
 	ret->missing_chunks = r->missing_chunks;
 	ret->skipped_bytes = r->skipped_bytes;
 	ret->damaged_events = r->damaged_events;
+	ret->stream = r->stream;
+	ret->stream_other_chunks = r->stream_other_chunks;
 	ret->lost_damaged = r->lost_damaged;
 	ret->damaged = r->repaired_chunks || r->salvaged_chunks || r->missing_chunks ||
 		       r->skipped_bytes || r->damaged_events || r->corrupt_chunks ||
@@ -987,6 +999,8 @@ int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, 
 
 	if (!r || !pos || !ret)
 		return -EINVAL;
+	if (r->stream)
+		return -ESPIPE;	/* read once, front to back: nothing to go back to */
 	off = *pos < r->hdr_size ? r->hdr_size : *pos;
 	for (;;) {
 		if (off >= r->good_end || r->good_end - off < EVR_TRACE_CHUNK_HDR_SIZE)

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -353,6 +354,134 @@ static void test_trace_overwrite_lapped(void **state)
 	verify(&g, &res);
 	assert_true(res.events == g.kept && g.kept > 0 && g.kept < g.nev);
 	assert_true(res.lost == gen_expected_lost(&g));
+	gen_fini(&g);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+struct view_log {
+	uint64_t *v;			/* per view: type, ring, ts, rid, tid, len or lost, payload crc */
+	size_t n, cap;
+};
+
+static void log_view(struct view_log *l, const struct evr_event_view *v)
+{
+	uint64_t w[7] = { v->type, v->ring, v->ts_ns, v->rid, v->tid,
+			  v->type == EVR_REC_LOST ? v->lost : v->len,
+			  v->type == EVR_REC_EVENT ? evr_crc32c(0, v->payload, v->len) : 0 };
+
+	if (l->n + 7 > l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		assert_non_null(l->v);
+	}
+	memcpy(l->v + l->n, w, sizeof(w));
+	l->n += 7;
+}
+
+static void read_views(int fd, struct view_log *l, struct evr_trace_stats *st)
+{
+	struct evr_trace_reader *r;
+	struct evr_event_view v;
+	char err[256];
+	int rc;
+
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, err, sizeof(err)), 0);
+	while ((rc = evr_trace_reader_next(r, &v)) == 1)
+		log_view(l, &v);
+	assert_int_equal(rc, 0);
+	evr_trace_reader_stats(r, st);
+	evr_trace_reader_free(r);
+}
+
+/* A pipe that a child fills with the first @len bytes of @fd, then closes. */
+static int pipe_of(int fd, size_t len, pid_t *ret_pid)
+{
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static uint8_t buf[1u << 16];
+		off_t off = 0;
+
+		close(p[0]);
+		while ((size_t)off < len) {
+			size_t want = len - (size_t)off < sizeof(buf) ? len - (size_t)off : sizeof(buf);
+			ssize_t n = pread(fd, buf, want, off);
+
+			if (n <= 0 || write(p[1], buf, (size_t)n) != n)
+				_exit(1);
+			off += n;
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	*ret_pid = pid;
+	return p[0];
+}
+
+/*
+ * The same file through a pipe: read front to back as a stream, it gives the
+ * same views in the same order and the same totals, retracted and skipped
+ * spans, final losses and all; cut short, it says so like the file.
+ */
+static void test_trace_reader_stream_matches_file(void **state)
+{
+	struct view_log a = { 0 }, b = { 0 };
+	struct evr_trace_stats fs, ss;
+	struct stat sb;
+	pid_t pid;
+	int status, pfd;
+	struct gen g;
+
+	(void)state;
+	assert_int_equal(gen_init(&g, 3, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 21), 0);
+	g.omit_pct = 10;
+	g.discard_pct = 10;
+	for (int round = 0; round < 60; round++) {
+		for (int k = 0; k < 40; k++)
+			gen_emit(&g, (uint32_t)(gen_rnd(&g.rng) % 3), 200 + (uint32_t)(k % 3),
+				 1 + (uint32_t)(gen_rnd(&g.rng) % 3));
+		for (uint32_t i = 0; i < 3; i++)
+			assert_int_equal(gen_drain(&g, i), 0);
+	}
+	/* More than a packet per ring kept whole: every skipped span is then followed
+	 * by a packet header that accounts for it, and the END totals hold. */
+	g.omit_pct = g.discard_pct = 0;
+	for (int k = 0; k < 300; k++) {
+		gen_emit(&g, (uint32_t)k % 3, 300, GEN_RID_BLOB);
+		if (k % 30 == 29)
+			for (uint32_t i = 0; i < 3; i++)
+				assert_int_equal(gen_drain(&g, i), 0);
+	}
+	assert_int_equal(gen_finish(&g, 7), 0);
+	read_views(g.out_fd, &a, &fs);
+	assert_false(fs.damaged);
+	pfd = pipe_of(g.out_fd, (size_t)-1 / 2, &pid);
+	read_views(pfd, &b, &ss);
+	close(pfd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(a.n == b.n && a.n > 0);
+	assert_memory_equal(a.v, b.v, a.n * sizeof(*a.v));
+	assert_true(ss.stream && !fs.stream);
+	assert_true(ss.events == fs.events && ss.lost == fs.lost && ss.events == g.kept);
+	assert_true(!ss.truncated && ss.has_end && !ss.damaged && ss.chunks == fs.chunks);
+
+	/* Cut in the middle of a chunk: the stream reads what came, and says where. */
+	assert_int_equal(fstat(g.out_fd, &sb), 0);
+	b.n = 0;
+	pfd = pipe_of(g.out_fd, (size_t)sb.st_size / 2 + 5, &pid);
+	read_views(pfd, &b, &ss);
+	close(pfd);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(ss.truncated && !ss.has_end);
+	assert_non_null(strstr(ss.truncated_why, "ends inside a chunk"));
+	assert_true(ss.events > 0 && ss.events < g.kept);
+	free(a.v);
+	free(b.v);
 	gen_fini(&g);
 }
 
@@ -1172,6 +1301,7 @@ int main(void)
 		cmocka_unit_test(test_trace_reader_loss_accounting),
 		cmocka_unit_test(test_trace_reader_truncated),
 		cmocka_unit_test(test_trace_reader_corrupt_events_chunk),
+		cmocka_unit_test(test_trace_reader_stream_matches_file),
 		cmocka_unit_test(test_trace_reader_repairs_one_bit),
 		cmocka_unit_test(test_trace_reader_salvages_metadata),
 		cmocka_unit_test(test_trace_reader_missing_chunk_is_damage),

@@ -246,6 +246,67 @@ static void test_trace_fuzz_every_byte_flipped(void **state)
 	close(fd);
 }
 
+/* @len bytes of @data as a pipe (they fit in its buffer): read as a stream. */
+static int pipe_content(const uint8_t *data, size_t len)
+{
+	int p[2];
+
+	assert_int_equal(pipe(p), 0);
+	assert_true(len < 65536);
+	if (len)
+		assert_int_equal(write(p[1], data, len), (ssize_t)len);
+	close(p[1]);
+	return p[0];
+}
+
+/*
+ * The same cuts and flips through a pipe (read front to back, once): a cut
+ * stream reads exactly what the cut file reads, one flipped bit is repaired
+ * as in a file, and worse damage ends the stream cleanly (a stream cannot
+ * be searched for the next chunk), never with an error or out of order.
+ */
+static void test_trace_fuzz_streams(void **state)
+{
+	static const uint8_t flips[] = {0x01, 0x80, 0xff, 0x10};
+	int fd = memfd_create("t", MFD_CLOEXEC), pfd;
+	struct outcome f, o;
+	uint64_t kept;
+	size_t len;
+	uint8_t *data = valid_file(&len, &kept);
+
+	(void)state;
+	for (size_t cut = 0; cut <= len; cut += 1 + cut % 37) {
+		set_content(fd, data, cut);
+		read_all(fd, &f, false);
+		pfd = pipe_content(data, cut);
+		read_all(pfd, &o, cut % 64 == 0);
+		close(pfd);
+		assert_int_equal(o.open_rc, f.open_rc);
+		if (o.open_rc)
+			continue;
+		assert_int_equal(o.next_rc, 0);
+		assert_true(o.st.stream);
+		assert_true(o.events == f.events && o.lost == f.lost);
+		assert_int_equal(o.st.truncated, f.st.truncated);
+	}
+	for (size_t i = 0; i < len; i += 1 + i % 11) {
+		uint8_t save = data[i], flip = flips[i % sizeof(flips)];
+
+		data[i] ^= flip;
+		pfd = pipe_content(data, len);
+		read_all(pfd, &o, false);
+		close(pfd);
+		data[i] = save;
+		if (o.open_rc)
+			continue;
+		assert_int_equal(o.next_rc, 0);
+		if (flip != 0xff && !o.st.corrupt_chunks)
+			assert_true(o.events == kept && !o.st.truncated);
+	}
+	free(data);
+	close(fd);
+}
+
 static void test_trace_fuzz_random_bytes(void **state)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC);
@@ -554,6 +615,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_fuzz_every_truncation),
 		cmocka_unit_test(test_trace_fuzz_every_byte_flipped),
+		cmocka_unit_test(test_trace_fuzz_streams),
 		cmocka_unit_test(test_trace_fuzz_random_bytes),
 		cmocka_unit_test(test_trace_fuzz_random_valid_crc_chunks),
 	};

@@ -411,7 +411,12 @@ struct evr_trace_reader;
  * evr_trace_reader_open() / evr_trace_reader_open_fd() - open a trace file.
  * @path: opened read-only, close-on-exec.
  * @fd: an open trace file; borrowed, it must stay open until
- *      evr_trace_reader_free(). Only pread() and fstat() are used on it.
+ *      evr_trace_reader_free(). Only pread() and fstat() are used on it. A
+ *      pipe, socket or character device is read as a stream instead: read()
+ *      front to back, once, in bounded memory (chunks are taken as they come,
+ *      and records return in time order as far as the recorder's sync points
+ *      show no ring can still bring an earlier one, or once 64 MiB wait);
+ *      evr_trace_reader_chunk_next() is not available then.
  * @ret: free with evr_trace_reader_free().
  * @errbuf: one line naming the cause on failure, may be NULL.
  *
@@ -523,6 +528,13 @@ struct evr_trace_stats {
 	 */
 	uint64_t damaged_events;
 	uint64_t lost_damaged;
+	/*
+	 * Read from a pipe or socket: once, front to back. Chunks of kinds the
+	 * reader itself does not use (CPU samples, module maps...) went by, to be
+	 * had only from a file (evr_trace_reader_chunk_next()).
+	 */
+	bool stream;
+	uint64_t stream_other_chunks;
 };
 
 /* Copy the statistics into @ret. Context: the reader's thread. */
@@ -595,6 +607,7 @@ int evr_trace_reader_chunk_next(struct evr_trace_reader *r, uint64_t *pos,
 /*
  * evr_trace_reader_chunk_next_kind() - evr_trace_reader_chunk_next() for the
  * chunks of @kind only (0: every kind); the others' payloads are not read.
+ * Both return -ESPIPE for a stream (evr_trace_stats.stream): it is read once.
  */
 int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, uint32_t kind,
 				     struct evr_trace_chunk *ret);
