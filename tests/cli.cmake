@@ -12,7 +12,8 @@ evr_unit(test_duration LIBS evring-consumer)
 # script in tests/cli/ run as `bash SCRIPT EVRING WORKLOAD` (helpers in tests/cli/lib.sh,
 # output checks in tests/cli/check_dump.py). Exit 77: skipped (no python3, not root...).
 set(EVR_CLI_TESTS ps record_pid record_launch record_two record_loss producer_killed
-    record_killed truncated damaged stream errors other_user sandbox memory record_connect)
+    record_killed truncated damaged stream errors other_user sandbox memory record_connect
+    sandbox_all)
 foreach(t IN LISTS EVR_CLI_TESTS)
   add_test(NAME cli_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/${t}.sh $<TARGET_FILE:evring-cli>
@@ -38,3 +39,6 @@ if(TARGET evring-cli AND TARGET clrtop)
             $<TARGET_FILE:evring-stress>)
   set_tests_properties(cli_version PROPERTIES LABELS integration TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
+
+# libevring-sandbox: the broker's limits and the allow-list (consumer/sandbox/).
+evr_unit(test_sandbox LIBS evring-sandbox evring-consumer)

@@ -6,7 +6,7 @@ evr_unit(test_clrtop_core LIBS clrtop-core evring-consumer m)
 # The real binary against real minirt/workload processes: batch snapshots and
 # recordings, errors, and the curses screen driven through tmux. Each script
 # gets its own EVR_RUNTIME_DIR; exit 77: skipped (no tmux, no python3).
-set(EVR_CLRTOP_TESTS batch export errors screen multi)
+set(EVR_CLRTOP_TESTS batch export errors screen multi sandbox)
 foreach(t IN LISTS EVR_CLRTOP_TESTS)
   add_test(NAME clrtop_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/clrtop/${t}.sh $<TARGET_FILE:clrtop>

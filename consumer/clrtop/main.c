@@ -52,6 +52,8 @@ struct opts {
 	uint32_t duration_ms;		/* 0: no limit */
 	enum evr_top_export_format fmt;
 	const char *output;
+	bool no_sandbox;		/* --no-sandbox */
+	bool sandbox_probe;		/* --debug-sandbox-probe (hidden) */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -74,6 +76,7 @@ static void usage(FILE *f)
 		"      --duration SECONDS stop after this long\n"
 		"      --format csv|json  record every sample (to -o FILE; batch: stdout)\n"
 		"  -o, --output FILE      where --format writes\n"
+		"      --no-sandbox       do not confine clrtop with seccomp\n"
 		"  -h, --help             this help\n"
 		"      --version          the version of evring\n"
 		"Keys: q quit, space pause, < > sort, Enter details, Esc back, h help.\n");
@@ -94,7 +97,7 @@ static int bad(const char *fmt, ...)
 
 static int parse_argv(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION };
+	enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -106,6 +109,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
+		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
+		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -173,6 +178,12 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 			o->output = optarg;
+			break;
+		case OPT_NO_SANDBOX:
+			o->no_sandbox = true;
+			break;
+		case OPT_PROBE:
+			o->sandbox_probe = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -394,15 +405,9 @@ static int run_screen(struct evr_top_model *m, const struct opts *o)
 	uint64_t iv = (uint64_t)o->interval_ms * 1000000u, t0 = evr_top_now_ns();
 	uint64_t end = o->duration_ms ? t0 + (uint64_t)o->duration_ms * 1000000u : 0;
 	uint64_t next_tick = t0, refreshes = 0;
-	char err[256];
 	bool quit = false, dirty = true;
 	int r;
 
-	r = evr_top_view_open(err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "clrtop: %s\n", err);
-		return r;
-	}
 	while (!quit && !stop_signal) {
 		uint64_t now = evr_top_now_ns(), wait_ns;
 		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -471,6 +476,36 @@ static int run_screen(struct evr_top_model *m, const struct opts *o)
 
 /* ---- run ------------------------------------------------------------------------------- */
 
+/*
+ * Confine clrtop once everything is open: the output file, the terminal (curses
+ * set up, the time zone read), the processes of -p attached. What it still
+ * needs: waiting, its agent sockets, threads for attaching later (through the
+ * broker, which lists and connects for it), and the terminal's ioctls.
+ */
+static int confine(const struct opts *o)
+{
+	struct evr_sandbox_opts so = {
+		.allow = EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_THREADS |
+			 EVR_SANDBOX_TERMINAL | EVR_SANDBOX_SESSIONS,
+	};
+	char err[512], what[256];
+	int r;
+
+	if (!o->no_sandbox) {
+		tzset();
+		r = evr_sandbox_enter(&so, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "clrtop: %s\n", err);
+			return r;
+		}
+	}
+	if (o->sandbox_probe) {
+		evr_sandbox_probe(what, sizeof(what));
+		fprintf(stderr, "clrtop: sandbox probe: %s\n", what);
+	}
+	return 0;
+}
+
 static int run(struct opts *o)
 {
 	struct evr_top_model_opts mo = {
@@ -505,7 +540,24 @@ static int run(struct opts *o)
 		}
 		mo.export = out;
 	}
+	/* Decided now, not at the first write (stdio would ask fstat, in the sandbox). */
+	if (o->batch)
+		setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
+	if (out && out != stdout)
+		setvbuf(out, NULL, _IOFBF, 1u << 16);
 	evr_top_model_init(&m, &mo);
+	/*
+	 * Before any thread: the broker is a forked helper. It is not freed at the
+	 * end (an attach thread may still be asking it): our exit closes its
+	 * socket, and it exits.
+	 */
+	if (!o->no_sandbox) {
+		r = evr_broker_new(NULL, &m.o.broker, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "clrtop: %s\n", err);
+			goto out;
+		}
+	}
 	for (uint32_t i = 0; i < o->npids; i++) {
 		r = evr_top_model_add(&m, o->pids[i], true, err, sizeof(err));
 		if (r == -ESRCH) {
@@ -516,6 +568,19 @@ static int run(struct opts *o)
 			fprintf(stderr, "clrtop: %s\n", err);
 			goto out;
 		}
+	}
+	if (!o->batch) {
+		r = evr_top_view_open(err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "clrtop: %s\n", err);
+			goto out;
+		}
+	}
+	r = confine(o);
+	if (r < 0) {
+		if (!o->batch)
+			evr_top_view_close();
+		goto out;
 	}
 	r = o->batch ? run_batch(&m, o) : run_screen(&m, o);
 	if (r == 0)

@@ -26,6 +26,7 @@
 
 struct evr_top_job {
 	pid_t pid;
+	struct evr_broker *broker;	/* borrowed; the model's, or NULL */
 	uint32_t interval_ms;
 	uint64_t ring_size;
 	char *spec;			/* provider list; NULL: the process's counter providers */
@@ -186,10 +187,11 @@ static void check_providers(const struct evr_top_filter *f, const char *have, ch
 	}
 }
 
-/* Connect to @pid and start a counters-only session. */
-static int attach(pid_t pid, const char *spec, const struct evr_top_filter *filter,
-		  uint32_t interval_ms, uint64_t ring_size, struct evr_client **ret, char *name,
-		  size_t namelen, char *warn, size_t warnlen, char *err, size_t errlen)
+/* Connect to @pid (through @broker, unless NULL) and start a counters-only session. */
+static int attach(struct evr_broker *broker, pid_t pid, const char *spec,
+		  const struct evr_top_filter *filter, uint32_t interval_ms, uint64_t ring_size,
+		  struct evr_client **ret, char *name, size_t namelen, char *warn, size_t warnlen,
+		  char *err, size_t errlen)
 {
 	struct evr_attach_opts ao = {
 		.ring_size = ring_size,
@@ -200,7 +202,8 @@ static int attach(pid_t pid, const char *spec, const struct evr_top_filter *filt
 	char *own = NULL, *have = NULL;
 	int r;
 
-	r = evr_client_connect(pid, EVR_TOP_CLIENT_NAME, &c, err, errlen);
+	r = broker ? evr_broker_attach(broker, pid, EVR_TOP_CLIENT_NAME, &c, err, errlen)
+		   : evr_client_connect(pid, EVR_TOP_CLIENT_NAME, &c, err, errlen);
 	if (r < 0)
 		return r;
 	copy_name(name, namelen, evr_client_process(c));
@@ -250,8 +253,9 @@ static void *job_run(void *arg)
 {
 	struct evr_top_job *j = arg;
 
-	j->ret = attach(j->pid, j->spec, j->filter, j->interval_ms, j->ring_size, &j->client,
-			j->name, sizeof(j->name), j->warn, sizeof(j->warn), j->err, sizeof(j->err));
+	j->ret = attach(j->broker, j->pid, j->spec, j->filter, j->interval_ms, j->ring_size,
+			&j->client, j->name, sizeof(j->name), j->warn, sizeof(j->warn), j->err,
+			sizeof(j->err));
 	/* Pairs with the acquire load of done in take_job(). */
 	atomic_store_explicit(&j->done, true, memory_order_release);
 	job_put(j);
@@ -285,6 +289,7 @@ static int start_job(struct evr_top_model *m, struct evr_top_proc *p)
 	if (!j)
 		return -ENOMEM;
 	j->pid = p->pid;
+	j->broker = m->o.broker;
 	j->interval_ms = m->o.interval_ms;
 	j->ring_size = m->o.ring_size;
 	j->filter = m->o.filter;
@@ -405,8 +410,9 @@ int evr_top_model_add(struct evr_top_model *m, pid_t pid, bool sync, char *err, 
 			free(p);
 			return -ENOMEM;
 		}
-		r = attach(pid, spec, m->o.filter, m->o.interval_ms, m->o.ring_size, &p->client,
-			   p->name, sizeof(p->name), p->warn, sizeof(p->warn), err, errlen);
+		r = attach(m->o.broker, pid, spec, m->o.filter, m->o.interval_ms, m->o.ring_size,
+			   &p->client, p->name, sizeof(p->name), p->warn, sizeof(p->warn), err,
+			   errlen);
 		free(spec);
 		if (r < 0) {
 			free(p);
@@ -435,7 +441,13 @@ int evr_top_model_rescan(struct evr_top_model *m, uint32_t keep_ms)
 	uint32_t n = 0, k = 0;
 	int r;
 
-	r = evr_process_list(&pids, &n);
+	if (m->o.broker) {
+		char err[512];
+
+		r = evr_broker_process_list(m->o.broker, &pids, &n, err, sizeof(err));
+	} else {
+		r = evr_process_list(&pids, &n);
+	}
 	if (r < 0)
 		return r;
 	for (uint32_t i = 0; i < m->n; i++)

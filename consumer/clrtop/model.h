@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <evring/consumer.h>
+#include <evring/sandbox.h>
 
 #include "clrtop.h"
 
@@ -78,6 +79,9 @@ struct evr_top_model_opts {
 	const struct evr_top_filter *filter;	/* borrowed for the model's lifetime */
 	enum evr_top_export_format export_fmt;
 	FILE *export;			/* borrowed; NULL: no recording */
+	/* Borrowed: finds and connects to processes for a confined clrtop
+	 * (<evring/sandbox.h>); NULL: clrtop does it itself. */
+	struct evr_broker *broker;
 };
 
 struct evr_top_model {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Exit statuses (docs/cli.md). */
 enum {
@@ -137,27 +138,28 @@ const char *evr_cli_trace_name(const char *path);
  */
 void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_reader *r);
 
-/* ---- sandbox (sandbox.c) ------------------------------------------------ */
+/* ---- sandbox (sandbox.c, on <evring/sandbox.h>) ------------------------- */
 
 enum evr_sandbox_profile {
 	EVR_SANDBOX_DUMP,	/* read the open trace file, write stdout/stderr */
 	EVR_SANDBOX_RECORD,	/* + the agent socket, the session mapping, child status */
+	EVR_SANDBOX_ATTACHED,	/* + waiting, sockets already open (the agents', the
+				 * broker's), reaping a child: ps, providers, convert
+				 * --format ctf (its broker creates the files) */
 };
 
-/**
- * evr_sandbox_enter() - allow only the system calls @profile needs from now on.
- * Every other call fails with EPERM (see sandbox.c for why not a kill).
- * Return: 0, or -errno with a one-line reason in @errbuf.
- * Context: call once every file and socket is open; affects the whole process.
- */
-int evr_sandbox_enter(enum evr_sandbox_profile profile, char *errbuf, size_t errlen);
-
 /*
- * evr_sandbox_enter(@profile) unless @flags says --no-sandbox, printing the
- * reason of a failure as @cmd's error. Return: 0, or -errno.
+ * Allow only the system calls @profile needs from now on, unless @flags says
+ * --no-sandbox; every other call fails with EPERM. A failure is printed as
+ * @cmd's error. @child: with EVR_SANDBOX_RECORD, the program `record --
+ * PROGRAM` started, which may still be sent SIGTERM (0: none).
+ * Return: 0, or -errno.
+ * Context: once every file and socket is open; affects the whole process.
  */
 int evr_cli_sandbox_enter(const char *cmd, enum evr_sandbox_profile profile,
 			  const struct evr_cli_flags *flags);
+int evr_cli_sandbox_enter_child(const char *cmd, enum evr_sandbox_profile profile,
+				const struct evr_cli_flags *flags, pid_t child);
 
 /*
  * The hidden --debug-sandbox-probe: try to open a file as an attacker who took
@@ -165,6 +167,25 @@ int evr_cli_sandbox_enter(const char *cmd, enum evr_sandbox_profile profile,
  * open(/etc/passwd): Operation not permitted"). Return: 0 if the open was
  * refused with EPERM, -EACCES otherwise.
  */
-int evr_sandbox_probe(const char *cmd);
+int evr_cli_sandbox_probe(const char *cmd);
+
+struct evr_broker;
+struct evr_client;
+
+/*
+ * For tools that attach to processes (ps, providers): start the broker, then
+ * enter EVR_SANDBOX_ATTACHED (and the probe, if asked); with --no-sandbox,
+ * neither. stdout's buffering is decided first. @ret: the broker or NULL, free
+ * with evr_broker_free(). Return: 0, or -errno after printing why.
+ * Context: before any thread is started.
+ */
+int evr_cli_attach_confine(const char *cmd, const struct evr_cli_flags *flags,
+			   struct evr_broker **ret);
+
+/* evr_client_connect() / evr_process_list_checked(), through @b unless NULL. */
+int evr_cli_connect(struct evr_broker *b, pid_t pid, const char *client_name,
+		    struct evr_client **ret, char *errbuf, size_t errlen);
+int evr_cli_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, char *errbuf,
+			 size_t errlen);
 
 #endif /* EVR_CLI_H */

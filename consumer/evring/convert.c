@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <evring/export.h>
+#include <evring/sandbox.h>
 #include <evring/symbols.h>
 
 #include "cli.h"
@@ -50,7 +51,7 @@ static void usage(FILE *f)
 		"                       instead of the CPU samples (the default when there are none)\n"
 		"  -o, --output OUTPUT  the directory (ctf) or file to write; '-' or none: stdout\n"
 		"  -q, --quiet          no summary line on stderr\n"
-		"  --no-sandbox         do not confine evring with seccomp (chrome and jsonl)\n");
+		"  --no-sandbox         do not confine evring with seccomp\n");
 }
 
 static int parse_format(const char *s, enum convert_format *ret)
@@ -166,8 +167,17 @@ static int convert_profile(const struct convert_opts *o, struct evr_trace_reader
 	return ret;
 }
 
+/* A CTF file, created by the broker. */
+static int ctf_create(void *ctx, const char *name)
+{
+	char err[512];
+
+	return evr_broker_create(ctx, name, err, sizeof(err));
+}
+
 static int run(const struct convert_opts *o)
 {
+	struct evr_broker *broker = NULL;
 	struct evr_convert_stats cs = { 0 };
 	struct evr_trace_reader *r = NULL;
 	bool to_stdout = !o->output || !strcmp(o->output, "-");
@@ -218,21 +228,35 @@ static int run(const struct convert_opts *o)
 		}
 		/* Decided now: stdio would ask the terminal (ioctl) at the first write. */
 		setvbuf(out, NULL, _IOFBF, 1u << 16);
-		/*
-		 * The CTF writer creates one file per stream as it meets them, so only
-		 * the single-file formats can be confined once their output is open.
-		 */
 		ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
 		if (ret < 0)
 			goto out;
 		if (o->flags.sandbox_probe)
-			evr_sandbox_probe(CMD);
+			evr_cli_sandbox_probe(CMD);
+	} else {
+		/*
+		 * The CTF writer creates one file per stream as it meets them: the
+		 * broker, which holds the output directory, creates them for it.
+		 */
+		ret = evr_convert_ctf_prepare(o->output, err, sizeof(err));
+		if (ret == 0 && !o->flags.no_sandbox)
+			ret = evr_broker_new(o->output, &broker, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			goto out;
+		}
+		ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_ATTACHED, &o->flags);
+		if (ret < 0)
+			goto out;
+		if (o->flags.sandbox_probe)
+			evr_cli_sandbox_probe(CMD);
 	}
 
 	t0 = evr_now_ns();
 	switch (o->format) {
 	case FMT_CTF:
-		ret = evr_convert_ctf(r, o->output, &cs, err, sizeof(err));
+		ret = evr_convert_ctf_at(r, o->output, broker ? ctf_create : NULL, broker, &cs, err,
+					 sizeof(err));
 		break;
 	case FMT_CHROME:
 		if (sym || (ss && ss->n)) {
@@ -296,6 +320,7 @@ out:
 	evr_samples_free(ss);
 	evr_symbolizer_free(sym);
 	evr_trace_reader_free(r);
+	evr_broker_free(broker);
 	return ret;
 }
 

@@ -328,7 +328,7 @@ static int run(const struct dump_opts *o)
 	if (ret < 0)
 		goto out;
 	if (o->flags.sandbox_probe)
-		evr_sandbox_probe(CMD);
+		evr_cli_sandbox_probe(CMD);
 	sess = evr_trace_reader_session(r);
 	if (sess)
 		mono_to_real = (int64_t)(sess->clock.real_base - sess->clock.mono_base);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <evring/consumer.h>
+#include <evring/sandbox.h>
 
 #include "cli.h"
 
@@ -24,12 +25,13 @@ struct ps_opts {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring ps [--json] [--sessions] [--clock]\n"
+		"Usage: evring ps [--json] [--sessions] [--clock] [--no-sandbox]\n"
 		"List the processes running libevring's agent that you may attach to.\n"
 		"CLOCK is what events carry: tsc (raw TSC ticks) or mono (CLOCK_MONOTONIC).\n"
 		"  --json       one JSON object per process and line\n"
 		"  --sessions   also list each process's sessions\n"
-		"  --clock      also say why each process uses its clock\n");
+		"  --clock      also say why each process uses its clock\n"
+		"  --no-sandbox do not confine evring with seccomp\n");
 }
 
 static int parse_argv(int argc, char **argv, struct ps_opts *o)
@@ -38,6 +40,7 @@ static int parse_argv(int argc, char **argv, struct ps_opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "sessions", no_argument, NULL, 's' },
 		{ "clock", no_argument, NULL, 'c' },
+		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -176,14 +179,20 @@ static bool vanished(int err)
 
 static int run(const struct ps_opts *o)
 {
+	struct evr_broker *b;
 	pid_t *pids = NULL;
 	uint32_t n = 0;
 	char err[512];
 	int ret;
 
-	ret = evr_process_list_checked(&pids, &n, err, sizeof(err));
+	/* Confined from here on: the broker lists and connects, we parse. */
+	ret = evr_cli_attach_confine(CMD, &o->flags, &b);
+	if (ret < 0)
+		return ret;
+	ret = evr_cli_process_list(b, &pids, &n, err, sizeof(err));
 	if (ret < 0) {
-		evr_cli_error(CMD, "cannot list processes: %s", strerror(-ret));
+		evr_cli_error(CMD, "%s", err);
+		evr_broker_free(b);
 		return ret;
 	}
 	/* A directory we cannot trust: its processes are not shown, say why. */
@@ -199,7 +208,7 @@ static int run(const struct ps_opts *o)
 		uint32_t ns = 0;
 		int r;
 
-		r = evr_client_connect(pids[i], "evring ps", &c, err, sizeof(err));
+		r = evr_cli_connect(b, pids[i], "evring ps", &c, err, sizeof(err));
 		if (r == 0 && o->sessions)
 			r = evr_client_list_sessions(c, &sessions, &ns, err, sizeof(err));
 		if (r < 0) {
@@ -216,6 +225,7 @@ static int run(const struct ps_opts *o)
 		evr_client_free(c);
 	}
 	free(pids);
+	evr_broker_free(b);
 	if (fflush(stdout) != 0) {
 		evr_cli_error(CMD, "cannot write the list: %s", strerror(errno));
 		return -EIO;

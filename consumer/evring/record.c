@@ -639,7 +639,7 @@ static int run(const struct record_opts *o)
 		goto fail;
 	install_signals();
 	r.tty = isatty(STDERR_FILENO);
-	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_RECORD, &o->flags);
+	ret = evr_cli_sandbox_enter_child(CMD, EVR_SANDBOX_RECORD, &o->flags, r.child);
 	if (ret < 0)
 		goto fail;
 	/* Tests wait for this line: the session runs and the sandbox is in place. */
@@ -659,7 +659,7 @@ static int run(const struct record_opts *o)
 				"stop)\n", (int)o->pid, o->output_name, mem);
 	}
 	if (o->flags.sandbox_probe)
-		evr_sandbox_probe(CMD);
+		evr_cli_sandbox_probe(CMD);
 	r.t_start = evr_now_ns();
 	r.t_progress = r.t_start;
 	if (o->program) {

@@ -496,7 +496,7 @@ static int run(const struct report_opts *o)
 	if (ret < 0)
 		goto out;
 	if (o->flags.sandbox_probe)
-		evr_sandbox_probe(CMD);
+		evr_cli_sandbox_probe(CMD);
 
 	ret = evr_rpt_build(r, &m, err, sizeof(err));
 	if (ret < 0) {

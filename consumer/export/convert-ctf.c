@@ -45,7 +45,9 @@ struct ctf_stream {
 
 struct ctf_conv {
 	const char *dir;
-	int dirfd;
+	int dirfd;			/* -1 when create is set */
+	evr_export_create_fn *create;	/* NULL: openat(dirfd) */
+	void *create_ctx;
 	uint8_t uuid[16];
 	struct evr_ctf_class *classes;	/* sorted by rid */
 	uint32_t nclasses;
@@ -87,7 +89,7 @@ static int write_error(const struct ctf_conv *c, const char *name, int err)
 }
 
 /* Create @dir if missing; an existing one must be an empty directory. */
-static int open_outdir(struct ctf_conv *c, const char *dir, int *ret_fd)
+static int open_outdir(const char *dir, int *ret_fd, char *errbuf, size_t errlen)
 {
 	struct dirent *de;
 	DIR *d;
@@ -95,17 +97,17 @@ static int open_outdir(struct ctf_conv *c, const char *dir, int *ret_fd)
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		err = -errno;
-		return evr_export_fail(c->err, c->errlen, err, "cannot create directory %s: %s", dir,
+		return evr_export_fail(errbuf, errlen, err, "cannot create directory %s: %s", dir,
 				       strerror(-err));
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		if (err == -ENOTDIR)
-			evr_export_fail(c->err, c->errlen, err, "%s exists and is not a directory",
+			evr_export_fail(errbuf, errlen, err, "%s exists and is not a directory",
 					dir);
 		else
-			evr_export_fail(c->err, c->errlen, err, "cannot open directory %s: %s", dir,
+			evr_export_fail(errbuf, errlen, err, "cannot open directory %s: %s", dir,
 					strerror(-err));
 		return err;
 	}
@@ -115,13 +117,13 @@ static int open_outdir(struct ctf_conv *c, const char *dir, int *ret_fd)
 		err = -errno;
 		if (fd2 >= 0)
 			close(fd2);
-		evr_export_fail(c->err, c->errlen, err, "cannot read directory %s: %s", dir,
+		evr_export_fail(errbuf, errlen, err, "cannot read directory %s: %s", dir,
 				strerror(-err));
 		goto out;
 	}
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			err = evr_export_fail(c->err, c->errlen, -EEXIST, "%s is not empty (it holds "
+			err = evr_export_fail(errbuf, errlen, -EEXIST, "%s is not empty (it holds "
 					      "%s): name a new or empty directory", dir, de->d_name);
 			break;
 		}
@@ -136,13 +138,33 @@ out:
 	return 0;
 }
 
+int evr_convert_ctf_prepare(const char *dir, char *errbuf, size_t errlen)
+{
+	int fd, err = open_outdir(dir, &fd, errbuf, errlen);
+
+	if (err == 0)
+		close(fd);
+	return err;
+}
+
+/* A new file @name in the output directory: a descriptor, or -errno. */
+static int create_file(struct ctf_conv *c, const char *name)
+{
+	int fd;
+
+	if (c->create)
+		return c->create(c->create_ctx, name);
+	fd = openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
 static int write_file(struct ctf_conv *c, const char *name, const void *data, size_t len)
 {
 	int fd, err;
 
-	fd = openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = create_file(c, name);
 	if (fd < 0)
-		return write_error(c, name, -errno);
+		return write_error(c, name, fd);
 	err = write_all(fd, data, len);
 	if (close(fd) < 0 && !err)
 		err = -errno;
@@ -309,9 +331,13 @@ static int stream_open(struct ctf_conv *c, uint32_t ring, struct ctf_stream **re
 		if (!s->buf)
 			return evr_export_fail(c->err, c->errlen, -ENOMEM, "out of memory");
 		stream_name(ring, name, sizeof(name));
-		s->fd = openat(c->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (s->fd < 0)
-			return write_error(c, name, -errno);
+		s->fd = create_file(c, name);
+		if (s->fd < 0) {
+			int err = s->fd;
+
+			s->fd = -1;
+			return write_error(c, name, err);
+		}
 	}
 	*ret = s;
 	return 0;
@@ -507,14 +533,24 @@ out:
 int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_convert_stats *ret,
 		    char *errbuf, size_t errlen)
 {
+	return evr_convert_ctf_at(r, dir, NULL, NULL, ret, errbuf, errlen);
+}
+
+int evr_convert_ctf_at(struct evr_trace_reader *r, const char *dir, evr_export_create_fn *create,
+		       void *create_ctx, struct evr_convert_stats *ret, char *errbuf,
+		       size_t errlen)
+{
 	const struct evr_trace_session *sess = evr_trace_reader_session(r);
-	struct ctf_conv c = { .dir = dir, .dirfd = -1, .err = errbuf, .errlen = errlen };
+	struct ctf_conv c = { .dir = dir, .dirfd = -1, .create = create, .create_ctx = create_ctx,
+			      .err = errbuf, .errlen = errlen };
 	struct evr_event_view v;
 	int err;
 
-	err = open_outdir(&c, dir, &c.dirfd);
-	if (err < 0)
-		return err;
+	if (!create) {
+		err = open_outdir(dir, &c.dirfd, errbuf, errlen);
+		if (err < 0)
+			return err;
+	}
 	c.nstreams = sess ? sess->nr_rings : 0;
 	c.streams = calloc(c.nstreams ? c.nstreams : 1, sizeof(*c.streams));
 	/* An event's CTF form is at most its payload plus headers and the rid/length pair. */

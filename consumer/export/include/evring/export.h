@@ -54,6 +54,22 @@ struct evr_convert_stats {
 int evr_convert_ctf(struct evr_trace_reader *r, const char *dir, struct evr_convert_stats *ret,
 		    char *err, size_t errlen);
 
+/* Create file @name (a plain name) for a converter: a new descriptor, or -errno. */
+typedef int evr_export_create_fn(void *ctx, const char *name);
+
+/**
+ * evr_convert_ctf_prepare() / evr_convert_ctf_at() - evr_convert_ctf() in two
+ * steps, for a confined converter that may not create files itself: prepare
+ * @dir (created if missing, must be empty) while it still may, then convert,
+ * creating each file with @create (for example evr_broker_create() of
+ * <evring/sandbox.h>, whose helper holds the directory). @create NULL: as
+ * evr_convert_ctf() (the directory is prepared and opened here).
+ * Return: 0, or -errno with a one-line reason in @err.
+ */
+int evr_convert_ctf_prepare(const char *dir, char *err, size_t errlen);
+int evr_convert_ctf_at(struct evr_trace_reader *r, const char *dir, evr_export_create_fn *create,
+		       void *create_ctx, struct evr_convert_stats *ret, char *err, size_t errlen);
+
 /**
  * evr_convert_chrome() - write @r as Chrome trace-event JSON (the "JSON Object
  * Format": {"traceEvents":[...],"displayTimeUnit":"ns",...}) to @out.

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The consumers' confinement (libevring-sandbox, a static library): a seccomp
+ * allow-list a tool enters once it has opened what it needs, and a broker for
+ * the tools that must keep attaching to processes afterwards.
+ *
+ * Every consumer parses hostile input (agent messages, shared memory, trace
+ * files). Once confined, a parser bug an attacker exploits cannot open a file,
+ * create a socket, execute a program, map code or signal another process: the
+ * system calls outside the list fail with EPERM (not a kill: a legitimate path
+ * that was missed then ends as an ordinary one-line error, and a recorder still
+ * completes its file).
+ *
+ * The broker is for tools that attach to processes found later (clrtop's
+ * overview, evring ps) or create files as they go (CTF's stream files): a small
+ * helper process forked before confinement that keeps those rights, and does
+ * only three things on request, each with every check in the helper:
+ *   - list the processes one may attach to (evr_process_list_checked());
+ *   - connect to a process's agent (evr_client_open_socket(): the runtime
+ *     directory and SO_PEERCRED checks), and pass the socket back; the Hello
+ *     and everything after it is parsed by the confined tool;
+ *   - create a new file in one directory fixed when the broker was made, by a
+ *     name without '/' (O_EXCL: never an existing file).
+ * It parses nothing but these fixed-size requests, and confines itself too.
+ */
+#ifndef EVR_SANDBOX_H
+#define EVR_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct evr_client;
+
+/*
+ * What a confined tool may still do. Always allowed: read, write and close
+ * descriptors already open; memory (brk, mmap and mprotect without PROT_EXEC,
+ * munmap, mremap, madvise); clocks and futexes; its own signals (sigaction,
+ * sigprocmask, sigreturn, tgkill to itself for abort()); exit.
+ */
+enum evr_sandbox_allow {
+	/* poll, ppoll, select, pselect6, epoll_wait/pwait, nanosleep, clock_nanosleep */
+	EVR_SANDBOX_WAIT = 1u << 0,
+	/* sendmsg, recvmsg, sendto, recvfrom, getsockopt, shutdown: sockets already open
+	 * (the agent's control connection, a broker's socket) */
+	EVR_SANDBOX_SOCKETS = 1u << 1,
+	/* wait4 and waitid for a child's status; kill(child, SIGTERM) of the one child
+	 * named in evr_sandbox_opts.child */
+	EVR_SANDBOX_CHILD = 1u << 2,
+	/* new threads: clone with CLONE_THREAD only (clone3 gets ENOSYS, so that glibc
+	 * falls back to clone, whose flags a filter can see), set_robust_list, rseq,
+	 * sched_yield, prctl(PR_SET_NAME) */
+	EVR_SANDBOX_THREADS = 1u << 3,
+	/* ioctl TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, FIONREAD on descriptors
+	 * already open, and kill() of itself (curses stops itself on Ctrl-Z): a
+	 * full-screen terminal program */
+	EVR_SANDBOX_TERMINAL = 1u << 4,
+	/* map the session memory an agent sends (evr_client_start() once confined):
+	 * fcntl(F_GET_SEALS) and lseek on it */
+	EVR_SANDBOX_SESSIONS = 1u << 5,
+};
+
+struct evr_sandbox_opts {
+	uint32_t allow;			/* enum evr_sandbox_allow bits */
+	pid_t child;			/* EVR_SANDBOX_CHILD: the one child it may SIGTERM; 0: none */
+};
+
+/**
+ * evr_sandbox_enter() - allow only what @o names (above) from now on, in every
+ * thread of the process (threads started before are confined too).
+ * Return: 0, or -errno with one line in @errbuf ("cannot install the seccomp
+ * sandbox: ...").
+ * Context: once every file and socket the tool needs is open; sets
+ * no_new_privs.
+ */
+int evr_sandbox_enter(const struct evr_sandbox_opts *o, char *errbuf, size_t errlen);
+
+/*
+ * Try to open a file as an attacker who took over the process would: 0 if it
+ * was refused with EPERM (confined), else -errno... of the open, or -EEXIST if
+ * it succeeded. @ret_what: "open(/etc/passwd): Operation not permitted".
+ */
+int evr_sandbox_probe(char *ret_what, size_t len);
+
+/* ---- the broker ----------------------------------------------------------- */
+
+struct evr_broker;
+
+/**
+ * evr_broker_new() - fork the helper.
+ * @dir: the one directory evr_broker_create() creates files in, opened now
+ *       (the helper keeps that descriptor); NULL: no file creation.
+ * @ret: free with evr_broker_free() (the helper exits when its socket closes,
+ *       and when this process dies).
+ * Return: 0, or -errno with one line in @errbuf.
+ * Context: before any thread is started (fork), and before evr_sandbox_enter().
+ * The helper keeps only its socket, @dir and the standard descriptors.
+ */
+int evr_broker_new(const char *dir, struct evr_broker **ret, char *errbuf, size_t errlen);
+
+/* Accepts NULL. */
+void evr_broker_free(struct evr_broker *b);
+
+/**
+ * evr_broker_attach() - evr_client_connect() through the helper: it finds and
+ * checks process @pid's agent socket and connects; the Hello is said here.
+ * @ret: free with evr_client_free().
+ * Return: 0, or -errno with one line in @errbuf, as evr_client_connect().
+ * Context: any thread (requests are serialized).
+ */
+int evr_broker_attach(struct evr_broker *b, pid_t pid, const char *client_name,
+		      struct evr_client **ret, char *errbuf, size_t errlen);
+
+/**
+ * evr_broker_process_list() - evr_process_list_checked() done by the helper.
+ * @ret: malloc'ed, sorted pids; @ret_n their number (at most 16384).
+ * Return: the number of runtime directories refused (@errbuf says the first),
+ * or -errno.
+ */
+int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, char *errbuf,
+			    size_t errlen);
+
+/**
+ * evr_broker_create() - create file @name (no '/', not "." or "..") in the
+ * broker's directory, which must not exist yet: O_WRONLY | O_CREAT | O_EXCL,
+ * mode 0644 (less the umask), close-on-exec.
+ * Return: the new descriptor, or -errno with one line in @errbuf.
+ */
+int evr_broker_create(struct evr_broker *b, const char *name, char *errbuf, size_t errlen);
+
+#endif /* EVR_SANDBOX_H */
