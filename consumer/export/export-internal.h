@@ -27,6 +27,15 @@ int evr_rpt_json_cstr(struct evr_strbuf *sb, const char *s);
 int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v);
 
 /*
+ * evr_rpt_fmt_double() - @v exactly as snprintf("%.17g") writes it (what every
+ * JSON output of evring writes for a double: it reads back to the same value),
+ * without printf for the values traces hold most (normal numbers from 1e-4 to
+ * 1e16: digits computed with exact 128-bit integer arithmetic).
+ * @buf: at least 32 bytes. Return: the length written.
+ */
+int evr_rpt_fmt_double(char *buf, double v);
+
+/*
  * Append the fields of an EVENT view as JSON members (no braces): "name":value,...
  * An undescribed event gives "rid":N,"payload":"HEX"; a payload that does not
  * decode gives "payload":"HEX","error":"...". Sets *@ret_bad for both.

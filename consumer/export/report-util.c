@@ -23,6 +23,100 @@ int evr_rpt_json_cstr(struct evr_strbuf *sb, const char *s)
 
 #define EXACT_MAX (UINT64_C(1) << 53)	/* the largest integer range a double holds exactly */
 
+static const uint64_t pow10u[] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+	10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+	100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+};
+
+/*
+ * round(|v| x 10^@s) for |v| = @m x 2^@e (@e < 0), exactly, ties to even (as
+ * printf rounds the exact binary value). The product fits 128 bits: @m < 2^53,
+ * 10^@s < 2^67 (@s <= 20), and the shift is under 128.
+ */
+static uint64_t scaled(uint64_t m, int e, int s)
+{
+	unsigned __int128 n = (unsigned __int128)m * pow10u[s], q, r, half;
+	int sh = -e;
+
+	q = n >> sh;
+	r = n - (q << sh);
+	half = (unsigned __int128)1 << (sh - 1);
+	if (r > half || (r == half && (q & 1)))
+		q++;
+	return (uint64_t)q;
+}
+
+int evr_rpt_fmt_double(char *buf, double v)
+{
+	uint64_t bits, m, d;
+	int e, x, s, n = 0;
+	char dig[17];
+
+	memcpy(&bits, &v, sizeof(bits));
+	e = (int)((bits >> 52) & 0x7ff);
+	m = bits & ((1ull << 52) - 1);
+	/* Normal numbers from 1e-4 to below 1e16 print in %.17g's fixed notation;
+	 * the rest (and zero, subnormals, huge values) take snprintf. */
+	if (e == 0 || e == 0x7ff || !(fabs(v) >= 1e-4 && fabs(v) < 1e16))
+		return snprintf(buf, 32, "%.17g", v);
+	m |= 1ull << 52;
+	e -= 1075;				/* |v| = m x 2^e */
+	if (bits >> 63)
+		buf[n++] = '-';
+	if (e >= 0) {
+		/* A whole number below 1e16: its digits, no point. */
+		d = m << e;
+		n += snprintf(buf + n, 24, "%" PRIu64, d);
+		return n;
+	}
+	/* 17 significant digits: d = round(|v| x 10^(16 - x)), x the decimal exponent. */
+	x = (int)floor(log10(fabs(v)));
+	for (;;) {
+		s = 16 - x;
+		if (s > 20)
+			return snprintf(buf, 32, "%.17g", v);
+		d = scaled(m, e, s);
+		if (d >= pow10u[17]) {
+			x++;		/* log10 was low, or rounding carried into a new digit */
+			continue;
+		}
+		if (d < pow10u[16]) {
+			x--;
+			continue;
+		}
+		break;
+	}
+	for (int i = 16; i >= 0; i--) {
+		dig[i] = (char)('0' + d % 10);
+		d /= 10;
+	}
+	/* %g drops trailing zeros, and the point when nothing follows it. */
+	int last = 16;
+
+	while (last > 0 && dig[last] == '0' && last > x)
+		last--;
+	if (x >= 0) {
+		for (int i = 0; i <= x; i++)
+			buf[n++] = dig[i];
+		if (last > x) {
+			buf[n++] = '.';
+			for (int i = x + 1; i <= last; i++)
+				buf[n++] = dig[i];
+		}
+	} else {
+		buf[n++] = '0';
+		buf[n++] = '.';
+		for (int i = 0; i < -x - 1; i++)
+			buf[n++] = '0';
+		for (int i = 0; i <= last; i++)
+			buf[n++] = dig[i];
+	}
+	buf[n] = '\0';
+	return n;
+}
+
 int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v)
 {
 	char num[48];
@@ -40,7 +134,7 @@ int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v)
 	case EVR_FT_F32: case EVR_FT_F64:
 		if (!isfinite(v->f))
 			return evr_strbuf_append(sb, "null", 4);	/* JSON has no NaN */
-		snprintf(num, sizeof(num), "%.17g", v->f);
+		evr_rpt_fmt_double(num, v->f);
 		break;
 	case EVR_FT_BOOL:
 		strcpy(num, v->u ? "true" : "false");

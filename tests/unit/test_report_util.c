@@ -4,6 +4,7 @@
  * (consumer/export/report-util.c): whatever bytes a trace holds, the JSON and HTML
  * written are valid UTF-8 with nothing unescaped; integers beyond 2^53 are strings.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -158,9 +159,64 @@ static void test_map_put_get(void **state)
 	evr_rpt_map_fini(&m);
 }
 
+
+/* evr_rpt_fmt_double() writes what snprintf("%.17g") does, byte for byte. */
+static void check_double(double v)
+{
+	char want[64], got[64];
+
+	snprintf(want, sizeof(want), "%.17g", v);
+	evr_rpt_fmt_double(got, v);
+	if (strcmp(want, got))
+		fail_msg("%a: printf says %s, evr_rpt_fmt_double %s", v, want, got);
+}
+
+static void test_fmt_double_as_printf(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	double p10 = 1e-6;
+
+	(void)state;
+	for (int i = 0; i < 24; i++, p10 *= 10) {
+		/* Around every power of ten the range covers, and its neighbours. */
+		check_double(p10);
+		check_double(-p10);
+		check_double(nextafter(p10, 0));
+		check_double(nextafter(p10, INFINITY));
+		check_double(p10 * 9.999999999999999);
+	}
+	for (int i = 0; i < 2000; i++) {
+		check_double(i / 1000.0);
+		check_double(i * 0.1);
+		check_double((double)i);
+		check_double(i + 0.5);
+	}
+	check_double(0.0);
+	check_double(-0.0);
+	check_double(5e-324);
+	check_double(1.7976931348623157e308);
+	check_double(9999999999999998.0);
+	check_double(9007199254740993.0);
+	check_double(0.1 + 0.2);
+	/* Random bit patterns (every exponent) and random values of the fast range. */
+	for (int i = 0; i < 300000; i++) {
+		double v;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(&v, &x, sizeof(v));
+		if (isfinite(v))
+			check_double(v);
+		check_double((double)(x >> 11) / (double)(1ull << (x % 60)));
+		check_double((double)(x % 100000000) / 1000.0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fmt_double_as_printf),
 		cmocka_unit_test(test_json_str_escapes),
 		cmocka_unit_test(test_json_value_big_integers),
 		cmocka_unit_test(test_html_str_escapes),
