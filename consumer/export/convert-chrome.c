@@ -305,7 +305,7 @@ static int begin(struct chrome *c)
 
 	if (err)
 		return err;
-	raw(&c->sb, ",\n" + c->first, 2 - c->first);
+	raw(&c->sb, &",\n"[c->first], 2 - c->first);
 	c->first = false;
 	return 0;
 }
