@@ -85,6 +85,10 @@ evr_fuzz_target(ring LIBS evring-consumer evring-shm)
 # Writes the seeds of the agent, ring and provider_spec corpora (tests/fuzz/mkseeds.c).
 add_executable(fuzz_mkseeds fuzz/mkseeds.c)
 target_link_libraries(fuzz_mkseeds PRIVATE evring-proto evr_warnings)
-if(TARGET evring-export)
-  evr_fuzz_target(convert SOURCES fuzz/fuzz-trace.c LIBS evring-export evring-consumer)
+# The convert target parses what the converters write with jansson (the monitor's JSON
+# library, a required package).
+pkg_check_modules(EVR_FUZZ_JANSSON IMPORTED_TARGET jansson)
+if(TARGET evring-export AND EVR_FUZZ_JANSSON_FOUND)
+  evr_fuzz_target(convert SOURCES fuzz/fuzz-trace.c
+    LIBS evring-export evring-consumer PkgConfig::EVR_FUZZ_JANSSON)
 endif()
