@@ -6,6 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* evr_stack_capture(): more frames than were asked for. */
+#define EVR_STACK_CAPTURE_TRUNCATED (1u << 31)
+
 /* Default frames per event when a session asks for stacks without a depth. */
 #define EVR_STACK_DEFAULT_DEPTH 64u
 
@@ -19,13 +22,16 @@ __attribute__((visibility("hidden"))) void evr_stack_atfork_child(void);
 /**
  * evr_stack_capture() - the calling thread's return addresses, innermost
  * first, starting with the return into the code that called libevring.
+ * @fp: the frame to start at: that of the write path's out-of-line function
+ *	(__builtin_frame_address(0) there), on the frame of the public write
+ *	function's caller or of a public write function that keeps a frame.
  * @ips: room for @max addresses.
- * @ret_truncated: set when the walk stopped at @max with more frames above.
- * Return: the number stored.
+ * Return: the number stored, or'ed with EVR_STACK_CAPTURE_TRUNCATED when the
+ * walk stopped at @max with more frames above.
  * Context: any thread, signal handlers included: plain loads inside the
  * thread's stack, no system call, no allocation.
  */
-__attribute__((visibility("hidden"))) uint32_t evr_stack_capture(uint64_t *ips, uint32_t max,
-								  bool *ret_truncated);
+__attribute__((visibility("hidden"))) uint32_t evr_stack_capture(uintptr_t fp, uint64_t *ips,
+								  uint32_t max);
 
 #endif /* EVR_STACK_INTERNAL_H */

@@ -1,26 +1,31 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Per-event stack capture: a bounded frame-pointer walk of the writing thread,
- * for sessions that ask for stacks (shared/research/stacks.md §1: 1.2-1.5 ns per
- * frame, where a DWARF unwinder costs 8-10 ns per frame warm and milliseconds
- * on a thread's first use, and glibc's backtrace() 120-210 ns per frame).
+ * for sessions that ask for stacks (shared/research/stacks.md §1: about a
+ * nanosecond per frame, where a DWARF unwinder costs 8-10 ns per frame warm
+ * and milliseconds on a thread's first use, and glibc's backtrace() 120-210 ns
+ * per frame).
  *
- * Safety: every load is inside the thread's own stack, between the walker's
- * own frame and the top of the stack, so a frame pointer that is not one
- * (code built without frame pointers keeps data in rbp) stops the walk
- * instead of faulting. The top is known without a system call or an
- * allocation, so the walk is async-signal-safe even on a thread's first event:
- * glibc puts a thread's descriptor (pthread_self()) at the top of the stack
- * block it runs on, above every frame; the main thread's frames lie below
- * __libc_stack_end, the stack pointer at process entry. A frame must be
- * 8-byte aligned, lie strictly above the previous one, and hold a nonzero
- * return address.
+ * Where the walk starts: at a frame the write path hands over, that of its
+ * out-of-line function (write.c's write_slow*()), reached by a tail call from
+ * the public write function: that frame lies directly on the frame of the code
+ * that wrote the event, so its return address is the first frame kept and its
+ * saved frame pointer is the caller's. libevring's write path itself needs no
+ * frame pointers, and no frame of libevring is walked, except where the public
+ * function could not tail-call (a -O0 build, a payload padded on its stack):
+ * such a function has a frame of its own, and leading return addresses into
+ * libevring's code are dropped.
  *
- * The walk starts in libevring; the leading frames whose return address is
- * in libevring's own code are dropped, so the first frame kept is the return
- * address into the function that wrote the event. That needs libevring's
- * write path to keep frame pointers (producer/CMakeLists.txt), or the frame
- * of the public write function would be missing from the chain.
+ * Safety: every load is inside the thread's own stack, between the starting
+ * frame and the top of the stack, so a frame pointer that is not one (code
+ * built without frame pointers keeps data in rbp) stops the walk instead of
+ * faulting. The top is known without a system call or an allocation, so the
+ * walk is async-signal-safe even on a thread's first event: glibc puts a
+ * thread's descriptor (pthread_self()) at the top of the stack block it runs
+ * on, above every frame; the main thread's frames lie below __libc_stack_end,
+ * the stack pointer at process entry. The first frame must be 8-byte aligned;
+ * each frame must lie strictly above the previous one, below the top, and
+ * hold a nonzero return address.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -78,43 +83,62 @@ void evr_stack_atfork_child(void)
 	tls_stack_top = 0;
 }
 
-static inline uintptr_t stack_top(void)
+/* A thread's first stack: out of line, so that the walk saves no register for it. */
+static __attribute__((noinline, cold)) uintptr_t stack_top_find(void)
 {
-	if (EVR_UNLIKELY(!tls_stack_top))
-		tls_stack_top = evr_thread_id() == main_tid ? (uintptr_t)__libc_stack_end
-							    : (uintptr_t)pthread_self();
+	tls_stack_top = evr_thread_id() == main_tid ? (uintptr_t)__libc_stack_end
+						    : (uintptr_t)pthread_self();
 	return tls_stack_top;
 }
 
-/* Not instrumented by ASan: it reads saved registers of other frames on purpose. */
-__attribute__((noinline, no_sanitize_address)) uint32_t
-evr_stack_capture(uint64_t *ips, uint32_t max, bool *ret_truncated)
+static inline uintptr_t stack_top(void)
 {
-	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-	uintptr_t top = stack_top();
-	bool skipping = true;
-	uint32_t n = 0;
+	uintptr_t top = tls_stack_top;
 
-	*ret_truncated = false;
-	while (!(fp & 7u) && fp < top && top - fp >= 16) {
+	return EVR_LIKELY(top) ? top : stack_top_find();
+}
+
+/* Not instrumented by ASan: it reads saved registers of other frames on purpose. */
+__attribute__((no_sanitize_address)) uint32_t evr_stack_capture(uintptr_t fp, uint64_t *ips,
+								 uint32_t max)
+{
+	uintptr_t top = stack_top();
+	/* The highest address a frame (saved frame pointer, return address) may start at. */
+	uintptr_t lim = top - 16u;
+	uint64_t *p = ips, *end = ips + max;
+
+	/* fp == 0 wraps around and fails too. */
+	if (top < 16u || fp - 1u >= lim || (fp & 7u))
+		return 0;
+	/* The frames of libevring's public functions that could not tail-call. */
+	for (;;) {
+		const uintptr_t *f = (const uintptr_t *)fp;
+		uintptr_t next = f[0];
+
+		if (f[1] < lib_text_lo || f[1] >= lib_text_hi)
+			break;
+		if (next <= fp || next > lim || (next & 7u))
+			return 0;
+		fp = next;
+	}
+	/*
+	 * One dependent load per frame: keep the checks beside it few and cheap.
+	 * The bounds are what keeps every load inside the stack; a misaligned
+	 * frame pointer (data, not a frame) reads inside them too and is left to
+	 * end the walk by its return address or the bounds.
+	 */
+	for (;;) {
 		const uintptr_t *f = (const uintptr_t *)fp;
 		uintptr_t next = f[0], ret = f[1];
 
 		if (!ret)
 			break;
-		if (skipping && ret >= lib_text_lo && ret < lib_text_hi) {
-			/* still inside libevring */
-		} else {
-			skipping = false;
-			if (n == max) {
-				*ret_truncated = true;
-				break;
-			}
-			ips[n++] = ret;
-		}
-		if (next <= fp)
+		if (p == end)
+			return max | EVR_STACK_CAPTURE_TRUNCATED;
+		*p++ = ret;
+		if (next <= fp || next > lim)
 			break;
 		fp = next;
 	}
-	return n;
+	return (uint32_t)(p - ips);
 }

@@ -25,6 +25,15 @@
  * Payloads reach the rings in whole 8-byte words (struct evr_rseq_rec): the
  * generated fire functions and evr_event_write_padded() supply them padded,
  * evr_event_write() pads a copy when the length needs it.
+ *
+ * Everything but that shortcut is out of line, in write_slow() and
+ * write_slow_q*(), which the public functions reach by a tail call: their frame
+ * then lies directly on the frame of the code that wrote the event, and a
+ * session that asks for stacks walks from it (write_rcu_stacks(), stack.c).
+ * So this file is built without frame pointers: the one-section path keeps
+ * every register, and only the slow path sets up a frame (two instructions).
+ * A public function that cannot tail-call (its payload is padded in a buffer
+ * of its own) has a frame anyway, for that buffer, and the walk goes through it.
  */
 #define _LGPL_SOURCE
 #include <urcu-bp.h>
@@ -43,22 +52,43 @@ static inline bool builtin_wants(const struct evr_provider_priv *pp, unsigned in
 }
 
 /*
+ * write_stack_cut() - the record of a session that asked for @k frames of the
+ * @n captured in @buf (stack block, frames, payload): sessions of several
+ * depths on one event, a rare case kept out of write_rcu_stacks().
+ */
+static __attribute__((noinline)) void
+write_stack_cut(struct evr_session *s, struct rseq *rs, uint32_t *cpu, const uint64_t *buf,
+		uint32_t n, uint32_t k, bool truncated, uint32_t len, uint32_t rid, uint64_t ts,
+		uint32_t tid)
+{
+	uint32_t alen = (len + 7u) & ~7u;
+	uint64_t cut[1u + k + alen / 8u];
+	struct evr_rseq_rec rec;
+
+	cut[0] = (uint64_t)k | (uint64_t)EVR_STACK_KIND_FP << 16 |
+		 (uint64_t)(truncated || k < n ? EVR_STACK_F_TRUNCATED : 0) << 24;
+	memcpy(cut + 1, buf + 1, 8u * k);
+	memcpy(cut + 1 + k, buf + 1 + n, alen);
+	evr_rseq_rec_init(&rec, rid, ts, tid, cut, 8u + 8u * k + len);
+	evr_rseq_rec_set_flags(&rec, EVR_REC_F_STACK);
+	evr_session_write_rec_rcu(s, rs, &rec, cpu);
+}
+
+/*
  * write_rcu_stacks() - write_rcu() when sessions @smask (within @mask) want the
- * writer's stack with this event: the stack is captured once, at the largest
- * depth they ask for, and each of them gets an EVENT record with a stack block
- * (<evring/abi.h>) of at most its own depth; the other sessions get the plain
- * record. The frames are captured straight into the record's buffer, the
- * payload copied after them.
+ * writer's stack with this event: the stack is captured once, from frame @fp
+ * (write_slow*()'s), at the largest depth they ask for, and each of them gets
+ * an EVENT record with a stack block (<evring/abi.h>) of at most its own
+ * depth; the other sessions get the plain record. The frames are captured
+ * straight into the record's buffer, the payload copied after them.
  */
 static __attribute__((noinline)) void
 write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
 		 const struct evr_provider_priv *pp, struct evr_event *ev, const void *payload,
-		 uint32_t len, bool filter, uint8_t level, uint64_t keywords)
+		 uint32_t len, bool filter, uint8_t level, uint64_t keywords, uintptr_t fp)
 {
-	uint32_t alen = (len + 7u) & ~7u, depth = 0, n, built, cpu = UINT32_MAX;
-	uint64_t saved[EVR_STACK_MAX_FRAMES];
-	bool have_saved = false;
-	struct evr_rseq_rec rec, srec;
+	uint32_t alen = (len + 7u) & ~7u, depth = 0, n, cpu = UINT32_MAX;
+	struct evr_rseq_rec srec;
 	bool truncated;
 	struct rseq *rs;
 	uint64_t ts = evr_clock_now();
@@ -79,16 +109,17 @@ write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
 	/* Block and payload in one buffer, the frames captured in place: no copy of them. */
 	uint64_t buf[1u + depth + alen / 8u];
 
-	n = evr_stack_capture(buf + 1, depth, &truncated);
-	if (alen)
-		memcpy(buf + 1 + n, payload, alen);
+	n = evr_stack_capture(fp, buf + 1, depth);
+	truncated = n & EVR_STACK_CAPTURE_TRUNCATED;
+	n &= ~EVR_STACK_CAPTURE_TRUNCATED;
+	/* Whole words, a few of them: no call to memcpy(). */
+	for (uint32_t w = 0; w < alen / 8u; w++)
+		memcpy(&buf[1 + n + w], (const uint8_t *)payload + 8u * w, 8);
 	/* struct evr_stack_hdr {nframes, kind, flags, reserved} as one word. */
 	buf[0] = (uint64_t)n | (uint64_t)EVR_STACK_KIND_FP << 16 |
 		 (uint64_t)(truncated ? EVR_STACK_F_TRUNCATED : 0) << 24;
 	evr_rseq_rec_init(&srec, ev->rid, ts, tid, buf, 8u + 8u * n + len);
 	evr_rseq_rec_set_flags(&srec, EVR_REC_F_STACK);
-	built = n;
-	evr_rseq_rec_init(&rec, ev->rid, ts, tid, payload, len);
 	rs = evr_rseq_area();
 	do {
 		unsigned int i = (unsigned int)__builtin_ctzll(mask);
@@ -99,43 +130,29 @@ write_rcu_stacks(struct evr_session_table *t, uint64_t mask, uint64_t smask,
 		if (filter && !builtin_wants(pp, i, level, keywords))
 			continue;
 		if (!(smask & (1ull << i))) {
+			struct evr_rseq_rec rec;
+
+			evr_rseq_rec_init(&rec, ev->rid, ts, tid, payload, len);
 			evr_session_write_rec_rcu(s, rs, &rec, &cpu);
 			continue;
 		}
 		k = atomic_load_explicit(&pp->sess_stack_depth[i], memory_order_relaxed);
-		if (k > n)
-			k = n;
-		if (k != built) {
-			/*
-			 * Sessions of several depths on one event (rare): this one's
-			 * innermost k frames, then the payload moved next to them; the
-			 * whole capture is kept aside for the next rebuild.
-			 */
-			if (!have_saved) {
-				memcpy(saved, buf + 1, 8u * n);
-				have_saved = true;
-			}
-			if (alen)
-				memmove(buf + 1 + k, buf + 1 + built, alen);
-			memcpy(buf + 1, saved, 8u * k);
-			buf[0] = (uint64_t)k | (uint64_t)EVR_STACK_KIND_FP << 16 |
-				 (uint64_t)(truncated || k < n ? EVR_STACK_F_TRUNCATED : 0) << 24;
-			evr_rseq_rec_init(&srec, ev->rid, ts, tid, buf, 8u + 8u * k + len);
-			evr_rseq_rec_set_flags(&srec, EVR_REC_F_STACK);
-			built = k;
-		}
-		evr_session_write_rec_rcu(s, rs, &srec, &cpu);
+		if (EVR_UNLIKELY(k < n))
+			write_stack_cut(s, rs, &cpu, buf, n, k, truncated, len, ev->rid, ts, tid);
+		else
+			evr_session_write_rec_rcu(s, rs, &srec, &cpu);
 	} while (mask);
 }
 
 /*
  * write_rcu() - write a padded payload into every session of @mask (already
  * masked by the live table @t). @filter: for built-in events, the level and
- * keywords of this write, checked per session.
+ * keywords of this write, checked per session. @fp: where a stack starts
+ * (evr_stack_capture()).
  */
 static __attribute__((noinline)) void
 write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, const void *payload,
-	  uint32_t len, bool filter, uint8_t level, uint64_t keywords)
+	  uint32_t len, bool filter, uint8_t level, uint64_t keywords, uintptr_t fp)
 {
 	/* Read once: unregistering the provider clears priv before its grace period. */
 	const struct evr_provider_priv *pp = ev->provider ? ev->provider->priv : NULL;
@@ -145,7 +162,7 @@ write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, cons
 	struct rseq *rs;
 
 	if (EVR_UNLIKELY(smask)) {
-		write_rcu_stacks(t, mask, smask, pp, ev, payload, len, filter, level, keywords);
+		write_rcu_stacks(t, mask, smask, pp, ev, payload, len, filter, level, keywords, fp);
 		return;
 	}
 
@@ -162,58 +179,106 @@ write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, cons
 	} while (mask);
 }
 
-/* write_rcu() for a payload in words: out of line, so that write_fast() takes no word's address. */
-static __attribute__((noinline)) void
-write_rcu_words(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, uint32_t len,
-		uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
-{
-	const uint64_t q[EVR_RSEQ_WORDS_MAX] = { q0, q1, q2, q3 };
+/*
+ * The public functions end in a tail call of a slow function of their own
+ * signature (write_slow(), write_slow_q*()): the compiler must jump, not call,
+ * for that function's frame to lie directly on the caller's. clang's musttail
+ * makes it so (it wants the same signature on both sides); gcc 12 has no such
+ * attribute and jumps on its own at -O1 and above, where no local of the public
+ * function is passed. Where neither holds (-O0, a payload padded in a buffer of
+ * the public function) the public function has a frame, and the walk goes
+ * through it. tests/unit/test_stack.c checks every public function.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(musttail)
+#define EVR_TAIL_CALL __attribute__((musttail))
+#endif
+#endif
+#ifndef EVR_TAIL_CALL
+#define EVR_TAIL_CALL
+#endif
 
-	write_rcu(t, mask, ev, q, len, false, 0, 0);
+/*
+ * The return value of the slow functions, always 0, hidden from the
+ * optimizer: a compiler that saw the constant would return it from the public
+ * function itself, after a call instead of a tail call.
+ */
+static inline int slow_done(void)
+{
+	int ret = 0;
+
+	__asm__("" : "+r"(ret));
+	return ret;
+}
+
+/*
+ * slow_write() - the write path under the RCU read lock: every session of the
+ * table that wants the event. @fp: the frame of the slow function (out of
+ * line, which __builtin_frame_address() makes keep one), where stacks start.
+ */
+static inline __attribute__((always_inline)) int slow_write(struct evr_event *ev,
+							    const void *payload, uint32_t len,
+							    uintptr_t fp)
+{
+	struct evr_session_table *t;
+	uint64_t mask;
+
+	urcu_bp_read_lock();
+	t = evr_session_table_get_rcu();
+	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
+	if (mask)
+		write_rcu(t, mask, ev, payload, len, false, 0, 0, fp);
+	urcu_bp_read_unlock();
+	return slow_done();
+}
+
+/* The slow path of evr_event_write() and evr_event_write_padded(). */
+static __attribute__((noinline)) int write_slow(struct evr_event *ev, const void *payload,
+						uint32_t len)
+{
+	return slow_write(ev, payload, len, (uintptr_t)__builtin_frame_address(0));
 }
 
 /*
  * write_fast() - write a payload of at most EVR_MAX_PAYLOAD bytes: @k words
  * @q (a constant, 0..EVR_RSEQ_WORDS_MAX) in registers, or with @k < 0 the
- * padded bytes at @payload. One per-CPU session: inline, without a stack frame
- * to speak of; anything else, and a fast path that must restart or take the
- * slow path, goes to write_rcu() with the payload in memory.
+ * padded bytes at @payload, in the one per-CPU session that wants the event,
+ * inline and without a stack frame to speak of.
+ * Return: 0 written; 1 when the slow path must write it (the caller's tail call).
  */
 static inline __attribute__((always_inline)) int
 write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k, uint64_t q0,
 	   uint64_t q1, uint64_t q2, uint64_t q3)
 {
-	struct evr_session_table *t;
-	uint64_t mask;
-
 #if EVR_HAVE_RSEQ
 	/*
 	 * Payload in words, one per-CPU session: the whole write is one rseq
 	 * critical section that loads the session's rings itself, its own RCU
 	 * read side (evr_ring_rseq_append_words_rcu()). Anything else, and a
-	 * section that must restart or take the slow path, goes on below. The
-	 * event's rings are first looked at outside, as a hint (the section loads
-	 * them again): an event without them, in several sessions say, would
+	 * section that must restart or take the slow path, is the slow path's.
+	 * The event's rings are first looked at outside, as a hint (the section
+	 * loads them again): an event without them, in several sessions say, would
 	 * otherwise read the clock twice, and rdtsc costs more than the section.
 	 */
-	if (k >= 0 && atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
-		struct rseq *rs = evr_rseq_area();
-		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
+	if (k >= 0) {
+		if (atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
+			struct rseq *rs = evr_rseq_area();
+			uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
 
-		if (EVR_LIKELY(cpu < evr_ring_percpu_min) &&
-		    EVR_LIKELY(evr_ring_rseq_append_words_rcu(
-				       &ev->percpu, rs, cpu, evr_clock_now(),
-				       evr_rseq_event_w0(ev->rid, len), evr_thread_id(), k, q0, q1,
-				       q2, q3) == 0))
-			return 0;
+			if (EVR_LIKELY(cpu < evr_ring_percpu_min) &&
+			    EVR_LIKELY(evr_ring_rseq_append_words_rcu(
+					       &ev->percpu, rs, cpu, evr_clock_now(),
+					       evr_rseq_event_w0(ev->rid, len), evr_thread_id(), k,
+					       q0, q1, q2, q3) == 0))
+				return 0;
+		}
+		return 1;
 	}
-#endif
-	urcu_bp_read_lock();
-#if EVR_HAVE_RSEQ
 	/* A payload in memory: the same shortcut, under the RCU read lock. (One in
 	 * words tried it above, inside its section; a second try would only read
 	 * the clock again on its way to the same restart or slow path.) */
-	if (k < 0) {
+	urcu_bp_read_lock();
+	{
 		/*
 		 * Acquire pairs with the release in the registry's recompute: the
 		 * rings are set up. One load from the event's line instead of the
@@ -232,29 +297,27 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 
 			evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(),
 					  payload, len);
-			if (EVR_LIKELY(evr_ring_rseq_append(&rings[cpu], rs, cpu, &rec) == 0))
-				goto out;
+			if (EVR_LIKELY(evr_ring_rseq_append(&rings[cpu], rs, cpu, &rec) == 0)) {
+				urcu_bp_read_unlock();
+				return 0;
+			}
 		}
 	}
-#endif
-	t = evr_session_table_get_rcu();
-	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
-	if (EVR_UNLIKELY(!mask))
-		goto out;
-	if (k >= 0)
-		write_rcu_words(t, mask, ev, len, q0, q1, q2, q3);
-	else
-		write_rcu(t, mask, ev, payload, len, false, 0, 0);
-out:
+	/* The slow path takes the lock again: its frame must lie on the caller's. */
 	urcu_bp_read_unlock();
-	return 0;
+#else
+	(void)ev, (void)payload, (void)len, (void)k, (void)q0, (void)q1, (void)q2, (void)q3;
+#endif
+	return 1;
 }
 
 int evr_event_write_padded(struct evr_event *ev, const void *payload, uint32_t len)
 {
 	if (EVR_UNLIKELY(len > EVR_MAX_PAYLOAD))
 		return evr_event_write_too_big(ev);
-	return write_fast(ev, payload, len, -1, 0, 0, 0, 0);
+	if (EVR_LIKELY(write_fast(ev, payload, len, -1, 0, 0, 0, 0) == 0))
+		return 0;
+	EVR_TAIL_CALL return write_slow(ev, payload, len);
 }
 
 int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len)
@@ -263,29 +326,50 @@ int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len)
 		return evr_event_write_too_big(ev);
 	if (len & 7u) {
 		uint8_t buf[evr_rseq_pad_size(len)];
+		const void *p = evr_rseq_rec_pad(buf, payload, len);
 
-		return write_fast(ev, evr_rseq_rec_pad(buf, payload, len), len, -1, 0, 0, 0, 0);
+		/* No tail call with @buf: this function has a frame, for it. */
+		if (EVR_LIKELY(write_fast(ev, p, len, -1, 0, 0, 0, 0) == 0))
+			return 0;
+		return write_slow(ev, p, len);
 	}
-	return write_fast(ev, payload, len, -1, 0, 0, 0, 0);
+	if (EVR_LIKELY(write_fast(ev, payload, len, -1, 0, 0, 0, 0) == 0))
+		return 0;
+	EVR_TAIL_CALL return write_slow(ev, payload, len);
 }
 
 /*
  * The generated fire functions of events whose payload has a fixed size of at
  * most 32 bytes pass it in registers, as whole words whose bytes past @len
- * are zero. @len must need exactly that many words.
+ * are zero. @len must need exactly that many words. Each has its slow
+ * function, of the same signature.
  */
 #define EVR_WRITE_Q(n, ...)                                                                \
+	static __attribute__((noinline)) int write_slow_q##n(struct evr_event *ev,         \
+							     uint32_t len __VA_ARGS__)     \
+	{                                                                                  \
+		const uint64_t q[EVR_RSEQ_WORDS_MAX] = { EVR_Q_ARGS_##n };                 \
+                                                                                           \
+		return slow_write(ev, q, len, (uintptr_t)__builtin_frame_address(0));      \
+	}                                                                                  \
 	int evr__event_write_q##n(struct evr_event *ev, uint32_t len __VA_ARGS__)         \
 	{                                                                                  \
 		if (EVR_UNLIKELY((len + 7u) / 8u != (n)))                                   \
 			return -EINVAL;                                                    \
-		return write_fast(ev, NULL, len, (n), EVR_Q_ARGS_##n);                     \
+		if (EVR_LIKELY(write_fast(ev, NULL, len, (n), EVR_Q_ARGS_##n) == 0))       \
+			return 0;                                                          \
+		EVR_TAIL_CALL return write_slow_q##n(ev, len EVR_Q_NAMES_##n);             \
 	}
 #define EVR_Q_ARGS_0 0, 0, 0, 0
 #define EVR_Q_ARGS_1 q0, 0, 0, 0
 #define EVR_Q_ARGS_2 q0, q1, 0, 0
 #define EVR_Q_ARGS_3 q0, q1, q2, 0
 #define EVR_Q_ARGS_4 q0, q1, q2, q3
+#define EVR_Q_NAMES_0
+#define EVR_Q_NAMES_1 , q0
+#define EVR_Q_NAMES_2 , q0, q1
+#define EVR_Q_NAMES_3 , q0, q1, q2
+#define EVR_Q_NAMES_4 , q0, q1, q2, q3
 
 EVR_WRITE_Q(0)
 EVR_WRITE_Q(1, , uint64_t q0)
@@ -378,15 +462,19 @@ int evr_event_writev(struct evr_event *ev, const union evr_value *values, uint32
 
 	encode(ev->desc, values, buf);
 	evr_rseq_pad_zero(buf, (uint32_t)len);
-	return write_fast(ev, buf, (uint32_t)len, -1, 0, 0, 0, 0);
+	/* No tail call with @buf: this function has a frame, for it. */
+	if (EVR_LIKELY(write_fast(ev, buf, (uint32_t)len, -1, 0, 0, 0, 0) == 0))
+		return 0;
+	return write_slow(ev, buf, (uint32_t)len);
 }
 
 /*
  * Dynamic and Json events: encoded by their built-in schema (name, keywords,
  * level, then @last: the data or the JSON document), filtered per session by
- * this write's own level and keywords.
+ * this write's own level and keywords. Inlined into the public functions, whose
+ * frame (which the buffer gives them) is then where stacks start.
  */
-static int builtin_write(struct evr_provider *p, struct evr_event *ev, const char *name,
+static inline __attribute__((always_inline)) int builtin_write(struct evr_provider *p, struct evr_event *ev, const char *name,
 			 uint8_t level, uint64_t keywords, union evr_value last)
 {
 	const union evr_value v[4] = { { .s = name }, { .u = keywords }, { .u = level }, last };
@@ -406,7 +494,8 @@ static int builtin_write(struct evr_provider *p, struct evr_event *ev, const cha
 	t = evr_session_table_get_rcu();
 	mask = atomic_load_explicit(&ev->mask, memory_order_relaxed) & t->live;
 	if (mask)
-		write_rcu(t, mask, ev, buf, (uint32_t)len, true, level, keywords);
+		write_rcu(t, mask, ev, buf, (uint32_t)len, true, level, keywords,
+			  (uintptr_t)__builtin_frame_address(0));
 	urcu_bp_read_unlock();
 	return 0;
 }

@@ -7,10 +7,14 @@
  * there) into one in-process session whose gating reader drains it on another
  * thread, as evring-bench's enabled_1t does. Scenarios:
  *   no_stacks      the session without stacks (the one-section write path)
+ *   stacks_1       stack_depth 1: what a stack costs besides its frames
  *   stacks_16      the session with stack_depth 16: 16 frames per event
  *   stacks_64      stack_depth 64: the whole chain (RECURSE + ~4 frames)
- * Each runs --runs times, interleaved so that machine noise hits all alike; the
- * median ns/event is printed, and the difference to no_stacks. Conservation is
+ * Each runs --runs times, interleaved so that machine noise hits all alike. The
+ * writer's own CPU time per event is the figure (CLOCK_THREAD_CPUTIME_ID: the
+ * time other processes take the CPU from it is not counted, which on a shared
+ * machine is most of the wall time), its median printed with the median wall
+ * time and the median of each round's ratio to no_stacks. Conservation is
  * checked in every run (received + lost == emitted), and every event of the
  * stacks runs must carry the expected number of frames. --writer-only times the
  * writer alone (an overwrite session nobody reads while it writes; a reader
@@ -21,8 +25,14 @@
  * shows the walk; a large one adds the memory traffic of records five times
  * larger (168 bytes with 16 frames instead of 32).
  *
+ * --scenario NAME runs one scenario only: with the loop in a function of its own
+ * (write_loop), `EVR_VALGRIND_RSEQ=1 valgrind --tool=callgrind
+ * --toggle-collect=write_loop evring-bench-stacks --scenario stacks_16 ...`
+ * counts the instructions per event, which no load changes (valgrind-rseq.c
+ * lets the rseq path run under valgrind; scripts/bench-stacks does it).
+ *
  * Usage: evring-bench-stacks [--runs N] [--events N] [--writer-only] [--ring-size BYTES]
- *                            [--json]
+ *                            [--scenario NAME] [--json]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -89,27 +99,49 @@ static void *drain_main(void *arg)
 
 static volatile uint64_t sink;
 
-__attribute__((noinline)) static double writer(int depth, uint64_t n)
+struct times {
+	double cpu_ns;		/* the writer thread's CPU time per event */
+	double wall_ns;		/* wall-clock time per event */
+};
+
+static uint64_t cpu_ns(void)
 {
-	uint64_t t0, t1;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The timed loop alone, for `valgrind --tool=callgrind --toggle-collect=write_loop`. */
+__attribute__((noinline)) void write_loop(uint64_t n);
+__attribute__((noinline)) void write_loop(uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		bstack_ev(i, i ^ 0x5a5a);
+}
+
+__attribute__((noinline)) static struct times writer(int depth, uint64_t n)
+{
+	uint64_t t0, t1, c0, c1;
 
 	if (depth > 0) {
-		double r = writer(depth - 1, n);
+		struct times r = writer(depth - 1, n);
 
 		sink++;		/* not a tail call: every level keeps its frame */
 		return r;
 	}
 	t0 = now_ns();
-	for (uint64_t i = 0; i < n; i++)
-		bstack_ev(i, i ^ 0x5a5a);
+	c0 = cpu_ns();
+	write_loop(n);
+	c1 = cpu_ns();
 	t1 = now_ns();
-	return (double)(t1 - t0) / (double)n;
+	return (struct times){ (double)(c1 - c0) / (double)n, (double)(t1 - t0) / (double)n };
 }
 
 static bool writer_only;
 static uint64_t ring_size = 8u << 20;
 
-static double run(uint32_t depth, uint64_t n, uint32_t want_frames)
+static struct times run(uint32_t depth, uint64_t n, uint32_t want_frames)
 {
 	struct evr_session_opts so = {
 		.providers = "BenchStacks:0x1:4",
@@ -121,7 +153,7 @@ static double run(uint32_t depth, uint64_t n, uint32_t want_frames)
 	struct evr_session *s;
 	pthread_t th;
 	char err[256];
-	double ns;
+	struct times ns;
 
 	if (evr_session_start(&so, &s, err, sizeof(err)) < 0 ||
 	    evr_session_reader_new(s, writer_only ? 0 : EVR_READER_GATING, &d.r) < 0) {
@@ -161,6 +193,15 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: evring-bench-stacks [--runs N] [--events N] [--writer-only] "
+		   "[--ring-size BYTES] [--scenario NAME] [--json]\n"
+		   "  --scenario NAME   only no_stacks, stacks_1, stacks_16 or stacks_64 (for callgrind:\n"
+		   "                    EVR_VALGRIND_RSEQ=1 valgrind --tool=callgrind\n"
+		   "                    --toggle-collect=write_loop ...)\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -169,16 +210,18 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "writer-only", no_argument, NULL, 'w' },
 		{ "ring-size", required_argument, NULL, 's' },
+		{ "scenario", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static const struct { const char *name; uint32_t depth; } sc[] = {
-		{ "no_stacks", 0 }, { "stacks_16", 16 }, { "stacks_64", 64 },
+		{ "no_stacks", 0 }, { "stacks_1", 1 }, { "stacks_16", 16 }, { "stacks_64", 64 },
 	};
-	double ns[3][MAX_RUNS], med[3];
-	uint32_t frames64 = 0;
+	enum { NSC = sizeof(sc) / sizeof(sc[0]) };
+	double cpu[NSC][MAX_RUNS], wall[NSC][MAX_RUNS], ratio[NSC][MAX_RUNS];
+	uint32_t frames64 = 0, frames[NSC];
 	uint64_t events = 2000000;
-	int runs = 5, c;
+	int runs = 5, c, only = -1;
 	bool json = false;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -211,14 +254,27 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'c':
+			for (int k = 0; k < NSC; k++)
+				if (strcmp(optarg, sc[k].name) == 0)
+					only = k;
+			if (only < 0) {
+				fprintf(stderr, "evring-bench-stacks: --scenario: no_stacks, stacks_1, "
+						"stacks_16 or stacks_64, not \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
-			printf("Usage: evring-bench-stacks [--runs N] [--events N] [--writer-only] "
-			       "[--ring-size BYTES] [--json]\n");
+			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "Try 'evring-bench-stacks --help'.\n");
+			usage(stderr);
 			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "evring-bench-stacks: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
 	}
 	/* How many frames the whole chain has: one depth-64 event, counted by its reader. */
 	{
@@ -240,23 +296,43 @@ int main(int argc, char **argv)
 		evr_reader_free(r);
 		evr_session_free(s);
 	}
+	for (int k = 0; k < NSC; k++)
+		frames[k] = sc[k].depth == 64 ? frames64 : sc[k].depth;
+	/* Interleaved, so that machine noise hits every scenario alike; the ratio to
+	 * no_stacks is taken within each round. */
 	for (int i = 0; i < runs; i++)
-		for (int k = 0; k < 3; k++)
-			ns[k][i] = run(sc[k].depth, events,
-				       sc[k].depth == 0 ? 0 : sc[k].depth == 16 ? 16 : frames64);
-	for (int k = 0; k < 3; k++)
-		med[k] = median(ns[k], runs);
-	for (int k = 0; k < 3; k++) {
-		uint32_t f = sc[k].depth == 0 ? 0 : sc[k].depth == 16 ? 16 : frames64;
+		for (int k = 0; k < NSC; k++) {
+			struct times t;
 
+			if (only >= 0 && k != only)
+				continue;
+			t = run(sc[k].depth, events, frames[k]);
+			cpu[k][i] = t.cpu_ns;
+			wall[k][i] = t.wall_ns;
+			if (only < 0)
+				ratio[k][i] = cpu[k][i] / cpu[0][i];
+		}
+	for (int k = 0; k < NSC; k++) {
+		double mc, mw, mr;
+
+		if (only >= 0 && k != only)
+			continue;
+		mc = median(cpu[k], runs);
+		mw = median(wall[k], runs);
+		mr = only < 0 ? median(ratio[k], runs) : 0;
 		if (json)
 			printf("{\"scenario\":\"%s\",\"frames\":%u,\"runs\":%d,\"events\":%" PRIu64
-			       ",\"ns_per_event\":%.2f,\"ns_over_no_stacks\":%.2f}\n",
-			       sc[k].name, f, runs, events, med[k], med[k] - med[0]);
+			       ",\"cpu_ns_per_event\":%.2f,\"wall_ns_per_event\":%.2f"
+			       ",\"cpu_ratio_to_no_stacks\":%.3f}\n",
+			       sc[k].name, frames[k], runs, events, mc, mw, mr);
+		else if (only >= 0)
+			printf("%-10s %3u frames  %8.2f ns/event CPU  %8.2f wall  (median of %d runs "
+			       "of %" PRIu64 ")\n", sc[k].name, frames[k], mc, mw, runs, events);
 		else
-			printf("%-10s %3u frames  %8.2f ns/event  %+8.2f ns over no_stacks "
-			       "(median of %d runs of %" PRIu64 ")\n",
-			       sc[k].name, f, med[k], med[k] - med[0], runs, events);
+			printf("%-10s %3u frames  %8.2f ns/event CPU  %8.2f wall  x%.2f of no_stacks "
+			       "(%+.2f ns; median of %d runs of %" PRIu64 ")\n", sc[k].name,
+			       frames[k], mc, mw, mr, mc - median(cpu[0], runs),
+			       runs, events);
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
  * handler carry stacks too. Built with frame pointers.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -293,6 +294,111 @@ static void test_stack_in_signal_handler(void **state)
 	evr_session_free(s);
 }
 
+/*
+ * Every public way of writing an event, each from a function of its own: the
+ * stack starts with the return into that function, then its own return
+ * address, whichever of libevring's entry points wrote it (the write path keeps
+ * no frame pointers of its own: its out-of-line part must lie on the caller's
+ * frame, or have a frame of the public function below it).
+ */
+static volatile uint64_t ra_via;
+
+#define VIA(name, call)                                                            \
+	__attribute__((noinline)) static void via_##name(void)                     \
+	{                                                                          \
+		ra_via = (uint64_t)(uintptr_t)__builtin_return_address(0);         \
+		call;                                                              \
+		sink++;                                                            \
+	}
+
+static const uint64_t words[4] = { 1, 2, 3, 4 };
+static const uint8_t bytes[24] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+
+VIA(q0, evr__event_write_q0(&sk_hit__event, 0))
+VIA(q1, evr__event_write_q1(&sk_hit__event, 8, 1))
+VIA(q2, evr__event_write_q2(&sk_hit__event, 16, 1, 2))
+VIA(q3, evr__event_write_q3(&sk_hit__event, 24, 1, 2, 3))
+VIA(q4, evr__event_write_q4(&sk_hit__event, 32, 1, 2, 3, 4))
+VIA(write_words, evr_event_write(&sk_hit__event, words, 16))
+VIA(write_bytes, evr_event_write(&sk_hit__event, bytes, 12))
+VIA(write_padded, evr_event_write_padded(&sk_hit__event, words, 12))
+VIA(writev, evr_event_writev(&sk_hit__event, &(union evr_value){ .u = 9 }, 1))
+VIA(dynamic, evr_dynamic_write(&sk, "Dyn", EVR_LEVEL_INFO, 0x1, bytes, 5))
+VIA(json, evr_json_write(&sk, "Js", EVR_LEVEL_INFO, 0x1, "{\"a\":1}"))
+VIA(text, sk_text("by sk_text__emit"))
+
+static void test_stack_every_entry_point(void **state)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+		bool emit;	/* frame 0 is the generated sk_text__emit() */
+	} via[] = {
+		{ "q0", via_q0, false }, { "q1", via_q1, false }, { "q2", via_q2, false }, { "q3", via_q3, false },
+		{ "q4", via_q4, false }, { "write_words", via_write_words, false },
+		{ "write_bytes", via_write_bytes, false }, { "write_padded", via_write_padded, false },
+		{ "writev", via_writev, false }, { "dynamic", via_dynamic, false }, { "json", via_json, false },
+		{ "text", via_text, true },
+	};
+
+	(void)state;
+	for (size_t v = 0; v < sizeof(via) / sizeof(via[0]); v++) {
+		struct evr_session *s = start(8, "StackTest");
+		uint64_t ra;
+		struct rec r[2];
+		int f;
+
+		via[v].fn();
+		ra = ra_via;
+		evr_session_stop(s);
+		if (read_all(s, r, 2) != 1 || r[0].nframes < 3) {
+			fprintf(stderr, "%s: no event with a stack\n", via[v].name);
+			fail();
+		}
+		f = 0;
+		if (via[v].emit) {
+			if (!in_func(r[0].frames[0], (void (*)(uint64_t))(uintptr_t)sk_text__emit)) {
+				fprintf(stderr, "%s: frame 0 is %#" PRIx64 ", not in sk_text__emit\n",
+					via[v].name, r[0].frames[0]);
+				fail();
+			}
+			f = 1;
+		}
+		if (!in_func(r[0].frames[f], (void (*)(uint64_t))(uintptr_t)via[v].fn) ||
+		    r[0].frames[f + 1] != ra) {
+			fprintf(stderr, "%s: frames %#" PRIx64 " %#" PRIx64 ", expected one in "
+				"via_%s (%p) then %#" PRIx64 "\n", via[v].name, r[0].frames[f],
+				r[0].frames[f + 1], via[v].name, (void *)(uintptr_t)via[v].fn, ra);
+			fail();
+		}
+		evr_session_free(s);
+	}
+}
+
+/* Two sessions of different depths on one event: each its own number of frames. */
+static void test_stack_two_depths(void **state)
+{
+	struct evr_session *deep = start(16, "StackTest");
+	struct evr_session *shallow = start(2, "StackTest");
+	struct rec r1[4], r2[4];
+
+	(void)state;
+	stack_a(3);
+	evr_session_stop(deep);
+	evr_session_stop(shallow);
+	assert_int_equal(read_all(deep, r1, 4), 1);
+	assert_int_equal(read_all(shallow, r2, 4), 1);
+	assert_true(r1[0].nframes >= 4);
+	assert_int_equal(r2[0].nframes, 2);
+	assert_true(r2[0].sflags & EVR_STACK_F_TRUNCATED);
+	assert_memory_equal(r1[0].frames, r2[0].frames, 2 * 8);
+	assert_int_equal(r1[0].frames[1], ra_c);
+	assert_int_equal(r2[0].len, 8);
+	assert_memory_equal(r1[0].payload, r2[0].payload, 8);
+	evr_session_free(deep);
+	evr_session_free(shallow);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +408,8 @@ int main(void)
 		cmocka_unit_test(test_stack_bad_args_refused),
 		cmocka_unit_test(test_stack_bad_frame_pointer),
 		cmocka_unit_test(test_stack_in_signal_handler),
+		cmocka_unit_test(test_stack_every_entry_point),
+		cmocka_unit_test(test_stack_two_depths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
