@@ -473,6 +473,86 @@ out:
 	return ret;
 }
 
+/* The counters collected for ListCounters; strings borrowed until the reply is queued. */
+struct counter_list {
+	Evr__CounterInfo *info;
+	Evr__CounterInfo **v;
+	char **strs;			/* 4 copies per counter */
+	size_t n, cap;
+};
+
+static int counter_collect(void *ctx, const struct evr_counter_view *cv)
+{
+	struct counter_list *l = ctx;
+	Evr__CounterInfo *ci;
+	char **s;
+
+	/* Far below the frame limit: a counter's description is at most ~1 KiB. */
+	if (l->n == 512)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		void *ni = reallocarray(l->info, cap, sizeof(*l->info));
+		void *ns;
+
+		if (!ni)
+			return -ENOMEM;
+		l->info = ni;
+		ns = reallocarray(l->strs, cap * 4, sizeof(*l->strs));
+		if (!ns)
+			return -ENOMEM;
+		l->strs = ns;
+		l->cap = cap;
+	}
+	s = &l->strs[l->n * 4];
+	s[0] = strndup(cv->provider, 256);
+	s[1] = strndup(cv->name, 256);
+	s[2] = strndup(cv->display, 256);
+	s[3] = strndup(cv->unit, 64);
+	ci = &l->info[l->n++];
+	evr__counter_info__init(ci);
+	if (!s[0] || !s[1] || !s[2] || !s[3])
+		return -ENOMEM;
+	ci->provider = s[0];
+	ci->name = s[1];
+	ci->display_name = s[2];
+	ci->unit = s[3];
+	ci->has_kind = true;
+	ci->kind = cv->kind;
+	return 0;
+}
+
+static int handle_list_counters(struct evr_agent_conn *c)
+{
+	Evr__Reply r = EVR__REPLY__INIT;
+	Evr__ListCountersReply lr = EVR__LIST_COUNTERS_REPLY__INIT;
+	struct counter_list l = { 0 };
+	int ret;
+
+	ret = evr_counters_foreach(counter_collect, &l);
+	if (ret == 0 && l.n)
+		l.v = calloc(l.n, sizeof(*l.v));
+	if (ret == 0 && l.n && !l.v)
+		ret = -ENOMEM;
+	if (ret == 0) {
+		for (size_t i = 0; i < l.n; i++)
+			l.v[i] = &l.info[i];
+		lr.n_counters = l.n;
+		lr.counters = l.v;
+		r.body_case = EVR__REPLY__BODY_LIST_COUNTERS;
+		r.list_counters = &lr;
+		ret = queue_reply(c, &r, NULL, 0);
+	} else {
+		ret = evr_agent_error(c, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < l.n * 4; i++)
+		free(l.strs[i]);
+	free(l.strs);
+	free(l.info);
+	free(l.v);
+	return ret;
+}
+
 static int handle_resume(struct evr_agent_conn *c)
 {
 	Evr__Reply r = EVR__REPLY__INIT;
@@ -508,6 +588,8 @@ int evr_agent_handle(struct evr_agent_conn *c, const Evr__Request *req)
 		return handle_resume(c);
 	case EVR__REQUEST__BODY_LIST_THREADS:
 		return handle_list_threads(c);
+	case EVR__REQUEST__BODY_LIST_COUNTERS:
+		return handle_list_counters(c);
 	default:
 		/* A newer consumer's request, or an empty one: answer, keep going. */
 		return evr_agent_error(c, EOPNOTSUPP, "unknown request");

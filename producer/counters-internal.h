@@ -32,6 +32,21 @@ EVR_HIDDEN void evr_counters_session_end(struct evr_session *s);
  */
 EVR_HIDDEN double evr_proc_stat_field(int idx);
 
+/* What evr_counters_foreach() shows of a counter; borrowed for the call. */
+struct evr_counter_view {
+	const char *provider, *name, *display, *unit;
+	uint32_t kind;			/* enum evr_counter_kind */
+};
+
+/**
+ * evr_counters_foreach() - call @visit for every counter the process has, in
+ * creation order, until it returns non-zero (which is returned).
+ * Context: counters lock taken here (lock order: agent lock, counters lock,
+ * registry lock); @visit must not create or free counters.
+ */
+EVR_HIDDEN int evr_counters_foreach(int (*visit)(void *ctx, const struct evr_counter_view *v),
+				    void *ctx);
+
 /* Fork handlers, called from the agent's (agent.c) in lock order. */
 EVR_HIDDEN void evr_counters_fork_prepare(void);
 EVR_HIDDEN void evr_counters_fork_parent(void);

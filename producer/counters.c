@@ -514,6 +514,46 @@ static void counter_free_mem(struct evr_counter *c)
 	free(c);
 }
 
+int evr_counters_foreach(int (*visit)(void *ctx, const struct evr_counter_view *v), void *ctx)
+{
+	struct evr_ctr_rec *v[256], **all = v;
+	size_t n = 0, cap = sizeof(v) / sizeof(v[0]);
+	int ret = 0;
+
+	pthread_mutex_lock(&counters_lock);
+	/* The list is newest first: collect, then visit oldest first. */
+	for (struct evr_ctr_rec *r = counters; r && ret == 0; r = r->next) {
+		if (n == cap) {
+			struct evr_ctr_rec **nv = malloc(2 * cap * sizeof(*nv));
+
+			if (!nv) {
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(nv, all, n * sizeof(*nv));
+			if (all != v)
+				free(all);
+			all = nv;
+			cap *= 2;
+		}
+		all[n++] = r;
+	}
+	while (ret == 0 && n--) {
+		const struct evr_counter *c = ctr_of(all[n]);
+		const struct evr_counter_view cv = {
+			.provider = c->pc->p->name, .name = c->name,
+			.display = c->display ? c->display : c->name, .unit = c->unit ? c->unit : "",
+			.kind = c->r.kind,
+		};
+
+		ret = visit(ctx, &cv);
+	}
+	pthread_mutex_unlock(&counters_lock);
+	if (all != v)
+		free(all);
+	return ret;
+}
+
 int evr_counter_create(struct evr_provider *p, const struct evr_counter_desc *d,
 		       struct evr_counter **ret)
 {

@@ -31,6 +31,12 @@ add_test(NAME cli_squat
           $<TARGET_FILE:workload> $<TARGET_FILE:clrtop> $<TARGET_FILE:evr-fake-agent>)
 set_tests_properties(cli_squat PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)
 
+# evring providers and -n NAME (record, clrtop): a workload and minirt (with counters).
+add_test(NAME cli_providers
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/providers.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE:workload> $<TARGET_FILE:minirt> $<TARGET_FILE:clrtop>)
+set_tests_properties(cli_providers PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)
+
 # --version on every tool and subcommand (the dotnet tools' habit).
 if(TARGET evring-cli AND TARGET clrtop)
   add_test(NAME cli_version

@@ -45,6 +45,8 @@
 struct opts {
 	pid_t pids[MAX_PIDS];
 	uint32_t npids;
+	const char *names[MAX_PIDS];	/* --name, resolved into pids by main() */
+	uint32_t nnames;
 	struct evr_top_filter filter;
 	uint32_t interval_ms;
 	bool batch;
@@ -69,6 +71,7 @@ static void usage(FILE *f)
 		"Usage: clrtop [OPTIONS]\n"
 		"Live view of the counters of processes running libevring's agent.\n"
 		"  -p, --pid PID          watch PID (repeatable); default: an overview of all\n"
+		"      --name NAME        watch the one process named NAME (repeatable)\n"
 		"      --counters LIST    'Provider[counter,...],Provider2': only these\n"
 		"  -d, --delay SECONDS    refresh and sampling interval (default 1; 0.01-3600)\n"
 		"  -b, --batch            plain-text snapshots on stdout, no terminal needed\n"
@@ -97,7 +100,8 @@ static int bad(const char *fmt, ...)
 
 static int parse_argv(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE };
+	enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE,
+	       OPT_NAME };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -109,6 +113,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
+		{ "name", required_argument, NULL, OPT_NAME },
 		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
 		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
 		{ "help", no_argument, NULL, 'h' },
@@ -137,7 +142,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			v = strtoll(optarg, &end, 10);
 			if (end == optarg || *end || errno || v <= 0 || v > INT_MAX)
 				return bad("%s: '%s' is not a process id", optname, optarg);
-			if (o->npids == MAX_PIDS)
+			if (o->npids + o->nnames == MAX_PIDS)
 				return bad("%s: at most %d processes", optname, MAX_PIDS);
 			o->pids[o->npids++] = (pid_t)v;
 			break;
@@ -178,6 +183,13 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 			o->output = optarg;
+			break;
+		case OPT_NAME:
+			if (!*optarg)
+				return bad("--name: empty process name");
+			if (o->npids + o->nnames == MAX_PIDS)
+				return bad("--name: at most %d processes", MAX_PIDS);
+			o->names[o->nnames++] = optarg;
 			break;
 		case OPT_NO_SANDBOX:
 			o->no_sandbox = true;
@@ -613,6 +625,18 @@ int main(int argc, char **argv)
 	if (r <= 0) {
 		evr_top_filter_fini(&o.filter);
 		return r == 0 ? 0 : 2;
+	}
+	/* --name: the one process of that name, watched as -p would. */
+	for (uint32_t i = 0; i < o.nnames; i++) {
+		char err[1024];
+
+		r = evr_process_resolve_name(o.names[i], &o.pids[o.npids], err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "clrtop: %s\n", err);
+			evr_top_filter_fini(&o.filter);
+			return 1;
+		}
+		o.npids++;
 	}
 	/* No SA_RESTART: a stop signal interrupts the wait and the loop ends. */
 	sigemptyset(&sa.sa_mask);

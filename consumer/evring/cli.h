@@ -23,6 +23,7 @@ enum {
 
 /* Subcommands: @argv[0] is the subcommand name. Return an exit status. */
 int evr_cmd_ps(int argc, char **argv);
+int evr_cmd_providers(int argc, char **argv);
 int evr_cmd_record(int argc, char **argv);
 int evr_cmd_dump(int argc, char **argv);
 int evr_cmd_convert(int argc, char **argv);
@@ -81,6 +82,14 @@ int evr_cli_common_opt(const char *cmd, int c, char **argv, void (*usage)(FILE *
  */
 int evr_cli_file_operand(const char *cmd, const char *synopsis, int argc, char **argv,
 			 const char **path);
+
+/*
+ * -n NAME: the pid of the one process named @name that runs libevring's agent
+ * (evr_process_resolve_name()), or print why not ("no process named...",
+ * "2 processes named X ...: 4242 (...), ...; choose one with -p PID") as
+ * @cmd's error. Return: 1 (go on), -ESRCH, -ENOTUNIQ, -errno.
+ */
+int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret);
 
 /* An error -errno to an exit status: -EINVAL from option parsing is a usage error. */
 int evr_cli_exit_status(int err);

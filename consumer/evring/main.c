@@ -20,6 +20,7 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{ "ps", evr_cmd_ps, "list the processes you can attach to" },
+	{ "providers", evr_cmd_providers, "list a process's providers, events and counters" },
 	{ "record", evr_cmd_record, "record a process's events into a trace file" },
 	{ "dump", evr_cmd_dump, "print the events of a trace file" },
 	{ "convert", evr_cmd_convert, "convert a trace file to CTF, Chrome JSON or JSON lines" },

@@ -43,10 +43,11 @@ static void on_stop_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring record -p PID [OPTIONS]\n"
+		"Usage: evring record -p PID | -n NAME [OPTIONS]\n"
 		"       evring record [OPTIONS] -- PROGRAM [ARGS...]\n"
 		"Record events of a running process, or of PROGRAM from its first event.\n"
 		"  -p, --pid PID            attach to process PID (no restart needed)\n"
+		"  -n, --name NAME          attach to the one process named NAME\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
 		"  -o, --output FILE        trace file to write (default: trace.evtrace; -: stdout)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
@@ -106,6 +107,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
+		{ "name", required_argument, NULL, 'n' },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, OPT_DURATION },
@@ -128,7 +130,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	o->mode = EVR_MODE_DISCARD;
 	opterr = 0;
 	while ((longindex = -1,
-		c = getopt_long(argc, argv, "+:p:o:h", longopts, &longindex)) != -1) {
+		c = getopt_long(argc, argv, "+:p:n:o:h", longopts, &longindex)) != -1) {
 		switch (c) {
 		case 'p':
 			/* The option as typed: -p, --pid or --process-id. */
@@ -136,6 +138,13 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
 			if (parse_pid(longindex < 0 ? "-p" : optname, optarg, &o->pid) < 0)
 				return -EINVAL;
+			break;
+		case 'n':
+			if (!*optarg) {
+				evr_cli_error(CMD, "--name: empty process name");
+				return -EINVAL;
+			}
+			o->name = optarg;
 			break;
 		case OPT_PROVIDERS:
 			if (!*optarg) {
@@ -225,12 +234,12 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		}
 		o->program = argv + optind;
 	}
-	if (o->pid && o->program) {
-		evr_cli_error(CMD, "-p and -- PROGRAM exclude each other");
+	if ((o->pid != 0) + (o->name != NULL) + (o->program != NULL) > 1) {
+		evr_cli_error(CMD, "-p, -n and -- PROGRAM exclude each other");
 		return -EINVAL;
 	}
-	if (!o->pid && !o->program) {
-		evr_cli_error(CMD, "say what to record: -p PID or -- PROGRAM [ARGS...] "
+	if (!o->pid && !o->name && !o->program) {
+		evr_cli_error(CMD, "say what to record: -p PID, -n NAME or -- PROGRAM [ARGS...] "
 			      "(try evring record --help)");
 		return -EINVAL;
 	}
@@ -702,8 +711,11 @@ int evr_cmd_record(int argc, char **argv)
 	struct record_opts o = { 0 };
 	int ret = parse_argv(argc, argv, &o);
 
+	if (ret > 0 && o.name)
+		ret = evr_cli_pid_of_name(CMD, o.name, &o.pid);
 	/* Past option parsing, -EINVAL is the process refusing something, not usage. */
-	ret = ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
+	ret = ret < 0 && o.name ? evr_cli_run_status(ret)
+	      : ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
 	evr_provider_spec_list_free(o.spec);
 	return ret;
 }

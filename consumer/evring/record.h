@@ -18,7 +18,8 @@ struct evr_provider_spec_list;
 struct evr_schema_set;
 
 struct record_opts {
-	pid_t pid;			/* -p, or 0 */
+	pid_t pid;			/* -p (or -n, once resolved), or 0 */
+	const char *name;		/* -n, or NULL */
 	char **program;			/* after --, or NULL */
 	const char *providers;
 	const char *output;		/* "-": stdout */

@@ -29,9 +29,10 @@ struct stacks_opts {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring stacks -p PID [--json] [--depth N] [--lines] [--verbose]\n"
+		"Usage: evring stacks -p PID|-n NAME [--json] [--depth N] [--lines] [--verbose]\n"
 		"Print the current call stack of every thread of process PID, symbolized.\n"
 		"  -p, --pid PID    the process (yours; any process when root)\n"
+		"  -n, --name NAME  the one process named NAME that runs libevring's agent\n"
 		"  -j, --json       one JSON document instead of text\n"
 		"      --depth N    at most N frames per thread (1-1024, default 64)\n"
 		"      --lines      add source file:line where debug information has it\n"
@@ -60,6 +61,7 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 	enum { OPT_DEPTH = EVR_OPT_FIRST_OWN, OPT_LINES };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "depth", required_argument, NULL, OPT_DEPTH },
 		{ "lines", no_argument, NULL, OPT_LINES },
@@ -72,12 +74,18 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 
 	o->depth = 64;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:jvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:n:jvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint("--pid", optarg, 1, 0x3fffffff, &pid) < 0)
 				return -EINVAL;
 			o->pid = (pid_t)pid;
+			break;
+		case 'n':
+			/* The one process of that name (an error says why not: exit 1). */
+			r = evr_cli_pid_of_name(CMD, optarg, &o->pid);
+			if (r < 0)
+				return r;
 			break;
 		case OPT_DEPTH:
 			if (parse_uint("--depth", optarg, 1, 1024, &o->depth) < 0)
@@ -100,7 +108,7 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 		return -EINVAL;
 	}
 	if (!o->pid) {
-		evr_cli_error(CMD, "-p PID is required (try --help)");
+		evr_cli_error(CMD, "-p PID is required, or -n NAME (try --help)");
 		return -EINVAL;
 	}
 	return 1;

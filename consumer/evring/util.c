@@ -286,3 +286,15 @@ void evr_json_fputs(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret)
+{
+	char err[1024];
+	int r = evr_process_resolve_name(name, ret, err, sizeof(err));
+
+	if (r < 0) {
+		evr_cli_error(cmd, "%s", err);
+		return r;
+	}
+	return 1;
+}

@@ -98,6 +98,7 @@ static void usage(FILE *f)
 		"Forward the events and counters of running processes (or of PROGRAM from its\n"
 		"first event) to other tools, live.\n"
 		"  -p, --pid PID            attach to process PID (repeatable)\n"
+		"  -n, --name NAME          attach to the one process named NAME (repeatable)\n"
 		"      --to SINK            where to send them (repeatable), each with its own\n"
 		"                           filter: KIND[:ARG][,KEY=VALUE...]\n"
 		"                             jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
@@ -138,6 +139,7 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 	       OPT_COUNTERS, OPT_FLUSH };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "name", required_argument, NULL, 'n' },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
 		{ "duration", required_argument, NULL, OPT_DURATION },
@@ -154,15 +156,20 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 	o->providers = "*";
 	o->flush_ns = 5000000000ull;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
+		case 'n':
 			if (o->npids == MAX_SOURCES) {
-				evr_cli_error(CMD, "--pid: at most %u processes", MAX_SOURCES);
+				evr_cli_error(CMD, "%s: at most %u processes",
+					      c == 'p' ? "--pid" : "--name", MAX_SOURCES);
 				return -EINVAL;
 			}
-			if (parse_pid(optarg, &o->pids[o->npids]) < 0)
+			if (c == 'p' && parse_pid(optarg, &o->pids[o->npids]) < 0)
 				return -EINVAL;
+			/* The one process of that name (an error says why not: exit 1). */
+			if (c == 'n' && (r = evr_cli_pid_of_name(CMD, optarg, &o->pids[o->npids])) < 0)
+				return r;
 			o->npids++;
 			break;
 		case OPT_TO:
@@ -222,7 +229,7 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 		return -EINVAL;
 	}
 	if (!o->npids && !o->program) {
-		evr_cli_error(CMD, "say what to forward: -p PID or -- PROGRAM [ARGS...] "
+		evr_cli_error(CMD, "say what to forward: -p PID, -n NAME or -- PROGRAM [ARGS...] "
 			      "(try evring forward --help)");
 		return -EINVAL;
 	}

@@ -549,6 +549,63 @@ int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, 
 	return 0;
 }
 
+void evr_counter_info_free(struct evr_counter_info *v, uint32_t n)
+{
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		free(v[i].provider);
+		free(v[i].name);
+		free(v[i].display_name);
+		free(v[i].unit);
+	}
+	free(v);
+}
+
+int evr_client_list_counters(struct evr_client *c, struct evr_counter_info **ret, uint32_t *ret_n,
+			     char *errbuf, size_t errlen)
+{
+	Evr__Request req = EVR__REQUEST__INIT;
+	Evr__ListCounters m = EVR__LIST_COUNTERS__INIT;
+	Evr__ListCountersReply *lr;
+	struct evr_counter_info *v;
+	Evr__Reply *r;
+	int err;
+
+	if (!c || !ret || !ret_n)
+		return -EINVAL;
+	req.body_case = EVR__REQUEST__BODY_LIST_COUNTERS;
+	req.list_counters = &m;
+	err = evr_client_transact(c, &req, EVR__REPLY__BODY_LIST_COUNTERS,
+				  EVR_CLIENT_HELLO_TIMEOUT_MS, NULL, 0, &r, errbuf, errlen);
+	if (err < 0)
+		return err;
+	lr = r->list_counters;
+	v = calloc(lr->n_counters ? lr->n_counters : 1, sizeof(*v));
+	if (!v) {
+		evr_pb_reply_free(r);
+		return fail(errbuf, errlen, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < lr->n_counters; i++) {
+		const Evr__CounterInfo *ci = lr->counters[i];
+
+		v[i].provider = strdup(ci->provider);
+		v[i].name = strdup(ci->name);
+		v[i].display_name = strdup(ci->display_name ? ci->display_name : ci->name);
+		v[i].unit = strdup(ci->unit ? ci->unit : "");
+		v[i].kind = ci->has_kind ? ci->kind : 0;
+		if (!v[i].provider || !v[i].name || !v[i].display_name || !v[i].unit) {
+			evr_counter_info_free(v, (uint32_t)i + 1);
+			evr_pb_reply_free(r);
+			return fail(errbuf, errlen, -ENOMEM, "out of memory");
+		}
+	}
+	*ret_n = (uint32_t)lr->n_counters;
+	*ret = v;
+	evr_pb_reply_free(r);
+	return 0;
+}
+
 int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, char *errbuf,
 			   size_t errlen)
 {

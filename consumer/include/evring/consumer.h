@@ -217,6 +217,28 @@ struct evr_thread_info {
 int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, uint32_t *ret_n,
 			    char *errbuf, size_t errlen);
 
+/* A counter the process has created (<evring/counters.h>). */
+struct evr_counter_info {
+	char *provider;
+	char *name;
+	char *display_name;
+	char *unit;			/* "" when none */
+	uint32_t kind;			/* enum evr_counter_kind: 1 mean, 2 incrementing, 3 gauge,
+					 * 4 polling rate, 5 histogram */
+};
+
+/**
+ * evr_client_list_counters() - the process's counters now (at most 512), oldest
+ * first, whether or not a session samples them.
+ * @ret: array of @ret_n, free with evr_counter_info_free().
+ * Return: 0, or -errno with one line in @errbuf (-EOPNOTSUPP: a producer older
+ * than this request).
+ * Context: the client's thread; one round trip (waits up to 5 s).
+ */
+int evr_client_list_counters(struct evr_client *c, struct evr_counter_info **ret, uint32_t *ret_n,
+			     char *errbuf, size_t errlen);
+void evr_counter_info_free(struct evr_counter_info *v, uint32_t n);
+
 /* Every event the process has registered, added to @into. */
 int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, char *errbuf,
 			   size_t errlen);
@@ -237,6 +259,24 @@ int evr_process_list(pid_t **ret, uint32_t *ret_n);
  * listed), or -errno.
  */
 int evr_process_list_checked(pid_t **ret, uint32_t *ret_n, char *errbuf, size_t errlen);
+
+/**
+ * evr_process_find() - the processes one may attach to (evr_process_list())
+ * named @name: its comm (/proc/PID/comm), or the last component of its
+ * executable or of its argv[0].
+ * @ret: malloc'ed, sorted pids (possibly none); @ret_n their number.
+ * Return: 0, -EINVAL, -errno.
+ */
+int evr_process_find(const char *name, pid_t **ret, uint32_t *ret_n);
+
+/**
+ * evr_process_resolve_name() - the one process named @name, for `-n NAME`.
+ * Return: 0 and @ret_pid; -ESRCH none ("no process named app runs libevring's
+ * agent (process 4242 of that name does not; ...)"), -ENOTUNIQ several ("2
+ * processes named app run libevring's agent: 4242 (./app -a), 4250 (./app -b);
+ * choose one with -p PID"), -errno; with one line in @errbuf.
+ */
+int evr_process_resolve_name(const char *name, pid_t *ret_pid, char *errbuf, size_t errlen);
 
 /* ---- the session ------------------------------------------------------- */
 
