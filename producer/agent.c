@@ -49,6 +49,7 @@
 #include <evring/ring-rseq.h>
 #include <evring/rundir.h>
 
+#include "usdt-internal.h"
 #include "agent-internal.h"
 #include "counters-internal.h"
 
@@ -535,6 +536,11 @@ static void *agent_main(void *arg)
 
 			timeout = ms > INT_MAX ? INT_MAX : (int)ms;
 		}
+#if EVR_HAVE_SDT
+		/* And look at the USDT probes' semaphores that often (usdt.c). */
+		if (timeout < 0 || timeout > EVR_USDT_POLL_MS)
+			timeout = EVR_USDT_POLL_MS;
+#endif
 		n = epoll_wait(agent.epfd, evs, 32, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -556,6 +562,7 @@ static void *agent_main(void *arg)
 		populating = populate_some(EVR_AGENT_POPULATE_SLICE);
 		reap_dead();
 		pthread_mutex_unlock(&agent.lock);
+		evr_usdt_poll();
 	}
 	return NULL;
 }
@@ -823,6 +830,7 @@ __attribute__((destructor)) static void agent_library_fini(void)
 	(void)n;
 	pthread_mutex_unlock(&agent.lock);
 	pthread_join(agent.thread, NULL);
+	evr_usdt_stop();
 	pthread_mutex_lock(&agent.lock);
 	/* Sessions are stopped and flushed: their consumers see them ended. */
 	agent_teardown(false);

@@ -28,6 +28,13 @@ if(TARGET evring-forward)
       SKIP_RETURN_CODE 77)
   endforeach()
 
+  # libevring's USDT probes: readelf, and bpftrace where it can run.
+  add_test(NAME usdt_probes
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/usdt.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:workload> $<TARGET_FILE:evr-forward-producer> $<TARGET_FILE:evring>)
+  set_tests_properties(usdt_probes PROPERTIES LABELS integration TIMEOUT 180
+    SKIP_RETURN_CODE 77)
+
   # A real LTTng session (lttng-tools, babeltrace2) fed from minirt.
   add_test(NAME forward_lttng
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/lttng.sh $<TARGET_FILE:evring-cli>
