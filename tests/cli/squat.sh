@@ -26,10 +26,24 @@ if [[ ${EVR_SQUAT_NS:-} != 1 ]]; then
 	fi
 	EVR_SQUAT_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
+# What this test needs from the real /tmp (a checkout or build under /tmp: the script itself,
+# its library, the binaries) stays visible: bound back in through a descriptor of the old /tmp.
+exec {OLDTMP}</tmp
+keep=()
+for p in "$(dirname "$0")" "$@"; do
+	p=$(realpath -m "$p")
+	[[ $p == /tmp/?* ]] && keep+=("$(cut -d/ -f3 <<<"$p")")
+done
 if ! mount -t tmpfs -o mode=1777 evr-squat-tmp /tmp; then
 	echo "SKIP: cannot mount a private /tmp" >&2
 	exit 77
 fi
+for k in "${keep[@]}"; do
+	mkdir -p "/tmp/$k"
+	mount --no-canonicalize --bind "/proc/self/fd/$OLDTMP/$k" "/tmp/$k" ||
+		{ echo "squat: cannot keep /tmp/$k visible in the private /tmp" >&2; exit 1; }
+done
+exec {OLDTMP}<&-
 RUNUSER=0
 if [[ -d /run/user ]] && mount -t tmpfs -o mode=0755 evr-squat-run /run/user; then
 	RUNUSER=1
