@@ -33,7 +33,7 @@ static const uint64_t pow10u[] = {
 /*
  * round(|v| x 10^@s) for |v| = @m x 2^@e (@e < 0), exactly, ties to even (as
  * printf rounds the exact binary value). The product fits 128 bits: @m < 2^53,
- * 10^@s < 2^67 (@s <= 20), and the shift is under 128.
+ * 10^@s < 2^64 (@s <= 19, the table's last entry), and the shift is under 128.
  */
 static uint64_t scaled(uint64_t m, int e, int s)
 {
@@ -75,7 +75,7 @@ int evr_rpt_fmt_double(char *buf, double v)
 	x = (int)floor(log10(fabs(v)));
 	for (;;) {
 		s = 16 - x;
-		if (s > 20)
+		if (s >= (int)(sizeof(pow10u) / sizeof(pow10u[0])))
 			return snprintf(buf, 32, "%.17g", v);
 		d = scaled(m, e, s);
 		if (d >= pow10u[17]) {

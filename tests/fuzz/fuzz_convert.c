@@ -232,7 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			evr_rpt_sort(&m);
 			fuzz_check(evr_rpt_json(&sb, &m, r, "fuzz.evtrace") == 0);
 			fuzz_check(sb.len && sb.buf[0] == '{' && sb.buf[sb.len - 1] == '\n');
-			check_json(sb.buf, sb.len, "report --json");
+			json_decref(check_json(sb.buf, sb.len, "report --json"));
 			sb.len = 0;
 			fuzz_check(evr_rpt_html(&m, r, "fuzz.evtrace", &sb) == 0);
 		} else {
