@@ -19,11 +19,14 @@ run_stalled() {
 	exec {gate}<>"$T/gate"	# held open, so that the producer's read waits for a byte
 	start "$STALL" "stall$1" "$T/gate" "$1"
 	STALL_PID=$PID_OF_LAST
+	# The previous run's output goes first: clrtop's redirection truncates it only once the
+	# background child runs, and the waits below would see the old snapshot 2 until then.
+	rm -f "$T/out" "$T/err"
 	"$CLRTOP" -b -n 2 -d 0.2 -p "$STALL_PID" --counters Stall >"$T/out" 2>"$T/err" &
 	CLRTOP_PID=$!
 	KILL_AT_EXIT+=("$CLRTOP_PID")
 	for ((i = 0; i < 600; i++)); do
-		grep -q "snapshot 2/2" "$T/out" && break
+		grep -qs "snapshot 2/2" "$T/out" && break
 		sleep 0.1
 	done
 	grep -q "snapshot 2/2" "$T/out" || { cat "$T/out" "$T/err" >&2; fail "no second snapshot"; }
