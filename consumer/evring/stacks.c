@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <evring/schema.h>
 #include <evring/symbols.h>
 
 #include "cli.h"
@@ -138,57 +139,16 @@ static void print_text(const struct evr_stacks *st, const struct stacks_opts *o)
 	}
 }
 
-static void json_str_or_null(const char *s)
+/* The document docs/stacks.md describes, written by libevring-symbols (as the monitor serves it). */
+static int print_json(const struct evr_stacks *st)
 {
-	if (s)
-		evr_json_fputs(stdout, s);
-	else
-		fputs("null", stdout);
-}
+	struct evr_strbuf sb = { 0 };
+	int ret = evr_stacks_json(st, &sb);
 
-static void print_json(const struct evr_stacks *st)
-{
-	const char *w = evr_symbolizer_warnings(st->sym);
-
-	printf("{\"pid\":%d,\"total_us\":%.1f,\"threads\":[", (int)st->pid, st->total_ns / 1e3);
-	for (uint32_t i = 0; i < st->nthreads; i++) {
-		const struct evr_thread_stack *t = &st->threads[i];
-		char state[2] = { t->state, 0 };
-
-		printf("%s{\"tid\":%u,\"name\":", i ? "," : "", t->tid);
-		evr_json_fputs(stdout, t->name);
-		printf(",\"state\":");
-		evr_json_fputs(stdout, state);
-		printf(",\"pause_us\":%.1f,\"error\":", t->pause_ns / 1e3);
-		json_str_or_null(t->err ? t->errmsg : NULL);
-		printf(",\"frames\":[");
-		for (uint32_t f = 0; f < t->nframes; f++) {
-			struct evr_sym sym;
-
-			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
-			printf("%s{\"pc\":\"0x%" PRIx64 "\",\"func\":", f ? "," : "", t->pcs[f]);
-			json_str_or_null(sym.func);
-			printf(",\"offset\":%" PRIu64 ",\"module\":", sym.func ? sym.offset : 0);
-			json_str_or_null(sym.module);
-			printf(",\"module_offset\":\"0x%" PRIx64 "\",\"file\":", sym.module_offset);
-			json_str_or_null(sym.file);
-			printf(",\"line\":%u,\"jit\":%s}", sym.line, sym.jit ? "true" : "false");
-		}
-		printf("]}");
-	}
-	printf("],\"warnings\":[");
-	for (bool first = true; *w; first = false) {
-		const char *nl = strchr(w, '\n');
-		size_t l = nl ? (size_t)(nl - w) : strlen(w);
-		char line[1100];
-
-		snprintf(line, sizeof(line), "%.*s", (int)(l < 1099 ? l : 1099), w);
-		if (!first)
-			putchar(',');
-		evr_json_fputs(stdout, line);
-		w += l + (nl ? 1 : 0);
-	}
-	printf("]}\n");
+	if (ret == 0 && (fwrite(sb.buf, 1, sb.len, stdout) != sb.len || putchar('\n') == EOF))
+		ret = -EIO;
+	free(sb.buf);
+	return ret;
 }
 
 static int run(const struct stacks_opts *o)
@@ -202,10 +162,16 @@ static int run(const struct stacks_opts *o)
 		evr_cli_error(CMD, "%s", err[0] ? err : strerror(-ret));
 		return ret;
 	}
-	if (o->flags.json)
-		print_json(st);
-	else
+	if (o->flags.json) {
+		ret = print_json(st);
+		if (ret < 0) {
+			evr_cli_error(CMD, "cannot write the JSON document: %s", strerror(-ret));
+			evr_stacks_free(st);
+			return ret;
+		}
+	} else {
 		print_text(st, o);
+	}
 	if (o->verbose) {
 		uint64_t max = 0, sum = 0;
 

@@ -2,9 +2,10 @@
 /*
  * Thread stacks: a snapshot of every thread of a process (libevring-symbols:
  * ptrace + libdw, as `evring stacks` takes it), as the JSON document
- * `evring stacks --json` prints (docs/stacks.md has its shape), and as the
- * stacks page. Each thread is stopped only while it is unwound; a snapshot
- * holds an operation slot, so they are bounded like traces.
+ * `evring stacks --json` prints (evr_stacks_json(): one writer for both;
+ * docs/stacks.md has its shape), and as the stacks page. Each thread is
+ * stopped only while it is unwound; a snapshot holds an operation slot, so
+ * they are bounded like traces.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,52 +18,6 @@
 #include "monitor.h"
 
 #define DEPTH_DEFAULT 64
-
-static json_t *jstr_or_null(const char *s)
-{
-	return s ? evr_mon_jstr(s) : json_null();
-}
-
-static json_t *stacks_json(const struct evr_stacks *st)
-{
-	const char *w = evr_symbolizer_warnings(st->sym);
-	json_t *threads = json_array(), *warnings = json_array();
-
-	for (uint32_t i = 0; i < st->nthreads && threads; i++) {
-		const struct evr_thread_stack *t = &st->threads[i];
-		char state[2] = { t->state, 0 };
-		json_t *frames = json_array();
-
-		for (uint32_t f = 0; f < t->nframes && frames; f++) {
-			struct evr_sym sym;
-			char pc[24], mo[24];
-
-			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
-			snprintf(pc, sizeof(pc), "0x%" PRIx64, t->pcs[f]);
-			snprintf(mo, sizeof(mo), "0x%" PRIx64, sym.module_offset);
-			json_array_append_new(frames, json_pack("{s:s, s:o, s:I, s:o, s:s, s:o, s:i, s:b}",
-				"pc", pc, "func", jstr_or_null(sym.func),
-				"offset", (json_int_t)(sym.func ? sym.offset : 0),
-				"module", jstr_or_null(sym.module), "module_offset", mo,
-				"file", jstr_or_null(sym.file), "line", (int)sym.line, "jit", sym.jit));
-		}
-		json_array_append_new(threads, json_pack("{s:I, s:o, s:o, s:f, s:o, s:o}",
-			"tid", (json_int_t)t->tid,
-			"name", evr_mon_jstrn(t->name, strnlen(t->name, sizeof(t->name))),
-			"state", evr_mon_jstr(state), "pause_us", (double)t->pause_ns / 1e3,
-			"error", t->err ? jstr_or_null(t->errmsg ? t->errmsg : strerror(-t->err))
-				       : json_null(),
-			"frames", frames));
-	}
-	while (*w && warnings) {
-		size_t l = strcspn(w, "\n");
-
-		json_array_append_new(warnings, evr_mon_jstrn(w, l));
-		w += l + (w[l] == '\n');
-	}
-	return json_pack("{s:i, s:f, s:o, s:o}", "pid", (int)st->pid, "total_us",
-			 (double)st->total_ns / 1e3, "threads", threads, "warnings", warnings);
-}
 
 static int parse_depth(struct evr_mon_req *q, uint32_t *ret)
 {
@@ -110,13 +65,23 @@ enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, pid_t pid)
 {
 	enum MHD_Result ret = MHD_NO;
 	struct evr_stacks *st = snapshot(q, pid, &ret);
-	json_t *j;
+	struct evr_strbuf sb = { 0 };
+	int r;
 
 	if (!st)
 		return ret;
-	j = stacks_json(st);
+	/* libevring-symbols writes it: the document of `evring stacks --json`. */
+	r = evr_stacks_json(st, &sb);
+	if (r == 0)
+		r = evr_strbuf_append(&sb, "\n", 1);
 	evr_stacks_free(st);
-	return evr_mon_send_json(q, 200, j);
+	if (r < 0)
+		ret = evr_mon_send_problem(q, 500, "Internal Server Error", r,
+					   "cannot write the stacks document: %s", strerror(-r));
+	else
+		ret = evr_mon_send_buf(q, 200, "application/json", sb.buf, sb.len);
+	free(sb.buf);
+	return ret;
 }
 
 /* The stacks as text, close to `evring stacks`, one <pre> per thread. */

@@ -69,6 +69,16 @@ d = json.load(open(sys.argv[1]))
 assert d["pid"] == int(sys.argv[2]) and d["threads"], d
 assert any(f["func"] for t in d["threads"] for f in t["frames"]), d
 PY
+# One writer (libevring-symbols) for both: the CLI's document has the same members at each level.
+"$EVRING" stacks -p "$PID" --depth 4 --json >"$T/cli-stacks.json" || fail "evring stacks --json failed"
+python3 - "$T/body" "$T/cli-stacks.json" <<'PY' || fail "/stacks and evring stacks --json differ"
+import json, sys
+def shape(d):
+    t = d["threads"][0]
+    return (sorted(d), sorted(t), sorted(t["frames"][0]) if t["frames"] else None)
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert shape(a) == shape(b), (shape(a), shape(b))
+PY
 
 # Pages and their assets.
 for p in / "/ui/processes/$PID" "/ui/processes/$PID/counters" "/ui/processes/$PID/stacks"; do

@@ -434,6 +434,17 @@ int evr_stacks_snapshot(pid_t pid, uint32_t max_depth, struct evr_stacks **ret, 
 
 void evr_stacks_free(struct evr_stacks *st);
 
+struct evr_strbuf;
+
+/**
+ * evr_stacks_json() - append @st to @sb as one JSON object, no newline: the
+ * document of `evring stacks --json` and the monitor's /processes/{pid}/stacks
+ * (docs/stacks.md, "JSON").
+ * Return: 0, -EINVAL, -ENOMEM (@sb then holds part of it).
+ * Context: any thread; @st is only read.
+ */
+int evr_stacks_json(const struct evr_stacks *st, struct evr_strbuf *sb);
+
 /* ---- process checks --------------------------------------------------------- */
 
 /**
