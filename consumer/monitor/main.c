@@ -11,12 +11,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <evring/sandbox.h>
 
 #include "monitor.h"
 
@@ -357,6 +360,32 @@ static void sandbox_probe(void)
 		close(fd);
 }
 
+/*
+ * Confine the monitor (libevring-sandbox). Unlike `evring record`, it keeps
+ * opening things after start-up: it attaches to processes that start later
+ * (/proc, the agent sockets, the session memory), accepts connections, starts
+ * threads, writes the traces it was asked to keep and snapshots thread stacks.
+ * What it gives up is everything else: executing a program, new listening or
+ * Internet sockets, writing into other processes, executable mappings,
+ * credentials, namespaces, mounts, modules, BPF, perf events, keyrings. A
+ * parser bug an attacker exploits through a request or a producer's message
+ * cannot turn into a shell, a port scan or a write into another process.
+ */
+static int sandbox_enter(char *err, size_t errlen)
+{
+	const struct evr_sandbox_opts so = {
+		.allow = EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_THREADS |
+			 EVR_SANDBOX_SESSIONS | EVR_SANDBOX_FILES | EVR_SANDBOX_SERVER |
+			 EVR_SANDBOX_PTRACE_READ,
+	};
+
+	/* The user database is read once now: a later getpwuid() (naming the
+	 * owner of a process we may not attach to) then needs no NSS module load,
+	 * which would map code. */
+	(void)getpwuid(0);
+	return evr_sandbox_enter(&so, err, errlen);
+}
+
 static int run(struct evr_mon *m)
 {
 	sigset_t set;
@@ -393,7 +422,7 @@ static int run(struct evr_mon *m)
 		goto out;
 	}
 	if (!m->o.no_sandbox) {
-		r = evr_mon_sandbox_enter(&m->o, err, sizeof(err));
+		r = sandbox_enter(err, sizeof(err));
 		if (r < 0) {
 			error("%s", err);
 			goto out;

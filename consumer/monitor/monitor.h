@@ -348,9 +348,6 @@ enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid);
 enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, pid_t pid);
 enum MHD_Result evr_mon_page_asset(struct evr_mon_req *q, const char *name);
 
-/* sandbox.c: confine the process with seccomp. Return: 0, -errno with one line in @err. */
-int evr_mon_sandbox_enter(const struct evr_mon_opts *o, char *err, size_t errlen);
-
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
 uint64_t evr_mon_now_ns(void);
 uint64_t evr_mon_realtime_ns(void);

@@ -8,7 +8,9 @@
  * batch and on a terminal, overview and -p; providers). What strace shows
  * them doing once confined is small: read, write, writev, pread64, poll,
  * sendmsg, recvmsg, wait4, brk, mmap, munmap, close, futex, rt_sigreturn,
- * exit_group. The rest below is for paths the scenarios do not hit but must
+ * exit_group. The monitor, a server that keeps attaching, opening and
+ * snapshotting, needs more (FILES, SERVER, PTRACE_READ: found with strace on
+ * every route in tests/monitor, which tests/monitor/sandbox.sh repeats). The rest below is for paths the scenarios do not hit but must
  * keep working: malloc growing or shrinking (mremap, madvise, mprotect), the
  * clock without a vDSO, a contended lock, abort() on a failed assertion
  * (rt_sigprocmask, rt_sigaction, getpid, gettid, tgkill to ourselves), a system
@@ -29,6 +31,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -55,7 +59,7 @@ static const int base_calls[] = {
 static const int wait_calls[] = {
 	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(select), SCMP_SYS(pselect6),
 	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(nanosleep),
-	SCMP_SYS(clock_nanosleep),
+	SCMP_SYS(clock_nanosleep), SCMP_SYS(rt_sigtimedwait),
 };
 
 static const int socket_calls[] = {
@@ -67,6 +71,35 @@ static const int child_calls[] = { SCMP_SYS(wait4), SCMP_SYS(waitid) };
 
 static const int thread_calls[] = {
 	SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(sched_yield),
+};
+
+/* EVR_SANDBOX_FILES. No execve, no chmod/chown, no rename, no symlinks. */
+static const int file_calls[] = {
+	SCMP_SYS(openat), SCMP_SYS(open), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
+	SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(fstatfs), SCMP_SYS(getdents64),
+	SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(access), SCMP_SYS(faccessat),
+	SCMP_SYS(faccessat2), SCMP_SYS(mkdir), SCMP_SYS(mkdirat), SCMP_SYS(unlink),
+	SCMP_SYS(unlinkat), SCMP_SYS(rmdir), SCMP_SYS(umask), SCMP_SYS(lseek), SCMP_SYS(fcntl),
+	SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(pipe2), SCMP_SYS(pwrite64), SCMP_SYS(ftruncate),
+	SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(fadvise64), SCMP_SYS(sendfile),
+};
+
+/* EVR_SANDBOX_SERVER, besides socket() for two families only. */
+static const int server_calls[] = {
+	SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(connect), SCMP_SYS(setsockopt),
+	SCMP_SYS(getsockname), SCMP_SYS(getpeername), SCMP_SYS(eventfd2), SCMP_SYS(pidfd_open),
+	SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(uname),
+	SCMP_SYS(sysinfo), SCMP_SYS(sched_getaffinity), SCMP_SYS(getrandom),
+};
+
+/*
+ * EVR_SANDBOX_PTRACE_READ: libdw's attach to a live thread stops it, reads its
+ * registers and memory and detaches. No POKE*, SETREGS*, CONT, SYSCALL: nothing
+ * that changes or resumes the traced process otherwise.
+ */
+static const long ptrace_reads[] = {
+	PTRACE_SEIZE, PTRACE_ATTACH, PTRACE_INTERRUPT, PTRACE_GETREGS, PTRACE_GETFPREGS,
+	PTRACE_GETREGSET, PTRACE_PEEKDATA, PTRACE_PEEKTEXT, PTRACE_PEEKUSER, PTRACE_DETACH,
 };
 
 static const unsigned long terminal_ioctls[] = {
@@ -194,6 +227,27 @@ int evr_sandbox_enter(const struct evr_sandbox_opts *o, char *errbuf, size_t err
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_GET_SEALS, 0);
 	if (r == 0 && (o->allow & EVR_SANDBOX_SESSIONS))
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(lseek), 2, SCMP_CMP_EQ, SEEK_END, 0);
+	if (r == 0 && (o->allow & EVR_SANDBOX_FILES))
+		r = evr_sandbox_allow_calls(ctx, file_calls, sizeof(file_calls) / sizeof(file_calls[0]));
+	/* isatty() (libseccomp merges it with TERMINAL's). */
+	if (r == 0 && (o->allow & EVR_SANDBOX_FILES))
+		r = evr_sandbox_allow_if(ctx, SCMP_SYS(ioctl), 1, SCMP_CMP_EQ, TCGETS, 0);
+	if (r == 0 && (o->allow & EVR_SANDBOX_SERVER))
+		r = evr_sandbox_allow_calls(ctx, server_calls,
+					    sizeof(server_calls) / sizeof(server_calls[0]));
+	if (r == 0 && (o->allow & EVR_SANDBOX_SERVER))
+		r = evr_sandbox_allow_if(ctx, SCMP_SYS(socket), 0, SCMP_CMP_EQ, AF_UNIX, 0);
+	if (r == 0 && (o->allow & EVR_SANDBOX_SERVER))
+		r = evr_sandbox_allow_if(ctx, SCMP_SYS(socket), 0, SCMP_CMP_EQ, AF_NETLINK, 0);
+	for (size_t i = 0; r == 0 && (o->allow & EVR_SANDBOX_PTRACE_READ) &&
+			   i < sizeof(ptrace_reads) / sizeof(ptrace_reads[0]); i++)
+		r = evr_sandbox_allow_if(ctx, SCMP_SYS(ptrace), 0, SCMP_CMP_EQ,
+					 (uint64_t)ptrace_reads[i], 0);
+	if (r == 0 && (o->allow & EVR_SANDBOX_PTRACE_READ))
+		r = evr_sandbox_allow_calls(ctx, &(const int){ SCMP_SYS(process_vm_readv) }, 1);
+	/* wait4 for the stop (libseccomp merges it with CHILD's). */
+	if (r == 0 && (o->allow & EVR_SANDBOX_PTRACE_READ))
+		r = evr_sandbox_allow_calls(ctx, &(const int){ SCMP_SYS(wait4) }, 1);
 	return evr_sandbox_load(ctx, r, errbuf, errlen);
 }
 

@@ -5,6 +5,7 @@
  * a confined process cannot open, create sockets or execute.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -128,12 +131,70 @@ static void test_evr_sandbox_enter_refuses(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/*
+ * The monitor's profile (files, a server, ptrace reads) still refuses what an
+ * attacker wants: executing, an Internet socket, a process of its own, writing
+ * into another process, executable memory. In a child, as above.
+ */
+static void test_evr_sandbox_enter_server_refuses(void **state)
+{
+	int st;
+	pid_t child;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct evr_sandbox_opts o = {
+			.allow = EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_THREADS |
+				 EVR_SANDBOX_SESSIONS | EVR_SANDBOX_FILES | EVR_SANDBOX_SERVER |
+				 EVR_SANDBOX_PTRACE_READ,
+		};
+		char err[512];
+		char *const argv[] = { "/bin/true", NULL };
+		int fd;
+
+		if (evr_sandbox_enter(&o, err, sizeof(err)) < 0)
+			_exit(10);
+		/* What it is for: files by path, Unix sockets. */
+		fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(11);
+		close(fd);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			_exit(12);
+		close(fd);
+		/* What it must not do. */
+		if (socket(AF_INET, SOCK_STREAM, 0) >= 0 || errno != EPERM)
+			_exit(13);
+		if (socket(AF_INET6, SOCK_DGRAM, 0) >= 0 || errno != EPERM)
+			_exit(14);
+		if (ptrace(PTRACE_POKEDATA, getppid(), NULL, NULL) >= 0 || errno != EPERM)
+			_exit(15);
+		if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
+		    MAP_FAILED || errno != EPERM)
+			_exit(16);
+		/* fork() is clone without CLONE_THREAD. */
+		if (fork() >= 0 || errno != EPERM)
+			_exit(17);
+		if (kill(getppid(), 0) >= 0 || errno != EPERM)
+			_exit(18);
+		execv(argv[0], argv);
+		_exit(errno == EPERM ? 0 : 19);
+	}
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_evr_broker_create_only_plain_new_names),
 		cmocka_unit_test(test_evr_broker_attach_checks),
 		cmocka_unit_test(test_evr_sandbox_enter_refuses),
+		cmocka_unit_test(test_evr_sandbox_enter_server_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

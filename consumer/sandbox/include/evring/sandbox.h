@@ -39,7 +39,8 @@ struct evr_client;
  * sigprocmask, sigreturn, tgkill to itself for abort()); exit.
  */
 enum evr_sandbox_allow {
-	/* poll, ppoll, select, pselect6, epoll_wait/pwait, nanosleep, clock_nanosleep */
+	/* poll, ppoll, select, pselect6, epoll_wait/pwait, nanosleep, clock_nanosleep,
+	 * rt_sigtimedwait (sigwait() for signals it blocked) */
 	EVR_SANDBOX_WAIT = 1u << 0,
 	/* sendmsg, recvmsg, sendto, recvfrom, getsockopt, shutdown: sockets already open
 	 * (the agent's control connection, a broker's socket) */
@@ -58,6 +59,33 @@ enum evr_sandbox_allow {
 	/* map the session memory an agent sends (evr_client_start() once confined):
 	 * fcntl(F_GET_SEALS) and lseek on it */
 	EVR_SANDBOX_SESSIONS = 1u << 5,
+	/*
+	 * Files by path, for a tool that must keep opening things after start-up
+	 * without a broker (the monitor: /proc of processes found later, the
+	 * runtime directories, its trace files): openat/open, the stat family,
+	 * statfs, getdents64, readlink, access, mkdir, unlink, rmdir, linkat (an
+	 * unnamed file given a name), umask, lseek, fcntl, dup, pipe2, pwrite64,
+	 * ftruncate, fsync, fdatasync, fadvise64, sendfile, and ioctl(TCGETS)
+	 * (stdio asks whether a stream is a terminal).
+	 */
+	EVR_SANDBOX_FILES = 1u << 6,
+	/*
+	 * A network server that attaches to processes found later: accept and
+	 * accept4 on the sockets it listens on (no new listening or Internet
+	 * socket: socket() only for AF_UNIX, the agents, and AF_NETLINK, sock_diag
+	 * naming a TCP peer's owner), connect, setsockopt, getsockname,
+	 * getpeername, eventfd2, pidfd_open; what it asks about itself and the
+	 * machine: getuid, geteuid, getgid, getegid, uname, sysinfo,
+	 * sched_getaffinity, getrandom.
+	 */
+	EVR_SANDBOX_SERVER = 1u << 7,
+	/*
+	 * Thread-stack snapshots (evr_stacks_snapshot()): ptrace requests that
+	 * stop, read and let go (SEIZE, ATTACH, INTERRUPT, GETREGS, GETFPREGS,
+	 * GETREGSET, PEEKDATA, PEEKTEXT, PEEKUSER, DETACH), never one that writes
+	 * into the traced process; process_vm_readv; wait4 for the stop.
+	 */
+	EVR_SANDBOX_PTRACE_READ = 1u << 8,
 };
 
 struct evr_sandbox_opts {
