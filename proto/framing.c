@@ -49,6 +49,32 @@ int evr_pb_pack(const ProtobufCMessage *msg, uint8_t **ret_data, size_t *ret_len
 	return pack_after(msg, 0, ret_data, ret_len);
 }
 
+/* protobuf-c's output buffer, passing each piece on and keeping the first error. */
+struct sink_buffer {
+	ProtobufCBuffer base;		/* first: protobuf-c calls base.append(&base, ...) */
+	evr_pb_sink_fn *sink;
+	void *ctx;
+	int err;
+};
+
+static void sink_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct sink_buffer *sb = (struct sink_buffer *)b;
+
+	if (!sb->err && len)
+		sb->err = sb->sink(sb->ctx, data, len);
+}
+
+int evr_pb_pack_to(const ProtobufCMessage *msg, evr_pb_sink_fn *sink, void *ctx)
+{
+	struct sink_buffer sb = { .base.append = sink_append, .sink = sink, .ctx = ctx };
+
+	if (!msg || !sink)
+		return -EINVAL;
+	protobuf_c_message_pack_to_buffer(msg, &sb.base);
+	return sb.err;
+}
+
 int evr_pb_unpack(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
 		  ProtobufCMessage **ret)
 {

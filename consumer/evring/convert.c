@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * evring convert: a trace file to CTF 1.8 (babeltrace2, Trace Compass), Chrome
- * trace-event JSON (Perfetto UI, chrome://tracing) or JSON lines. This file is
+ * trace-event JSON (Perfetto UI, chrome://tracing), JSON lines, or a profile of
+ * its stacks (folded, speedscope, pprof). This file is
  * the command line; the writers are in libevring-export (consumer/export/).
  *
  * Like dump, a truncated file converts up to its last complete chunk with a
@@ -24,7 +25,8 @@
 
 #define CMD "convert"
 
-enum convert_format { FMT_NONE, FMT_CTF, FMT_CHROME, FMT_JSONL, FMT_FOLDED, FMT_SPEEDSCOPE };
+enum convert_format { FMT_NONE, FMT_CTF, FMT_CHROME, FMT_JSONL, FMT_FOLDED, FMT_SPEEDSCOPE,
+		      FMT_PPROF };
 
 struct convert_opts {
 	const char *path;
@@ -38,8 +40,9 @@ struct convert_opts {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring convert FILE --format ctf|chrome|jsonl|folded|speedscope [-o OUTPUT]\n"
-		"                      [--event-stacks] [-q]\n"
+		"Usage: evring convert FILE --format ctf|chrome|jsonl|folded|speedscope|pprof\n"
+		"                      [-o OUTPUT]"
+		" [--event-stacks] [-q]\n"
 		"Convert trace FILE for other tools.\n"
 		"  -f, --format ctf     a CTF 1.8 trace directory (babeltrace2 OUTPUT); -o required\n"
 		"  -f, --format chrome  Chrome trace-event JSON (Perfetto UI, chrome://tracing)\n"
@@ -47,7 +50,9 @@ static void usage(FILE *f)
 		"  -f, --format folded  the CPU samples' stacks as folded stacks (FlameGraph,\n"
 		"                       inferno, speedscope): 'thread;root;...;leaf NANOSECONDS'\n"
 		"  -f, --format speedscope  the CPU samples as speedscope JSON, a profile per thread\n"
-		"      --event-stacks   folded/speedscope: the events' stacks (record --stacks)\n"
+		"  -f, --format pprof   the CPU samples as a pprof profile (gzip'd protobuf;\n"
+		"                       go tool pprof)\n"
+		"      --event-stacks   folded/speedscope/pprof: the events' stacks (record --stacks)\n"
 		"                       instead of the CPU samples (the default when there are none)\n"
 		"  -o, --output OUTPUT  the directory (ctf) or file to write; '-' or none: stdout\n"
 		"  -q, --quiet          no summary line on stderr\n"
@@ -66,9 +71,11 @@ static int parse_format(const char *s, enum convert_format *ret)
 		*ret = FMT_FOLDED;
 	else if (!strcmp(s, "speedscope"))
 		*ret = FMT_SPEEDSCOPE;
+	else if (!strcmp(s, "pprof"))
+		*ret = FMT_PPROF;
 	else {
-		evr_cli_error(CMD, "--format: unknown format '%s' (ctf, chrome, jsonl, folded or "
-			      "speedscope)", s);
+		evr_cli_error(CMD, "--format: unknown format '%s' (ctf, chrome, jsonl, folded, "
+			      "speedscope or pprof)", s);
 		return -EINVAL;
 	}
 	return 0;
@@ -113,7 +120,8 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 				 &o->path) < 0)
 		return -EINVAL;
 	if (o->format == FMT_NONE) {
-		evr_cli_error(CMD, "--format is required: ctf, chrome, jsonl, folded or speedscope");
+		evr_cli_error(CMD, "--format is required: ctf, chrome, jsonl, folded, speedscope or "
+			      "pprof");
 		return -EINVAL;
 	}
 	if (o->format == FMT_CTF && (!o->output || !strcmp(o->output, "-"))) {
@@ -126,11 +134,11 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 static const char *format_name(enum convert_format f)
 {
 	return f == FMT_CTF ? "ctf" : f == FMT_CHROME ? "chrome" : f == FMT_FOLDED ? "folded" :
-	       f == FMT_SPEEDSCOPE ? "speedscope" : "jsonl";
+	       f == FMT_SPEEDSCOPE ? "speedscope" : f == FMT_PPROF ? "pprof" : "jsonl";
 }
 
 /*
- * folded, speedscope: the profile of the CPU samples (or of the events' stacks),
+ * folded, speedscope, pprof: the profile of the CPU samples (or of the events' stacks),
  * symbolized with what was loaded before the sandbox.
  */
 static int convert_profile(const struct convert_opts *o, struct evr_trace_reader *r,
@@ -138,8 +146,27 @@ static int convert_profile(const struct convert_opts *o, struct evr_trace_reader
 			   struct evr_convert_stats *cs, char *err, size_t errlen)
 {
 	struct evr_profile *p;
+	uint64_t stacks;
 	int ret;
 
+	if (o->format == FMT_PPROF) {
+		ret = evr_pprof_write(r, sym, ss, o->event_stacks, evr_cli_trace_name(o->path), out,
+				      &stacks);
+		if (ret == 0 && fflush(out) != 0)
+			ret = -EIO;
+		if (ret == -ENODATA)
+			snprintf(err, errlen, "%s has no %s to profile (record with %s)",
+				 evr_cli_trace_name(o->path),
+				 o->event_stacks || !ss || !ss->n ? "event stacks" : "CPU samples",
+				 o->event_stacks ? "--stacks" : "--sample-cpu or --stacks");
+		else if (ret == -EIO)
+			snprintf(err, errlen, "cannot write the output: %s", strerror(EIO));
+		else if (ret < 0)
+			snprintf(err, errlen, "%s: %s", evr_cli_trace_name(o->path),
+				 ret == -ENOMEM ? "out of memory" : evr_trace_reader_errmsg(r));
+		cs->events = stacks;
+		return ret;
+	}
 	ret = evr_profile_from_trace(r, sym, ss, o->event_stacks, &p);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: %s", evr_cli_trace_name(o->path),
@@ -195,7 +222,8 @@ static int run(const struct convert_opts *o)
 				 &r);
 	if (ret < 0)
 		return ret;
-	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE || o->format == FMT_CHROME) {
+	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE || o->format == FMT_PPROF ||
+	    o->format == FMT_CHROME) {
 		/* Before the sandbox: the binaries the stacks point into are opened now. */
 		ret = evr_symbolizer_from_trace(r, &sym);
 		if (ret == 0 && sym && *evr_symbolizer_warnings(sym))
@@ -211,6 +239,11 @@ static int run(const struct convert_opts *o)
 			evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 			goto out;
 		}
+	}
+	if (o->format == FMT_PPROF && to_stdout && isatty(STDOUT_FILENO)) {
+		evr_cli_error(CMD, "--format pprof is binary: write it to a file with -o FILE");
+		ret = -EINVAL;
+		goto out;
 	}
 	if (o->format != FMT_CTF) {
 		if (to_stdout) {
@@ -279,6 +312,7 @@ static int run(const struct convert_opts *o)
 		break;
 	case FMT_FOLDED:
 	case FMT_SPEEDSCOPE:
+	case FMT_PPROF:
 		ret = convert_profile(o, r, sym, ss, out, &cs, err, sizeof(err));
 		break;
 	default:

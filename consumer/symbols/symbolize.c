@@ -90,6 +90,11 @@ Dwfl *evr_symbolizer_dwfl(struct evr_symbolizer *s)
 	return s->dwfl;
 }
 
+const struct evr_modmap *evr_symbolizer_modmap(const struct evr_symbolizer *s)
+{
+	return s->offline ? s->map : NULL;
+}
+
 void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
 {
 	char line[1024];

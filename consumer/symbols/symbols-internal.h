@@ -10,6 +10,9 @@
 /* The symbolizer's Dwfl (a live one for evr_symbolizer_new_pid()); borrowed. */
 Dwfl *evr_symbolizer_dwfl(struct evr_symbolizer *s);
 
+/* The module map of an offline symbolizer (sorted), NULL for a live one; borrowed. */
+const struct evr_modmap *evr_symbolizer_modmap(const struct evr_symbolizer *s);
+
 /* Add one line to the symbolizer's warnings. */
 void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

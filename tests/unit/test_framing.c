@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include <evring/framing.h>
+#include <evring/pprof.pb-c.h>
 
 /* xorshift64*: reproducible "random" input. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -209,6 +210,59 @@ static void test_pb_pack_empty_message(void **state)
 	assert_int_equal(evr_pb_unpack(&evr__event_desc__descriptor, NULL, 0, &m), -EBADMSG);
 	assert_int_equal(evr_pb_unpack(&evr__event_desc__descriptor, "", EVR_FRAME_MAX + 1, &m),
 			 -EMSGSIZE);
+}
+
+/* Collects what evr_pb_pack_to() hands over; fails at byte @fail_at. */
+struct collect {
+	uint8_t buf[4096];
+	size_t len, fail_at, calls;
+};
+
+static int collect_sink(void *ctx, const uint8_t *data, size_t len)
+{
+	struct collect *c = ctx;
+
+	c->calls++;
+	if (c->len + len > c->fail_at)
+		return -EIO;
+	assert_true(c->len + len <= sizeof(c->buf));
+	memcpy(c->buf + c->len, data, len);
+	c->len += len;
+	return 0;
+}
+
+static void test_pb_pack_to_equals_pack(void **state)
+{
+	Evr__Pprof__Profile prof = EVR__PPROF__PROFILE__INIT;
+	Evr__Pprof__Sample sample = EVR__PPROF__SAMPLE__INIT, *sp = &sample;
+	char *strs[] = { "", "samples", "count", "spin_hot" };
+	uint64_t locs[] = { 1, 2, 3 };
+	int64_t values[] = { 7 };
+	struct collect c = { .fail_at = SIZE_MAX };
+	uint8_t *data;
+	size_t len;
+
+	(void)state;
+	sample.n_location_id = 3;
+	sample.location_id = locs;
+	sample.n_value = 1;
+	sample.value = values;
+	prof.n_sample = 1;
+	prof.sample = &sp;
+	prof.n_string_table = 4;
+	prof.string_table = strs;
+	prof.period = 1001001;
+	assert_int_equal(evr_pb_pack(&prof.base, &data, &len), 0);
+	assert_int_equal(evr_pb_pack_to(&prof.base, collect_sink, &c), 0);
+	assert_int_equal(c.len, len);
+	assert_memory_equal(c.buf, data, len);
+	assert_true(c.calls > 1);
+	free(data);
+	/* The sink's first error stops it and is returned; it is not called again. */
+	c = (struct collect){ .fail_at = 5 };
+	assert_int_equal(evr_pb_pack_to(&prof.base, collect_sink, &c), -EIO);
+	assert_true(c.len <= 5);
+	assert_int_equal(evr_pb_pack_to(NULL, collect_sink, &c), -EINVAL);
 }
 
 /* ---- sockets ------------------------------------------------------------------------- */
@@ -552,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_frame_every_request_kind),
 		cmocka_unit_test(test_frame_reply_roundtrip),
 		cmocka_unit_test(test_pb_pack_empty_message),
+		cmocka_unit_test(test_pb_pack_to_equals_pack),
 		cmocka_unit_test(test_frame_send_recv_with_fds),
 		cmocka_unit_test(test_frame_rx_incremental),
 		cmocka_unit_test(test_frame_oversize_length),

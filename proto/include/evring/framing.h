@@ -58,6 +58,18 @@ int evr_pb_unpack(const ProtobufCMessageDescriptor *desc, const void *data, size
 /* Free what evr_pb_unpack() returned; accepts NULL. */
 void evr_pb_free(ProtobufCMessage *msg);
 
+/* Called with successive pieces of a packed message; returns 0 or -errno (which stops it). */
+typedef int evr_pb_sink_fn(void *ctx, const uint8_t *data, size_t len);
+
+/**
+ * evr_pb_pack_to() - pack @msg of any size (files: a pprof profile), handing the
+ * bytes to @sink as they are produced instead of building them in one buffer.
+ * Not for frames: nothing limits the size.
+ * Return: 0, or the first error @sink returned.
+ * Context: any thread.
+ */
+int evr_pb_pack_to(const ProtobufCMessage *msg, evr_pb_sink_fn *sink, void *ctx);
+
 /* Typed shorthands for the two message types that travel in frames. */
 int evr_pb_unpack_request(const void *data, size_t len, Evr__Request **ret);
 int evr_pb_unpack_reply(const void *data, size_t len, Evr__Reply **ret);

@@ -320,6 +320,22 @@ int evr_profile_write_folded(const struct evr_profile *p, FILE *f);
 /* speedscope's JSON file format: a sampled profile per thread. Return: 0, -EIO. */
 int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, FILE *f);
 
+/**
+ * evr_pprof_write() - the profile of trace @r in pprof's format (profile.proto,
+ * gzip-compressed; `go tool pprof`): its CPU samples (@ss; values: samples and
+ * CPU nanoseconds), or, when it has none or @event_stacks asks, the stacks its
+ * events carry (reads @r's events to the end; value: events). Locations keep
+ * their addresses, in mappings from the trace's module map, with the functions
+ * @sym (may be NULL) resolved; each sample is labelled with its thread.
+ * @name: the trace's name, in the profile's comments.
+ * @ret_stacks: the number of stacks written.
+ * Return: 0, -ENODATA (nothing to profile: nothing written), -ENOMEM, -EIO, or
+ * the reader's error.
+ */
+int evr_pprof_write(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+		    const struct evr_samples *ss, bool event_stacks, const char *name, FILE *out,
+		    uint64_t *ret_stacks);
+
 /* A flame graph as one <svg> element, @width pixels wide, no script. Return: 0, -EIO. */
 int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32_t width,
 			  FILE *f);

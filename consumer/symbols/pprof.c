@@ -1,0 +1,664 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pprof's profile format (`evring convert --format pprof`): a gzip-compressed
+ * protobuf message (proto/pprof.proto), read by `go tool pprof`, pprof's own
+ * binary and the services built on it.
+ *
+ * Unlike the other exports (profile.c), which aggregate symbolized names, this
+ * one keeps addresses: a Location per distinct address, in the Mapping of the
+ * module that holds it (path, range, file offset, build ID: the trace's module
+ * map), with one Line naming its Function when the symbolizer knew it. pprof
+ * then shows functions, and still has what it needs to symbolize the rest
+ * itself (`pprof -symbolize=local` with PPROF_BINARY_PATH pointing at
+ * unstripped files). JIT frames resolved by a perf map have no mapping.
+ *
+ * A Location's address is the one looked up: a return address minus one (the
+ * call instruction), as pprof's own profiles hold them, and frame 0 of a CPU
+ * sample as is. Samples are aggregated per thread and stack: values are
+ * [samples, CPU nanoseconds] (the periods) for CPU samples, [events] for event
+ * stacks; labels "thread" (its name) and "tid" let `-tagfocus` and `-tags` keep
+ * threads apart.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <evring/framing.h>
+#include <evring/pprof.pb-c.h>
+#include <evring/trace.h>
+
+#include "symbols-internal.h"
+
+/* ---- a map from byte strings to indexes ----------------------------------------- */
+
+struct kv {
+	uint8_t *key;			/* owned; NULL: empty slot */
+	uint32_t len;
+	uint32_t val;
+	uint64_t hash;
+};
+
+struct kmap {
+	struct kv *v;
+	size_t cap, n;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static void kmap_fini(struct kmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->v[i].key);
+	free(m->v);
+}
+
+/*
+ * The value of @key, or, when absent, @val stored for it. Return: 1 found
+ * (*ret = its value), 0 added (*ret = @val), -ENOMEM.
+ */
+static int kmap_get_or_add(struct kmap *m, const void *key, uint32_t len, uint32_t val,
+			   uint32_t *ret)
+{
+	uint64_t h = hash_bytes(key, len);
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		struct kv *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t k = 0; k < m->cap; k++) {
+			if (!m->v[k].key)
+				continue;
+			for (i = m->v[k].hash & (cap - 1); v[i].key; i = (i + 1) & (cap - 1))
+				;
+			v[i] = m->v[k];
+		}
+		free(m->v);
+		m->v = v;
+		m->cap = cap;
+	}
+	for (i = h & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1)) {
+		if (m->v[i].hash == h && m->v[i].len == len && !memcmp(m->v[i].key, key, len)) {
+			*ret = m->v[i].val;
+			return 1;
+		}
+	}
+	m->v[i].key = malloc(len ? len : 1);
+	if (!m->v[i].key)
+		return -ENOMEM;
+	memcpy(m->v[i].key, key, len);
+	m->v[i] = (struct kv){ m->v[i].key, len, val, h };
+	m->n++;
+	*ret = val;
+	return 0;
+}
+
+/* ---- the profile being built ------------------------------------------------------ */
+
+struct pp_sample {
+	uint64_t *locs;			/* location ids, innermost first */
+	uint32_t nlocs;
+	uint32_t tid;
+	int64_t value[2];
+};
+
+struct pp {
+	struct evr_symbolizer *sym;
+	const struct evr_modmap *mods;	/* the symbolizer's, or NULL */
+	struct evr_trace_reader *r;
+	const struct evr_samples *ss;
+	bool cpu;
+
+	struct kmap strmap;
+	char **strs;
+	uint32_t nstrs, capstrs;
+
+	struct kmap locmap;		/* lookup address -> location index */
+	Evr__Pprof__Location *locs;
+	Evr__Pprof__Line *lines;	/* one per location, used when it has a function */
+	uint32_t nlocs, caplocs;
+
+	struct kmap funcmap;		/* (name, file) string indexes -> function index */
+	Evr__Pprof__Function *funcs;
+	uint32_t nfuncs, capfuncs;
+
+	uint32_t *map_ids;		/* per module map entry: mapping id, 0 unused */
+	uint8_t *map_unsym;		/* per entry: 1 a location without function, 2 without line */
+
+	struct kmap samplemap;		/* (tid, location ids) -> sample index */
+	struct pp_sample *samples;
+	size_t nsamples, capsamples;
+	uint64_t stacks;		/* stacks added (before aggregation) */
+	uint64_t cpu_ns;		/* their weights */
+	uint64_t first_ns, last_ns;
+};
+
+static int grow(void **v, uint32_t *cap, uint32_t n, size_t size)
+{
+	void *nv;
+	uint32_t nc;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 256;
+	nv = realloc(*v, (size_t)nc * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
+/* The string table index of @s. */
+static int str_index(struct pp *p, const char *s, int64_t *ret)
+{
+	uint32_t idx;
+	int err;
+
+	err = kmap_get_or_add(&p->strmap, s, (uint32_t)strlen(s), p->nstrs, &idx);
+	if (err < 0)
+		return err;
+	if (err == 0) {
+		if (grow((void **)&p->strs, &p->capstrs, p->nstrs, sizeof(*p->strs)) < 0)
+			return -ENOMEM;
+		p->strs[p->nstrs] = strdup(s);
+		if (!p->strs[p->nstrs])
+			return -ENOMEM;
+		p->nstrs++;
+	}
+	*ret = idx;
+	return 0;
+}
+
+static int func_id(struct pp *p, const char *name, const char *file, uint64_t *ret)
+{
+	int64_t key[2];
+	uint32_t idx;
+	int err;
+
+	if ((err = str_index(p, name, &key[0])) < 0 || (err = str_index(p, file, &key[1])) < 0)
+		return err;
+	err = kmap_get_or_add(&p->funcmap, key, sizeof(key), p->nfuncs, &idx);
+	if (err < 0)
+		return err;
+	if (err == 0) {
+		Evr__Pprof__Function *f;
+
+		if (grow((void **)&p->funcs, &p->capfuncs, p->nfuncs, sizeof(*p->funcs)) < 0)
+			return -ENOMEM;
+		f = &p->funcs[p->nfuncs++];
+		evr__pprof__function__init(f);
+		f->id = idx + 1;
+		f->name = key[0];
+		f->system_name = key[0];
+		f->filename = key[1];
+	}
+	*ret = idx + 1;
+	return 0;
+}
+
+/* The mapping id of the module holding @addr (0: none), created when first met. */
+static uint32_t mapping_of(struct pp *p, uint64_t addr, size_t *ret_mod)
+{
+	const struct evr_module *m = p->mods ? evr_modmap_find(p->mods, addr) : NULL;
+	size_t i;
+
+	if (!m)
+		return 0;
+	i = (size_t)(m - p->mods->v);
+	*ret_mod = i;
+	if (!p->map_ids[i]) {
+		uint32_t next = 0;
+
+		for (size_t k = 0; k < p->mods->n; k++)
+			if (p->map_ids[k] > next)
+				next = p->map_ids[k];
+		p->map_ids[i] = next + 1;
+	}
+	return p->map_ids[i];
+}
+
+/* The location id of @pc (@is_return: a return address, looked up at pc - 1). */
+static int loc_id(struct pp *p, uint64_t pc, bool is_return, uint64_t *ret)
+{
+	uint64_t addr = is_return && pc ? pc - 1 : pc;
+	Evr__Pprof__Location *l;
+	struct evr_sym s = { 0 };
+	size_t mod = 0;
+	uint32_t idx;
+	int err;
+
+	err = kmap_get_or_add(&p->locmap, &addr, sizeof(addr), p->nlocs, &idx);
+	if (err < 0)
+		return err;
+	if (err == 1) {
+		*ret = idx + 1;
+		return 0;
+	}
+	if (p->nlocs == p->caplocs) {
+		/* lines[] has the capacity of locs[]. */
+		uint32_t cap = p->caplocs;
+		Evr__Pprof__Line *nl;
+
+		if (grow((void **)&p->locs, &cap, p->nlocs, sizeof(*p->locs)) < 0)
+			return -ENOMEM;
+		nl = realloc(p->lines, (size_t)cap * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		p->lines = nl;
+		p->caplocs = cap;
+	}
+	l = &p->locs[p->nlocs];
+	evr__pprof__location__init(l);
+	evr__pprof__line__init(&p->lines[p->nlocs]);
+	l->id = idx + 1;
+	l->address = addr;
+	if (p->sym)
+		evr_symbolizer_lookup(p->sym, pc, is_return, &s);
+	l->mapping_id = s.jit ? 0 : mapping_of(p, addr, &mod);
+	if (s.func) {
+		err = func_id(p, s.func, s.file ? s.file : "", &p->lines[p->nlocs].function_id);
+		if (err < 0)
+			return err;
+		p->lines[p->nlocs].line = s.line;
+		l->n_line = 1;
+		if (l->mapping_id && !s.line)
+			p->map_unsym[mod] |= 2;
+	} else if (l->mapping_id) {
+		p->map_unsym[mod] |= 1;
+	}
+	p->nlocs++;
+	*ret = idx + 1;
+	return 0;
+}
+
+/* One stack (@pcs innermost first; @first_is_pc: frame 0 is where the thread was). */
+static int add_stack(struct pp *p, uint32_t tid, const uint64_t *pcs, uint32_t n,
+		     bool first_is_pc, uint64_t time_ns, int64_t weight)
+{
+	uint64_t *key;
+	uint32_t idx;
+	int err = 0;
+
+	key = malloc(8u * ((size_t)n + 1));
+	if (!key)
+		return -ENOMEM;
+	key[0] = tid;
+	for (uint32_t k = 0; k < n && !err; k++)
+		err = loc_id(p, pcs[k], k > 0 || !first_is_pc, &key[k + 1]);
+	if (!err)
+		err = kmap_get_or_add(&p->samplemap, key, 8u * (n + 1), (uint32_t)p->nsamples, &idx);
+	if (err == 0) {
+		struct pp_sample *s;
+
+		if (p->nsamples == p->capsamples) {
+			size_t cap = p->capsamples ? p->capsamples * 2 : 1024;
+			struct pp_sample *v = realloc(p->samples, cap * sizeof(*v));
+
+			if (!v) {
+				free(key);
+				return -ENOMEM;
+			}
+			p->samples = v;
+			p->capsamples = cap;
+		}
+		s = &p->samples[p->nsamples++];
+		memset(s, 0, sizeof(*s));
+		s->locs = key;
+		s->nlocs = n;
+		s->tid = tid;
+		key = NULL;
+	} else if (err < 0) {
+		free(key);
+		return err;
+	}
+	free(key);
+	p->samples[idx].value[0] += 1;
+	p->samples[idx].value[1] += weight;
+	p->cpu_ns += (uint64_t)weight;
+	if (!p->stacks++ || time_ns < p->first_ns)
+		p->first_ns = time_ns;
+	if (time_ns > p->last_ns)
+		p->last_ns = time_ns;
+	return 0;
+}
+
+static int add_trace(struct pp *p, const struct evr_samples *ss)
+{
+	struct evr_event_view v;
+	uint64_t pcs[128];
+	int err = 0, n;
+
+	if (p->cpu) {
+		for (size_t i = 0; i < ss->n && !err; i++) {
+			const struct evr_sample_rec *s = &ss->v[i];
+
+			if (s->type == EVR_SAMPLE_CPU && s->nframes)
+				err = add_stack(p, s->tid, ss->frames + ss->frame_off[i], s->nframes,
+						true, s->time_ns, (int64_t)(s->value ? s->value : 1));
+		}
+		return err;
+	}
+	while (!err && (n = evr_trace_reader_next(p->r, &v)) == 1) {
+		uint32_t k = v.nframes < 128 ? v.nframes : 128;
+
+		if (v.type != EVR_REC_EVENT || !k)
+			continue;
+		memcpy(pcs, v.frames, 8u * k);
+		err = add_stack(p, v.tid, pcs, k, false, v.ts_ns, 1);
+	}
+	return err ? err : n < 0 ? n : 0;
+}
+
+/* ---- the message, gzip-compressed ------------------------------------------------- */
+
+struct gz {
+	z_stream z;
+	FILE *out;
+	uint8_t in[1u << 16];
+	size_t nin;
+	uint8_t outbuf[1u << 16];
+};
+
+/* Compress what is buffered; @flush Z_FINISH at the end. */
+static int gz_run(struct gz *g, int flush)
+{
+	int zr;
+
+	g->z.next_in = g->in;
+	g->z.avail_in = (uInt)g->nin;
+	do {
+		g->z.next_out = g->outbuf;
+		g->z.avail_out = sizeof(g->outbuf);
+		zr = deflate(&g->z, flush);
+		if (zr == Z_STREAM_ERROR)
+			return -EIO;
+		size_t have = sizeof(g->outbuf) - g->z.avail_out;
+
+		if (have && fwrite(g->outbuf, 1, have, g->out) != have)
+			return -EIO;
+	} while (g->z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+	g->nin = 0;
+	return 0;
+}
+
+static int gz_sink(void *ctx, const uint8_t *data, size_t len)
+{
+	struct gz *g = ctx;
+
+	while (len) {
+		size_t k = sizeof(g->in) - g->nin;
+		int err;
+
+		if (k > len)
+			k = len;
+		memcpy(g->in + g->nin, data, k);
+		g->nin += k;
+		data += k;
+		len -= k;
+		if (g->nin == sizeof(g->in) && (err = gz_run(g, Z_NO_FLUSH)) < 0)
+			return err;
+	}
+	return 0;
+}
+
+static int write_message(const Evr__Pprof__Profile *msg, FILE *out)
+{
+	struct gz *g = calloc(1, sizeof(*g));
+	int err;
+
+	if (!g)
+		return -ENOMEM;
+	g->out = out;
+	/* 15 + 16: a gzip header and trailer around the deflate stream, as pprof reads it. */
+	if (deflateInit2(&g->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		return -ENOMEM;
+	}
+	err = evr_pb_pack_to(&msg->base, gz_sink, g);
+	if (!err)
+		err = gz_run(g, Z_FINISH);
+	deflateEnd(&g->z);
+	free(g);
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}
+
+static int value_type(struct pp *p, Evr__Pprof__ValueType *vt, const char *type, const char *unit)
+{
+	int err;
+
+	evr__pprof__value_type__init(vt);
+	if ((err = str_index(p, type, &vt->type)) < 0)
+		return err;
+	return str_index(p, unit, &vt->unit);
+}
+
+static int build_and_write(struct pp *p, const char *name, FILE *out)
+{
+	Evr__Pprof__Profile msg = EVR__PPROF__PROFILE__INIT;
+	Evr__Pprof__ValueType vt[3], *vtp[2];
+	Evr__Pprof__Sample *samples = NULL, **samplep = NULL;
+	Evr__Pprof__Label *labels = NULL, **labelp = NULL;
+	Evr__Pprof__Mapping *maps = NULL, **mapp = NULL;
+	Evr__Pprof__Location **locp = NULL;
+	Evr__Pprof__Line **linep = NULL;
+	Evr__Pprof__Function **funcp = NULL;
+	const struct evr_trace_session *ses = p->r ? evr_trace_reader_session(p->r) : NULL;
+	const struct evr_process_info *pi = p->r ? evr_trace_reader_process(p->r) : NULL;
+	int64_t k_thread, k_tid, comments[2];
+	char line[512];
+	size_t nmaps = 0;
+	int err;
+
+	/* Value types and labels' keys first: their strings join the table. */
+	err = p->cpu ? value_type(p, &vt[0], "samples", "count") : value_type(p, &vt[0], "events",
+									       "count");
+	if (!err && p->cpu)
+		err = value_type(p, &vt[1], "cpu", "nanoseconds");
+	if (!err && p->cpu)
+		err = value_type(p, &vt[2], "cpu", "nanoseconds");
+	if (!err)
+		err = str_index(p, "thread", &k_thread);
+	if (!err)
+		err = str_index(p, "tid", &k_tid);
+	snprintf(line, sizeof(line), "evring trace %s", name);
+	if (!err)
+		err = str_index(p, line, &comments[0]);
+	snprintf(line, sizeof(line), "%s of process %u%s%s", p->cpu ? "CPU samples" : "event stacks",
+		 pi ? pi->pid : 0, pi && pi->exe ? " " : "", pi && pi->exe ? pi->exe : "");
+	if (!err)
+		err = str_index(p, line, &comments[1]);
+	if (err)
+		return err;
+
+	samples = calloc(p->nsamples ? p->nsamples : 1, sizeof(*samples));
+	samplep = calloc(p->nsamples ? p->nsamples : 1, sizeof(*samplep));
+	labels = calloc(p->nsamples ? 2 * p->nsamples : 1, sizeof(*labels));
+	labelp = calloc(p->nsamples ? 2 * p->nsamples : 1, sizeof(*labelp));
+	locp = calloc(p->nlocs ? p->nlocs : 1, sizeof(*locp));
+	linep = calloc(p->nlocs ? p->nlocs : 1, sizeof(*linep));
+	funcp = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*funcp));
+	if (p->mods && p->mods->n) {
+		maps = calloc(p->mods->n, sizeof(*maps));
+		mapp = calloc(p->mods->n, sizeof(*mapp));
+	}
+	err = -ENOMEM;
+	if (!samples || !samplep || !labels || !labelp || !locp || !linep || !funcp ||
+	    (p->mods && p->mods->n && (!maps || !mapp)))
+		goto out;
+
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct pp_sample *s = &p->samples[i];
+		Evr__Pprof__Sample *m = &samples[i];
+		Evr__Pprof__Label *l = &labels[2 * i];
+		char tn[64];
+		const char *n = evr_trace_reader_thread_name(p->r, s->tid);
+
+		evr__pprof__sample__init(m);
+		m->n_location_id = s->nlocs;
+		m->location_id = s->locs + 1;		/* after the tid of the key */
+		m->n_value = p->cpu ? 2 : 1;
+		m->value = s->value;
+		snprintf(tn, sizeof(tn), "%s", n ? n : "thread");
+		evr__pprof__label__init(&l[0]);
+		evr__pprof__label__init(&l[1]);
+		l[0].key = k_thread;
+		if ((err = str_index(p, tn, &l[0].str)) < 0)
+			goto out;
+		l[1].key = k_tid;
+		l[1].num = s->tid;
+		labelp[2 * i] = &l[0];
+		labelp[2 * i + 1] = &l[1];
+		m->n_label = 2;
+		m->label = &labelp[2 * i];
+		samplep[i] = m;
+	}
+	for (uint32_t i = 0; i < p->nlocs; i++) {
+		locp[i] = &p->locs[i];
+		if (p->locs[i].n_line) {
+			linep[i] = &p->lines[i];
+			p->locs[i].line = &linep[i];
+		}
+	}
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		funcp[i] = &p->funcs[i];
+	for (size_t i = 0; p->mods && i < p->mods->n; i++) {
+		const struct evr_module *mod = &p->mods->v[i];
+		Evr__Pprof__Mapping *m;
+		char hex[2 * EVR_BUILD_ID_MAX + 1];
+
+		if (!p->map_ids[i])
+			continue;
+		m = &maps[nmaps];
+		evr__pprof__mapping__init(m);
+		m->id = p->map_ids[i];
+		m->memory_start = mod->start;
+		m->memory_limit = mod->end;
+		m->file_offset = mod->pgoff;
+		if ((err = str_index(p, mod->path ? mod->path : "", &m->filename)) < 0)
+			goto out;
+		if (mod->build_id_len &&
+		    (err = str_index(p, evr_build_id_hex(mod->build_id, mod->build_id_len, hex,
+							 sizeof(hex)), &m->build_id)) < 0)
+			goto out;
+		/* What pprof need not look up again in the file. */
+		m->has_functions = !(p->map_unsym[i] & 1);
+		m->has_filenames = m->has_line_numbers = !p->map_unsym[i];
+		mapp[nmaps++] = m;
+	}
+	/* Mappings in id order, which is the order they were first met. */
+	for (size_t a = 1; a < nmaps; a++)
+		for (size_t b = a; b > 0 && mapp[b - 1]->id > mapp[b]->id; b--) {
+			Evr__Pprof__Mapping *t = mapp[b];
+
+			mapp[b] = mapp[b - 1];
+			mapp[b - 1] = t;
+		}
+
+	vtp[0] = &vt[0];
+	vtp[1] = &vt[1];
+	msg.n_sample_type = p->cpu ? 2 : 1;
+	msg.sample_type = vtp;
+	msg.n_sample = p->nsamples;
+	msg.sample = samplep;
+	msg.n_mapping = nmaps;
+	msg.mapping = mapp;
+	msg.n_location = p->nlocs;
+	msg.location = locp;
+	msg.n_function = p->nfuncs;
+	msg.function = funcp;
+	msg.n_string_table = p->nstrs;
+	msg.string_table = p->strs;
+	msg.n_comment = 2;
+	msg.comment = comments;
+	if (ses && ses->start_realtime_ns && p->first_ns >= ses->start_mono_ns)
+		msg.time_nanos = (int64_t)(ses->start_realtime_ns + (p->first_ns - ses->start_mono_ns));
+	msg.duration_nanos = (int64_t)(p->last_ns - p->first_ns);
+	if (p->cpu) {
+		/* The period asked for; a trace without its SAMPLER chunk (cut short): the
+		 * mean of the samples' periods. */
+		const struct evr_samples *ss = p->ss;
+
+		msg.period_type = &vt[2];
+		msg.default_sample_type = vt[1].type;
+		if (ss->has_sampler && ss->sampler.freq_hz)
+			msg.period = 1000000000 / ss->sampler.freq_hz;
+		else
+			msg.period = (int64_t)(p->cpu_ns / p->stacks);
+	}
+	err = write_message(&msg, out);
+out:
+	free(samples);
+	free(samplep);
+	free(labels);
+	free(labelp);
+	free(locp);
+	free(linep);
+	free(funcp);
+	free(maps);
+	free(mapp);
+	return err;
+}
+
+int evr_pprof_write(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+		    const struct evr_samples *ss, bool event_stacks, const char *name, FILE *out,
+		    uint64_t *ret_stacks)
+{
+	struct pp p = { .sym = sym, .r = r, .ss = ss };
+	int64_t empty;
+	int err;
+
+	*ret_stacks = 0;
+	p.cpu = !event_stacks && ss && ss->n;
+	p.mods = sym ? evr_symbolizer_modmap(sym) : NULL;
+	if (p.mods && p.mods->n) {
+		p.map_ids = calloc(p.mods->n, sizeof(*p.map_ids));
+		p.map_unsym = calloc(p.mods->n, sizeof(*p.map_unsym));
+		if (!p.map_ids || !p.map_unsym) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	err = str_index(&p, "", &empty);	/* string 0 is "" */
+	if (!err)
+		err = add_trace(&p, ss);
+	if (!err && !p.stacks)
+		err = -ENODATA;
+	if (!err)
+		err = build_and_write(&p, name, out);
+	if (!err)
+		*ret_stacks = p.stacks;
+out:
+	for (size_t i = 0; i < p.nsamples; i++)
+		free(p.samples[i].locs);
+	free(p.samples);
+	for (uint32_t i = 0; i < p.nstrs; i++)
+		free(p.strs[i]);
+	free(p.strs);
+	free(p.locs);
+	free(p.lines);
+	free(p.funcs);
+	free(p.map_ids);
+	free(p.map_unsym);
+	kmap_fini(&p.strmap);
+	kmap_fini(&p.locmap);
+	kmap_fini(&p.funcmap);
+	kmap_fini(&p.samplemap);
+	return err;
+}
