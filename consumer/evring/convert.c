@@ -327,6 +327,13 @@ static int run(const struct convert_opts *o)
 
 	evr_trace_reader_stats(r, &st);
 	evr_cli_trace_warnings(CMD, o->path, r);
+	if (sym) {
+		const struct evr_process_info *pi = evr_trace_reader_process(r);
+		char note[256];
+
+		if (evr_symbolizer_unmapped_note(sym, pi ? pi->pid : 0, note, sizeof(note)))
+			evr_cli_warn(CMD, "%s: %s", evr_cli_trace_name(o->path), note);
+	}
 	if (cs.undecodable)
 		evr_cli_warn(CMD, "%" PRIu64 " events had no schema or did not decode; they are "
 			     "written with their raw payload", cs.undecodable);

@@ -537,6 +537,13 @@ static int run(const struct report_opts *o)
 		html = NULL;
 	}
 	evr_cli_trace_warnings(CMD, o->path, r);
+	if (fl.sym) {
+		const struct evr_process_info *pi = evr_trace_reader_process(r);
+		char note[256];
+
+		if (evr_symbolizer_unmapped_note(fl.sym, pi ? pi->pid : 0, note, sizeof(note)))
+			evr_cli_warn(CMD, "%s: %s", evr_cli_trace_name(o->path), note);
+	}
 	ret = 0;
 	goto out;
 nomem:

@@ -83,6 +83,8 @@ struct evr_symbolizer {
 	struct cache_ent *cache;
 	size_t cache_cap, cache_n;
 	struct evr_strbuf warnings;
+	uint64_t unmapped;		/* distinct addresses in no module and no JIT symbol */
+	bool have_perf_map;		/* evr_symbolizer_add_perf_map() was called */
 };
 
 Dwfl *evr_symbolizer_dwfl(struct evr_symbolizer *s)
@@ -104,6 +106,19 @@ void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	(void)evr_strbuf_printf(&s->warnings, "%s\n", line);
+}
+
+const char *evr_symbolizer_unmapped_note(const struct evr_symbolizer *s, uint32_t pid, char *buf,
+					 size_t len)
+{
+	/* With a perf map, what it leaves unnamed is mostly the vDSO (not in module maps):
+	 * not worth a warning. */
+	if (!s || !s->unmapped || s->have_perf_map)
+		return NULL;
+	snprintf(buf, len, "%" PRIu64 " code addresses lie in no file (JIT code, or the vDSO) and "
+		 "there is no perf map for them (none in the trace, /tmp/perf-%u.map missing or "
+		 "not trusted here): they show as addresses", s->unmapped, pid);
+	return buf;
 }
 
 const char *evr_symbolizer_warnings(const struct evr_symbolizer *s)
@@ -236,6 +251,7 @@ int evr_symbolizer_add_perf_map(struct evr_symbolizer *s, const char *text, size
 	const char *p = text, *end = text + len;
 	int added = 0;
 
+	s->have_perf_map = true;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
@@ -622,8 +638,10 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 	if (!s->reported)
 		report_offline(s);
 	mod = dwfl_addrmodule(s->dwfl, a);
-	if (!mod)
+	if (!mod) {
+		s->unmapped++;
 		return 0;
+	}
 	ms = module_syms(s, mod);
 	if (!ms)
 		return 0;

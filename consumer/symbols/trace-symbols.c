@@ -142,7 +142,8 @@ static int add_chunk(struct evr_samples *s, size_t *cap, size_t *fcap, const uin
 		memcpy(&r, p + o, sizeof(r));
 		s->v[s->n] = r;
 		s->frame_off[s->n] = used;
-		memcpy(s->frames + used, p + o + sizeof(r), 8u * r.nframes);
+		if (r.nframes)	/* frames is still NULL while every record had none */
+			memcpy(s->frames + used, p + o + sizeof(r), 8u * r.nframes);
 		used += r.nframes;
 		s->n++;
 		o += sizeof(r) + 8u * r.nframes;

@@ -199,6 +199,17 @@ int evr_symbolizer_lookup(struct evr_symbolizer *s, uint64_t pc, bool is_return,
 const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_line, char *buf,
 			   size_t len);
 
+/**
+ * evr_symbolizer_unmapped_note() - one line when addresses looked up so far lay
+ * in no module and the symbolizer has no perf map at all (JIT code whose map is
+ * missing; also the vDSO, which module maps leave out): how many, and where the
+ * map was looked for (@pid: /tmp/perf-PID.map). NULL when there were none, or
+ * when a perf map was loaded.
+ * Return: @buf or NULL.
+ */
+const char *evr_symbolizer_unmapped_note(const struct evr_symbolizer *s, uint32_t pid, char *buf,
+					 size_t len);
+
 /* Warnings the symbolizer collected (missing files, build-ID mismatches), one per line, or "". */
 const char *evr_symbolizer_warnings(const struct evr_symbolizer *s);
 
