@@ -21,6 +21,7 @@
 #include <evring/consumer.h>
 #include <evring/provider-spec.h>
 #include <evring/recorder.h>
+#include <evring/sandbox.h>
 #include <evring/symbols.h>
 #include <evring/trace.h>
 
@@ -465,6 +466,14 @@ static int sideband_cb(struct evr_recorder *rec, struct evr_trace_writer *w, uin
 	return ret;
 }
 
+/* evr_sideband_open_fn through the broker: a perf map created after the sandbox. */
+static int open_perf_map(void *ctx, pid_t pid, uid_t owner)
+{
+	char err[512];
+
+	return evr_broker_open_perf_map(ctx, pid, owner, err, sizeof(err));
+}
+
 /*
  * Before the sandbox: the module map (--stacks, --sample-cpu) and the perf
  * events (--sample-cpu) of the recorded process.
@@ -481,6 +490,19 @@ static int sideband_open(struct recorder *r, pid_t pid)
 	if (ret < 0) {
 		evr_cli_error(CMD, "%s", err[0] ? err : strerror(-ret));
 		return ret;
+	}
+	/*
+	 * No perf map yet: a JIT may start one during the recording, which the
+	 * confined recorder could not open at the end. A broker (forked now: nothing
+	 * here has started a thread) opens it then.
+	 */
+	if (!evr_sideband_has_perf_map(r->sb) && !r->o->flags.no_sandbox) {
+		ret = evr_broker_new(NULL, &r->broker, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			return ret;
+		}
+		evr_sideband_set_perf_map_opener(r->sb, open_perf_map, r->broker);
 	}
 	/* Often enough that a 256 KiB sampling ring per CPU never fills at 999 Hz. */
 	ret = evr_recorder_add_sideband(r->rec, r->o->sample_hz ? 100 : 1000, sideband_cb, r);
@@ -696,6 +718,7 @@ fail:
 out:
 	evr_recorder_free(r.rec);
 	evr_sideband_free(r.sb);
+	evr_broker_free(r.broker);
 	evr_client_free(r.c);
 	if (r.child_pidfd >= 0)
 		close(r.child_pidfd);

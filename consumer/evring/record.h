@@ -44,6 +44,7 @@ struct recorder {
 	struct evr_client *c;
 	struct evr_recorder *rec;	/* <evring/recorder.h> */
 	struct evr_sideband *sb;	/* module map, perf map, CPU samples (<evring/symbols.h>) */
+	struct evr_broker *broker;	/* opens a perf map that appears once confined; or NULL */
 	bool sb_started;
 	int out_fd;
 	bool created;			/* we created the output file */

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,11 +41,12 @@
 
 #define LIST_MAX 16384u
 
-enum broker_op { OP_LIST = 1, OP_ATTACH, OP_CREATE };
+enum broker_op { OP_LIST = 1, OP_ATTACH, OP_CREATE, OP_PERF_MAP };
 
 struct broker_req {
 	uint32_t op;
 	int32_t pid;
+	uint32_t uid;			/* PERF_MAP: the owner the map must have */
 	char name[256];
 };
 
@@ -90,6 +92,38 @@ static int send_rep(int sock, const struct broker_rep *rep, const void *extra, s
 static bool name_ok(const char *name)
 {
 	return name[0] && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/*
+ * /tmp/perf-PID.map, read-only, when it is a regular file of user @uid (a perf
+ * map written by anyone else is not trusted, as perf does), never through a
+ * symbolic link.
+ */
+static int open_perf_map(int32_t pid, uint32_t uid, int *ret_fd, char *msg, size_t len)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	if (pid <= 0) {
+		snprintf(msg, len, "bad pid %d", (int)pid);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int err = -errno;
+
+		snprintf(msg, len, "cannot open %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+		close(fd);
+		snprintf(msg, len, "%s is not a regular file of uid %u: not trusted", path, uid);
+		return -EPERM;
+	}
+	*ret_fd = fd;
+	return 0;
 }
 
 static void serve(int sock, int dirfd)
@@ -144,6 +178,11 @@ static void serve(int sock, int dirfd)
 						 req.name, strerror(errno));
 				rep.n = fds[0] >= 0;
 			}
+			(void)send_rep(sock, &rep, NULL, 0, fds, rep.n);
+			break;
+		case OP_PERF_MAP:
+			rep.err = open_perf_map(req.pid, req.uid, &fds[0], rep.msg, sizeof(rep.msg));
+			rep.n = fds[0] >= 0;
 			(void)send_rep(sock, &rep, NULL, 0, fds, rep.n);
 			break;
 		default:
@@ -427,6 +466,33 @@ int evr_broker_create(struct evr_broker *b, const char *name, char *errbuf, size
 	if (!b || !name || strlen(name) >= sizeof(req.name))
 		return -EINVAL;
 	memcpy(req.name, name, strlen(name) + 1);
+	err = exchange(b, &req, &rep, NULL, 0, NULL, fds, errbuf, errlen);
+	if (err < 0)
+		return err;
+	if (fds[1] >= 0)
+		close(fds[1]);
+	if (rep.err < 0) {
+		if (fds[0] >= 0)
+			close(fds[0]);
+		snprintf(errbuf, errlen, "%s", rep.msg);
+		return rep.err;
+	}
+	if (fds[0] < 0) {
+		snprintf(errbuf, errlen, "the broker helper sent no file");
+		return -EPROTO;
+	}
+	return fds[0];
+}
+
+int evr_broker_open_perf_map(struct evr_broker *b, pid_t pid, uid_t owner, char *errbuf,
+			     size_t errlen)
+{
+	struct broker_req req = { .op = OP_PERF_MAP, .pid = pid, .uid = owner };
+	struct broker_rep rep;
+	int fds[2], err;
+
+	if (!b || pid <= 0)
+		return -EINVAL;
 	err = exchange(b, &req, &rep, NULL, 0, NULL, fds, errbuf, errlen);
 	if (err < 0)
 		return err;

@@ -8,8 +8,9 @@
  *
  * The perf map is opened at new() when it exists and read at finish() through
  * that descriptor, so the symbols of code compiled during the recording are
- * included; a map created after the recording started cannot be opened inside
- * the sandbox, and readers then fall back to /tmp/perf-PID.map on their machine.
+ * included. A map created after the recording started (a JIT that starts its
+ * map late, or a program `evring record` launched) is opened at finish(): the
+ * confined recorder asks its broker (evr_sideband_opts.open_perf_map).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +28,12 @@
 
 struct evr_sideband {
 	pid_t pid;
+	uid_t owner;			/* the process's user: a perf map must be theirs */
+	bool have_owner;
 	struct evr_modmap *mods;
 	int perf_map_fd;
+	evr_sideband_open_fn *open_perf_map;
+	void *open_ctx;
 	struct evr_sampler *sampler;
 };
 
@@ -38,7 +43,6 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 	struct evr_sideband *sb;
 	char path[64];
 	struct stat st;
-	uid_t owner;
 	int err;
 
 	err = evr_proc_check_access(o->pid, "you can record only your own processes", errbuf,
@@ -50,6 +54,9 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 		return -ENOMEM;
 	sb->pid = o->pid;
 	sb->perf_map_fd = -1;
+	sb->open_perf_map = o->open_perf_map;
+	sb->open_ctx = o->open_ctx;
+	sb->have_owner = evr_proc_uid(o->pid, &sb->owner) == 0;
 	err = evr_modmap_new(&sb->mods);
 	if (err < 0)
 		goto fail;
@@ -64,8 +71,8 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 	sb->perf_map_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	/* As perf does: only a map written by the process's own user is trusted. */
 	if (sb->perf_map_fd >= 0 &&
-	    (fstat(sb->perf_map_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	     evr_proc_uid(o->pid, &owner) < 0 || st.st_uid != owner)) {
+	    (fstat(sb->perf_map_fd, &st) < 0 || !S_ISREG(st.st_mode) || !sb->have_owner ||
+	     st.st_uid != sb->owner)) {
 		close(sb->perf_map_fd);
 		sb->perf_map_fd = -1;
 	}
@@ -159,12 +166,48 @@ static int emit_perf_map(struct evr_sideband *sb, evr_sideband_emit_fn *emit, vo
 	return err;
 }
 
+bool evr_sideband_has_perf_map(const struct evr_sideband *sb)
+{
+	return sb->perf_map_fd >= 0;
+}
+
+void evr_sideband_set_perf_map_opener(struct evr_sideband *sb, evr_sideband_open_fn *fn,
+				      void *ctx)
+{
+	sb->open_perf_map = fn;
+	sb->open_ctx = ctx;
+}
+
+/* A perf map that appeared during the recording; -1 when there is none (or not trusted). */
+static int open_late_perf_map(struct evr_sideband *sb)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	if (!sb->have_owner)
+		return -1;
+	if (sb->open_perf_map) {
+		fd = sb->open_perf_map(sb->open_ctx, sb->pid, sb->owner);
+		return fd >= 0 ? fd : -1;
+	}
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)sb->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != sb->owner)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 int evr_sideband_finish(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)
 {
 	int err = 0;
 
 	if (sb->sampler)
 		err = evr_sampler_finish(sb->sampler, emit, ctx);
+	if (!err && sb->perf_map_fd < 0)
+		sb->perf_map_fd = open_late_perf_map(sb);
 	if (!err && sb->perf_map_fd >= 0)
 		err = emit_perf_map(sb, emit, ctx);
 	return err;

@@ -5,8 +5,8 @@
 #   the samples taken until then and dumps/converts;
 # - a stripped binary: its frames are module+offset, its callers in libc still named;
 # - JIT code without a perf map: frames are addresses, and dump says why in one line;
-# - a perf map created after the recording began (a JIT that starts its map late): the JIT
-#   frames still resolve, from /tmp/perf-PID.map read when the trace is converted;
+# - a perf map created after the recording began (a JIT that starts its map late): the
+#   confined recorder has its broker open it at the end, so the trace alone resolves them;
 # - another user's process with --sample-cpu: refused in one line (root only: setpriv).
 # (Threads dying during a snapshot: snapshot_errors.sh.)
 source "$(dirname "$0")/lib.sh"
@@ -103,9 +103,15 @@ if [[ -x $MINIRT ]]; then
 	wait "$rec" || fail "record (late map): $(cat "$T/late.err")"
 	kill "$JIT_PID"
 	wait "$JIT_PID" 2>/dev/null || true
-	"$EVRING" dump --json "$T/late.evtrace" >"$T/late.jsonl" 2>"$T/late-dump.err" ||
+	"$EVRING" dump --json "$T/late.evtrace" >"$T/late-here.jsonl" 2>"$T/late-dump.err" ||
 		fail "dump (late map): $(cat "$T/late-dump.err")"
 	[[ ! -s $T/late-dump.err ]] || fail "dump (late map) warns: $(cat "$T/late-dump.err")"
+	# The recorder read the map at the end (through its broker): the trace alone resolves.
+	rm -f "/tmp/perf-$JIT_PID.map"
+	"$EVRING" dump --json "$T/late.evtrace" >"$T/late.jsonl" 2>"$T/late-dump.err" ||
+		fail "dump (late map, map removed): $(cat "$T/late-dump.err")"
+	cmp -s "$T/late-here.jsonl" "$T/late.jsonl" ||
+		fail "the late perf map is not in the trace: $(cat "$T/late-dump.err")"
 	python3 - "$T/late.jsonl" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]

@@ -14,13 +14,16 @@
  * The broker is for tools that attach to processes found later (clrtop's
  * overview, evring ps) or create files as they go (CTF's stream files): a small
  * helper process forked before confinement that keeps those rights, and does
- * only three things on request, each with every check in the helper:
+ * only these things on request, each with every check in the helper:
  *   - list the processes one may attach to (evr_process_list_checked());
  *   - connect to a process's agent (evr_client_open_socket(): the runtime
  *     directory and SO_PEERCRED checks), and pass the socket back; the Hello
  *     and everything after it is parsed by the confined tool;
  *   - create a new file in one directory fixed when the broker was made, by a
  *     name without '/' (O_EXCL: never an existing file).
+ *   - open a process's perf map (/tmp/perf-PID.map) read-only, when its owner
+ *     is the process's user: a JIT's map that appeared after the recorder was
+ *     confined (`evring record --stacks/--sample-cpu`).
  * It parses nothing but these fixed-size requests, and confines itself too.
  */
 #ifndef EVR_SANDBOX_H
@@ -155,5 +158,15 @@ int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, 
  * Return: the new descriptor, or -errno with one line in @errbuf.
  */
 int evr_broker_create(struct evr_broker *b, const char *name, char *errbuf, size_t errlen);
+
+/**
+ * evr_broker_open_perf_map() - open /tmp/perf-@pid.map read-only (never through
+ * a symbolic link), if it is a regular file owned by @owner (the traced
+ * process's user): for a recorder that must read a JIT's perf map created
+ * after it was confined.
+ * Return: the descriptor, or -errno with one line in @errbuf (-ENOENT: no map).
+ */
+int evr_broker_open_perf_map(struct evr_broker *b, pid_t pid, uid_t owner, char *errbuf,
+			     size_t errlen);
 
 #endif /* EVR_SANDBOX_H */

@@ -379,9 +379,20 @@ long evr_chrome_frames_write(void *ctx, FILE *out);
  */
 struct evr_sideband;
 
+/*
+ * Opens /tmp/perf-@pid.map, owned by @owner, for a confined recorder (the
+ * sandbox's broker: evr_broker_open_perf_map()). Return: the descriptor, or -errno.
+ */
+typedef int evr_sideband_open_fn(void *ctx, pid_t pid, uid_t owner);
+
 struct evr_sideband_opts {
 	pid_t pid;
 	uint32_t sample_hz;		/* 0: no CPU sampling */
+	/* A perf map that did not exist at evr_sideband_new() is looked for again at
+	 * evr_sideband_finish() (a JIT that starts its map late): through this, or,
+	 * when NULL, by opening it directly (an unconfined recorder). */
+	evr_sideband_open_fn *open_perf_map;
+	void *open_ctx;
 };
 
 /* Writes one chunk of @kind (EVR_CHUNK_MODULES...). Return: 0 or -errno (stops the source). */
@@ -396,6 +407,13 @@ typedef int evr_sideband_emit_fn(void *ctx, uint32_t kind, const void *data, siz
  */
 int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **ret,
 		     char *errbuf, size_t errlen);
+
+/* Whether the process's perf map was open at evr_sideband_new(). */
+bool evr_sideband_has_perf_map(const struct evr_sideband *sb);
+
+/* Set how a perf map that appears later is opened (evr_sideband_opts.open_perf_map). */
+void evr_sideband_set_perf_map_opener(struct evr_sideband *sb, evr_sideband_open_fn *fn,
+				      void *ctx);
 
 /* The first chunks (MODULES). Return: 0 or what @emit returned. */
 int evr_sideband_start(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx);
