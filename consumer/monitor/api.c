@@ -128,26 +128,69 @@ static json_t *proc_json(const struct evr_mon_proc *p)
 	return o;
 }
 
+int evr_mon_pid_of_name(const char *name, pid_t *ret, char *err, size_t errlen)
+{
+	struct evr_strbuf pids = { 0 };
+	pid_t *v = NULL;
+	uint32_t n = 0;
+	int r = evr_process_find(name, &v, &n);
+
+	if (r < 0) {
+		snprintf(err, errlen, "cannot list processes: %s", strerror(-r));
+		return r;
+	}
+	if (n == 1)
+		*ret = v[0];
+	for (uint32_t i = 0; i < n && r == 0; i++)
+		r = evr_strbuf_printf(&pids, "%s%d", i ? ", " : "", (int)v[i]);
+	free(v);
+	if (n == 0)
+		snprintf(err, errlen, "no process named %s runs libevring's agent (GET /processes "
+			 "lists those that do)", name);
+	else if (n > 1)
+		snprintf(err, errlen, "%u processes named %s run libevring's agent (pids %s): name "
+			 "one by its pid", n, name, pids.buf ? pids.buf : "");
+	free(pids.buf);
+	return n == 0 ? -ESRCH : n > 1 ? -ENOTUNIQ : 0;
+}
+
 enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q)
 {
 	struct evr_mon_hub *h = &q->m->hub;
 	const char *name = evr_mon_query(q, "name");
 	json_t *a = json_array();
+	pid_t *named = NULL;
+	uint32_t nnamed = 0;
+	int r;
 
 	if (!a)
 		return MHD_NO;
+	/* name=: the processes `-n NAME` would choose from (libevring-consumer decides). */
+	if (name) {
+		r = evr_process_find(name, &named, &nnamed);
+		if (r < 0) {
+			json_decref(a);
+			return evr_mon_send_problem(q, r == -EINVAL ? 400 : 500,
+						    r == -EINVAL ? "Bad Request" : "Internal Server Error",
+						    r, "name=%s: %s", name, r == -EINVAL ?
+						    "an empty name" : strerror(-r));
+		}
+	}
 	pthread_mutex_lock(&h->lock);
 	evr_mon_hub_refresh_locked(h);
 	for (uint32_t i = 0; i < h->n; i++) {
 		const struct evr_mon_proc *p = h->procs[i];
+		bool keep = !name;
 
 		if (!p->listed && p->state != EVR_MON_LIVE)
 			continue;
-		if (name && strcmp(name, p->name))
-			continue;
-		json_array_append_new(a, proc_json(p));
+		for (uint32_t k = 0; k < nnamed && !keep; k++)
+			keep = named[k] == p->pid;
+		if (keep)
+			json_array_append_new(a, proc_json(p));
 	}
 	pthread_mutex_unlock(&h->lock);
+	free(named);
 	return evr_mon_send_json(q, 200, a);
 }
 

@@ -609,27 +609,3 @@ void evr_mon_hub_refresh_locked(struct evr_mon_hub *h)
 		pthread_cond_timedwait(&h->changed, &h->lock, &until);
 	}
 }
-
-int evr_mon_hub_find_name_locked(struct evr_mon_hub *h, const char *name, pid_t *ret,
-				 char *err, size_t errlen)
-{
-	struct evr_strbuf sb = { 0 };
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < h->n; i++) {
-		const struct evr_mon_proc *p = h->procs[i];
-
-		if (strcmp(p->name, name) || (p->state != EVR_MON_LIVE && !p->listed))
-			continue;
-		if (n++ == 0)
-			*ret = p->pid;
-		evr_strbuf_printf(&sb, "%s%d", n > 1 ? ", " : "", (int)p->pid);
-	}
-	if (n == 0)
-		snprintf(err, errlen, "no process is named '%s' (GET /processes lists them)", name);
-	else if (n > 1)
-		snprintf(err, errlen, "%u processes are named '%s' (pids %s): name one by its pid",
-			 n, name, sb.buf ? sb.buf : "");
-	free(sb.buf);
-	return n == 0 ? -ESRCH : n > 1 ? -EEXIST : 0;
-}

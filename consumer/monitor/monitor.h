@@ -166,12 +166,12 @@ struct evr_mon_proc *evr_mon_hub_get_locked(struct evr_mon_hub *h, pid_t pid, bo
 void evr_mon_hub_refresh_locked(struct evr_mon_hub *h);
 
 /*
- * evr_mon_hub_find_name_locked() - the pid of the one process named @name
- * (argv[0]'s base name). Return: 0; -ESRCH none, -EEXIST several (@err lists
- * their pids). Context: h->lock held.
+ * evr_mon_pid_of_name() - the one process named @name, as `-n NAME` finds it
+ * (evr_process_find(): its comm, or the base name of its executable or of its
+ * argv[0]). Return: 0; -ESRCH none, -ENOTUNIQ several (@err lists their pids),
+ * -errno; with one line in @err. Context: any thread, no lock held.
  */
-int evr_mon_hub_find_name_locked(struct evr_mon_hub *h, const char *name, pid_t *ret,
-				 char *err, size_t errlen);
+int evr_mon_pid_of_name(const char *name, pid_t *ret, char *err, size_t errlen);
 
 /* The counter @provider/@name of @p, or NULL. Context: h->lock held. */
 struct evr_mon_counter *evr_mon_proc_counter(struct evr_mon_proc *p, const char *provider,

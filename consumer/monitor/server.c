@@ -410,15 +410,10 @@ static enum MHD_Result route_process(struct evr_mon_req *q, unsigned base)
 
 	if (evr_mon_parse_pid(q->segs[base], &pid) < 0) {
 		/* A name instead of a pid: the one process of that name. */
-		struct evr_mon_hub *h = &q->m->hub;
 		char err[512];
-		int r;
+		int r = evr_mon_pid_of_name(q->segs[base], &pid, err, sizeof(err));
 
-		pthread_mutex_lock(&h->lock);
-		evr_mon_hub_refresh_locked(h);
-		r = evr_mon_hub_find_name_locked(h, q->segs[base], &pid, err, sizeof(err));
-		pthread_mutex_unlock(&h->lock);
-		if (r == -EEXIST)
+		if (r == -ENOTUNIQ)
 			return evr_mon_send_problem(q, 409, "Conflict", r, "%s", err);
 		if (r < 0)
 			return evr_mon_send_problem(q, 404, "Not Found", r, "%s", err);

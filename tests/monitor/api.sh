@@ -100,12 +100,23 @@ grep -q "Re-using existing connection" "$T/v" || fail "the connection was not ke
 expect_status 404 "$U/processes/999999/counters"
 grep -q '"errno":"ESRCH"' "$T/body" || fail "unknown pid: not ESRCH"
 expect_status 404 "$U/processes/999999"
-# A process by name instead of pid: the one of that name; two of one name: 409 naming them.
+# A process by name instead of pid, named as `-n NAME` names it (its comm, or the base name
+# of its executable or argv[0]): the one of that name; two of one name: 409 naming them.
 expect_status 200 "$U/processes/minirt/counters/Process/threads"
 expect_status 404 "$U/processes/no-such-name/counters"
-start_producer minirt2 "$MINIRT" --seconds 120 --phase idle --threads 1
+grep -q "no process named no-such-name runs libevring's agent" "$T/body" || fail "404 body"
+# argv[0] "renamed"; its comm and executable are still minirt's.
+start_producer renamed bash -c 'exec -a renamed "$0" --seconds 120 --phase idle --threads 1' \
+	"$MINIRT"
+expect_status 200 "$U/processes/renamed/counters/Process/threads"
+expect_status 200 "$U/processes?name=renamed"
+python3 - "$T/body" "$PROD_PID" <<'PY' || fail "?name=renamed: $(cat "$T/body")"
+import json, sys
+assert [p["pid"] for p in json.load(open(sys.argv[1]))] == [int(sys.argv[2])]
+PY
 expect_status 409 "$U/processes/minirt"
-grep -q "2 processes are named 'minirt' (pids .*$PID" "$T/body" || fail "409 body: $(cat "$T/body")"
+grep -q "2 processes named minirt run libevring's agent (pids .*$PID" "$T/body" &&
+	grep -q '"errno":"ENOTUNIQ"' "$T/body" || fail "409 body: $(cat "$T/body")"
 kill "$PROD_PID"
 expect_status 404 "$U/no/such/route"
 expect_status 405 "$U/metrics" -X DELETE
