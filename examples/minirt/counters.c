@@ -45,6 +45,12 @@ static double poll_gc_time(void *ctx)
 	return ld(&minirt_stats.gc_time_ns) / 1e7;
 }
 
+/* The same time in ms: .NET 7's time-paused-by-gc, ms paused per interval. */
+static double poll_gc_paused_ms(void *ctx)
+{
+	return ld(&minirt_stats.gc_time_ns) / 1e6;
+}
+
 static double poll_mb(void *ctx)
 {
 	return ld(ctx) / (1024.0 * 1024.0);
@@ -66,6 +72,8 @@ static const struct ctr polled[] = {
 	{ "gen-2-gc-count", "Gen 2 GC Count", "", EVR_COUNTER_POLL_RATE, poll_u64,
 	  &minirt_stats.gen_collections[2] },
 	{ "time-in-gc", "% Time in GC", "%", EVR_COUNTER_POLL_RATE, poll_gc_time, NULL },
+	{ "time-paused-by-gc", "Time paused by GC", "ms", EVR_COUNTER_POLL_RATE,
+	  poll_gc_paused_ms, NULL },
 	{ "alloc-rate", "Allocation Rate", "B", EVR_COUNTER_POLL_RATE, poll_u64,
 	  &minirt_stats.bytes_allocated },
 	{ "gen-0-size", "Gen 0 Size", "MB", EVR_COUNTER_GAUGE, poll_mb, &minirt_stats.gen_size[0] },
@@ -84,6 +92,10 @@ static const struct ctr polled[] = {
 	  EVR_COUNTER_POLL_RATE, poll_u64, &minirt_stats.contentions },
 	{ "methods-jitted-count", "Number of Methods Jitted", "", EVR_COUNTER_GAUGE, poll_u64,
 	  &minirt_stats.methods_jitted },
+	{ "il-bytes-jitted", "IL Bytes Jitted", "B", EVR_COUNTER_GAUGE, poll_u64,
+	  &minirt_stats.il_bytes_jitted },
+	{ "assembly-count", "Number of Assemblies Loaded", "", EVR_COUNTER_GAUGE, poll_u64,
+	  &minirt_stats.assemblies_loaded },
 };
 
 static int create(const struct ctr *c, struct evr_counter **ret)

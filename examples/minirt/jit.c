@@ -207,6 +207,7 @@ static void compile(struct rt_method *m, uint32_t tier)
 	/* Pairs with the acquire load in rt_method_code(). */
 	atomic_store_explicit(&m->code, code, memory_order_release);
 	rt_stat_add(&minirt_stats.methods_jitted, 1);
+	rt_stat_add(&minirt_stats.il_bytes_jitted, m->il_size);
 	/* MethodFlags: 0x8 jitted, optimization tier in bits 7..9 as .NET does. */
 	ev_method_load_verbose((uint64_t)(uintptr_t)m, module_id, code, size, m->token,
 			       0x8u | ((tier ? 4u : 2u) << 7), m->ns, m->name, m->sig);
@@ -220,6 +221,7 @@ static void load_module_locked(uint32_t i)
 	if (mod->loaded)
 		return;
 	mod->loaded = true;
+	rt_stat_add(&minirt_stats.assemblies_loaded, 1);
 	if (ev_module_load_enabled()) {
 		snprintf(path, sizeof(path), "/usr/lib/minirt/%s.dll", mod->name);
 		ev_module_load((uint64_t)(uintptr_t)mod, (uint64_t)(uintptr_t)&mod->classes, 0x8u,

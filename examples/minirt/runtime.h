@@ -51,6 +51,8 @@ struct minirt_stats {
 	_Atomic uint64_t exceptions;
 	_Atomic uint64_t contentions;
 	_Atomic uint64_t methods_jitted;	/* compilations, tier-up included */
+	_Atomic uint64_t il_bytes_jitted;	/* IL compiled, tier-up included, bytes */
+	_Atomic uint64_t assemblies_loaded;	/* modules loaded (ModuleLoad events) */
 };
 
 extern struct minirt_stats minirt_stats;

@@ -34,6 +34,7 @@ import json, os, re, sys
 summary = os.environ["SUMMARY"]
 completed = int(re.search(r" completed=(\d+)", summary).group(1))
 gen0 = int(re.search(r" gen0=(\d+)", summary).group(1))
+gc_ms = float(re.search(r" gc_time=([0-9.]+)ms", summary).group(1))
 expected = {
     "gc-heap-size": "CounterGauge", "gen-0-gc-count": "CounterRate",
     "gen-1-gc-count": "CounterRate", "gen-2-gc-count": "CounterRate",
@@ -43,10 +44,13 @@ expected = {
     "threadpool-thread-count": "CounterGauge", "threadpool-queue-length": "CounterGauge",
     "threadpool-completed-items-count": "CounterRate", "exception-count": "CounterRate",
     "monitor-lock-contention-count": "CounterRate", "methods-jitted-count": "CounterGauge",
+    "time-paused-by-gc": "CounterRate", "il-bytes-jitted": "CounterGauge",
+    "assembly-count": "CounterGauge",
     "work-item-duration": "CounterMean", "work-item-latency": "CounterHistogram",
 }
 seen = {}
 sums = {}
+gauges = {}
 for line in open(sys.argv[1]):
     e = json.loads(line)
     if e["type"] == "lost":
@@ -60,6 +64,8 @@ for line in open(sys.argv[1]):
     if f["interval_ms"] != 200:
         sys.exit("%s sampled with interval_ms=%s" % (name, f["interval_ms"]))
     seen[name] = seen.get(name, 0) + 1
+    if e["event"] == "CounterGauge":
+        gauges.setdefault(name, []).append(f["value"])
     if e["event"] == "CounterRate":
         sums[name] = sums.get(name, 0) + f["increment"]
     if e["event"] == "CounterMean":
@@ -78,6 +84,15 @@ if not sums["work-item-duration"] <= completed:
     sys.exit("work-item-duration counted %d items of %d" % (sums["work-item-duration"], completed))
 if not sums["gen-0-gc-count"] <= gen0:
     sys.exit("gen-0-gc-count sampled %d collections, minirt did %d" % (sums["gen-0-gc-count"], gen0))
+# time-paused-by-gc is gc_time in ms (the summary rounds it to 0.1 ms).
+if not sums["time-paused-by-gc"] <= gc_ms + 0.1:
+    sys.exit("time-paused-by-gc summed %.3f ms, minirt's gc_time is %.1f ms" % (sums["time-paused-by-gc"], gc_ms))
+for name in ("il-bytes-jitted", "assembly-count"):
+    v = gauges[name]
+    if v != sorted(v) or v[-1] <= 0:
+        sys.exit("%s is not a growing count: %r" % (name, v))
+if gauges["assembly-count"][-1] > 6:
+    sys.exit("assembly-count %s, minirt has 6 modules" % gauges["assembly-count"][-1])
 print("counters: %d samples of each of %d counters; %d of %d work items sampled"
       % (next(iter(seen.values())), len(seen), done, completed))
 PY
