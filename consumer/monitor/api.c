@@ -560,18 +560,25 @@ enum MHD_Result evr_mon_route_counters(struct evr_mon_req *q, pid_t pid, const c
 
 enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q)
 {
+	bool om = evr_mon_accepts_openmetrics(evr_mon_header(q, MHD_HTTP_HEADER_ACCEPT));
 	struct evr_strbuf sb = { 0 };
-	enum MHD_Result ret;
+	struct MHD_Response *r;
 
-	if (evr_mon_metrics(&q->m->hub, &sb) < 0) {
+	if (evr_mon_metrics(&q->m->hub, &sb, om) < 0) {
 		free(sb.buf);
 		return evr_mon_send_problem(q, 500, "Internal Server Error", -ENOMEM,
 					    "out of memory");
 	}
-	ret = evr_mon_send_buf(q, 200, "text/plain; version=0.0.4; charset=utf-8",
-			       sb.buf ? sb.buf : "", sb.len);
+	r = MHD_create_response_from_buffer(sb.len, sb.buf ? sb.buf : "", MHD_RESPMEM_MUST_COPY);
 	free(sb.buf);
-	return ret;
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
+				"text/plain; version=0.0.4; charset=utf-8");
+	/* The format depends on Accept: caches must keep them apart. */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Accept");
+	return evr_mon_send(q, 200, r);
 }
 
 static const char *const routes[] = {

@@ -21,12 +21,19 @@
  * sample per series (duplicate timestamped samples are what broke
  * dotnet-monitor's /metrics in Prometheus); two counters whose names map to
  * one family keep the first one seen.
+ *
+ * OpenMetrics 1.0.0, for a scraper that asks for it (Accept:
+ * application/openmetrics-text): the same families and samples, but a
+ * counter's family is named without its _total (the sample keeps it), a
+ * family whose name ends in its base unit says so in a UNIT line, HELP escapes
+ * '"' as label values do, and the exposition ends with "# EOF".
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "monitor.h"
 
@@ -100,20 +107,27 @@ static void add_parts(char *out, size_t cap, const char *s)
 	}
 }
 
+/* The base unit ("seconds", "bytes", "ratio") of @unit, and the factor into it; NULL: none. */
+static const char *base_unit(const char *unit, double *ret_scale)
+{
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(unit, units[i].unit)) {
+			if (ret_scale)
+				*ret_scale = units[i].scale;
+			return units[i].suffix;
+		}
+	return NULL;
+}
+
 void evr_mon_metric_init(struct evr_mon_counter *c)
 {
-	const char *suffix = NULL;
+	const char *suffix;
 	bool rate = c->kind == EVR_SAMPLE_RATE;
 	char name[sizeof(c->metric)] = "evring";
 	size_t base;
 
 	c->scale = 1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(c->unit, units[i].unit)) {
-			suffix = units[i].suffix;
-			c->scale = units[i].scale;
-			break;
-		}
+	suffix = base_unit(c->unit, &c->scale);
 	add_parts(name, sizeof(name), c->provider);
 	base = strlen(name);
 	add_parts(name, sizeof(name), c->name);
@@ -234,29 +248,53 @@ static int put_sample(struct evr_strbuf *sb, const char *name, const char *suffi
 	return err;
 }
 
-static int put_family(struct evr_strbuf *sb, const struct entry *e)
+/*
+ * The family's name: the metric's, less _total for an OpenMetrics counter
+ * (whose samples are FAMILY_total). Into @buf.
+ */
+static const char *family_name(const struct evr_mon_counter *c, bool om, char *buf, size_t len)
+{
+	size_t n = strlen(c->metric);
+
+	if (!om || c->mtype != EVR_MON_M_COUNTER || !ends_with(c->metric, "_total"))
+		return c->metric;
+	snprintf(buf, len, "%.*s", (int)(n - 6), c->metric);
+	return buf;
+}
+
+static int put_family(struct evr_strbuf *sb, const struct entry *e, bool om)
 {
 	static const char *const tname[] = { "untyped", "counter", "gauge", "summary" };
 	const struct evr_mon_counter *c = e->c;
-	int err = evr_strbuf_printf(sb, "# HELP %s ", c->metric);
+	char fbuf[sizeof(c->metric)], tail[32];
+	const char *family = family_name(c, om, fbuf, sizeof(fbuf));
+	const char *unit = base_unit(c->unit, NULL);
+	int err = evr_strbuf_printf(sb, "# HELP %s ", family);
 
+	/* OpenMetrics escapes '"' in HELP too (its escaped-string). */
 	if (!err)
-		err = put_escaped(sb, c->display[0] ? c->display : c->name, false);
+		err = put_escaped(sb, c->display[0] ? c->display : c->name, om);
 	if (!err)
 		err = evr_strbuf_append(sb, " (", 2);
 	if (!err)
-		err = put_escaped(sb, c->provider, false);
+		err = put_escaped(sb, c->provider, om);
 	if (!err)
 		err = evr_strbuf_append(sb, "/", 1);
 	if (!err)
-		err = put_escaped(sb, c->name, false);
+		err = put_escaped(sb, c->name, om);
 	if (!err && c->unit[0]) {
 		err = evr_strbuf_append(sb, ", ", 2);
 		if (!err)
-			err = put_escaped(sb, c->unit, false);
+			err = put_escaped(sb, c->unit, om);
 	}
 	if (!err)
-		err = evr_strbuf_printf(sb, ")\n# TYPE %s %s\n", c->metric, tname[c->mtype]);
+		err = evr_strbuf_printf(sb, ")\n# TYPE %s %s\n", family,
+					om && c->mtype == EVR_MON_M_NONE ? "unknown" : tname[c->mtype]);
+	/* UNIT only where the name ends in it, as OpenMetrics requires (not "..._bytes_current"). */
+	if (unit)
+		snprintf(tail, sizeof(tail), "_%s", unit);
+	if (!err && om && unit && ends_with(family, tail))
+		err = evr_strbuf_printf(sb, "# UNIT %s %s\n", family, unit);
 	return err;
 }
 
@@ -295,8 +333,10 @@ static int put_entry(struct evr_strbuf *sb, const struct entry *e)
 }
 
 /* The monitor's own numbers and one loss counter per watched process. */
-static int put_self(struct evr_mon_hub *h, struct evr_strbuf *sb)
+static int put_self(struct evr_mon_hub *h, struct evr_strbuf *sb, bool om)
 {
+	/* An OpenMetrics counter family is named without _total. */
+	const char *t = om ? "" : "_total";
 	uint32_t by_state[4] = { 0 };
 	int err;
 
@@ -309,17 +349,17 @@ static int put_self(struct evr_mon_hub *h, struct evr_strbuf *sb)
 					evr_mon_proc_state_name((enum evr_mon_proc_state)s),
 					by_state[s]);
 	if (!err)
-		err = evr_strbuf_printf(sb, "# HELP evring_monitor_attaches_total Counter sessions "
-					"started.\n# TYPE evring_monitor_attaches_total counter\n"
+		err = evr_strbuf_printf(sb, "# HELP evring_monitor_attaches%s Counter sessions "
+					"started.\n# TYPE evring_monitor_attaches%s counter\n"
 					"evring_monitor_attaches_total %" PRIu64 "\n"
-					"# HELP evring_monitor_attach_failures_total Attaches that "
-					"failed.\n# TYPE evring_monitor_attach_failures_total counter\n"
+					"# HELP evring_monitor_attach_failures%s Attaches that "
+					"failed.\n# TYPE evring_monitor_attach_failures%s counter\n"
 					"evring_monitor_attach_failures_total %" PRIu64 "\n",
-					h->attaches, h->attach_failures);
+					t, t, h->attaches, t, t, h->attach_failures);
 	if (!err)
-		err = evr_strbuf_printf(sb, "# HELP evring_session_lost_events_total Events the "
+		err = evr_strbuf_printf(sb, "# HELP evring_session_lost_events%s Events the "
 					"monitor's counter session of a process lost (rings full)."
-					"\n# TYPE evring_session_lost_events_total counter\n");
+					"\n# TYPE evring_session_lost_events%s counter\n", t, t);
 	for (uint32_t i = 0; i < h->n && !err; i++) {
 		const struct evr_mon_proc *p = h->procs[i];
 
@@ -335,7 +375,7 @@ static int put_self(struct evr_mon_hub *h, struct evr_strbuf *sb)
 	return err;
 }
 
-int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb)
+int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb, bool openmetrics)
 {
 	struct entry *v = NULL;
 	uint32_t n = 0, cap = 0;
@@ -373,7 +413,7 @@ int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb)
 		if (!family || strcmp(family, v[i].c->metric)) {
 			family = v[i].c->metric;
 			ftype = v[i].c->mtype;
-			err = put_family(sb, &v[i]);
+			err = put_family(sb, &v[i], openmetrics);
 		} else if (v[i].c->mtype != ftype || v[i].p == v[i - 1].p) {
 			continue;
 		}
@@ -381,8 +421,69 @@ int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb)
 			err = put_entry(sb, &v[i]);
 	}
 	if (!err)
-		err = put_self(h, sb);
+		err = put_self(h, sb, openmetrics);
 	pthread_mutex_unlock(&h->lock);
+	if (!err && openmetrics)
+		err = evr_strbuf_append(sb, "# EOF\n", 6);
 	free(v);
 	return err;
+}
+
+/* @s without leading and trailing blanks (in place). */
+static char *trim(char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	return s;
+}
+
+bool evr_mon_accepts_openmetrics(const char *accept)
+{
+	char *copy, *range, *save = NULL;
+	double om = 0, text = 0;
+
+	if (!accept || !(copy = strdup(accept)))
+		return false;
+	for (range = strtok_r(copy, ",", &save); range; range = strtok_r(NULL, ",", &save)) {
+		char *psave = NULL, *type = strtok_r(range, ";", &psave);
+		const char *version = NULL;
+		double q = 1;
+
+		if (!type)
+			continue;
+		type = trim(type);
+
+		/* Parameters: q (RFC 9110: 0 to 1, default 1) and version; others ignored. */
+		for (char *par = strtok_r(NULL, ";", &psave); par; par = strtok_r(NULL, ";", &psave)) {
+			char *eq = strchr(par, '='), *end;
+
+			if (!eq)
+				continue;
+			*eq = '\0';
+			par = trim(par);
+			if (!strcasecmp(par, "q")) {
+				q = strtod(trim(eq + 1), &end);
+				if (*end || q < 0 || q > 1)
+					q = 0;	/* malformed: not accepted */
+			} else if (!strcasecmp(par, "version")) {
+				version = trim(eq + 1);
+			}
+		}
+		if (q <= 0)
+			continue;
+		if (!strcasecmp(type, "application/openmetrics-text") &&
+		    (!version || !strcmp(version, "1.0.0")))
+			om = q > om ? q : om;
+		else if ((!strcasecmp(type, "text/plain") && (!version || !strcmp(version, "0.0.4"))) ||
+			 !strcmp(type, "text/*") || !strcmp(type, "*/*"))
+			text = q > text ? q : text;
+	}
+	free(copy);
+	/* Equal preference: OpenMetrics, the richer of the two. */
+	return om > 0 && om >= text;
 }

@@ -194,8 +194,18 @@ int evr_mon_counter_spec(struct evr_client *c, char **ret, char *err, size_t err
  */
 void evr_mon_metric_init(struct evr_mon_counter *c);
 
-/* The whole /metrics body into @sb. Return: 0, -ENOMEM. Context: h->lock not held. */
-int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb);
+/*
+ * The whole /metrics body into @sb: the Prometheus text format 0.0.4, or with
+ * @openmetrics OpenMetrics 1.0.0. Return: 0, -ENOMEM. Context: h->lock not held.
+ */
+int evr_mon_metrics(struct evr_mon_hub *h, struct evr_strbuf *sb, bool openmetrics);
+
+/*
+ * Does an Accept header prefer OpenMetrics 1.0.0 (application/openmetrics-text,
+ * no version or version=1.0.0) at least as much as the text format (text/plain
+ * of version 0.0.4 or none, text/star, star/star)? NULL: no.
+ */
+bool evr_mon_accepts_openmetrics(const char *accept);
 
 /* ---- auth (auth.c) --------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
  * reject never comes out); API key hashing and checking; request parameter parsers.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +145,109 @@ static void test_evr_mon_jstr_invalid_utf8(void **state)
 	json_decref(j);
 }
 
+static void test_evr_mon_accepts_openmetrics_negotiation(void **state)
+{
+	static const struct {
+		const char *accept;
+		bool om;
+	} cases[] = {
+		{ NULL, false },
+		{ "", false },
+		{ "*/*", false },
+		{ "text/plain", false },
+		{ "application/openmetrics-text", true },
+		{ "application/openmetrics-text; version=1.0.0; charset=utf-8", true },
+		/* What Prometheus 2.x sends. */
+		{ "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+		  "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", true },
+		{ "text/plain;version=0.0.4;q=0.9, application/openmetrics-text;q=0.5", false },
+		{ "application/openmetrics-text;q=0", false },
+		{ "application/openmetrics-text;q=bad", false },
+		{ "application/openmetrics-text;version=2.0.0", false },
+		{ "Application/OpenMetrics-Text ; Q=0.5 , text/plain;q=0.5", true },
+		{ ";;,,", false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool got = evr_mon_accepts_openmetrics(cases[i].accept);
+
+		if (got != cases[i].om)
+			fail_msg("Accept: %s: got %d", cases[i].accept ? cases[i].accept : "(none)",
+				 got);
+	}
+}
+
+static void add_counter(struct evr_mon_proc *p, const char *name, const char *display,
+			const char *unit, uint32_t kind)
+{
+	struct evr_mon_counter *c = &p->ctr[p->nctr++];
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->provider, sizeof(c->provider), "App");
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	snprintf(c->display, sizeof(c->display), "%s", display);
+	snprintf(c->unit, sizeof(c->unit), "%s", unit);
+	c->kind = kind;
+	c->nsamples = 1;
+	evr_mon_metric_init(c);
+}
+
+/* One live process with a rate in ms, a gauge in bytes, a count gauge and a mean. */
+static void test_evr_mon_metrics_openmetrics(void **state)
+{
+	struct evr_mon_counter ctr[4];
+	struct evr_mon_proc p = { .pid = 42, .name = "app", .state = EVR_MON_LIVE, .ctr = ctr,
+				  .cap = 4 };
+	struct evr_mon_proc *procs[] = { &p };
+	struct evr_mon_hub h = { .procs = procs, .n = 1, .attaches = 1 };
+	struct evr_strbuf text = { 0 }, om = { 0 };
+
+	(void)state;
+	pthread_mutex_init(&h.lock, NULL);
+	add_counter(&p, "paused", "Time \"paused\"", "ms", EVR_SAMPLE_RATE);
+	p.ctr[0].total = 1500;
+	add_counter(&p, "heap", "Heap", "B", EVR_SAMPLE_GAUGE);
+	p.ctr[1].last.value = 4096;
+	add_counter(&p, "items-count", "Items", "", EVR_SAMPLE_GAUGE);
+	p.ctr[2].last.value = 3;
+	add_counter(&p, "duration", "Duration", "us", EVR_SAMPLE_MEAN);
+	p.ctr[3].sum = 2e6;
+	p.ctr[3].count = 4;
+	assert_int_equal(evr_mon_metrics(&h, &text, false), 0);
+	assert_int_equal(evr_mon_metrics(&h, &om, true), 0);
+	/* The text format: counter families named with _total, no UNIT, no EOF. */
+	assert_non_null(strstr(text.buf, "# TYPE evring_app_paused_seconds_total counter\n"
+				"evring_app_paused_seconds_total{pid=\"42\",process=\"app\","
+				"provider=\"App\"} 1.5\n"));
+	assert_null(strstr(text.buf, "# UNIT"));
+	assert_null(strstr(text.buf, "# EOF"));
+	assert_non_null(strstr(text.buf, "# HELP evring_app_paused_seconds_total Time \"paused\""));
+	/* OpenMetrics: the family without _total, its samples with it; UNIT where the name
+	 * ends in the unit; '"' escaped in HELP; # EOF last. */
+	assert_non_null(strstr(om.buf, "# HELP evring_app_paused_seconds Time \\\"paused\\\" "
+			       "(App/paused, ms)\n# TYPE evring_app_paused_seconds counter\n"
+			       "# UNIT evring_app_paused_seconds seconds\n"
+			       "evring_app_paused_seconds_total{pid=\"42\",process=\"app\","
+			       "provider=\"App\"} 1.5\n"));
+	assert_non_null(strstr(om.buf, "# TYPE evring_app_heap_bytes gauge\n"
+			       "# UNIT evring_app_heap_bytes bytes\n"));
+	assert_non_null(strstr(om.buf, "# TYPE evring_app_items_count_current gauge\n"
+			       "evring_app_items_count_current{"));
+	assert_non_null(strstr(om.buf, "# TYPE evring_app_duration_seconds summary\n"
+			       "# UNIT evring_app_duration_seconds seconds\n"
+			       "evring_app_duration_seconds_sum{pid=\"42\",process=\"app\","
+			       "provider=\"App\"} 2\n"));
+	assert_non_null(strstr(om.buf, "# TYPE evring_monitor_attaches counter\n"
+			       "evring_monitor_attaches_total 1\n"));
+	assert_non_null(strstr(om.buf, "# TYPE evring_session_lost_events counter\n"));
+	assert_null(strstr(om.buf, "_total counter"));
+	assert_true(om.len > 6 && !strcmp(om.buf + om.len - 6, "# EOF\n"));
+	free(text.buf);
+	free(om.buf);
+	pthread_mutex_destroy(&h.lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +256,8 @@ int main(void)
 		cmocka_unit_test(test_evr_mon_key_check_hash),
 		cmocka_unit_test(test_evr_mon_parse_duration_forms),
 		cmocka_unit_test(test_evr_mon_jstr_invalid_utf8),
+		cmocka_unit_test(test_evr_mon_accepts_openmetrics_negotiation),
+		cmocka_unit_test(test_evr_mon_metrics_openmetrics),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
