@@ -141,9 +141,9 @@ static const char *format_name(enum convert_format f)
  * folded, speedscope, pprof: the profile of the CPU samples (or of the events' stacks),
  * symbolized with what was loaded before the sandbox.
  */
-static int convert_profile(const struct convert_opts *o, struct evr_trace_reader *r,
-			   struct evr_symbolizer *sym, const struct evr_samples *ss, FILE *out,
-			   struct evr_convert_stats *cs, char *err, size_t errlen)
+static int convert_profile_to(const struct convert_opts *o, struct evr_trace_reader *r,
+			      struct evr_symbolizer *sym, const struct evr_samples *ss, FILE *out,
+			      struct evr_convert_stats *cs, char *err, size_t errlen)
 {
 	struct evr_profile *p;
 	uint64_t stacks;
@@ -191,6 +191,42 @@ static int convert_profile(const struct convert_opts *o, struct evr_trace_reader
 		snprintf(err, errlen, "cannot write the output: %s", strerror(EIO));
 	cs->events = ss ? ss->n : 0;
 	evr_profile_free(p);
+	return ret;
+}
+
+/* The profile writers' output, counted on its way to the real one (the summary's size: in
+ * the sandbox, ftell() cannot ask the file, lseek being refused). */
+struct counted_out {
+	FILE *out;
+	uint64_t bytes;
+};
+
+static ssize_t counted_write(void *cookie, const char *buf, size_t len)
+{
+	struct counted_out *c = cookie;
+	size_t n = fwrite(buf, 1, len, c->out);
+
+	c->bytes += n;
+	return n == len ? (ssize_t)n : -1;
+}
+
+static int convert_profile(const struct convert_opts *o, struct evr_trace_reader *r,
+			   struct evr_symbolizer *sym, const struct evr_samples *ss, FILE *out,
+			   struct evr_convert_stats *cs, char *err, size_t errlen)
+{
+	struct counted_out c = { out, 0 };
+	FILE *cf = fopencookie(&c, "w", (cookie_io_functions_t){ .write = counted_write });
+	int ret;
+
+	if (!cf)
+		return convert_profile_to(o, r, sym, ss, out, cs, err, errlen);
+	setvbuf(cf, NULL, _IOFBF, 1u << 16);
+	ret = convert_profile_to(o, r, sym, ss, cf, cs, err, errlen);
+	if (fclose(cf) != 0 && ret == 0) {
+		snprintf(err, errlen, "cannot write the output: %s", strerror(EIO));
+		ret = -EIO;
+	}
+	cs->bytes = c.bytes;
 	return ret;
 }
 

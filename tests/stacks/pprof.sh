@@ -26,8 +26,13 @@ export HOME=$T PPROF_TMPDIR=$T
 	grep -q "perf_event_paranoid\|cpu-clock" "$T/rec.err" && skip "perf_events refused: $(cat "$T/rec.err")"
 	fail "record failed: $(cat "$T/rec.err")"
 }
-"$EVRING" convert "$T/p.evtrace" --format pprof -o "$T/cpu.pb.gz" -q 2>"$T/conv.err" ||
+"$EVRING" convert "$T/p.evtrace" --format pprof -o "$T/cpu.pb.gz" 2>"$T/conv.err" ||
 	fail "convert --format pprof failed: $(cat "$T/conv.err")"
+# The summary: the stacks written and the file's size (in B below 1 KiB).
+size=$(stat -c %s "$T/cpu.pb.gz")
+((size < 1024)) && want="$size B" || want="[0-9.]+ KiB"
+grep -qE "^evring convert: [1-9][0-9]* events, 0 lost, $want of pprof to $T/cpu.pb.gz in " \
+	"$T/conv.err" || fail "summary ($size bytes written): $(cat "$T/conv.err")"
 [[ $(head -c2 "$T/cpu.pb.gz" | od -An -tx1 | tr -d ' ') == 1f8b ]] || fail "not a gzip file"
 "$EVRING" convert "$T/p.evtrace" --format pprof --event-stacks -o "$T/ev.pb.gz" -q
 "$EVRING" dump --json "$T/p.evtrace" >"$T/p.jsonl"
