@@ -278,11 +278,30 @@ int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, 
 		fputc('}', f);
 	}
 	fprintf(f, "]},\"profiles\":[");
-	/* One profile per thread (the root's children), samples in the order added. */
+	/*
+	 * One profile per thread (the root's children), samples in the order added;
+	 * the busiest thread first, as activeProfileIndex 0 is the one speedscope
+	 * opens on.
+	 */
+	uint32_t nthreads = 0, *threads;
 	bool firstp = true;
 
+	for (uint32_t t = p->nodes[0].first_child; t; t = p->nodes[t].next)
+		nthreads++;
+	threads = malloc((nthreads ? nthreads : 1) * sizeof(*threads));
+	if (!threads)
+		return -ENOMEM;
+	nthreads = 0;
 	for (uint32_t t = p->nodes[0].first_child; t; t = p->nodes[t].next) {
-		uint32_t tname = p->nodes[t].name;
+		uint32_t k = nthreads++;
+
+		/* Insertion by total, heaviest first; a tie keeps the order met. */
+		for (; k > 0 && p->nodes[threads[k - 1]].total < p->nodes[t].total; k--)
+			threads[k] = threads[k - 1];
+		threads[k] = t;
+	}
+	for (uint32_t ti = 0; ti < nthreads; ti++) {
+		uint32_t tname = p->nodes[threads[ti]].name;
 		uint64_t start = UINT64_MAX, end = 0;
 		bool first = true;
 
@@ -322,6 +341,7 @@ int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, 
 		}
 		fprintf(f, "]}");
 	}
+	free(threads);
 	fprintf(f, "]}\n");
 	return ferror(f) ? -EIO : 0;
 }

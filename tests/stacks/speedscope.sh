@@ -3,8 +3,9 @@
 # convert --format speedscope, opened in speedscope itself: the `speedscope` npm package's
 # page in headless Chromium, loading the file the way its own command-line tool does
 # (#localProfilePath= a script that hands the file over). The page must import it (no
-# "Something went wrong"), be titled with the profile's name, list the thread's profile,
-# and its Sandwich view must rank spin_hot first with its callers present. The file is also
+# "Something went wrong"), be titled with the profile's name, open on the busiest thread's
+# profile (the main thread, not the napping one), and its Sandwich view must rank spin_hot
+# first with its callers present. The file is also
 # checked against the JSON schema the package ships, when python3-jsonschema is there.
 # Skipped without chromium or the package (scripts/setup --optional installs both).
 source "$(dirname "$0")/lib.sh"
@@ -35,7 +36,7 @@ PY
 # A private profile, no network, bounded (virtual) time.
 timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
 	--user-data-dir="$T/profile" --disable-extensions --proxy-server=127.0.0.1:9 \
-	--allow-file-access-from-files --virtual-time-budget=10000 --dump-dom \
+	--allow-file-access-from-files --virtual-time-budget=10000 --window-size=1280,4000 --dump-dom \
 	"file://$PAGE#localProfilePath=$T/load.js&view=sandwich" >"$T/dom.html" 2>"$T/dom.log" ||
 	fail "chromium --dump-dom: $(tail -3 "$T/dom.log")"
 

@@ -328,7 +328,8 @@ uint64_t evr_profile_total(const struct evr_profile *p);
 /* Folded stacks: "thread;root;...;leaf WEIGHT" per distinct stack. Return: 0, -EIO. */
 int evr_profile_write_folded(const struct evr_profile *p, FILE *f);
 
-/* speedscope's JSON file format: a sampled profile per thread. Return: 0, -EIO. */
+/* speedscope's JSON file format: a sampled profile per thread, the busiest first (the one
+ * speedscope opens on). Return: 0, -EIO, -ENOMEM. */
 int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, FILE *f);
 
 /**
