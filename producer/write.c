@@ -15,12 +15,13 @@
  * built-in events' per-session filter go through write_rcu(), out of line.
  * The registry keeps, in each event, the rings of the one per-CPU session that
  * wants it (evr_event.percpu): one load instead of table, slot, session and
- * rings. A payload in words (the generated fire functions of fixed-size
- * events) goes further: one rseq critical section loads those rings, appends
- * and publishes, and is itself the read side that protects them; the session
- * table's grace period waits for it with membarrier's rseq fence
- * (evr_session_table_synchronize()). If that section must restart or take the
- * slow path, the write starts again below, under the RCU read lock.
+ * rings. One rseq critical section loads those rings, appends and publishes,
+ * and is itself the read side that protects them; the session table's grace
+ * period waits for it with membarrier's rseq fence
+ * (evr_session_table_synchronize()). The payload is in words (the generated
+ * fire functions of fixed-size events of up to 32 bytes) or in memory (every
+ * other write). If that section must restart or take the slow path, the write
+ * starts again below, under the RCU read lock.
  *
  * Payloads reach the rings in whole 8-byte words (struct evr_rseq_rec): the
  * generated fire functions and evr_event_write_padded() supply them padded,
@@ -252,59 +253,31 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 {
 #if EVR_HAVE_RSEQ
 	/*
-	 * Payload in words, one per-CPU session: the whole write is one rseq
-	 * critical section that loads the session's rings itself, its own RCU
-	 * read side (evr_ring_rseq_append_words_rcu()). Anything else, and a
+	 * One per-CPU session: the whole write is one rseq critical section that
+	 * loads the session's rings itself, its own RCU read side
+	 * (evr_ring_rseq_append_words_rcu() for a payload in words,
+	 * evr_ring_rseq_append_mem_rcu() for one in memory). Anything else, and a
 	 * section that must restart or take the slow path, is the slow path's.
 	 * The event's rings are first looked at outside, as a hint (the section
 	 * loads them again): an event without them, in several sessions say, would
 	 * otherwise read the clock twice, and rdtsc costs more than the section.
 	 */
-	if (k >= 0) {
-		if (atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
-			struct rseq *rs = evr_rseq_area();
-			uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
-
-			if (EVR_LIKELY(cpu < evr_ring_percpu_min) &&
-			    EVR_LIKELY(evr_ring_rseq_append_words_rcu(
-					       &ev->percpu, rs, cpu, evr_clock_now(),
-					       evr_rseq_event_w0(ev->rid, len), evr_thread_id(), k,
-					       q0, q1, q2, q3) == 0))
-				return 0;
-		}
-		return 1;
-	}
-	/* A payload in memory: the same shortcut, under the RCU read lock. (One in
-	 * words tried it above, inside its section; a second try would only read
-	 * the clock again on its way to the same restart or slow path.) */
-	urcu_bp_read_lock();
-	{
-		/*
-		 * Acquire pairs with the release in the registry's recompute: the
-		 * rings are set up. One load from the event's line instead of the
-		 * table, the slot and the session: each was a load waiting on the
-		 * one before.
-		 */
-		struct evr_ring_writer *rings =
-			atomic_load_explicit(&ev->percpu, memory_order_acquire);
+	if (atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
 		struct rseq *rs = evr_rseq_area();
 		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
 
 		/* A per-CPU session has a ring for every CPU id below evr_ring_percpu_min;
 		 * a negative cpu (no rseq registration) fails the bound too. */
-		if (EVR_LIKELY(rings && cpu < evr_ring_percpu_min)) {
-			struct evr_rseq_rec rec;
-
-			evr_rseq_rec_init(&rec, ev->rid, evr_clock_now(), evr_thread_id(),
-					  payload, len);
-			if (EVR_LIKELY(evr_ring_rseq_append(&rings[cpu], rs, cpu, &rec) == 0)) {
-				urcu_bp_read_unlock();
-				return 0;
-			}
-		}
+		if (EVR_UNLIKELY(cpu >= evr_ring_percpu_min))
+			return 1;
+		if (k >= 0)
+			return evr_ring_rseq_append_words_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
+							      evr_rseq_event_w0(ev->rid, len),
+							      evr_thread_id(), k, q0, q1, q2, q3) != 0;
+		return evr_ring_rseq_append_mem_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
+						    evr_rseq_event_w0(ev->rid, len), evr_thread_id(),
+						    payload, (len + 7u) / 8u) != 0;
 	}
-	/* The slow path takes the lock again: its frame must lie on the caller's. */
-	urcu_bp_read_unlock();
 #else
 	(void)ev, (void)payload, (void)len, (void)k, (void)q0, (void)q1, (void)q2, (void)q3;
 #endif

@@ -56,20 +56,37 @@ struct opts {
 	struct evr_clock_info clock;	/* what the events carry (--clock, EVR_CLOCK) */
 };
 
+enum loop_kind {
+	LOOP_EVRING, LOOP_STR40, LOOP_BYTES200, LOOP_EMPTY, LOOP_LTTNG, LOOP_CTR_MEAN,
+	LOOP_CTR_ADD, LOOP_CTR_HIST
+};
+
+/* Encoded payload bytes of the LOOP_EVRING, LOOP_STR40 and LOOP_BYTES200 events. */
+static const int loop_payload[] = { 20, 8 + 4 + 40, 8 + 4 + 200 };
+
+/*
+ * What LOOP_STR40 and LOOP_BYTES200 write: not constants, so that the length
+ * of the string and the bytes are found at run time, as in real code.
+ */
+static char loop_str40[41];
+static uint8_t loop_bytes200[200];
+
 struct result {
 	const char *scenario;
 	int threads;
 	int sessions;
 	int runs;
+	int payload;			/* bytes; 0: the 20-byte event */
+	enum loop_kind kind;		/* enabled scenarios */
 	uint64_t events;		/* per thread per run */
 	double ns[MAX_RUNS];
+	double cpu_ns[MAX_RUNS];	/* enabled: the writers' own CPU time per event */
+	const struct result *base;	/* enabled_1t of the same rounds, if it ran */
 	double rps[MAX_RUNS];		/* reader: records per second */
 	double lttng_ns[MAX_RUNS];
 	int lttng_runs;
 	uint64_t lost;
 };
-
-enum loop_kind { LOOP_EVRING, LOOP_EMPTY, LOOP_LTTNG, LOOP_CTR_MEAN, LOOP_CTR_ADD, LOOP_CTR_HIST };
 
 /* The counter the LOOP_CTR_* loops record into. */
 static struct evr_counter *loop_ctr;
@@ -80,6 +97,7 @@ struct worker {
 	enum loop_kind kind;
 	uint64_t n;
 	double ns;
+	double cpu_ns;			/* the thread's CPU time per iteration */
 	pthread_barrier_t *barrier;
 } __attribute__((aligned(64)));
 
@@ -88,6 +106,14 @@ static uint64_t now_ns(void)
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
@@ -104,15 +130,34 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	const uint64_t n = w->n, tid = (uint64_t)w->idx;
-	uint64_t t0, t1;
+	uint64_t t0, t1, c0, c1;
 
 	pin(w->idx);
 	pthread_barrier_wait(w->barrier);
+	c0 = thread_cpu_ns();
 	t0 = now_ns();
 	switch (w->kind) {
 	case LOOP_EVRING:
 		for (uint64_t i = 0; i < n; i++)
 			bench_ev(i, tid, (uint32_t)i);
+		break;
+	case LOOP_STR40:
+		for (uint64_t i = 0; i < n; i++) {
+			const char *str = loop_str40;
+
+			/* Hidden from the optimizer: its length is measured every time. */
+			__asm__("" : "+r"(str));
+			bench_str(i, str);
+		}
+		break;
+	case LOOP_BYTES200:
+		for (uint64_t i = 0; i < n; i++) {
+			const uint8_t *b = loop_bytes200;
+			uint32_t len = sizeof(loop_bytes200);
+
+			__asm__("" : "+r"(b), "+r"(len));
+			bench_bytes(i, b, len);
+		}
 		break;
 	case LOOP_EMPTY:
 		for (uint64_t i = 0; i < n; i++)
@@ -138,16 +183,23 @@ static void *worker_main(void *arg)
 		break;
 	}
 	t1 = now_ns();
+	c1 = thread_cpu_ns();
 	w->ns = (double)(t1 - t0) / (double)n;
+	w->cpu_ns = (double)(c1 - c0) / (double)n;
 	return NULL;
 }
 
-/* Runs @threads loops of @n iterations; returns the mean per-thread ns/iteration. */
-static double run_loops(int threads, enum loop_kind kind, uint64_t n)
+/*
+ * Runs @threads loops of @n iterations; returns the mean per-thread
+ * ns/iteration, and in *@ret_cpu (if not NULL) the mean of the threads' own
+ * CPU time per iteration: what a thread costs, without the time others (the
+ * readers, other programs) held its CPU.
+ */
+static double run_loops_cpu(int threads, enum loop_kind kind, uint64_t n, double *ret_cpu)
 {
 	struct worker w[MAX_THREADS];
 	pthread_barrier_t barrier;
-	double sum = 0;
+	double sum = 0, cpu = 0;
 
 	pthread_barrier_init(&barrier, NULL, (unsigned int)threads);
 	for (int i = 0; i < threads; i++) {
@@ -157,9 +209,17 @@ static double run_loops(int threads, enum loop_kind kind, uint64_t n)
 	for (int i = 0; i < threads; i++) {
 		pthread_join(w[i].th, NULL);
 		sum += w[i].ns;
+		cpu += w[i].cpu_ns;
 	}
 	pthread_barrier_destroy(&barrier);
+	if (ret_cpu)
+		*ret_cpu = cpu / threads;
 	return sum / threads;
+}
+
+static double run_loops(int threads, enum loop_kind kind, uint64_t n)
+{
+	return run_loops_cpu(threads, kind, n, NULL);
 }
 
 /* ---- the concurrent readers ---- */
@@ -215,8 +275,12 @@ static void die(const char *what, const char *err)
 	exit(1);
 }
 
-/* One enabled run: returns ns/event; adds losses to *lost; checks conservation. */
-static double enabled_run(const struct opts *o, int threads, int sessions, uint64_t *lost)
+/*
+ * One enabled run of @kind (LOOP_EVRING, LOOP_STR40 or LOOP_BYTES200): returns
+ * ns/event; adds losses to *lost; checks conservation.
+ */
+static double enabled_run(const struct opts *o, int threads, int sessions, enum loop_kind kind,
+			  uint64_t *lost, double *ret_cpu)
 {
 	struct evr_session *s[MAX_SESSIONS];
 	struct drain d[MAX_SESSIONS];
@@ -238,7 +302,7 @@ static double enabled_run(const struct opts *o, int threads, int sessions, uint6
 	}
 	for (int i = 0; i < sessions; i++)
 		pthread_create(&d[i].th, NULL, drain_main, &d[i]);
-	ns = run_loops(threads, LOOP_EVRING, o->events);
+	ns = run_loops_cpu(threads, kind, o->events, ret_cpu);
 	for (int i = 0; i < sessions; i++)
 		evr_session_stop(s[i]);
 	for (int i = 0; i < sessions; i++) {
@@ -517,12 +581,18 @@ static void report(const struct opts *o, const struct result *r)
 		       "\"runs\":%d,\"events_per_thread\":%" PRIu64 ",\"ns_per_event_median\":%.2f,"
 		       "\"ns_per_event_min\":%.2f,\"ns_per_event_max\":%.2f,\"events_lost\":%" PRIu64,
 		       r->scenario, r->threads, r->sessions,
-		       strncmp(r->scenario, "counter_", 8) == 0 ? 8 : 20, r->runs, r->events, med,
+		       strncmp(r->scenario, "counter_", 8) == 0 ? 8 : r->payload ? r->payload : 20,
+		       r->runs, r->events, med,
 		       min, max, r->lost);
 		printf(",\"clock\":\"%s\"", o->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic");
-		if (strcmp(r->scenario, "enabled_1t") == 0 || strcmp(r->scenario, "enabled_nt") == 0 ||
-		    strcmp(r->scenario, "sessions_4") == 0)
+		if (strncmp(r->scenario, "enabled_", 8) == 0 || strcmp(r->scenario, "sessions_4") == 0) {
 			printf(",\"readers\":\"%s\"", o->chase ? "chase" : "wait");
+			printf(",\"cpu_ns_per_event_median\":%.2f",
+			       median(r->cpu_ns, r->runs, NULL, NULL));
+		}
+		if (r->base)
+			printf(",\"ratio_to_enabled_1t\":%.2f",
+			       med / median(r->base->ns, r->base->runs, NULL, NULL));
 		if (strcmp(r->scenario, "reader") == 0)
 			printf(",\"records_per_s_median\":%.0f", median(r->rps, r->runs, NULL, NULL));
 		if (r->lttng_runs) {
@@ -536,6 +606,9 @@ static void report(const struct opts *o, const struct result *r)
 		       r->sessions, r->runs, med, min, max, r->lost);
 		if (strcmp(r->scenario, "reader") == 0)
 			printf("   %.1f M records/s", median(r->rps, r->runs, NULL, NULL) / 1e6);
+		if (r->base)
+			printf("   %.2fx enabled_1t",
+			       med / median(r->base->ns, r->base->runs, NULL, NULL));
 		if (r->lttng_runs) {
 			double l = median(r->lttng_ns, r->lttng_runs, NULL, NULL);
 
@@ -546,16 +619,28 @@ static void report(const struct opts *o, const struct result *r)
 	fflush(stdout);
 }
 
+/* Is @name in the comma-separated list of --scenario (or is there none)? */
 static bool wanted(const struct opts *o, const char *name)
 {
-	return !o->only || strcmp(o->only, name) == 0;
+	size_t n = strlen(name);
+
+	if (!o->only)
+		return true;
+	for (const char *p = o->only; p; p = strchr(p, ',')) {
+		if (*p == ',')
+			p++;
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == 0))
+			return true;
+	}
+	return false;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: evring-bench [OPTIONS]\n"
-		"Cost of an evring event (payload u64,u64,u32) with a reader draining concurrently,\n"
+		"Cost of an evring event (payload u64,u64,u32; enabled_str40: u64 and a 40-byte\n"
+		"string; enabled_bytes200: u64 and 200 bytes) with a reader draining concurrently,\n"
 		"and of recording a counter value.\n\n"
 		"  --json               one JSON object per scenario\n"
 		"  --vs-lttng           also run the loop through LTTng-UST (needs lttng-sessiond)\n"
@@ -569,8 +654,9 @@ static void usage(FILE *f)
 		"  --ring-size BYTES    per-CPU ring size (default 8388608)\n"
 		"  --clock CLOCK        timestamps from tsc or monotonic (clock_gettime), as\n"
 		"                       EVR_CLOCK= does; default: libevring's choice\n"
-		"  --scenario NAME      only this one: baseline disabled writer_only enabled_1t\n"
-		"                       enabled_nt sessions_4 reader counter_mean\n"
+		"  --scenario NAME,...  only these: baseline disabled writer_only enabled_1t\n"
+		"                       enabled_str40 enabled_bytes200 enabled_2t enabled_nt\n"
+		"                       sessions_4 reader counter_mean\n"
 		"                       counter_increment counter_histogram counter_mean_idle\n"
 		"  -h, --help           this text\n"
 		"  --version            the version of evring\n");
@@ -610,7 +696,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ 0 },
 	};
 	static const char *const scenarios[] = {
-		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_nt", "sessions_4",
+		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_str40",
+		"enabled_bytes200", "enabled_2t", "enabled_nt", "sessions_4",
 		"reader", "counter_mean", "counter_increment", "counter_histogram",
 		"counter_mean_idle", NULL,
 	};
@@ -687,13 +774,15 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "evring-bench: unexpected argument \"%s\"\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (o->only) {
+	for (const char *p = o->only; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+		size_t n = strcspn(p, ",");
 		bool ok = false;
 
 		for (int i = 0; scenarios[i]; i++)
-			ok |= strcmp(scenarios[i], o->only) == 0;
+			ok |= strlen(scenarios[i]) == n && strncmp(scenarios[i], p, n) == 0;
 		if (!ok) {
-			fprintf(stderr, "evring-bench: --scenario: unknown scenario \"%s\"\n", o->only);
+			fprintf(stderr, "evring-bench: --scenario: unknown scenario \"%.*s\"\n",
+				(int)n, p);
 			return -EINVAL;
 		}
 	}
@@ -718,6 +807,19 @@ static int run(const struct opts *o)
 		{ "counter_increment", EVR_COUNTER_INCREMENT, true },
 		{ "counter_histogram", EVR_COUNTER_HISTOGRAM, true },
 		{ "counter_mean_idle", EVR_COUNTER_MEAN, false },
+	};
+	static const struct {
+		const char *name;
+		int threads;	/* 0: one per CPU */
+		int sessions;
+		enum loop_kind kind;
+	} enabled[] = {
+		{ "enabled_1t", 1, 1, LOOP_EVRING },
+		{ "enabled_str40", 1, 1, LOOP_STR40 },
+		{ "enabled_bytes200", 1, 1, LOOP_BYTES200 },
+		{ "enabled_2t", 2, 1, LOOP_EVRING },
+		{ "enabled_nt", 0, 1, LOOP_EVRING },
+		{ "sessions_4", 1, 4, LOOP_EVRING },
 	};
 	int ncpu = get_nprocs();
 	struct result r;
@@ -746,29 +848,41 @@ static int run(const struct opts *o)
 			r.ns[i] = writer_only_run(o);
 		report(o, &r);
 	}
-	if (wanted(o, "enabled_1t")) {
-		r = (struct result){ .scenario = "enabled_1t", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->events };
-		for (int i = 0; i < o->runs; i++) {
-			r.ns[i] = enabled_run(o, 1, 1, &r.lost);
+	/*
+	 * The enabled scenarios run in rounds, one run of each per round (and of
+	 * LTTng-UST after enabled_1t's), so that machine noise hits them alike
+	 * and their ratios mean something on a shared machine.
+	 */
+	struct result er[sizeof(enabled) / sizeof(enabled[0])];
+	size_t ne = 0;
+
+	for (size_t k = 0; k < sizeof(enabled) / sizeof(enabled[0]); k++) {
+		if (!wanted(o, enabled[k].name))
+			continue;
+		er[ne++] = (struct result){
+			.scenario = enabled[k].name,
+			.threads = enabled[k].threads ? enabled[k].threads : ncpu,
+			.sessions = enabled[k].sessions, .runs = o->runs,
+			.payload = loop_payload[enabled[k].kind], .events = o->events,
+			.kind = enabled[k].kind,
+		};
+	}
+	for (int i = 0; i < o->runs; i++) {
+		for (size_t k = 0; k < ne; k++) {
+			er[k].ns[i] = enabled_run(o, er[k].threads, er[k].sessions, er[k].kind,
+						  &er[k].lost, &er[k].cpu_ns[i]);
 #ifdef EVR_HAVE_LTTNG
-			/* Interleaved, so that machine noise hits both alike. */
-			if (o->vs_lttng)
-				r.lttng_ns[r.lttng_runs++] = lttng_run(o);
+			if (o->vs_lttng && strcmp(er[k].scenario, "enabled_1t") == 0)
+				er[k].lttng_ns[er[k].lttng_runs++] = lttng_run(o);
 #endif
 		}
-		report(o, &r);
 	}
-	if (wanted(o, "enabled_nt")) {
-		r = (struct result){ .scenario = "enabled_nt", .threads = ncpu, .sessions = 1, .runs = o->runs, .events = o->events };
-		for (int i = 0; i < o->runs; i++)
-			r.ns[i] = enabled_run(o, ncpu, 1, &r.lost);
-		report(o, &r);
-	}
-	if (wanted(o, "sessions_4")) {
-		r = (struct result){ .scenario = "sessions_4", .threads = 1, .sessions = 4, .runs = o->runs, .events = o->events };
-		for (int i = 0; i < o->runs; i++)
-			r.ns[i] = enabled_run(o, 1, 4, &r.lost);
-		report(o, &r);
+	for (size_t k = 0; k < ne; k++) {
+		/* Against the 20-byte event on one thread, in the same rounds. */
+		for (size_t b = 0; b < ne; b++)
+			if (b != k && strcmp(er[b].scenario, "enabled_1t") == 0)
+				er[k].base = &er[b];
+		report(o, &er[k]);
 	}
 	if (wanted(o, "reader")) {
 		r = (struct result){ .scenario = "reader", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->reader_events };
@@ -801,6 +915,9 @@ int main(int argc, char **argv)
 
 	if (parse_argv(argc, argv, &o) < 0)
 		return 2;
+	memset(loop_str40, 's', sizeof(loop_str40) - 1);
+	for (size_t i = 0; i < sizeof(loop_bytes200); i++)
+		loop_bytes200[i] = (uint8_t)i;
 	evr_clock_get_info(&o.clock);
 	return run(&o) < 0 ? 1 : 0;
 }

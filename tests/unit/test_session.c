@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -70,6 +71,16 @@ EVR_PROVIDER_DEFINE(fi, "Filt", FILT_EVENTS)
 
 EVR_PROVIDER_DECLARE(wd, WORDS_EVENTS)
 EVR_PROVIDER_DEFINE(wd, "Words", WORDS_EVENTS)
+
+/* Variable sizes: a string or bytes last, and both between fixed fields. */
+#define VAR_EVENTS(EVENT)                                                             \
+	EVENT(var_bytes, "Bytes", 1, EVR_LEVEL_INFO, 0x1, (u64, seq), (bytes, b))     \
+	EVENT(var_str, "Str", 2, EVR_LEVEL_INFO, 0x1, (u64, seq), (str, s))           \
+	EVENT(var_mid, "Mid", 3, EVR_LEVEL_INFO, 0x1, (u8, x), (str, s), (u16, y),    \
+	      (bytes, b))
+
+EVR_PROVIDER_DECLARE(varp, VAR_EVENTS)
+EVR_PROVIDER_DEFINE(varp, "Var", VAR_EVENTS)
 
 #define LATE_EVENTS(EVENT) EVENT(late_ev, "LateEvent", 1, EVR_LEVEL_INFO, 0x1, (u64, v))
 
@@ -701,6 +712,148 @@ static void test_event_write_paths_agree_and_pad_with_zeros(void **state)
 	unpin();
 }
 
+/*
+ * Strings and byte arrays of the sizes around the fast path's bounds (one
+ * word, the 32 bytes that fit in registers, 256) decode exactly: in one
+ * session (one critical section, payload copied from memory) and in two (the
+ * general path), over enough rounds that the ring wraps several times, each
+ * round shifted by a filler event so that different records meet the packet
+ * ends. The bytes and the strings end right before an inaccessible page (a
+ * string's terminator is the last readable byte): reading a byte past them
+ * would crash. Other strings are followed by readable bytes that must not be
+ * copied.
+ */
+struct var_expect {
+	uint32_t event_id, len;
+	uint8_t bytes[1600];
+};
+
+static void var_put(struct var_expect *e, const void *v, uint32_t n)
+{
+	assert_true(e->len + n <= sizeof(e->bytes));
+	memcpy(e->bytes + e->len, v, n);
+	e->len += n;
+}
+
+static void var_put_var(struct var_expect *e, const void *v, uint32_t n)
+{
+	var_put(e, &n, 4);
+	var_put(e, v, n);
+}
+
+static void var_check(struct evr_reader *r, const struct var_expect *e, uint32_t n)
+{
+	struct evr_record rec;
+	uint32_t i = 0;
+	int ret;
+
+	while ((ret = evr_reader_next(r, &rec)) > 0) {
+		const uint8_t *p = rec.payload;
+
+		assert_int_equal(rec.type, EVR_REC_EVENT);
+		assert_true(i < n);
+		assert_int_equal(rec.event_id, e[i].event_id);
+		assert_int_equal(rec.len, e[i].len);
+		assert_memory_equal(p, e[i].bytes, rec.len);
+		for (uint32_t k = rec.len; k % 8; k++)
+			assert_int_equal(p[k], 0);
+		i++;
+	}
+	assert_true(ret == 0);
+	assert_int_equal(i, n);
+	evr_reader_release(r);
+}
+
+static void test_event_variable_payloads_decode_exactly(void **state)
+{
+	static const uint32_t sizes[] = { 0,   1,   7,   8,   20,  31,  32,  33,  63,  64,
+					  100, 200, 243, 244, 255, 256, 257, 300, 1000 };
+	static struct var_expect e[3 * sizeof(sizes) / sizeof(sizes[0]) + 1];
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *map, *edge, other[1100];
+	uint64_t seq = 0;
+
+	(void)state;
+	map = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map + page, (size_t)page, PROT_NONE), 0);
+	edge = map + page;
+	pin_to_current_cpu();
+	for (int sessions = 1; sessions <= 2; sessions++) {
+		struct evr_session *s1 = start("Var", EVR_MODE_DISCARD, SMALL_RING);
+		struct evr_reader *r1 = reader_of(s1, EVR_READER_GATING);
+		struct evr_session *s2 =
+			sessions == 2 ? start("Var", EVR_MODE_DISCARD, SMALL_RING) : NULL;
+		struct evr_reader *r2 = s2 ? reader_of(s2, EVR_READER_GATING) : NULL;
+		struct evr_reader_stats st;
+
+		/* ~11 KB a round: 40 rounds wrap the 64 KiB ring 6 times. */
+		for (uint32_t round = 0; round < 40; round++) {
+			uint32_t n = 0;
+
+			/* The filler: 8 * round bytes, to shift what meets a packet end. */
+			memset(other, (int)round, sizeof(other));
+			assert_int_equal(var_bytes(seq, other, 8 * round), 0);
+			e[n] = (struct var_expect){ .event_id = var_bytes__event.rid };
+			var_put(&e[n], &seq, 8), var_put_var(&e[n], other, 8 * round), n++;
+			seq++;
+			for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+				uint32_t len = sizes[k];
+				uint8_t *b = edge - len;
+				char *str = (char *)edge - 1 - len;
+				uint8_t x = (uint8_t)seq;
+				uint16_t y = (uint16_t)~seq;
+
+				for (uint32_t i = 0; i < len; i++)
+					b[i] = (uint8_t)(seq * 7 + i);
+				assert_int_equal(var_bytes(seq, b, len), 0);
+				e[n] = (struct var_expect){ .event_id = var_bytes__event.rid };
+				var_put(&e[n], &seq, 8), var_put_var(&e[n], b, len), n++;
+
+				/* Terminator at the edge: the last readable byte. */
+				for (uint32_t i = 0; i < len; i++)
+					str[i] = (char)('A' + (seq + i) % 26);
+				str[len] = 0;
+				assert_int_equal(var_str(seq, str), 0);
+				e[n] = (struct var_expect){ .event_id = var_str__event.rid };
+				var_put(&e[n], &seq, 8), var_put_var(&e[n], str, len), n++;
+
+				/* A string followed by bytes that are not its own, then bytes
+				 * that end at the edge. */
+				memset(other, 'z', sizeof(other));
+				for (uint32_t i = 0; i < len / 2; i++)
+					other[i] = (uint8_t)('a' + (seq + i) % 26);
+				other[len / 2] = 0;
+				assert_int_equal(var_mid(x, (const char *)other, y, b, len), 0);
+				e[n] = (struct var_expect){ .event_id = var_mid__event.rid };
+				var_put(&e[n], &x, 1), var_put_var(&e[n], other, len / 2);
+				var_put(&e[n], &y, 2), var_put_var(&e[n], b, len), n++;
+				seq++;
+			}
+			var_check(r1, e, n);
+			if (r2)
+				var_check(r2, e, n);
+		}
+		evr_session_stop(s1);
+		var_check(r1, e, 0);
+		evr_reader_get_stats(r1, &st);
+		assert_true(st.lost == 0 && st.corrupt == 0);
+		evr_reader_free(r1);
+		evr_session_free(s1);
+		if (s2) {
+			evr_session_stop(s2);
+			var_check(r2, e, 0);
+			evr_reader_get_stats(r2, &st);
+			assert_true(st.lost == 0 && st.corrupt == 0);
+			evr_reader_free(r2);
+			evr_session_free(s2);
+		}
+	}
+	unpin();
+	munmap(map, 2 * (size_t)page);
+}
+
 static void test_event_write_too_big_counts_one_lost(void **state)
 {
 	uint8_t *buf = calloc(1, EVR_MAX_PAYLOAD + 1);
@@ -1240,6 +1393,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_session_start_bad_options_fail),
 		cmocka_unit_test(test_event_write_too_big_counts_one_lost),
 		cmocka_unit_test(test_event_write_paths_agree_and_pad_with_zeros),
+		cmocka_unit_test(test_event_variable_payloads_decode_exactly),
 		cmocka_unit_test(test_dynamic_write_filters_per_session),
 		cmocka_unit_test(test_event_define_after_start_is_delivered),
 		cmocka_unit_test(test_provider_register_callback_sees_enable_changes),

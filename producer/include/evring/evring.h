@@ -474,6 +474,10 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__SIZE_json(n) (4u + (uint64_t)evr__strlen(n))
 #define EVR__SIZE_bytes(n) (4u + (uint64_t)(n ? n##_len : 0))
 
+/* Each field's encoded size, once (strings are measured here), and their sum. */
+#define EVR__VLEN(t, n) const uint64_t n##_vlen_ = EVR__SIZE_##t(n);
+#define EVR__VSIZE(t, n) +n##_vlen_
+
 #define EVR__PACK(t, n) EVR__PACK_##t(n);
 #define EVR__PACK_u8(n) evr__put(&p_, &n, 1)
 #define EVR__PACK_u16(n) evr__put(&p_, &n, 2)
@@ -487,8 +491,9 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__PACK_f64(n) evr__put(&p_, &n, 8)
 #define EVR__PACK_bool(n) evr__put_u8(&p_, (uint8_t)(n ? 1 : 0))
 #define EVR__PACK_ptr(n) evr__put_u64(&p_, (uint64_t)(uintptr_t)(n))
-#define EVR__PACK_str(n) evr__put_var(&p_, n, evr__strlen(n))
-#define EVR__PACK_json(n) evr__put_var(&p_, n, evr__strlen(n))
+/* A string's length is measured once, in EVR__VLEN(). */
+#define EVR__PACK_str(n) evr__put_var(&p_, n, (uint32_t)(n##_vlen_ - 4u))
+#define EVR__PACK_json(n) evr__put_var(&p_, n, (uint32_t)(n##_vlen_ - 4u))
 #define EVR__PACK_bytes(n) evr__put_var(&p_, n, n ? n##_len : 0)
 
 /* The same, into the words q_ of a fixed-size payload of at most 32 bytes, at o_. */
@@ -643,7 +648,8 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 	struct evr_event sym##__event = { .desc = &sym##__desc };                        \
 	int sym##__emit(EVR__PARAMS(__VA_ARGS__))                                         \
 	{                                                                                 \
-		uint64_t len_ = 0u EVR__MAP(EVR__SIZE, EVR__NOSEP, __VA_ARGS__);          \
+		EVR__MAP(EVR__VLEN, EVR__NOSEP, __VA_ARGS__)                              \
+		uint64_t len_ = 0u EVR__MAP(EVR__VSIZE, EVR__NOSEP, __VA_ARGS__);         \
 		if (len_ > EVR_MAX_PAYLOAD)                                               \
 			return evr_event_write_too_big(&sym##__event);                    \
 		/* Whole words, the one holding the end zeroed: the padding. */        \
