@@ -57,12 +57,12 @@ struct opts {
 };
 
 enum loop_kind {
-	LOOP_EVRING, LOOP_STR40, LOOP_BYTES200, LOOP_EMPTY, LOOP_LTTNG, LOOP_CTR_MEAN,
-	LOOP_CTR_ADD, LOOP_CTR_HIST
+	LOOP_EVRING, LOOP_STR40, LOOP_BYTES200, LOOP_SWITCH, LOOP_EMPTY, LOOP_LTTNG,
+	LOOP_CTR_MEAN, LOOP_CTR_ADD, LOOP_CTR_HIST
 };
 
-/* Encoded payload bytes of the LOOP_EVRING, LOOP_STR40 and LOOP_BYTES200 events. */
-static const int loop_payload[] = { 20, 8 + 4 + 40, 8 + 4 + 200 };
+/* Encoded payload bytes of the LOOP_EVRING .. LOOP_SWITCH events. */
+static const int loop_payload[] = { 20, 8 + 4 + 40, 8 + 4 + 200, 20 };
 
 /*
  * What LOOP_STR40 and LOOP_BYTES200 write: not constants, so that the length
@@ -81,6 +81,7 @@ struct result {
 	uint64_t events;		/* per thread per run */
 	double ns[MAX_RUNS];
 	double cpu_ns[MAX_RUNS];	/* enabled: the writers' own CPU time per event */
+	double ns2[MAX_RUNS];		/* switch_first: the second write after the switch */
 	const struct result *base;	/* enabled_1t of the same rounds, if it ran */
 	double rps[MAX_RUNS];		/* reader: records per second */
 	double lttng_ns[MAX_RUNS];
@@ -98,6 +99,7 @@ struct worker {
 	uint64_t n;
 	double ns;
 	double cpu_ns;			/* the thread's CPU time per iteration */
+	double ns2;			/* LOOP_SWITCH: the second write's ns */
 	pthread_barrier_t *barrier;
 } __attribute__((aligned(64)));
 
@@ -132,7 +134,7 @@ static void *worker_main(void *arg)
 	const uint64_t n = w->n, tid = (uint64_t)w->idx;
 	uint64_t t0, t1, c0, c1;
 
-	pin(w->idx);
+	pin(w->kind == LOOP_SWITCH ? 0 : w->idx);
 	pthread_barrier_wait(w->barrier);
 	c0 = thread_cpu_ns();
 	t0 = now_ns();
@@ -159,6 +161,33 @@ static void *worker_main(void *arg)
 			bench_bytes(i, b, len);
 		}
 		break;
+	case LOOP_SWITCH: {
+		/*
+		 * Two threads on one CPU take turns: each write here is the first
+		 * of its thread since the other ran (sched_yield() switches to it),
+		 * and is followed at once by a second one. Each timed alone.
+		 */
+		uint64_t first = 0, second = 0;
+
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t a, b, c;
+
+			sched_yield();
+			a = now_ns();
+			bench_ev(i, tid, (uint32_t)i);
+			b = now_ns();
+			bench_ev(i, tid, (uint32_t)i);
+			c = now_ns();
+			first += b - a;
+			second += c - b;
+		}
+		w->ns2 = (double)second / (double)n;
+		t1 = now_ns();
+		c1 = thread_cpu_ns();
+		w->ns = (double)first / (double)n;
+		w->cpu_ns = (double)(c1 - c0) / (double)n;
+		return NULL;
+	}
 	case LOOP_EMPTY:
 		for (uint64_t i = 0; i < n; i++)
 			__asm__ __volatile__("" ::: "memory");
@@ -195,11 +224,12 @@ static void *worker_main(void *arg)
  * CPU time per iteration: what a thread costs, without the time others (the
  * readers, other programs) held its CPU.
  */
-static double run_loops_cpu(int threads, enum loop_kind kind, uint64_t n, double *ret_cpu)
+static double run_loops_cpu(int threads, enum loop_kind kind, uint64_t n, double *ret_cpu,
+			    double *ret_ns2)
 {
 	struct worker w[MAX_THREADS];
 	pthread_barrier_t barrier;
-	double sum = 0, cpu = 0;
+	double sum = 0, cpu = 0, ns2 = 0;
 
 	pthread_barrier_init(&barrier, NULL, (unsigned int)threads);
 	for (int i = 0; i < threads; i++) {
@@ -210,16 +240,19 @@ static double run_loops_cpu(int threads, enum loop_kind kind, uint64_t n, double
 		pthread_join(w[i].th, NULL);
 		sum += w[i].ns;
 		cpu += w[i].cpu_ns;
+		ns2 += w[i].ns2;
 	}
 	pthread_barrier_destroy(&barrier);
 	if (ret_cpu)
 		*ret_cpu = cpu / threads;
+	if (ret_ns2)
+		*ret_ns2 = ns2 / threads;
 	return sum / threads;
 }
 
 static double run_loops(int threads, enum loop_kind kind, uint64_t n)
 {
-	return run_loops_cpu(threads, kind, n, NULL);
+	return run_loops_cpu(threads, kind, n, NULL, NULL);
 }
 
 /* ---- the concurrent readers ---- */
@@ -275,12 +308,18 @@ static void die(const char *what, const char *err)
 	exit(1);
 }
 
+/* Iterations per thread: a LOOP_SWITCH iteration is two context switches. */
+static uint64_t events_of(const struct opts *o, enum loop_kind kind)
+{
+	return kind == LOOP_SWITCH ? (o->events + 19) / 20 : o->events;
+}
+
 /*
  * One enabled run of @kind (LOOP_EVRING, LOOP_STR40 or LOOP_BYTES200): returns
  * ns/event; adds losses to *lost; checks conservation.
  */
 static double enabled_run(const struct opts *o, int threads, int sessions, enum loop_kind kind,
-			  uint64_t *lost, double *ret_cpu)
+			  uint64_t *lost, double *ret_cpu, double *ret_ns2)
 {
 	struct evr_session *s[MAX_SESSIONS];
 	struct drain d[MAX_SESSIONS];
@@ -302,11 +341,11 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 	}
 	for (int i = 0; i < sessions; i++)
 		pthread_create(&d[i].th, NULL, drain_main, &d[i]);
-	ns = run_loops_cpu(threads, kind, o->events, ret_cpu);
+	ns = run_loops_cpu(threads, kind, events_of(o, kind), ret_cpu, ret_ns2);
 	for (int i = 0; i < sessions; i++)
 		evr_session_stop(s[i]);
 	for (int i = 0; i < sessions; i++) {
-		uint64_t emitted = o->events * (uint64_t)threads;
+		uint64_t emitted = events_of(o, kind) * (uint64_t)threads * (kind == LOOP_SWITCH ? 2 : 1);
 
 		pthread_join(d[i].th, NULL);
 		if (d[i].received + d[i].lost != emitted) {
@@ -590,6 +629,9 @@ static void report(const struct opts *o, const struct result *r)
 			printf(",\"cpu_ns_per_event_median\":%.2f",
 			       median(r->cpu_ns, r->runs, NULL, NULL));
 		}
+		if (strcmp(r->scenario, "switch_first") == 0)
+			printf(",\"second_ns_per_event_median\":%.2f",
+			       median(r->ns2, r->runs, NULL, NULL));
 		if (r->base)
 			printf(",\"ratio_to_enabled_1t\":%.2f",
 			       med / median(r->base->ns, r->base->runs, NULL, NULL));
@@ -606,6 +648,8 @@ static void report(const struct opts *o, const struct result *r)
 		       r->sessions, r->runs, med, min, max, r->lost);
 		if (strcmp(r->scenario, "reader") == 0)
 			printf("   %.1f M records/s", median(r->rps, r->runs, NULL, NULL) / 1e6);
+		if (strcmp(r->scenario, "switch_first") == 0)
+			printf("   the next write %.2f ns", median(r->ns2, r->runs, NULL, NULL));
 		if (r->base)
 			printf("   %.2fx enabled_1t",
 			       med / median(r->base->ns, r->base->runs, NULL, NULL));
@@ -656,8 +700,11 @@ static void usage(FILE *f)
 		"                       EVR_CLOCK= does; default: libevring's choice\n"
 		"  --scenario NAME,...  only these: baseline disabled writer_only enabled_1t\n"
 		"                       enabled_str40 enabled_bytes200 enabled_2t enabled_nt\n"
-		"                       sessions_4 reader counter_mean\n"
+		"                       sessions_4 switch_first reader counter_mean\n"
 		"                       counter_increment counter_histogram counter_mean_idle\n"
+		"  switch_first: two threads on one CPU take turns (sched_yield()); the\n"
+		"  first write after each switch and the one right after it, each timed\n"
+		"  alone (clock_gettime() around it: both include its cost)\n"
 		"  -h, --help           this text\n"
 		"  --version            the version of evring\n");
 }
@@ -697,7 +744,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 	};
 	static const char *const scenarios[] = {
 		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_str40",
-		"enabled_bytes200", "enabled_2t", "enabled_nt", "sessions_4",
+		"enabled_bytes200", "enabled_2t", "enabled_nt", "sessions_4", "switch_first",
 		"reader", "counter_mean", "counter_increment", "counter_histogram",
 		"counter_mean_idle", NULL,
 	};
@@ -820,6 +867,7 @@ static int run(const struct opts *o)
 		{ "enabled_2t", 2, 1, LOOP_EVRING },
 		{ "enabled_nt", 0, 1, LOOP_EVRING },
 		{ "sessions_4", 1, 4, LOOP_EVRING },
+		{ "switch_first", 2, 1, LOOP_SWITCH },
 	};
 	int ncpu = get_nprocs();
 	struct result r;
@@ -863,14 +911,15 @@ static int run(const struct opts *o)
 			.scenario = enabled[k].name,
 			.threads = enabled[k].threads ? enabled[k].threads : ncpu,
 			.sessions = enabled[k].sessions, .runs = o->runs,
-			.payload = loop_payload[enabled[k].kind], .events = o->events,
+			.payload = loop_payload[enabled[k].kind],
+			.events = events_of(o, enabled[k].kind),
 			.kind = enabled[k].kind,
 		};
 	}
 	for (int i = 0; i < o->runs; i++) {
 		for (size_t k = 0; k < ne; k++) {
 			er[k].ns[i] = enabled_run(o, er[k].threads, er[k].sessions, er[k].kind,
-						  &er[k].lost, &er[k].cpu_ns[i]);
+						  &er[k].lost, &er[k].cpu_ns[i], &er[k].ns2[i]);
 #ifdef EVR_HAVE_LTTNG
 			if (o->vs_lttng && strcmp(er[k].scenario, "enabled_1t") == 0)
 				er[k].lttng_ns[er[k].lttng_runs++] = lttng_run(o);
@@ -880,7 +929,8 @@ static int run(const struct opts *o)
 	for (size_t k = 0; k < ne; k++) {
 		/* Against the 20-byte event on one thread, in the same rounds. */
 		for (size_t b = 0; b < ne; b++)
-			if (b != k && strcmp(er[b].scenario, "enabled_1t") == 0)
+			if (b != k && strcmp(er[b].scenario, "enabled_1t") == 0 &&
+			    er[k].kind != LOOP_SWITCH)
 				er[k].base = &er[b];
 		report(o, &er[k]);
 	}
