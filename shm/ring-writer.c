@@ -300,16 +300,24 @@ void evr_ring_settle_locked(struct evr_ring_writer *w)
 	if (EVR_LIKELY(pub == h))
 		return;
 	/*
-	 * An interrupted append: one EVENT record (no THREAD record: those come
-	 * from the slow path), inside the packet of head, after its header, and
+	 * An interrupted append: one EVENT record, maybe after a THREAD record
+	 * (<evring/ring-rseq.h>), inside the packet of head, after its header, and
 	 * counted in it. Its writer writes it again.
 	 */
 	/* pub > h makes back wrap far above any record: rejected by the bound. */
-	if (back >= EVR_REC_HDR_SIZE && back <= evr_align8(EVR_MAX_RECORD) &&
+	if (back >= EVR_REC_HDR_SIZE && back <= evr_align8(EVR_MAX_RECORD) + EVR_REC_THREAD_ASIZE &&
 	    (pub & ~(uint64_t)w->packet_mask) == ((h - 1) & ~(uint64_t)w->packet_mask) &&
 	    (pub & w->packet_mask) >= EVR_PACKET_HDR_SIZE && (uint32_t)w->tid_events > 0) {
+		/* Relaxed: the bytes at pub are the interrupted writer's, or a
+		 * consumer's scribble, which at worst costs a THREAD record. */
+		uint64_t w0 = __atomic_load_n((uint64_t *)(void *)(w->data + (pub & w->ring_mask)),
+					      __ATOMIC_RELAXED);
+
 		__atomic_store_n(&w->head, pub, __ATOMIC_RELAXED);
 		w->tid_events--;
+		/* Its THREAD record is taken back too: no thread named in the packet. */
+		if ((uint16_t)(w0 >> 16) == EVR_REC_THREAD)
+			w->tid_events = (uint32_t)w->tid_events;
 		return;
 	}
 	/* Not the writer's: say again what was published. */

@@ -633,8 +633,10 @@ static void report(const struct opts *o, const struct result *r)
 			printf(",\"second_ns_per_event_median\":%.2f",
 			       median(r->ns2, r->runs, NULL, NULL));
 		if (r->base)
-			printf(",\"ratio_to_enabled_1t\":%.2f",
-			       med / median(r->base->ns, r->base->runs, NULL, NULL));
+			printf(",\"ratio_to_enabled_1t\":%.2f,\"cpu_ratio_to_enabled_1t\":%.2f",
+			       med / median(r->base->ns, r->base->runs, NULL, NULL),
+			       median(r->cpu_ns, r->runs, NULL, NULL) /
+				       median(r->base->cpu_ns, r->base->runs, NULL, NULL));
 		if (strcmp(r->scenario, "reader") == 0)
 			printf(",\"records_per_s_median\":%.0f", median(r->rps, r->runs, NULL, NULL));
 		if (r->lttng_runs) {

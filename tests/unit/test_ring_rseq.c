@@ -446,6 +446,26 @@ static void test_ring_rseq_settle_takes_back_an_interrupted_append(void **state)
 	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
 	assert_int_equal(r->corrupt, 0);
 
+	/*
+	 * A thread new to the packet: THREAD and EVENT record, interrupted before
+	 * the commit. Both are taken back, and the packet's thread is forgotten:
+	 * written again, the event names its thread again.
+	 */
+	h = f.w[0].head;
+	te = f.w[0].tid_events;
+	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 4, 2, buf, PL_HDR), 0);
+	assert_true(f.w[0].head == h + EVR_REC_THREAD_ASIZE + 40);
+	__atomic_store_n(&f.w[0].ctl->head, h, __ATOMIC_RELAXED);
+	evr_ring_settle_locked(&f.w[0]);
+	assert_true(f.w[0].head == h);
+	assert_true(f.w[0].tid_events == (uint32_t)te);
+	assert_int_equal(evr_ring_write_locked(&f.w[0], 1, 5, 2, buf, PL_HDR), 0);
+	assert_true(f.w[0].head == h + EVR_REC_THREAD_ASIZE + 40);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 1);
+	assert_true(rec.type == EVR_REC_EVENT && rec.ts == 5 && rec.tid == 2);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
+	assert_int_equal(r->corrupt, 0);
+
 	/* Values a consumer may have stored: ahead, far behind, in the header. */
 	h = f.w[0].head;
 	te = f.w[0].tid_events;

@@ -618,7 +618,11 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 	{                                                                                 \
 		return evr_event_enabled(&sym##__event);                                  \
 	}                                                                                 \
-	static inline __attribute__((unused)) int sym(EVR__PARAMS(__VA_ARGS__))           \
+	/* always_inline: the disabled check is a load and a branch in the caller; \
+	 * a function that fires an event in several places (three in one loop, \
+	 * evring-bench's worker) saw gcc call an outlined copy instead: 1.7 ns a \
+	 * disabled event instead of 0.3. */                                      \
+	static inline __attribute__((unused, always_inline)) int sym(EVR__PARAMS(__VA_ARGS__)) \
 	{                                                                                 \
 		if (__builtin_expect(!evr_event_enabled(&sym##__event), 1))               \
 			return 0;                                                         \

@@ -22,22 +22,26 @@
  * read), and the writer's own {head, tid_events}. The last instruction commits.
  *
  *   CS (append): check cpu_id == i, lock == 0, lost_async == 0, no wake-up
- *       due, that this thread wrote the packet's last THREAD record, that the
- *       published head (ctl->head) is the writer's head, and that the record
- *       ends at or below fast_end; store the record; store {head, tid_events}
- *       advanced by the record (one 16-byte store, so the settling below
- *       never finds one without the other); commit by publishing the new head to
- *       ctl->head (one store: the kernel aborts before it or not at all).
- *       A thread new to the packet takes the slow path, which writes its
- *       THREAD record: that only follows a context switch, which costs far
- *       more than the slow path.
+ *       due, that the published head (ctl->head) is the writer's head, and
+ *       that the record (with a THREAD record before it if another thread
+ *       wrote the packet's last one) ends at or below fast_end; store the
+ *       record(s); store {head, tid_events} advanced by them (one 16-byte
+ *       store, so the settling below never finds one without the other);
+ *       commit by publishing the new head to ctl->head (one store: the kernel
+ *       aborts before it or not at all). A thread new to the packet writes
+ *       its THREAD record in the section: the first write after a context
+ *       switch between two writers once took the slow path for it (16 ns
+ *       more here, evring-bench's switch_first).
  *
  * A section aborted between the store of {head, tid_events} and the commit
- * leaves the writer one EVENT record ahead of what it published, a record its
- * writer will append again when it restarts. The next section on CPU i sees
- * ctl->head != head and takes the slow path, which takes that record back
- * under the lock (evr_ring_settle_locked()): head and the packet's event count
- * go back by one record, and ctl->head is unchanged, so it never goes back.
+ * leaves the writer one EVENT record (and maybe the THREAD record before it)
+ * ahead of what it published, a record its writer will append again when it
+ * restarts. The next section on CPU i sees ctl->head != head and takes the
+ * slow path, which takes that back under the lock (evr_ring_settle_locked()):
+ * head and the packet's event count go back by one record, the packet's
+ * thread is forgotten if the record taken back at ctl->head is a THREAD
+ * record (so that the next write names its thread again), and ctl->head is
+ * unchanged, so it never goes back.
  * ctl->head is in memory that consumers map writable; a value that is not
  * such a record's start is not trusted: the slow path publishes the writer's
  * head again.
@@ -273,6 +277,19 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, lost_async, EVR_OFF_W_LOST_ASYNC);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, bell_due, EVR_OFF_W_BELL_DUE);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 
+/* The THREAD record a section writes for a thread new to the packet: its
+ * aligned size, and its header's word 0 (size, type, event id 0). */
+#define EVR_RSEQ_THREAD_ASIZE 24
+#define EVR_RSEQ_THREAD_W0 0x40018
+_Static_assert(EVR_RSEQ_THREAD_ASIZE == EVR_REC_THREAD_ASIZE &&
+		       EVR_REC_THREAD_SIZE == EVR_REC_HDR_SIZE + 8,
+	       "a THREAD record: header and one word");
+_Static_assert(EVR_RSEQ_THREAD_W0 ==
+		       (EVR_REC_THREAD_SIZE | (uint32_t)EVR_REC_THREAD << 16),
+	       "THREAD record header word 0");
+/* Bit 31 of tid_events is free for the section's flag: a packet's count is below. */
+_Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in a packet");
+
 /*
  * The abort signature precedes every abort handler: the 4 bytes before the
  * handler must be RSEQ_SIG. The three bytes before it make the whole an
@@ -337,14 +354,23 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"                                \
 	"jne %l[slow]\n\t"                                                                 \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_TID_EVENTS) "(%[w]), %[te]\n\t"	/* te = tid_events */ \
-	"movq %[te], %[a]\n\t"                                                             \
-	"shrq $32, %[a]\n\t"                                                               \
-	"cmpl %[tid], %k[a]\n\t"	/* new thread in the packet: THREAD record */      \
-	"jne %l[slow]\n\t"                                                                 \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[d]\n\t"		/* d = head */    \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%[a]), %[d]\n\t"	/* interrupted append */ \
 	"jne %l[slow]\n\t"                                                                 \
+	"movq %[te], %[a]\n\t"                                                             \
+	"shrq $32, %[a]\n\t"                                                               \
+	"cmpl %[tid], %k[a]\n\t"                                                           \
+	"je 5f\n\t"                                                                         \
+	/* New thread in the packet: its THREAD record first, at head. te gets \
+	 * the new tid, and bit 31 (above any count) says the record is due. */ \
+	"movl %[tid], %k[a]\n\t"                                                           \
+	"shlq $32, %[a]\n\t"                                                               \
+	"movl %k[te], %k[te]\n\t"                                                          \
+	"orq %[a], %[te]\n\t"                                                              \
+	"btsq $31, %[te]\n\t"                                                              \
+	"addq $" EVR_RSEQ_S(EVR_RSEQ_THREAD_ASIZE) ", %[d]\n\t"                            \
+	"5:\n\t"                                                                            \
 	end				/* c = end */                                      \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %[c]\n\t"                          \
 	"ja %l[slow]\n\t"                                                                  \
@@ -362,6 +388,14 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
 	pf_more                                                                            \
 	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[d]\n\t"                         \
 	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[d]\n\t"	/* d = destination */      \
+	"btrq $31, %[te]\n\t"                                                              \
+	"jnc 6f\n\t"                                                                        \
+	/* The THREAD record, right before: in the same packet, so contiguous. */ \
+	"movq $" EVR_RSEQ_S(EVR_RSEQ_THREAD_W0) ", -" EVR_RSEQ_S(EVR_RSEQ_THREAD_ASIZE) "(%[d])\n\t" \
+	"movq %[ts], 8-" EVR_RSEQ_S(EVR_RSEQ_THREAD_ASIZE) "(%[d])\n\t"                    \
+	"movl %[tid], %k[a]\n\t"	/* struct evr_rec_thread: tid, pad 0 */            \
+	"movq %[a], 16-" EVR_RSEQ_S(EVR_RSEQ_THREAD_ASIZE) "(%[d])\n\t"                    \
+	"6:\n\t"                                                                            \
 	"movq %[w0], %[a]\n\t"		/* EVENT record: header, ts, payload */            \
 	"movq %[a], (%[d])\n\t"                                                            \
 	"movq %[ts], 8(%[d])\n\t"                                                          \
