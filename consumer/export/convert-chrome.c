@@ -822,26 +822,45 @@ static int slice_stop(struct chrome *c, struct chrome_thread *t, struct chrome_t
 	return err;
 }
 
+/* ,"args":{"K0":V0,...}} for the @n values of a counter sample. */
+static int counter_args(struct evr_strbuf *sb, const char *const *keys, const double *vals,
+			int n)
+{
+	int err = 0;
+
+	for (int i = 0; i < n && !err; i++) {
+		err = evr_strbuf_printf(sb, "%s\"%s\":", i ? "," : ",\"args\":{", keys[i]);
+		if (!err)
+			err = evr_rpt_json_double(sb, vals[i]);
+	}
+	return err ? err : evr_strbuf_append(sb, "}}", 2);
+}
+
 static int counter(struct chrome *c, const struct evr_event_view *v,
 		   const struct evr_counter_sample *s)
 {
+	static const char *const mean_keys[] = { "mean", "min", "max" };
+	static const char *const hist_keys[] = { "p50", "p90", "p99" };
+	static const char *const value_key[] = { "value" };
 	int err;
 
 	err = head(c, "C", s->display_name, s->display_name_len, s->provider, v->tid, v->ts_ns);
 	if (err)
 		return err;
-	/* Numbers are doubles: %.17g reads back exactly; a track's keys never change. */
+	/*
+	 * Numbers are doubles, written to read back exactly; a track's keys never
+	 * change. A sample is the traced process's (or a damaged file's) bytes:
+	 * NaN and infinities are null, as in every JSON evring writes.
+	 */
 	switch (s->kind) {
 	case EVR_SAMPLE_MEAN:
-		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"mean\":%.17g,\"min\":%.17g,"
-					"\"max\":%.17g}}", s->mean, s->min, s->max);
+		err = counter_args(&c->sb, mean_keys, (const double[]){ s->mean, s->min, s->max }, 3);
 		break;
 	case EVR_SAMPLE_HISTOGRAM:
-		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"p50\":%.17g,\"p90\":%.17g,"
-					"\"p99\":%.17g}}", s->p50, s->p90, s->p99);
+		err = counter_args(&c->sb, hist_keys, (const double[]){ s->p50, s->p90, s->p99 }, 3);
 		break;
 	default:
-		err = evr_strbuf_printf(&c->sb, ",\"args\":{\"value\":%.17g}}", s->value);
+		err = counter_args(&c->sb, value_key, &s->value, 1);
 		break;
 	}
 	c->counters++;

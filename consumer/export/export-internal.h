@@ -36,6 +36,14 @@ int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v);
 int evr_rpt_fmt_double(char *buf, double v);
 
 /*
+ * evr_rpt_json_double() - append @v as a JSON number (evr_rpt_fmt_double()),
+ * or null when it is NaN or an infinity: JSON has no spelling for them, and
+ * null is what every JSON writer of evring puts there (evr_event_to_json()).
+ * Return: 0 or -ENOMEM.
+ */
+int evr_rpt_json_double(struct evr_strbuf *sb, double v);
+
+/*
  * Append the fields of an EVENT view as JSON members (no braces): "name":value,...
  * An undescribed event gives "rid":N,"payload":"HEX"; a payload that does not
  * decode gives "payload":"HEX","error":"...". Sets *@ret_bad for both.

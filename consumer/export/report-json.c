@@ -2,7 +2,8 @@
 /*
  * The report as one JSON object (`evring report --json`, and the monitor's
  * report of a trace): the same numbers as the tables, every string escaped,
- * rates and shares as doubles printed with %.17g so nothing is rounded away.
+ * rates and shares as doubles printed with %.17g so nothing is rounded away;
+ * a counter's NaN or infinity (the traced process's numbers) is null.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -108,10 +109,28 @@ int evr_rpt_json(struct evr_strbuf *sb, const struct evr_rpt *m, const struct ev
 		if (!err)
 			err = evr_rpt_json_cstr(sb, c->unit);
 		if (!err)
-			err = evr_strbuf_printf(sb, ",\"kind\":\"%s\",\"samples\":%" PRIu64 ",\"min\":%.17g,"
-						"\"mean\":%.17g,\"max\":%.17g,\"last\":%.17g}",
-						evr_sample_kind_name(c->kind), c->samples, c->min,
-						c->sum / (double)c->samples, c->max, c->last);
+			err = evr_strbuf_printf(sb, ",\"kind\":\"%s\",\"samples\":%" PRIu64,
+						evr_sample_kind_name(c->kind), c->samples);
+		/* The samples are the traced process's numbers: NaN and infinities
+		 * are null (the rates and shares above are always finite). */
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"min\":", 7);
+		if (!err)
+			err = evr_rpt_json_double(sb, c->min);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"mean\":", 8);
+		if (!err)
+			err = evr_rpt_json_double(sb, c->sum / (double)c->samples);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"max\":", 7);
+		if (!err)
+			err = evr_rpt_json_double(sb, c->max);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"last\":", 8);
+		if (!err)
+			err = evr_rpt_json_double(sb, c->last);
+		if (!err)
+			err = evr_strbuf_append(sb, "}", 1);
 	}
 	if (!err)
 		err = evr_strbuf_append(sb, "],\"threads\":[", 13);

@@ -117,6 +117,15 @@ int evr_rpt_fmt_double(char *buf, double v)
 	return n;
 }
 
+int evr_rpt_json_double(struct evr_strbuf *sb, double v)
+{
+	char num[32];
+
+	if (!isfinite(v))
+		return evr_strbuf_append(sb, "null", 4);	/* JSON has no NaN */
+	return evr_strbuf_append(sb, num, (size_t)evr_rpt_fmt_double(num, v));
+}
+
 int evr_rpt_json_value(struct evr_strbuf *sb, const struct evr_field_value *v)
 {
 	char num[48];

@@ -213,10 +213,42 @@ static void test_fmt_double_as_printf(void **state)
 	}
 }
 
+/* JSON has no NaN or infinity: null, whatever their sign or payload (printf
+ * writes "-nan", which no JSON reader takes); finite values as printf's %.17g. */
+static void test_json_double_non_finite(void **state)
+{
+	const double bad[] = { NAN, -NAN, INFINITY, -INFINITY };
+	const double good[] = { 0.0, -0.0, 4.375, -1e300, 5e-324, 0.1 + 0.2 };
+	struct evr_strbuf sb = { 0 };
+	uint64_t bits = 0x7ff0000000000001ull;	/* a signalling NaN's payload */
+	double snan;
+	char want[40];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sb.len = 0;
+		assert_int_equal(evr_rpt_json_double(&sb, bad[i]), 0);
+		assert_int_equal(sb.len, 4);
+		assert_memory_equal(sb.buf, "null", 4);
+	}
+	memcpy(&snan, &bits, sizeof(snan));
+	sb.len = 0;
+	assert_int_equal(evr_rpt_json_double(&sb, -snan), 0);
+	assert_true(sb.len == 4 && !memcmp(sb.buf, "null", 4));
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(want, sizeof(want), "%.17g", good[i]);
+		sb.len = 0;
+		assert_int_equal(evr_rpt_json_double(&sb, good[i]), 0);
+		assert_true(sb.len == strlen(want) && !memcmp(sb.buf, want, sb.len));
+	}
+	free(sb.buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fmt_double_as_printf),
+		cmocka_unit_test(test_json_double_non_finite),
 		cmocka_unit_test(test_json_str_escapes),
 		cmocka_unit_test(test_json_value_big_integers),
 		cmocka_unit_test(test_html_str_escapes),
