@@ -190,6 +190,11 @@ struct evr_trace_tname {
 	char *name;
 };
 
+/* A damaged place the scan stepped over: from a chunk header beyond repair to the next valid one. */
+struct evr_trace_skip {
+	uint64_t from, to;
+};
+
 struct evr_trace_reader {
 	int fd;
 	bool own_fd;
@@ -235,6 +240,10 @@ struct evr_trace_reader {
 	uint64_t damaged_events, lost_damaged;
 	uint64_t *repaired;		/* offsets repaired (sorted): each said once */
 	uint32_t nrepaired, repaired_cap;
+	/* The damaged places the scan skipped, in file order, so that
+	 * evr_trace_reader_chunk_next() walks the chunks the scan counted. */
+	struct evr_trace_skip *skips;
+	uint32_t nskips, skips_cap;
 	/* Streams (trace-stream.c). */
 	bool stream;
 	bool eof;			/* the stream ended (or cannot be read further) */
@@ -368,6 +377,16 @@ bool evr_trace_repair_hdr(struct evr_trace_reader *r, uint64_t off, struct evr_t
  */
 int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uint64_t *ret_off,
 		     uint32_t *ret_seq);
+
+/*
+ * The scan skipped from the header beyond repair at @from to the valid one at
+ * @to (after evr_trace_resync()): keep it for the chunk walk. Offsets rise
+ * from call to call. Return: 0 or -ENOMEM.
+ */
+int evr_trace_note_skip(struct evr_trace_reader *r, uint64_t from, uint64_t to);
+
+/* Where the chunk walk goes on from @off: past the skipped place that starts there, else @off. */
+uint64_t evr_trace_skip_end(const struct evr_trace_reader *r, uint64_t off);
 
 /* A repair at @off: true the first time (count and say it), false if said already. */
 bool evr_trace_note_repair(struct evr_trace_reader *r, uint64_t off);

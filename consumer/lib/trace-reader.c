@@ -658,7 +658,9 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 					evr_trace_stop_at(r, off, "invalid chunk header (magic or CRC)");
 					break;
 				}
-				err = 0;
+				err = evr_trace_note_skip(r, off, next);
+				if (err < 0)
+					goto out;
 				evr_trace_problem(r, "%llu bytes at offset %llu skipped: a chunk header "
 						  "there is damaged beyond repair (%u chunks lost with "
 						  "it); reading on at offset %llu",
@@ -892,6 +894,7 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 	evr_trace_merge_free(r);
 	evr_trace_clock_free(&r->clk);
 	free(r->repaired);
+	free(r->skips);
 	if (r->has_process || r->process.argv)
 		evr_process_info_free_strings(&r->process);
 	free(r->process_pb);
@@ -995,6 +998,7 @@ int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, 
 	uint64_t off;
 	uint32_t len;
 	const char *why;
+	bool hdr_good;
 	int err;
 
 	if (!r || !pos || !ret)
@@ -1002,15 +1006,24 @@ int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, 
 	if (r->stream)
 		return -ESPIPE;	/* read once, front to back: nothing to go back to */
 	off = *pos < r->hdr_size ? r->hdr_size : *pos;
+	/*
+	 * The chunks the scan counted (evr_trace_stats.chunks), as it saw them: a
+	 * header with one flipped bit is read repaired, and a damaged place the
+	 * scan skipped is skipped here too (the scan reported it). Read as written,
+	 * such a header would give a wrong length, or end the walk before the
+	 * chunks the scan found after it.
+	 */
 	for (;;) {
+		off = evr_trace_skip_end(r, off);
 		if (off >= r->good_end || r->good_end - off < EVR_TRACE_CHUNK_HDR_SIZE)
 			return 0;
 		err = evr_trace_pread(r, &h, sizeof(h), off);
 		if (err)
 			return err;
+		hdr_good = (evr_trace_chunk_hdr_ok(&h) || evr_trace_chunk_hdr_fix(&h)) &&
+			   evr_trace_chunk_len_ok(h.kind, h.len);
 		/* Chunks of other kinds: the header only (its length was checked at open). */
-		if (!kind || h.kind == kind || h.magic != EVR_TRACE_CHUNK_MAGIC ||
-		    !evr_trace_chunk_len_ok(h.kind, h.len))
+		if (!kind || h.kind == kind || !hdr_good)
 			break;
 		off += evr_trace_chunk_span(h.len);
 		*pos = off;
@@ -1019,10 +1032,8 @@ int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, 
 	if (err == -EBADMSG) {
 		snprintf(r->errmsg, sizeof(r->errmsg), "chunk at offset %llu: %s",
 			 (unsigned long long)off, why);
-		if (h.magic == EVR_TRACE_CHUNK_MAGIC && evr_trace_chunk_len_ok(h.kind, h.len))
-			*pos = off + evr_trace_chunk_span(h.len);
-		else
-			*pos = r->good_end;
+		/* A header that no longer validates: the file changed since the scan. */
+		*pos = hdr_good ? off + evr_trace_chunk_span(h.len) : r->good_end;
 		return err;
 	}
 	if (err)

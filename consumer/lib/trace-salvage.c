@@ -146,6 +146,41 @@ int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uin
 	return ret;
 }
 
+int evr_trace_note_skip(struct evr_trace_reader *r, uint64_t from, uint64_t to)
+{
+	if (r->nskips == r->skips_cap) {
+		uint32_t cap = r->skips_cap ? 2 * r->skips_cap : 8;
+		struct evr_trace_skip *n;
+
+		if (cap < r->skips_cap)
+			return -ENOMEM;
+		n = reallocarray(r->skips, cap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->skips = n;
+		r->skips_cap = cap;
+	}
+	r->skips[r->nskips++] = (struct evr_trace_skip){ .from = from, .to = to };
+	return 0;
+}
+
+uint64_t evr_trace_skip_end(const struct evr_trace_reader *r, uint64_t off)
+{
+	uint32_t lo = 0, hi = r->nskips;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->skips[mid].from == off)
+			return r->skips[mid].to;
+		if (r->skips[mid].from < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return off;
+}
+
 int evr_trace_salvage_small(struct evr_trace_reader *r, uint64_t off,
 			    const struct evr_trace_chunk_hdr *h, const uint8_t *p, uint32_t len)
 {

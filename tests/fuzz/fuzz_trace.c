@@ -11,7 +11,7 @@
  * view has a valid ring, an EVENT a payload no larger than a record allows and
  * the schema of its rid, a LOST view a count; the statistics and the per-ring
  * figures add up to what was returned; every view renders as JSON; the raw
- * chunk walk ends.
+ * chunk walk ends, and returns as many chunks as the statistics count.
  */
 #include <errno.h>
 #include <string.h>
@@ -102,6 +102,8 @@ static void read_chunks(struct evr_trace_reader *r)
 		n++;
 		fuzz_check(n <= st.chunks);
 	}
+	/* The walk returns each chunk the scan counted, once, and steps over what it skipped. */
+	fuzz_check(n == st.chunks);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

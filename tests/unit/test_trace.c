@@ -1018,6 +1018,70 @@ static void test_trace_reader_skips_damaged_header(void **state)
 	gen_fini(&g);
 }
 
+/*
+ * The raw chunk walk (evr_trace_reader_chunk_next()) sees the chunks the scan
+ * counted, whatever the damage: a header beyond repair is skipped as the scan
+ * skipped it (the walk neither returns it, nor steps by its length, nor stops
+ * there), one with a flipped bit is read repaired, also when looking for one
+ * kind; the damage is still reported by the reader.
+ */
+static void test_trace_reader_chunk_walk_matches_scan(void **state)
+{
+	static const struct {
+		uint32_t at;	/* byte of the header */
+		uint8_t mask;
+		bool skipped;	/* beyond repair (else one bit, repaired) */
+	} damage[] = {
+		{ 8, 0xff, true },	/* its length */
+		{ 4, 0x50, true },	/* its kind: an unknown one, of a valid length */
+		{ 0, 0xff, true },	/* its magic */
+		{ 8, 0x10, false },	/* one bit of its length */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
+		struct evr_trace_reader *r;
+		struct evr_trace_chunk_hdr h;
+		struct evr_trace_stats st;
+		struct evr_trace_chunk c;
+		uint64_t off, pos = 0, n = 0, ends = 0;
+		uint32_t last_kind = 0;
+		struct gen g;
+		int rc;
+
+		small_file(&g);
+		off = find_chunk(g.out_fd, EVR_CHUNK_EVENTS, 3, &h);
+		flip_bits(g.out_fd, off + damage[i].at, damage[i].mask);
+		assert_int_equal(evr_trace_reader_open_fd(g.out_fd, &r, NULL, 0), 0);
+		evr_trace_reader_stats(r, &st);
+		assert_false(st.truncated);
+		assert_true(st.damaged);
+		if (damage[i].skipped)
+			assert_true(st.skipped_bytes > 0 && st.missing_chunks == 1);
+		else
+			assert_int_equal(st.repaired_chunks, 1);
+
+		while ((rc = evr_trace_reader_chunk_next(r, &pos, &c)) == 1) {
+			assert_true(c.off != off || !damage[i].skipped);
+			last_kind = c.kind;
+			n++;
+		}
+		assert_int_equal(rc, 0);
+		assert_true(n == st.chunks);
+		assert_int_equal(last_kind, EVR_CHUNK_END);
+
+		pos = 0;
+		while ((rc = evr_trace_reader_chunk_next_kind(r, &pos, EVR_CHUNK_END, &c)) == 1) {
+			assert_int_equal(c.kind, EVR_CHUNK_END);
+			ends++;
+		}
+		assert_int_equal(rc, 0);
+		assert_true(ends == 1);
+		evr_trace_reader_free(r);
+		gen_fini(&g);
+	}
+}
+
 /* Cut exactly at a chunk boundary, before the END chunk: truncated, and said. */
 static void test_trace_reader_no_end_is_truncated(void **state)
 {
@@ -1306,6 +1370,7 @@ int main(void)
 		cmocka_unit_test(test_trace_reader_salvages_metadata),
 		cmocka_unit_test(test_trace_reader_missing_chunk_is_damage),
 		cmocka_unit_test(test_trace_reader_skips_damaged_header),
+		cmocka_unit_test(test_trace_reader_chunk_walk_matches_scan),
 		cmocka_unit_test(test_trace_reader_no_end_is_truncated),
 		cmocka_unit_test(test_trace_reader_not_a_trace),
 		cmocka_unit_test(test_trace_reader_header_only_by_path),

@@ -594,7 +594,11 @@ struct evr_trace_chunk {
 
 /**
  * evr_trace_reader_chunk_next() - the good chunks in file order, payload CRC
- * checked, independent of evr_trace_reader_next().
+ * checked, independent of evr_trace_reader_next(): exactly the chunks that
+ * evr_trace_stats.chunks counts, each once (1 or -EBADMSG). A header with one
+ * flipped bit is read repaired; a damaged place the reader skipped at open
+ * (a header beyond repair, up to the next valid one: evr_trace_stats
+ * .skipped_bytes, reported by evr_trace_reader_problems()) is skipped.
  * @pos: 0 at first; advanced past each chunk returned.
  * Return: 1 a chunk, 0 past the last good chunk, -EBADMSG (payload CRC
  * mismatch: *pos is still advanced), -EIO, -ENOMEM.
