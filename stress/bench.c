@@ -405,6 +405,43 @@ static double writer_only_run(const struct opts *o)
 	return ns;
 }
 
+/*
+ * enabled_1t with the fallback clock, beside the TSC's in the same rounds:
+ * libevring chose its clock when it loaded, so one run of it is a child, this
+ * program again with --clock monotonic (which checks conservation and exits 1
+ * if it fails). Returns ns/event; sets *ret_cpu, adds its losses to *lost.
+ */
+static double monotonic_run(const struct opts *o, uint64_t *lost, double *ret_cpu)
+{
+	char cmd[256], line[2048];
+	double ns = -1, cpu = -1;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "/proc/%d/exe --clock monotonic --json --runs 1 --scenario enabled_1t --events %" PRIu64
+		 " --ring-size %" PRIu64 "%s",
+		 (int)getpid(), o->events, o->ring_size, o->chase ? " --chase" : "");
+	f = popen(cmd, "r");
+	if (!f)
+		die("enabled_1t_monotonic", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if ((p = strstr(line, "\"ns_per_event_median\":")))
+			ns = strtod(p + 22, NULL);
+		if ((p = strstr(line, "\"cpu_ns_per_event_median\":")))
+			cpu = strtod(p + 26, NULL);
+		if ((p = strstr(line, "\"events_lost\":")))
+			*lost += strtoull(p + 14, NULL, 10);
+	}
+	st = pclose(f);
+	if (st != 0 || ns < 0 || cpu < 0)
+		die("enabled_1t_monotonic", "the run with --clock monotonic failed");
+	*ret_cpu = cpu;
+	return ns;
+}
+
 /* Fill one ring, then time a reader over it. Returns ns/record; sets *rps. */
 static double reader_run(const struct opts *o, double *rps)
 {
@@ -623,7 +660,9 @@ static void report(const struct opts *o, const struct result *r)
 		       strncmp(r->scenario, "counter_", 8) == 0 ? 8 : r->payload ? r->payload : 20,
 		       r->runs, r->events, med,
 		       min, max, r->lost);
-		printf(",\"clock\":\"%s\"", o->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic");
+		printf(",\"clock\":\"%s\"",
+		       o->clock.kind == EVR_CLOCK_TSC && strcmp(r->scenario, "enabled_1t_monotonic")
+			       ? "tsc" : "monotonic");
 		if (strncmp(r->scenario, "enabled_", 8) == 0 || strcmp(r->scenario, "sessions_4") == 0) {
 			printf(",\"readers\":\"%s\"", o->chase ? "chase" : "wait");
 			printf(",\"cpu_ns_per_event_median\":%.2f",
@@ -646,7 +685,7 @@ static void report(const struct opts *o, const struct result *r)
 		}
 		printf("}\n");
 	} else {
-		printf("%-17s %7d %8d %5d %12.2f %8.2f %8.2f %10" PRIu64, r->scenario, r->threads,
+		printf("%-20s %7d %8d %5d %12.2f %8.2f %8.2f %10" PRIu64, r->scenario, r->threads,
 		       r->sessions, r->runs, med, min, max, r->lost);
 		if (strcmp(r->scenario, "reader") == 0)
 			printf("   %.1f M records/s", median(r->rps, r->runs, NULL, NULL) / 1e6);
@@ -702,13 +741,16 @@ static void usage(FILE *f)
 		"                       EVR_CLOCK= does; default: libevring's choice\n"
 		"  --scenario NAME,...  only these: baseline disabled writer_only enabled_1t\n"
 		"                       enabled_str40 enabled_bytes200 enabled_2t enabled_nt\n"
-		"                       sessions_4 switch_first reader counter_mean\n"
-		"                       counter_increment counter_histogram counter_mean_idle\n"
-		"  switch_first: two threads on one CPU take turns (sched_yield()); the\n"
-		"  first write after each switch and the one right after it, each timed\n"
-		"  alone (clock_gettime() around it: both include its cost)\n"
+		"                       sessions_4 switch_first enabled_1t_monotonic reader\n"
+		"                       counter_mean counter_increment counter_histogram\n"
+		"                       counter_mean_idle\n"
 		"  -h, --help           this text\n"
-		"  --version            the version of evring\n");
+		"  --version            the version of evring\n\n"
+		"The enabled scenarios run in interleaved rounds. switch_first: two threads on\n"
+		"one CPU take turns (sched_yield()); the first write after each switch, and the\n"
+		"one right after it, each timed alone (both include a clock_gettime()).\n"
+		"enabled_1t_monotonic: enabled_1t in a child run with --clock monotonic, where\n"
+		"the clock is the TSC.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *ret)
@@ -747,6 +789,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 	static const char *const scenarios[] = {
 		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_str40",
 		"enabled_bytes200", "enabled_2t", "enabled_nt", "sessions_4", "switch_first",
+		"enabled_1t_monotonic",
 		"reader", "counter_mean", "counter_increment", "counter_histogram",
 		"counter_mean_idle", NULL,
 	};
@@ -870,6 +913,8 @@ static int run(const struct opts *o)
 		{ "enabled_nt", 0, 1, LOOP_EVRING },
 		{ "sessions_4", 1, 4, LOOP_EVRING },
 		{ "switch_first", 2, 1, LOOP_SWITCH },
+		/* Only where the clock is the TSC: otherwise enabled_1t is this. */
+		{ "enabled_1t_monotonic", 1, 1, LOOP_EVRING },
 	};
 	int ncpu = get_nprocs();
 	struct result r;
@@ -878,7 +923,7 @@ static int run(const struct opts *o)
 		printf("clock: %s (%s)\n", o->clock.kind == EVR_CLOCK_TSC ? "tsc" : "monotonic",
 		       o->clock.reason);
 	if (!o->json)
-		printf("%-17s %7s %8s %5s %12s %8s %8s %10s\n", "scenario", "threads", "sessions",
+		printf("%-20s %7s %8s %5s %12s %8s %8s %10s\n", "scenario", "threads", "sessions",
 		       "runs", "ns/ev median", "min", "max", "lost");
 	if (wanted(o, "baseline")) {
 		r = (struct result){ .scenario = "baseline", .threads = 1, .sessions = 0, .runs = o->runs, .events = o->disabled_events };
@@ -909,6 +954,9 @@ static int run(const struct opts *o)
 	for (size_t k = 0; k < sizeof(enabled) / sizeof(enabled[0]); k++) {
 		if (!wanted(o, enabled[k].name))
 			continue;
+		if (strcmp(enabled[k].name, "enabled_1t_monotonic") == 0 &&
+		    o->clock.kind != EVR_CLOCK_TSC)
+			continue;
 		er[ne++] = (struct result){
 			.scenario = enabled[k].name,
 			.threads = enabled[k].threads ? enabled[k].threads : ncpu,
@@ -920,8 +968,12 @@ static int run(const struct opts *o)
 	}
 	for (int i = 0; i < o->runs; i++) {
 		for (size_t k = 0; k < ne; k++) {
-			er[k].ns[i] = enabled_run(o, er[k].threads, er[k].sessions, er[k].kind,
-						  &er[k].lost, &er[k].cpu_ns[i], &er[k].ns2[i]);
+			if (strcmp(er[k].scenario, "enabled_1t_monotonic") == 0)
+				er[k].ns[i] = monotonic_run(o, &er[k].lost, &er[k].cpu_ns[i]);
+			else
+				er[k].ns[i] = enabled_run(o, er[k].threads, er[k].sessions,
+							  er[k].kind, &er[k].lost, &er[k].cpu_ns[i],
+							  &er[k].ns2[i]);
 #ifdef EVR_HAVE_LTTNG
 			if (o->vs_lttng && strcmp(er[k].scenario, "enabled_1t") == 0)
 				er[k].lttng_ns[er[k].lttng_runs++] = lttng_run(o);
