@@ -394,6 +394,15 @@ static int jumpfile(const char *path)
 			gen_drain(&g, 0);
 			gen_drain(&g, 1);
 		}
+		if (g.nev == g.cap) {
+			g.cap = g.cap ? g.cap * 2 : 4096;
+			g.ev = realloc(g.ev, sizeof(*g.ev) * g.cap);
+			if (!g.ev)
+				return 1;
+		}
+		/* In the generator's model too, so that the END chunk counts it. */
+		g.ev[g.nev++] = (struct gen_event){ .ring = ring, .tid = 7, .rid = GEN_RID_TICK,
+						    .ts_raw = raw, .written = 1 };
 		if (evr_ring_write_locked(&g.w[ring], GEN_RID_TICK, raw, 7, buf, len))
 			return 1;
 		g.m[ring].ts = raw;
