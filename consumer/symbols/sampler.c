@@ -354,7 +354,7 @@ static int put_rec(struct evr_sampler *s, const struct evr_sample_rec *r, const 
 			return err;
 	}
 	memcpy(s->out + s->outlen, r, sizeof(*r));
-	if (r->nframes)
+	if (r->nframes && ips)
 		memcpy(s->out + s->outlen + sizeof(*r), ips, 8u * r->nframes);
 	s->outlen += need;
 	return 0;
