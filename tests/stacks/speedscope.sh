@@ -33,12 +33,21 @@ with open(sys.argv[2], "w") as f:
         json.dumps("p.speedscope.json"), json.dumps(base64.b64encode(data).decode())))
 PY
 
-# A private profile, no network, bounded (virtual) time.
-timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
-	--user-data-dir="$T/profile" --disable-extensions --proxy-server=127.0.0.1:9 \
-	--allow-file-access-from-files --virtual-time-budget=10000 --window-size=1280,4000 --dump-dom \
-	"file://$PAGE#localProfilePath=$T/load.js&view=sandwich" >"$T/dom.html" 2>"$T/dom.log" ||
-	fail "chromium --dump-dom: $(tail -3 "$T/dom.log")"
+# A private profile, no network, bounded (virtual) time. speedscope's table is a virtual
+# list that measures its own height in a requestAnimationFrame after it mounts; now and then
+# Chromium dumps the DOM before that first frame ran (the table is there, its body empty).
+# That is the browser's race, not the file's: load the page again, at most three times.
+for attempt in 1 2 3; do
+	rm -rf "$T/profile"
+	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run \
+		--user-data-dir="$T/profile" --disable-extensions --proxy-server=127.0.0.1:9 \
+		--allow-file-access-from-files --run-all-compositor-stages-before-draw \
+		--virtual-time-budget=10000 --window-size=1280,4000 --dump-dom \
+		"file://$PAGE#localProfilePath=$T/load.js&view=sandwich" >"$T/dom.html" 2>"$T/dom.log" ||
+		fail "chromium --dump-dom: $(tail -3 "$T/dom.log")"
+	grep -q 'style="transform: translateY([0-9.]*px);"></div>' "$T/dom.html" || break
+	echo "note: attempt $attempt: speedscope's table had not drawn its rows yet; loading again"
+done
 
 python3 - "$T/dom.html" "$T/p.evtrace" "$T/p.speedscope.json" "$(dirname "$PAGE")/file-format-schema.json" <<'PY'
 import html, json, re, sys
