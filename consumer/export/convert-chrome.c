@@ -890,7 +890,7 @@ static int record(struct chrome *c, const struct evr_event_view *v)
 	if (v->ts_ns > c->last_ts)
 		c->last_ts = v->ts_ns;
 	if (v->type == EVR_REC_LOST) {
-		c->st.lost += v->lost;
+		c->st.lost = evr_trace_lost_add(c->st.lost, v->lost);
 		return lost(c, v);
 	}
 	c->st.events++;

@@ -423,9 +423,9 @@ static int add_loss(struct ctf_conv *c, const struct evr_event_view *v)
 		if (err < 0)
 			return err;
 	}
-	s->discarded += v->lost;
+	s->discarded = evr_trace_lost_add(s->discarded, v->lost);
 	s->loss_ts = v->ts_ns;
-	c->st.lost += v->lost;
+	c->st.lost = evr_trace_lost_add(c->st.lost, v->lost);
 	return 0;
 }
 

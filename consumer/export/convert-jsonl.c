@@ -31,7 +31,7 @@ int evr_convert_jsonl(struct evr_trace_reader *r, FILE *out, struct evr_convert_
 			break;
 		st.bytes += sb.len;
 		if (v.type == EVR_REC_LOST) {
-			st.lost += v.lost;
+			st.lost = evr_trace_lost_add(st.lost, v.lost);
 		} else {
 			st.events++;
 			if (!v.schema)

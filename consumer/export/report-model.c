@@ -246,10 +246,10 @@ static int view(struct evr_rpt *m, const struct evr_event_view *v)
 		m->last_ts = v->ts_ns;
 	b = bucket_of(m, v->ts_ns < m->first_ts ? m->first_ts : v->ts_ns);
 	if (v->type == EVR_REC_LOST) {
-		m->lost += v->lost;
+		m->lost = evr_trace_lost_add(m->lost, v->lost);
 		if (v->ring < m->nr_rings)
-			m->ring_lost[v->ring] += v->lost;
-		m->lost_buckets[b] += v->lost;
+			m->ring_lost[v->ring] = evr_trace_lost_add(m->ring_lost[v->ring], v->lost);
+		m->lost_buckets[b] = evr_trace_lost_add(m->lost_buckets[b], v->lost);
 		return 0;
 	}
 	m->events++;

@@ -95,6 +95,11 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 
 	g->nents = 0;
 	g->cur = 0;
+	if (pos > UINT64_MAX - 2 * (uint64_t)psize) {
+		/* No ring gets near 2^64 bytes; the walk's packet ends would wrap. */
+		r->corrupt_chunks++;
+		return;
+	}
 	if (pos < g->expect_pos) {
 		/* Ring positions only grow: a chunk that goes back is not a recording. */
 		r->corrupt_chunks++;

@@ -474,6 +474,16 @@ const struct evr_schema_set *evr_trace_reader_schemas(const struct evr_trace_rea
  */
 int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret);
 
+/*
+ * evr_trace_lost_add() - @total + @n, saturating at UINT64_MAX: the reader sums
+ * losses this way (a damaged file can claim any count), and so must whoever
+ * totals the LOST views, for the totals to agree with evr_trace_reader_stats().
+ */
+static inline uint64_t evr_trace_lost_add(uint64_t total, uint64_t n)
+{
+	return total + n < total ? UINT64_MAX : total + n;
+}
+
 /* One line about the last error of evr_trace_reader_next(), or "". */
 const char *evr_trace_reader_errmsg(const struct evr_trace_reader *r);
 
