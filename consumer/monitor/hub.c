@@ -374,23 +374,7 @@ static struct evr_mon_counter *counter_for(struct evr_mon_hub *h, struct evr_mon
 static void add_sample(struct evr_mon_hub *h, struct evr_mon_counter *c,
 		       const struct evr_counter_sample *s)
 {
-	c->kind = s->kind;
-	c->last = *s;
-	c->last.provider = c->last.name = c->last.display_name = c->last.unit = NULL;
-	c->nsamples++;
-	switch (s->kind) {
-	case EVR_SAMPLE_RATE:
-		c->total += s->increment;
-		break;
-	case EVR_SAMPLE_MEAN:
-		c->sum += s->mean * (double)s->count;
-		c->count += (double)s->count;
-		break;
-	case EVR_SAMPLE_HISTOGRAM:
-		c->sum += s->sum;
-		c->count += (double)s->count;
-		break;
-	}
+	evr_mon_counter_fold(c, s);
 	if (h->o->history) {
 		c->hist[c->hist_next] = (struct evr_mon_point){ .ts_ns = s->ts_ns, .value = s->value };
 		c->hist_next = (c->hist_next + 1) % c->hist_cap;

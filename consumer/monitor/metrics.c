@@ -10,8 +10,9 @@
  * with the values scaled to match.
  *
  * Kinds: an incrementing or polling-rate counter is a `counter` (..._total)
- * whose value is the sum of the increments since the monitor attached (a rate
- * in percent, such as CPU usage, is a ratio `gauge` instead); a gauge is a
+ * whose value is the sum of the increments since the monitor attached, never
+ * going down (evr_mon_counter_fold() leaves out negative and non-finite ones; a
+ * rate in percent, such as CPU usage, is a ratio `gauge` instead); a gauge is a
  * `gauge` (a name ending in a suffix Prometheus reserves gets "_current"); a
  * mean counter is a `summary` with _sum (sum of count x mean) and _count; a
  * histogram is a `summary` with the latest interval's quantiles 0.5, 0.9 and
@@ -486,4 +487,36 @@ bool evr_mon_accepts_openmetrics(const char *accept)
 	free(copy);
 	/* Equal preference: OpenMetrics, the richer of the two. */
 	return om > 0 && om >= text;
+}
+
+void evr_mon_counter_fold(struct evr_mon_counter *c, const struct evr_counter_sample *s)
+{
+	c->kind = s->kind;
+	c->last = *s;
+	c->last.provider = c->last.name = c->last.display_name = c->last.unit = NULL;
+	c->nsamples++;
+	switch (s->kind) {
+	case EVR_SAMPLE_RATE:
+		if (isfinite(s->increment) && s->increment >= 0)
+			c->total += s->increment;
+		else
+			c->skipped++;
+		break;
+	case EVR_SAMPLE_MEAN:
+		if (isfinite(s->mean)) {
+			c->sum += s->mean * (double)s->count;
+			c->count += (double)s->count;
+		} else {
+			c->skipped++;
+		}
+		break;
+	case EVR_SAMPLE_HISTOGRAM:
+		if (isfinite(s->sum)) {
+			c->sum += s->sum;
+			c->count += (double)s->count;
+		} else {
+			c->skipped++;
+		}
+		break;
+	}
 }

@@ -84,6 +84,7 @@ struct evr_mon_counter {
 	struct evr_counter_sample last;	/* numbers only: its strings are not kept */
 	double total;			/* RATE: sum of the increments since attached */
 	double sum, count;		/* MEAN: sum of count*mean and of count; HISTOGRAM: sums */
+	uint64_t skipped;		/* samples left out of those sums (evr_mon_counter_fold()) */
 	struct evr_mon_point *hist;	/* ring of hist_cap (opts.history) points */
 	uint32_t hist_cap, hist_n, hist_next;
 	/* The Prometheus family (metrics.c), decided at the first sample. */
@@ -142,6 +143,16 @@ struct evr_mon_hub {
 	uint64_t last_scan_ns;
 	uint64_t scans, attaches, attach_failures;
 };
+
+/*
+ * evr_mon_counter_fold() - take sample @s as @c's latest and add it to @c's sums.
+ * They feed Prometheus counters and summaries, which only go up: a RATE increment
+ * that is negative (a polled total that went back: the process reset it) or not
+ * finite, and a MEAN or HISTOGRAM whose mean or sum is not finite, are left out
+ * (counted in c->skipped) instead of taking the sum down or making it NaN for good.
+ * The sample is still the latest value and joins the history.
+ */
+void evr_mon_counter_fold(struct evr_mon_counter *c, const struct evr_counter_sample *s);
 
 int evr_mon_hub_init(struct evr_mon_hub *h, const struct evr_mon_opts *o);
 int evr_mon_hub_start(struct evr_mon_hub *h);

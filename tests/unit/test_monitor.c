@@ -5,6 +5,7 @@
  * reject never comes out); API key hashing and checking; request parameter parsers.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +194,38 @@ static void add_counter(struct evr_mon_proc *p, const char *name, const char *di
 	evr_mon_metric_init(c);
 }
 
+/*
+ * A rate whose polled total went back (the process reset it) and samples that are
+ * not numbers: the counter's total only goes up and stays a number, the mean's sums
+ * too; the latest value is still the latest sample.
+ */
+static void test_evr_mon_counter_fold_monotonic(void **state)
+{
+	static const double incs[] = { 5, 3, -8, NAN, 2, INFINITY, 0 };
+	struct evr_mon_counter rate = { .kind = EVR_SAMPLE_RATE }, mean = { .kind = EVR_SAMPLE_MEAN };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(incs) / sizeof(incs[0]); i++) {
+		struct evr_counter_sample s = { .kind = EVR_SAMPLE_RATE, .increment = incs[i],
+						.value = incs[i] };
+
+		evr_mon_counter_fold(&rate, &s);
+	}
+	assert_true(rate.total == 10.0);
+	assert_int_equal(rate.skipped, 3);
+	assert_int_equal(rate.nsamples, 7);
+	assert_true(rate.last.increment == 0.0);
+
+	evr_mon_counter_fold(&mean, &(struct evr_counter_sample){ .kind = EVR_SAMPLE_MEAN,
+								  .mean = 4, .count = 2 });
+	evr_mon_counter_fold(&mean, &(struct evr_counter_sample){ .kind = EVR_SAMPLE_MEAN,
+								  .mean = NAN, .count = 0 });
+	evr_mon_counter_fold(&mean, &(struct evr_counter_sample){ .kind = EVR_SAMPLE_MEAN,
+								  .mean = 1, .count = 1 });
+	assert_true(mean.sum == 9.0 && mean.count == 3.0);
+	assert_int_equal(mean.skipped, 1);
+}
+
 /* One live process with a rate in ms, a gauge in bytes, a count gauge and a mean. */
 static void test_evr_mon_metrics_openmetrics(void **state)
 {
@@ -258,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_evr_mon_jstr_invalid_utf8),
 		cmocka_unit_test(test_evr_mon_accepts_openmetrics_negotiation),
 		cmocka_unit_test(test_evr_mon_metrics_openmetrics),
+		cmocka_unit_test(test_evr_mon_counter_fold_monotonic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
