@@ -34,11 +34,6 @@
 
 /* ---- one chunk into entries ------------------------------------------------ */
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
-}
-
 static void add_entry(struct evr_trace_ring *g, uint32_t type, uint64_t ts_ns, uint32_t rid,
 		      uint32_t tid, uint32_t off, uint32_t len, uint64_t lost)
 {
@@ -139,7 +134,7 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 				r->corrupt_packets++;
 				missed = 0;
 			} else {
-				missed = sat_add(ph.events_before - g->events_acc,
+				missed = evr_trace_lost_add(ph.events_before - g->events_acc,
 						 ph.lost_before - g->lost_acc);
 			}
 			g->events_acc = ph.events_before;
@@ -183,7 +178,7 @@ static void parse_chunk(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
 			struct evr_rec_lost l;
 
 			memcpy(&l, p + EVR_REC_HDR_SIZE, sizeof(l));
-			g->lost_acc = sat_add(g->lost_acc, l.count);
+			g->lost_acc = evr_trace_lost_add(g->lost_acc, l.count);
 			if (l.count)
 				add_entry(g, EVR_REC_LOST, evr_trace_ts_ns(r, ring, pos, h.ts), 0, 0, 0, 0,
 					  l.count);
@@ -510,8 +505,8 @@ int evr_trace_reader_next(struct evr_trace_reader *r, struct evr_event_view *ret
 		g->out_events++;
 	} else {
 		ret->lost = e->lost;
-		r->out_lost = sat_add(r->out_lost, e->lost);
-		g->out_lost = sat_add(g->out_lost, e->lost);
+		r->out_lost = evr_trace_lost_add(r->out_lost, e->lost);
+		g->out_lost = evr_trace_lost_add(g->out_lost, e->lost);
 	}
 	r->pending = ring;
 	return 1;

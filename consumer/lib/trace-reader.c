@@ -565,8 +565,7 @@ int evr_trace_scan_small(struct evr_trace_reader *r, uint64_t off,
 			return -EBADMSG;
 		}
 		ring = &r->rings[rec.ring];
-		ring->final_lost = ring->final_lost + rec.count < ring->final_lost ?
-				   UINT64_MAX : ring->final_lost + rec.count;
+		ring->final_lost = evr_trace_lost_add(ring->final_lost, rec.count);
 		return 0;
 	}
 	case EVR_CHUNK_DISCARD: {

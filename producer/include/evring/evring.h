@@ -639,6 +639,20 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 		return sym##__emit(EVR__MAP(EVR__ARG, EVR__COMMA, __VA_ARGS__));          \
 	}
 
+/*
+ * Pack the fields into the words @buf (at least @len / 8 + 1 of them), the one
+ * holding the end zeroed first (the padding), and write them: the out-of-line
+ * fire function's return.
+ */
+#define EVR__PACK_WRITE(sym, buf, len, ...)                                               \
+	do {                                                                              \
+		uint8_t *p_ = (uint8_t *)(buf);                                           \
+		(buf)[(len) / 8u] = 0;                                                    \
+		EVR__MAP(EVR__PACK, EVR__NOSEP, __VA_ARGS__)                              \
+		(void)p_;                                                                 \
+		return evr_event_write_padded(&sym##__event, (buf), (uint32_t)(len));     \
+	} while (0)
+
 #define EVR__DEFINE_EVENT(sym, name_, id_, level_, keywords_, ...)                           \
 	static const struct evr_field_desc sym##__fields[] = {                            \
 		EVR__MAP(EVR__FIELD, EVR__NOSEP, __VA_ARGS__){ NULL, 0 }                  \
@@ -661,19 +675,10 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 		 * 40-byte string event 10% slower (evring-bench enabled_str40). */     \
 		if (len_ <= 256u) {                                                       \
 			uint64_t sbuf_[256u / 8u + 1u];                                   \
-			uint8_t *p_ = (uint8_t *)sbuf_;                                   \
-			sbuf_[len_ / 8u] = 0;                                             \
-			EVR__MAP(EVR__PACK, EVR__NOSEP, __VA_ARGS__)                      \
-			(void)p_;                                                         \
-			return evr_event_write_padded(&sym##__event, sbuf_, (uint32_t)len_); \
+			EVR__PACK_WRITE(sym, sbuf_, len_, __VA_ARGS__);                   \
 		}                                                                         \
-		/* Whole words, the one holding the end zeroed: the padding. */        \
 		uint64_t buf_[len_ / 8u + 1u];                                            \
-		uint8_t *p_ = (uint8_t *)buf_;                                            \
-		buf_[len_ / 8u] = 0;                                                      \
-		EVR__MAP(EVR__PACK, EVR__NOSEP, __VA_ARGS__)                              \
-		(void)p_;                                                                 \
-		return evr_event_write_padded(&sym##__event, buf_, (uint32_t)len_);       \
+		EVR__PACK_WRITE(sym, buf_, len_, __VA_ARGS__);                            \
 	}
 
 #define EVR__EVENT_PTR(sym, ...) &sym##__event,
