@@ -298,9 +298,14 @@ int evr_rpt_build(struct evr_trace_reader *r, struct evr_rpt *m, char *err, size
 		return ret;
 	}
 	evr_trace_reader_stats(r, &m->st);
-	/* What the END chunk says the file held and lacks is damage, not loss. */
-	m->damaged = m->st.lost_damaged <= m->lost ? m->st.lost_damaged : m->lost;
-	m->lost -= m->damaged;
+	/*
+	 * What the END chunk says the file held and lacks is damage, not loss:
+	 * all of it (damaged_events), whether the LOST views counted part of it
+	 * (lost_damaged, taken out of the loss) or it was past a ring's last
+	 * readable packet (counted nowhere else).
+	 */
+	m->damaged = m->st.damaged_events;
+	m->lost -= m->st.lost_damaged <= m->lost ? m->st.lost_damaged : m->lost;
 	return 0;
 }
 

@@ -4,7 +4,7 @@
 
   trace_edit.py chunks FILE                       list: offset kind len seq
   trace_edit.py cut-before-end IN OUT             cut at the chunk boundary before the END chunk
-  trace_edit.py remove-events IN OUT N            remove the Nth EVENTS chunk (from 1) that holds
+  trace_edit.py remove-events IN OUT N            remove the Nth EVENTS chunk (from 1; 0: the last) that holds
                                                   events, renumber the rest, fix END's counts and
                                                   every CRC: only the END totals can tell
   trace_edit.py flip IN OUT KIND NTH BYTE MASK    XOR byte BYTE of the payload of the NTH chunk of
