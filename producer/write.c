@@ -350,6 +350,47 @@ EVR_WRITE_Q(2, , uint64_t q0, uint64_t q1)
 EVR_WRITE_Q(3, , uint64_t q0, uint64_t q1, uint64_t q2)
 EVR_WRITE_Q(4, , uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
 
+static __attribute__((noinline)) int write_slow_v(struct evr_event *ev, uint64_t q0,
+						  uint64_t q1, uint64_t q2, const void *src,
+						  uint64_t pn)
+{
+	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn, len = plen + n;
+	const uint64_t q[3] = { q0, q1, q2 };
+	uint8_t buf[evr_rseq_pad_size(len)];
+
+	memcpy(buf, q, plen);
+	if (n)
+		memcpy(buf + plen, src, n);
+	evr_rseq_pad_zero(buf, len);
+	return slow_write(ev, buf, len, (uintptr_t)__builtin_frame_address(0));
+}
+
+int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
+		       const void *src, uint64_t pn)
+{
+	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn;
+
+	if (EVR_UNLIKELY(plen < 4u || plen > 24u))
+		return -EINVAL;
+	if (EVR_UNLIKELY((uint64_t)plen + n > EVR_MAX_PAYLOAD))
+		return evr_event_write_too_big(ev);
+#if EVR_HAVE_RSEQ
+	/* As write_fast(), with the bytes copied from @src inside the section. */
+	if (atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
+		struct rseq *rs = evr_rseq_area();
+		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
+
+		if (EVR_LIKELY(cpu < evr_ring_percpu_min) &&
+		    EVR_LIKELY(evr_ring_rseq_append_var_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
+							    evr_rseq_event_w0(ev->rid, plen + n),
+							    evr_thread_id(), q0, q1, q2, plen,
+							    src, n) == 0))
+			return 0;
+	}
+#endif
+	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
+}
+
 int evr_event_write_too_big(struct evr_event *ev)
 {
 	struct evr_session_table *t;

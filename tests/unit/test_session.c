@@ -72,12 +72,22 @@ EVR_PROVIDER_DEFINE(fi, "Filt", FILT_EVENTS)
 EVR_PROVIDER_DECLARE(wd, WORDS_EVENTS)
 EVR_PROVIDER_DEFINE(wd, "Words", WORDS_EVENTS)
 
-/* Variable sizes: a string or bytes last, and both between fixed fields. */
+/*
+ * Variable sizes: a string or bytes last (copied straight from the caller's
+ * memory, after 0, 1, 8 and 20 bytes of fixed fields), one last after 24 bytes
+ * (packed first), and both between fixed fields.
+ */
 #define VAR_EVENTS(EVENT)                                                             \
 	EVENT(var_bytes, "Bytes", 1, EVR_LEVEL_INFO, 0x1, (u64, seq), (bytes, b))     \
 	EVENT(var_str, "Str", 2, EVR_LEVEL_INFO, 0x1, (u64, seq), (str, s))           \
 	EVENT(var_mid, "Mid", 3, EVR_LEVEL_INFO, 0x1, (u8, x), (str, s), (u16, y),    \
-	      (bytes, b))
+	      (bytes, b))                                                             \
+	EVENT(var_only, "Only", 4, EVR_LEVEL_INFO, 0x1, (str, s))                     \
+	EVENT(var_u8b, "U8b", 5, EVR_LEVEL_INFO, 0x1, (u8, x), (bytes, b))            \
+	EVENT(var_p20, "P20", 6, EVR_LEVEL_INFO, 0x1, (u64, seq), (u64, x),           \
+	      (u32, y), (json, s))                                                    \
+	EVENT(var_p24, "P24", 7, EVR_LEVEL_INFO, 0x1, (u64, seq), (u64, x),           \
+	      (u64, y), (bytes, b))
 
 EVR_PROVIDER_DECLARE(varp, VAR_EVENTS)
 EVR_PROVIDER_DEFINE(varp, "Var", VAR_EVENTS)
@@ -766,9 +776,10 @@ static void var_check(struct evr_reader *r, const struct var_expect *e, uint32_t
 
 static void test_event_variable_payloads_decode_exactly(void **state)
 {
-	static const uint32_t sizes[] = { 0,   1,   7,   8,   20,  31,  32,  33,  63,  64,
-					  100, 200, 243, 244, 255, 256, 257, 300, 1000 };
-	static struct var_expect e[3 * sizeof(sizes) / sizeof(sizes[0]) + 1];
+	static const uint32_t sizes[] = { 0,  1,  2,   3,   4,   5,   7,   8,   15,  16,  17,  20,
+					  31, 32, 33,  63,  64,  100, 200, 243, 244, 255, 256, 257,
+					  300, 1000 };
+	static struct var_expect e[7 * sizeof(sizes) / sizeof(sizes[0]) + 1];
 	long page = sysconf(_SC_PAGESIZE);
 	uint8_t *map, *edge, other[1100];
 	uint64_t seq = 0;
@@ -788,7 +799,7 @@ static void test_event_variable_payloads_decode_exactly(void **state)
 		struct evr_reader *r2 = s2 ? reader_of(s2, EVR_READER_GATING) : NULL;
 		struct evr_reader_stats st;
 
-		/* ~11 KB a round: 40 rounds wrap the 64 KiB ring 6 times. */
+		/* ~24 KB a round: 40 rounds wrap the 64 KiB ring 15 times. */
 		for (uint32_t round = 0; round < 40; round++) {
 			uint32_t n = 0;
 
@@ -829,6 +840,25 @@ static void test_event_variable_payloads_decode_exactly(void **state)
 				e[n] = (struct var_expect){ .event_id = var_mid__event.rid };
 				var_put(&e[n], &x, 1), var_put_var(&e[n], other, len / 2);
 				var_put(&e[n], &y, 2), var_put_var(&e[n], b, len), n++;
+
+				/* The last field alone, and after 1, 20 and 24 bytes. */
+				assert_int_equal(var_only(str), 0);
+				e[n] = (struct var_expect){ .event_id = var_only__event.rid };
+				var_put_var(&e[n], str, len), n++;
+				assert_int_equal(var_u8b(x, b, len), 0);
+				e[n] = (struct var_expect){ .event_id = var_u8b__event.rid };
+				var_put(&e[n], &x, 1), var_put_var(&e[n], b, len), n++;
+				assert_int_equal(var_p20(seq, ~seq, (uint32_t)seq, str), 0);
+				e[n] = (struct var_expect){ .event_id = var_p20__event.rid };
+				uint64_t nseq = ~seq;
+				uint32_t sseq = (uint32_t)seq;
+				var_put(&e[n], &seq, 8), var_put(&e[n], &nseq, 8);
+				var_put(&e[n], &sseq, 4), var_put_var(&e[n], str, len), n++;
+				assert_int_equal(var_p24(seq, ~seq, seq * 3, b, len), 0);
+				e[n] = (struct var_expect){ .event_id = var_p24__event.rid };
+				uint64_t tseq = seq * 3;
+				var_put(&e[n], &seq, 8), var_put(&e[n], &nseq, 8);
+				var_put(&e[n], &tseq, 8), var_put_var(&e[n], b, len), n++;
 				seq++;
 			}
 			var_check(r1, e, n);

@@ -25,7 +25,8 @@
 
 #define SK_EVENTS(EVENT)                                                                 \
 	EVENT(sk_hit, "Hit", 1, EVR_LEVEL_INFO, 0x1, (u64, seq))                           \
-	EVENT(sk_text, "Text", 2, EVR_LEVEL_INFO, 0x1, (str, s))
+	EVENT(sk_text, "Text", 2, EVR_LEVEL_INFO, 0x1, (str, s))                           \
+	EVENT(sk_mid, "Mid", 3, EVR_LEVEL_INFO, 0x1, (str, s), (u32, n))
 
 EVR_PROVIDER_DECLARE(sk, SK_EVENTS)
 EVR_PROVIDER_DEFINE(sk, "StackTest", SK_EVENTS)
@@ -37,6 +38,19 @@ static volatile uint64_t ra_c, ra_b, ra_a;
 
 static void nothing(void)
 {
+}
+
+/* A string event two frames of this file deep: a depth of 2 is then too small. */
+__attribute__((noinline)) static void text_c(const char *str)
+{
+	sk_text(str);
+	sink++;
+}
+
+__attribute__((noinline)) static void text_b(const char *str)
+{
+	text_c(str);
+	sink++;
 }
 
 __attribute__((noinline)) static void stack_c(uint64_t i)
@@ -150,7 +164,7 @@ static void test_stack_depth_truncates(void **state)
 
 	(void)state;
 	stack_a(1);
-	sk_text("a string payload, not in words");
+	text_b("a string payload, not in words");
 	evr_session_stop(s);
 	assert_int_equal(read_all(s, r, 4), 2);
 	for (int i = 0; i < 2; i++) {
@@ -158,6 +172,7 @@ static void test_stack_depth_truncates(void **state)
 		assert_true(r[i].sflags & EVR_STACK_F_TRUNCATED);
 	}
 	assert_true(in_func(r[0].frames[0], stack_c));
+	assert_true(in_func(r[1].frames[0], (void (*)(uint64_t))(uintptr_t)text_c));
 	assert_int_equal(r[1].len, 4 + strlen("a string payload, not in words"));
 	evr_session_free(s);
 }
@@ -325,20 +340,21 @@ VIA(write_padded, evr_event_write_padded(&sk_hit__event, words, 12))
 VIA(writev, evr_event_writev(&sk_hit__event, &(union evr_value){ .u = 9 }, 1))
 VIA(dynamic, evr_dynamic_write(&sk, "Dyn", EVR_LEVEL_INFO, 0x1, bytes, 5))
 VIA(json, evr_json_write(&sk, "Js", EVR_LEVEL_INFO, 0x1, "{\"a\":1}"))
-VIA(text, sk_text("by sk_text__emit"))
+VIA(text, sk_text("straight from the caller's string"))
+VIA(mid, sk_mid("by sk_mid__emit", 7))
 
 static void test_stack_every_entry_point(void **state)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(void);
-		bool emit;	/* frame 0 is the generated sk_text__emit() */
+		bool emit;	/* frame 0 is the generated sk_mid__emit() */
 	} via[] = {
 		{ "q0", via_q0, false }, { "q1", via_q1, false }, { "q2", via_q2, false }, { "q3", via_q3, false },
 		{ "q4", via_q4, false }, { "write_words", via_write_words, false },
 		{ "write_bytes", via_write_bytes, false }, { "write_padded", via_write_padded, false },
 		{ "writev", via_writev, false }, { "dynamic", via_dynamic, false }, { "json", via_json, false },
-		{ "text", via_text, true },
+		{ "text", via_text, false }, { "mid", via_mid, true },
 	};
 
 	(void)state;
@@ -357,8 +373,8 @@ static void test_stack_every_entry_point(void **state)
 		}
 		f = 0;
 		if (via[v].emit) {
-			if (!in_func(r[0].frames[0], (void (*)(uint64_t))(uintptr_t)sk_text__emit)) {
-				fprintf(stderr, "%s: frame 0 is %#" PRIx64 ", not in sk_text__emit\n",
+			if (!in_func(r[0].frames[0], (void (*)(uint64_t))(uintptr_t)sk_mid__emit)) {
+				fprintf(stderr, "%s: frame 0 is %#" PRIx64 ", not in sk_mid__emit\n",
 					via[v].name, r[0].frames[0]);
 				fail();
 			}

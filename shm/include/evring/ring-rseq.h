@@ -639,6 +639,115 @@ none:
 	return 3;
 }
 
+/*
+ * A payload of a few words of fixed fields (%[p0] to %[p2], in registers) and
+ * then %[n] bytes at %[src], from byte %[P] (at most 24) of the payload; %[nb]
+ * is the padded payload size. The bytes come straight from where the caller
+ * keeps them (a string, a buffer): no staging copy, whose stores the section's
+ * loads would find still in the store buffer, wider ones unforwardable. Loads
+ * never go past src + n (the caller's memory may end there), stores never past
+ * the record: 16-byte moves and one last move ending at the last byte, 8 or 4
+ * of them for less, three single bytes for 1 to 3. The record's last word is
+ * zeroed first and the prefix words hold zeros past %[P]: the bytes land over
+ * both, so the padding stays zero. %[b] is a scratch register of the user's.
+ */
+#define EVR_RSEQ_VAR_END                                                                   \
+	"movq %[nb], %[c]\n\t"                                                             \
+	"leaq 16(%[d],%[c]), %[c]\n\t"
+#define EVR_RSEQ_VAR_COPY                                                                  \
+	"movq %[nb], %[a]\n\t"                                                             \
+	"movq $0, 8(%[d],%[a])\n\t"	/* the last word, padding included */              \
+	"movq %[p0], 16(%[d])\n\t"                                                         \
+	"cmpq $8, %[P]\n\t"                                                                \
+	"jbe 31f\n\t"                                                                       \
+	"movq %[p1], 24(%[d])\n\t"                                                         \
+	"cmpq $16, %[P]\n\t"                                                               \
+	"jbe 31f\n\t"                                                                       \
+	"movq %[p2], 32(%[d])\n\t"                                                         \
+	"31:\n\t"                                                                           \
+	"addq %[P], %[d]\n\t"                                                              \
+	"addq $16, %[d]\n\t"		/* d = where the bytes go */                        \
+	"cmpq $16, %[n]\n\t"                                                               \
+	"jb 34f\n\t"                                                                        \
+	"leaq -16(%[n]), %[a]\n\t"	/* a = offset of the last 16 bytes */              \
+	"xorl %k[b], %k[b]\n\t"                                                             \
+	"32:\n\t"                                                                           \
+	"movdqu (%[src],%[b]), %[x0]\n\t"                                                  \
+	"movdqu %[x0], (%[d],%[b])\n\t"                                                    \
+	"addq $16, %[b]\n\t"                                                               \
+	"cmpq %[a], %[b]\n\t"                                                              \
+	"jb 32b\n\t"                                                                        \
+	"movdqu (%[src],%[a]), %[x0]\n\t"                                                  \
+	"movdqu %[x0], (%[d],%[a])\n\t"                                                    \
+	"jmp 39f\n\t"                                                                       \
+	"34:\n\t"                                                                           \
+	"cmpq $8, %[n]\n\t"                                                                \
+	"jb 35f\n\t"                                                                        \
+	"movq (%[src]), %[x0]\n\t"                                                         \
+	"movq -8(%[src],%[n]), %[x1]\n\t"                                                  \
+	"movq %[x0], (%[d])\n\t"                                                           \
+	"movq %[x1], -8(%[d],%[n])\n\t"                                                    \
+	"jmp 39f\n\t"                                                                       \
+	"35:\n\t"                                                                           \
+	"cmpq $4, %[n]\n\t"                                                                \
+	"jb 36f\n\t"                                                                        \
+	"movl (%[src]), %k[a]\n\t"                                                         \
+	"movl -4(%[src],%[n]), %k[b]\n\t"                                                  \
+	"movl %k[a], (%[d])\n\t"                                                           \
+	"movl %k[b], -4(%[d],%[n])\n\t"                                                    \
+	"jmp 39f\n\t"                                                                       \
+	"36:\n\t"                                                                           \
+	"testq %[n], %[n]\n\t"                                                             \
+	"jz 39f\n\t"                                                                        \
+	"movzbl (%[src]), %k[a]\n\t"                                                       \
+	"movb %b[a], (%[d])\n\t"                                                           \
+	"movzbl -1(%[src],%[n]), %k[a]\n\t"                                                \
+	"movb %b[a], -1(%[d],%[n])\n\t"                                                    \
+	"movq %[n], %[b]\n\t"                                                              \
+	"shrq $1, %[b]\n\t"                                                                \
+	"movzbl (%[src],%[b]), %k[a]\n\t"                                                  \
+	"movb %b[a], (%[d],%[b])\n\t"                                                      \
+	"39:\n\t"
+
+/*
+ * evr_ring_rseq_append_var_rcu() - evr_ring_rseq_append_words_rcu() for a
+ * payload of fixed fields in the words @p0..@p2 (@plen bytes of them, 4 to 24,
+ * zero past @plen) followed by @n bytes at @src: the generated fire functions
+ * of events whose last field is a string or bytes. Header word @w0 says
+ * @plen + @n bytes.
+ *
+ * Return and Context: as evr_ring_rseq_append_words_rcu(); @src is borrowed,
+ * and only its @n bytes are read.
+ */
+static inline __attribute__((always_inline)) int
+evr_ring_rseq_append_var_rcu(struct evr_ring_writer *const _Atomic *rings, struct rseq *rs,
+			     uint32_t cpu, uint64_t ts, uint64_t w0, uint32_t tid, uint64_t p0,
+			     uint64_t p1, uint64_t p2, uint64_t plen, const void *src, uint64_t n)
+{
+	EVR_RSEQ_APPEND_VARS;
+	struct evr_ring_writer *w;
+	uint64_t b_;
+	const uint64_t nb = (plen + n + 7u) & ~(uint64_t)7u;
+	const evr_v2di_ xp0 = { (long long)p0, 0 }, xp1 = { (long long)p1, 0 },
+			xp2 = { (long long)p2, 0 };
+
+	__asm__ __volatile__ goto(
+		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_VAR_END, EVR_RSEQ_MEM_PF_MORE,
+				    EVR_RSEQ_VAR_COPY)
+		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w), [b] "=&r"(b_)
+		: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),
+		  [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),
+		  [src] "r"(src), [n] "r"(n), [nb] "rm"(nb), [P] "rm"(plen), [p0] "x"(xp0),
+		  [p1] "x"(xp1), [p2] "x"(xp2)
+		: "memory", "cc"
+		: restart, slow, none);
+	(void)w, (void)b_;
+	EVR_RSEQ_APPEND_EXITS(rs);
+none:
+	evr_rseq_clear_cs(rs);
+	return 3;
+}
+
 #endif /* EVR_HAVE_RSEQ */
 
 /**
