@@ -45,6 +45,7 @@
 struct opts {
 	bool json;
 	bool chase;
+	bool records;			/* --drain records: readers decode every record */
 	bool vs_lttng;
 	int runs;
 	uint64_t events;		/* per thread, enabled scenarios */
@@ -258,22 +259,65 @@ static double run_loops(int threads, enum loop_kind kind, uint64_t n)
 /* ---- the concurrent readers ---- */
 
 /*
- * One reader thread per session, as one consumer per session would be. It reads
- * until it has caught up with the writers and then waits for the next complete
- * packet (evr_reader_wait() returns at once when one is ready), like the
- * record-level consumers of libevring-consumer; LTTng's consumer daemon likewise
- * reads whole sub-buffers. --chase keeps it polling instead, waiting only after
- * a pass that found nothing: the reader then follows the writer record by
- * record, sharing the cache lines the writer is filling.
+ * One reader thread per session, as one consumer per session would be. By
+ * default it drains as `evring record` does: whole packets (spans) as their
+ * writers finish them, counted from their headers and copied out in one piece
+ * (here to a buffer, where the recorder writes them to its file; LTTng's
+ * consumer daemon likewise moves whole sub-buffers). --drain records decodes
+ * every record instead, as `evring dump` or clrtop do, and then waits for the
+ * next complete packet once caught up (evr_reader_wait() returns at once when
+ * one is ready); --chase keeps that reader polling, waiting only after a pass
+ * that found nothing: it then follows the writer record by record, sharing the
+ * cache lines the writer is filling.
  */
 struct drain {
 	pthread_t th;
 	bool chase;
-	struct evr_reader *r;
+	struct evr_reader *r;		/* --drain records */
+	struct evr_span_reader *sr;	/* packets */
+	int bell;
+	uint32_t nr_rings;
+	uint8_t *buf;
 	uint64_t received;
 	uint64_t lost;
 	uint64_t checksum;
 };
+
+static void *drain_spans_main(void *arg)
+{
+	struct drain *d = arg;
+	struct evr_shm_span sp;
+	int n = 0;
+
+	while (!evr_span_reader_drained(d->sr)) {
+		for (int k = 0; k < 64 && (n = evr_span_reader_get(d->sr, EVR_SPAN_WHOLE, &sp)) > 0;
+		     k++) {
+			memcpy(d->buf, sp.data, sp.len);
+			d->checksum += sp.len ? d->buf[sp.len - 1] : 0;
+			d->received += sp.events;
+			d->lost += sp.lost;
+			if (evr_span_reader_done(d->sr, &sp) < 0) {
+				fprintf(stderr, "evring-bench: a span of ring %u was overwritten "
+					"in discard mode\n", sp.ring);
+				exit(1);
+			}
+		}
+		if (n < 0) {
+			fprintf(stderr, "evring-bench: reading spans: %s\n", strerror(-n));
+			exit(1);
+		}
+		if (n == 0 && !evr_span_reader_drained(d->sr))
+			(void)evr_span_reader_wait_fds(d->sr, d->bell, NULL, 0, 2);
+	}
+	/* What the producer still counted as lost when the session ended. */
+	for (uint32_t ring = 0; ring < d->nr_rings; ring++) {
+		uint64_t l = 0;
+
+		if (evr_span_reader_final_lost(d->sr, ring, &l) == 0)
+			d->lost += l;
+	}
+	return NULL;
+}
 
 static void *drain_main(void *arg)
 {
@@ -335,12 +379,21 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 
 		if (evr_session_start(&so, &s[i], err, sizeof(err)) < 0)
 			die("cannot start a session", err);
-		d[i] = (struct drain){ .chase = o->chase };
-		if (evr_session_reader_new(s[i], EVR_READER_GATING, &d[i].r) < 0)
-			die("cannot read a session", "out of memory");
+		d[i] = (struct drain){ .chase = o->chase, .bell = evr_session_doorbell_fd(s[i]) };
+		if (o->records) {
+			if (evr_session_reader_new(s[i], EVR_READER_GATING, &d[i].r) < 0)
+				die("cannot read a session", "out of memory");
+		} else {
+			struct evr_shm_hdr *h = (struct evr_shm_hdr *)evr_session_shm(s[i]);
+
+			d[i].nr_rings = h->nr_rings;
+			d[i].buf = malloc(EVR_PACKET_SIZE_MAX);
+			if (!d[i].buf || evr_span_reader_new(h, EVR_READER_GATING, &d[i].sr) < 0)
+				die("cannot read a session", "out of memory");
+		}
 	}
 	for (int i = 0; i < sessions; i++)
-		pthread_create(&d[i].th, NULL, drain_main, &d[i]);
+		pthread_create(&d[i].th, NULL, o->records ? drain_main : drain_spans_main, &d[i]);
 	ns = run_loops_cpu(threads, kind, events_of(o, kind), ret_cpu, ret_ns2);
 	for (int i = 0; i < sessions; i++)
 		evr_session_stop(s[i]);
@@ -357,6 +410,8 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 		}
 		*lost += d[i].lost;
 		evr_reader_free(d[i].r);
+		evr_span_reader_free(d[i].sr);
+		free(d[i].buf);
 		evr_session_free(s[i]);
 	}
 	return ns;
@@ -420,8 +475,9 @@ static double monotonic_run(const struct opts *o, uint64_t *lost, double *ret_cp
 
 	snprintf(cmd, sizeof(cmd),
 		 "/proc/%d/exe --clock monotonic --json --runs 1 --scenario enabled_1t --events %" PRIu64
-		 " --ring-size %" PRIu64 "%s",
-		 (int)getpid(), o->events, o->ring_size, o->chase ? " --chase" : "");
+		 " --ring-size %" PRIu64 "%s%s",
+		 (int)getpid(), o->events, o->ring_size, o->chase ? " --chase" : "",
+		 o->records ? " --drain records" : "");
 	f = popen(cmd, "r");
 	if (!f)
 		die("enabled_1t_monotonic", strerror(errno));
@@ -664,7 +720,8 @@ static void report(const struct opts *o, const struct result *r)
 		       o->clock.kind == EVR_CLOCK_TSC && strcmp(r->scenario, "enabled_1t_monotonic")
 			       ? "tsc" : "monotonic");
 		if (strncmp(r->scenario, "enabled_", 8) == 0 || strcmp(r->scenario, "sessions_4") == 0) {
-			printf(",\"readers\":\"%s\"", o->chase ? "chase" : "wait");
+			printf(",\"readers\":\"%s\",\"drain\":\"%s\"",
+			       o->chase ? "chase" : "wait", o->records ? "records" : "packets");
 			printf(",\"cpu_ns_per_event_median\":%.2f",
 			       median(r->cpu_ns, r->runs, NULL, NULL));
 		}
@@ -729,8 +786,12 @@ static void usage(FILE *f)
 		"and of recording a counter value.\n\n"
 		"  --json               one JSON object per scenario\n"
 		"  --vs-lttng           also run the loop through LTTng-UST (needs lttng-sessiond)\n"
-		"  --chase              readers poll the writers record by record instead of\n"
-		"                       waiting for complete packets once caught up\n"
+		"  --drain HOW          how each session's reader drains it: packets (default:\n"
+		"                       whole packets, counted from their headers and copied\n"
+		"                       out, as evring record does) or records (every record\n"
+		"                       decoded, as evring dump does)\n"
+		"  --chase              with --drain records: poll the writers record by record\n"
+		"                       instead of waiting for complete packets once caught up\n"
 		"  --runs N             runs per scenario, median reported (default 5)\n"
 		"  --events N           events per thread in enabled runs (default 5000000)\n"
 		"  --disabled-events N  iterations per thread in disabled runs (default 500000000)\n"
@@ -774,6 +835,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "vs-lttng", no_argument, NULL, 'L' },
 		{ "chase", no_argument, NULL, 'c' },
+		{ "drain", required_argument, NULL, 'D' },
 		{ "runs", required_argument, NULL, 'r' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "disabled-events", required_argument, NULL, 'd' },
@@ -793,6 +855,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		"reader", "counter_mean", "counter_increment", "counter_histogram",
 		"counter_mean_idle", NULL,
 	};
+	bool drain_packets = false;
 	uint64_t v;
 	int c;
 
@@ -801,6 +864,15 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		case 'j': o->json = true; break;
 		case 'L': o->vs_lttng = true; break;
 		case 'c': o->chase = true; break;
+		case 'D':
+			if (strcmp(optarg, "records") && strcmp(optarg, "packets")) {
+				fprintf(stderr, "evring-bench: --drain: packets or records, not '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->records = strcmp(optarg, "records") == 0;
+			drain_packets = !o->records;
+			break;
 		case 'r':
 			if (parse_u64("--runs", optarg, &v) < 0)
 				return -EINVAL;
@@ -866,6 +938,12 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "evring-bench: unexpected argument \"%s\"\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (o->chase && drain_packets) {
+		fprintf(stderr, "evring-bench: --chase is for --drain records\n");
+		return -EINVAL;
+	}
+	if (o->chase)
+		o->records = true;
 	for (const char *p = o->only; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
 		size_t n = strcspn(p, ",");
 		bool ok = false;

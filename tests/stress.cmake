@@ -26,3 +26,11 @@ set_tests_properties(stress_fault_detected PROPERTIES LABELS stress TIMEOUT 300)
 # violation.
 evr_sanitizer_env(stress_short stress_fault_dup stress_fault_corrupt stress_fault_drop
   stress_fault_detected)
+
+# evring-bench's enabled scenarios, small and with 64 KiB rings (so that writers lap
+# their readers and lose events), with both ways of draining: each run checks for
+# every session that received + lost == emitted, and exits 1 when it does not.
+add_test(NAME stress_bench_conservation
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stress/bench-conservation.sh
+          $<TARGET_FILE:evring-bench>)
+set_tests_properties(stress_bench_conservation PROPERTIES LABELS stress TIMEOUT 300)
