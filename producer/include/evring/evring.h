@@ -757,6 +757,24 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 	} while (0)
 
 /*
+ * 1 when the program is built with a sanitizer that checks memory accesses: its
+ * fire functions then copy strings and bytes with memcpy(), which the sanitizer
+ * sees (a wrong length, a racing writer), not inside libevring's critical
+ * section, which it does not.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EVR__SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                \
+	__has_feature(memory_sanitizer)
+#define EVR__SANITIZED 1
+#endif
+#endif
+#ifndef EVR__SANITIZED
+#define EVR__SANITIZED 0
+#endif
+
+/*
  * The fire function's path for an event whose last field is a string or bytes
  * after at most 20 bytes of fixed fields (a message, a name, a key and its
  * value): the fixed fields and the length in words, in registers, and the
@@ -769,7 +787,7 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 #define EVR__DIRECT(sym, ...) EVR__CAT(EVR__DIRECT_, EVR__HAS_FIELDS(__VA_ARGS__))(sym, __VA_ARGS__)
 #define EVR__DIRECT_0(sym, ...)
 #define EVR__DIRECT_1(sym, ...)                                                          \
-	if (EVR__APPLY(EVR__ISVAR, EVR__LAST(__VA_ARGS__)) &&                             \
+	if (!EVR__SANITIZED && EVR__APPLY(EVR__ISVAR, EVR__LAST(__VA_ARGS__)) &&          \
 	    __builtin_constant_p(0u EVR__MAP(EVR__FIXSIZE, EVR__NOSEP, EVR__INIT(__VA_ARGS__))) && \
 	    (0u EVR__MAP(EVR__FIXSIZE, EVR__NOSEP, EVR__INIT(__VA_ARGS__))) <= 20u) {     \
 		uint64_t q_[4] = { 0, 0, 0, 0 };                                          \
