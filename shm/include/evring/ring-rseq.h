@@ -423,6 +423,10 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	evr_v2di_ x0_, x1_
 #define EVR_RSEQ_APPEND_USE                                                                \
 	((void)a_, (void)c_, (void)d_, (void)te_, (void)x0_, (void)x1_)
+/* The same for the sections that load the rings themselves (EVR_RSEQ_LOAD_RINGS). */
+#define EVR_RSEQ_RINGS_IN(rings_, rs_, cpu_, w0__, tid_)                                  \
+	[rs] "r"(rs_), [cpu] "r"(cpu_), [rings] "r"(rings_), [w0] "rm"(w0__),              \
+	[tid] "rm"(tid_), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH)
 /* After the asm: its exits, as the return values of evr_ring_rseq_append(). */
 #define EVR_RSEQ_APPEND_EXITS(rs_)                                                         \
 	EVR_RSEQ_APPEND_USE;                                                               \
@@ -432,6 +436,12 @@ restart:                                                                        
 slow:                                                                                      \
 	evr_rseq_clear_cs(rs_);                                                            \
 	return 2
+/* And for those: the session has no rings (any more), 3. */
+#define EVR_RSEQ_RINGS_EXITS(rs_)                                                          \
+	EVR_RSEQ_APPEND_EXITS(rs_);                                                        \
+none:                                                                                      \
+	evr_rseq_clear_cs(rs_);                                                            \
+	return 3
 
 /*
  * A payload of %[nq] words at %[src], copied from memory: the record's end,
@@ -566,18 +576,14 @@ _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i 
 					    "movq %[q3], 40(%[d])\n\t"                      \
 					    ".endif\n\t")                                   \
 			: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)                            \
-			: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),  \
-			  [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH), \
+			: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),                      \
 			  [rsz] "i"(EVR_REC_HDR_SIZE + 8 * (K)),                          \
 			  [q0] "re"((K) > 0 ? q0 : 0), [q1] "re"((K) > 1 ? q1 : 0),        \
 			  [q2] "re"((K) > 2 ? q2 : 0), [q3] "re"((K) > 3 ? q3 : 0)         \
 			: "memory", "cc"                                                   \
 			: restart, slow, none);                                            \
 		(void)w;                                                                   \
-		EVR_RSEQ_APPEND_EXITS(rs);                                                 \
-	none:                                                                              \
-		evr_rseq_clear_cs(rs);                                                     \
-		return 3;                                                                  \
+		EVR_RSEQ_RINGS_EXITS(rs);                                                  \
 	}
 
 EVR_RSEQ_APPEND_WORDS_FN(0)
@@ -627,16 +633,12 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_PF_MORE,
 				    EVR_RSEQ_MEM_COPY)
 		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w), [b] "=&r"(b_)
-		: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),
-		  [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),
+		: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),
 		  [src] "r"(src), [nq] "r"(nq)
 		: "memory", "cc"
 		: restart, slow, none);
 	(void)w, (void)b_;
-	EVR_RSEQ_APPEND_EXITS(rs);
-none:
-	evr_rseq_clear_cs(rs);
-	return 3;
+	EVR_RSEQ_RINGS_EXITS(rs);
 }
 
 /*
@@ -735,17 +737,13 @@ evr_ring_rseq_append_var_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_VAR_END, EVR_RSEQ_MEM_PF_MORE,
 				    EVR_RSEQ_VAR_COPY)
 		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w), [b] "=&r"(b_)
-		: [rs] "r"(rs), [cpu] "r"(cpu), [rings] "r"(rings), [w0] "rm"(w0),
-		  [tid] "rm"(tid), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH),
+		: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),
 		  [src] "r"(src), [n] "r"(n), [nb] "rm"(nb), [P] "rm"(plen), [p0] "x"(xp0),
 		  [p1] "x"(xp1), [p2] "x"(xp2)
 		: "memory", "cc"
 		: restart, slow, none);
 	(void)w, (void)b_;
-	EVR_RSEQ_APPEND_EXITS(rs);
-none:
-	evr_rseq_clear_cs(rs);
-	return 3;
+	EVR_RSEQ_RINGS_EXITS(rs);
 }
 
 #endif /* EVR_HAVE_RSEQ */
