@@ -31,6 +31,8 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -86,7 +88,10 @@ struct options {
 	uint64_t late_after;	/* ticks before Phase is defined (also: after 1 s) */
 	uint32_t wait_sessions;
 	uint64_t report_every;
+	bool pin;		/* thread i on the i-th CPU it may run on */
 };
+
+static cpu_set_t allowed;		/* --pin: the CPUs of the process at the start */
 
 static struct options opt = { .threads = 2, .late_after = 1000 };
 static _Atomic uint64_t next_seq;	/* last sequence number handed out */
@@ -164,12 +169,37 @@ static void report(uint64_t ticks)
 	pthread_mutex_unlock(&report_lock);
 }
 
+/*
+ * --pin: this thread on the (index mod n)-th of the n CPUs the process may run on.
+ * Two writers of one process then never share a CPU, and one preempted in its
+ * slow path (holding its CPU's ring) never makes the other drop events there.
+ */
+static void pin_thread(uint32_t index)
+{
+	int n = CPU_COUNT(&allowed), k = (int)(index % (uint32_t)(n > 0 ? n : 1));
+	cpu_set_t one;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || k--)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one) != 0)
+			fprintf(stderr, "workload: cannot pin thread %u to CPU %d\n", index, cpu);
+		return;
+	}
+}
+
 static void *worker(void *arg)
 {
 	uint32_t index = (uint32_t)(uintptr_t)arg;
 	uint64_t interval = opt.rate ? 1000000000u * EVENTS_PER_ITERATION / opt.rate : 0;
-	uint64_t next = now_ns(), events = 0, n = 0;
+	uint64_t next, events = 0, n = 0;
 	struct timespec ts;
+
+	if (opt.pin)
+		pin_thread(index);
+	next = now_ns();
 
 	while (!stop_requested) {
 		uint64_t seq = atomic_fetch_add(&next_seq, 1) + 1;
@@ -239,13 +269,14 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: workload [--threads T] [--rate N] [--events N] [--late-after N]\n"
-		"                [--wait-sessions K] [--report-every N]\n"
+		"                [--wait-sessions K] [--report-every N] [--pin]\n"
 		"  --threads T        worker threads (default 2)\n"
 		"  --rate N           events per second per thread, 0: as fast as possible (default)\n"
 		"  --events N         stop after N iterations in all (Tick seq 1..N); 0: until SIGINT\n"
 		"  --late-after N     define the Phase event after N ticks or 1 s (default 1000)\n"
 		"  --wait-sessions K  write nothing until K sessions enable Demo\n"
-		"  --report-every N   print \"emitted SEQ\" every N ticks\n");
+		"  --report-every N   print \"emitted SEQ\" every N ticks\n"
+		"  --pin              worker thread i on the i-th CPU the process may use (modulo)\n");
 }
 
 static int parse_argv(int argc, char **argv)
@@ -257,14 +288,23 @@ static int parse_argv(int argc, char **argv)
 		{ "late-after", required_argument, NULL, 'l' },
 		{ "wait-sessions", required_argument, NULL, 'w' },
 		{ "report-every", required_argument, NULL, 'e' },
+		{ "pin", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:r:n:l:w:e:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:r:n:l:w:e:ph", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
+				fprintf(stderr, "workload: --pin: sched_getaffinity: %s\n",
+					strerror(errno));
+				return -EINVAL;
+			}
+			opt.pin = true;
+			break;
 		case 't':
 			if (parse_u64(optarg, "--threads", &v) < 0)
 				return -EINVAL;
