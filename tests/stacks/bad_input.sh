@@ -38,7 +38,12 @@ grep -q "stacks-spin died from signal 9 (Killed)" "$T/rec.err" || fail "no word 
 grep -qE "evring record: [1-9][0-9]* CPU samples" "$T/rec.err" || fail "no samples: $(cat "$T/rec.err")"
 "$EVRING" dump --json "$T/killed.evtrace" >"$T/killed.jsonl" 2>"$T/killed.err" ||
 	fail "the trace of a killed process does not dump: $(cat "$T/killed.err")"
-! grep -q "warning" "$T/killed.err" || fail "warnings on a complete trace: $(cat "$T/killed.err")"
+# Complete: no word of damage or truncation. A note on addresses in no file may come: the
+# kernel's frame-pointer walk reads garbage past a frame of code built without frame
+# pointers (glibc's, in the napping thread's syscalls) now and then, and such an address lies
+# in no mapping; that says nothing about the trace being whole.
+! grep -v "code addresses lie in no file" "$T/killed.err" | grep -q "warning" ||
+	fail "warnings on a complete trace: $(cat "$T/killed.err")"
 "$EVRING" convert "$T/killed.evtrace" --format folded -o "$T/killed.folded" -q ||
 	fail "the trace of a killed process does not convert"
 python3 - "$T/killed.jsonl" <<'PY'
