@@ -350,6 +350,7 @@ EVR_WRITE_Q(2, , uint64_t q0, uint64_t q1)
 EVR_WRITE_Q(3, , uint64_t q0, uint64_t q1, uint64_t q2)
 EVR_WRITE_Q(4, , uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
 
+/* evr__event_write_v()'s slow path: the payload assembled in a buffer, for every session. */
 static __attribute__((noinline)) int write_slow_v(struct evr_event *ev, uint64_t q0,
 						  uint64_t q1, uint64_t q2, const void *src,
 						  uint64_t pn)
