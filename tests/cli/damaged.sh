@@ -18,7 +18,7 @@ dump_ok() {
 	sed "s|^|$1: |" "$T/$1.err"
 }
 
-"$EVRING" record --providers Demo -o "$T/t.evtrace" -- "$WORKLOAD" --events 3000 --threads 2 \
+"$EVRING" record --providers Demo -o "$T/t.evtrace" -- "$WORKLOAD" --events 3000 --threads 2 --pin \
 	>/dev/null 2>"$T/rec.err" || fail "record: $(cat "$T/rec.err")"
 dump_ok intact "$T/t.evtrace"
 [[ ! -s $T/intact.err ]] || fail "the intact file has warnings"

@@ -8,7 +8,7 @@ need_python
 N=5000
 
 "$EVRING" record --providers 'Demo:0x4:4' -o "$T/l.evtrace" -- "$WORKLOAD" --events "$N" \
-	--threads 2 >"$T/wl.out" 2>"$T/rec.err" || fail "record exited with $?: $(cat "$T/rec.err")"
+	--threads 2 --pin >"$T/wl.out" 2>"$T/rec.err" || fail "record exited with $?: $(cat "$T/rec.err")"
 cat "$T/rec.err"
 grep -q "^done $N " "$T/wl.out" || fail "the workload did not finish: $(cat "$T/wl.out")"
 grep -qE "^evring record: [0-9]+ events, .* 0 lost, " "$T/rec.err" || fail "summary"

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 need_python
 N=10000
 
-start_workload wl --events "$N" --threads 2 --wait-sessions 2
+start_workload wl --events "$N" --threads 2 --wait-sessions 2 --pin
 "$EVRING" record -p "$WL_PID" --providers 'Demo:0x5:4' --mode overwrite --buffer-size 64M \
 	-o "$T/a.evtrace" 2>"$T/a.err" &
 A=$!

@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 need_python
 
 B=$T/b
-"$EVRING" record --providers Demo -o - -- "$WORKLOAD" --events 4000 --threads 2 \
+"$EVRING" record --providers Demo -o - -- "$WORKLOAD" --events 4000 --threads 2 --pin \
 	2>"$T/rec.err" | tee "$T/copy.evtrace" | "$EVRING" dump - >"$T/live.txt" 2>"$T/live.err" ||
 	fail "record -o - | dump -: ${PIPESTATUS[*]}: $(cat "$T/rec.err" "$T/live.err")"
 cat "$T/rec.err"

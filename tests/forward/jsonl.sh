@@ -8,7 +8,7 @@ need_python
 N=3000
 
 # --wait-sessions 1: the workload writes nothing until the forwarder's session runs.
-start_workload wl --events "$N" --threads 2 --wait-sessions 1
+start_workload wl --events "$N" --threads 2 --wait-sessions 1 --pin
 start_forward fwd -p "$WL_PID" --providers Demo --to "jsonl:$T/all.jsonl" \
 	--to "jsonl:$T/ticks.jsonl,event=Tick" \
 	--to "jsonl:$T/req.jsonl,level=info,keywords=0x1" \

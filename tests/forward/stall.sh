@@ -14,7 +14,7 @@ mkfifo "$T/pipe"
 # A reader that opens the pipe and never reads: the pipe fills after 64 KiB.
 sleep 600 <"$T/pipe" &
 KILL_AT_EXIT+=("$!")
-start_workload wl --events "$N" --threads 2 --rate 20000 --wait-sessions 1
+start_workload wl --events "$N" --threads 2 --rate 20000 --wait-sessions 1 --pin
 start_forward fwd -p "$WL_PID" --providers Demo --flush-timeout 500ms --buffer-size 64M \
 	--to "jsonl:$T/all.jsonl" --to jsonl:- >"$T/pipe"
 expect "$WL_FD" "^done $N ([0-9]+)\$" "the workload's done line"
