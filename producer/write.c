@@ -240,11 +240,36 @@ static __attribute__((noinline)) int write_slow(struct evr_event *ev, const void
 	return slow_write(ev, payload, len, (uintptr_t)__builtin_frame_address(0));
 }
 
+#if EVR_HAVE_RSEQ
+/*
+ * fast_cpu() - whether an rseq section may write @ev, and where: one per-CPU
+ * session wants it, and this thread runs on a CPU that session has a ring for.
+ * The whole write is then one rseq critical section that loads the session's
+ * rings itself, its own RCU read side (evr_ring_rseq_append_*_rcu()). Anything
+ * else, and a section that must restart or take the slow path, is the slow
+ * path's. The event's rings are first looked at outside, as a hint (the section
+ * loads them again): an event without them, in several sessions say, would
+ * otherwise read the clock twice, and rdtsc costs more than the section.
+ * Return: true with *@rs and *@cpu set.
+ */
+static inline __attribute__((always_inline)) bool fast_cpu(struct evr_event *ev,
+							   struct rseq **rs, uint32_t *cpu)
+{
+	if (!atomic_load_explicit(&ev->percpu, memory_order_relaxed))
+		return false;
+	*rs = evr_rseq_area();
+	*cpu = (uint32_t)evr_rseq_cpu(*rs);
+	/* A per-CPU session has a ring for every CPU id below evr_ring_percpu_min;
+	 * a negative cpu (no rseq registration) fails the bound too. */
+	return EVR_LIKELY(*cpu < evr_ring_percpu_min);
+}
+#endif
+
 /*
  * write_fast() - write a payload of at most EVR_MAX_PAYLOAD bytes: @k words
  * @q (a constant, 0..EVR_RSEQ_WORDS_MAX) in registers, or with @k < 0 the
  * padded bytes at @payload, in the one per-CPU session that wants the event,
- * inline and without a stack frame to speak of.
+ * inline and without a stack frame to speak of (fast_cpu()).
  * Return: 0 written; 1 when the slow path must write it (the caller's tail call).
  */
 static inline __attribute__((always_inline)) int
@@ -252,36 +277,22 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 	   uint64_t q1, uint64_t q2, uint64_t q3)
 {
 #if EVR_HAVE_RSEQ
-	/*
-	 * One per-CPU session: the whole write is one rseq critical section that
-	 * loads the session's rings itself, its own RCU read side
-	 * (evr_ring_rseq_append_words_rcu() for a payload in words,
-	 * evr_ring_rseq_append_mem_rcu() for one in memory). Anything else, and a
-	 * section that must restart or take the slow path, is the slow path's.
-	 * The event's rings are first looked at outside, as a hint (the section
-	 * loads them again): an event without them, in several sessions say, would
-	 * otherwise read the clock twice, and rdtsc costs more than the section.
-	 */
-	if (atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
-		struct rseq *rs = evr_rseq_area();
-		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
+	struct rseq *rs;
+	uint32_t cpu;
 
-		/* A per-CPU session has a ring for every CPU id below evr_ring_percpu_min;
-		 * a negative cpu (no rseq registration) fails the bound too. */
-		if (EVR_UNLIKELY(cpu >= evr_ring_percpu_min))
-			return 1;
-		if (k >= 0)
-			return evr_ring_rseq_append_words_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
-							      evr_rseq_event_w0(ev->rid, len),
-							      evr_thread_id(), k, q0, q1, q2, q3) != 0;
-		return evr_ring_rseq_append_mem_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
-						    evr_rseq_event_w0(ev->rid, len), evr_thread_id(),
-						    payload, (len + 7u) / 8u) != 0;
-	}
+	if (!fast_cpu(ev, &rs, &cpu))
+		return 1;
+	if (k >= 0)
+		return evr_ring_rseq_append_words_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
+						      evr_rseq_event_w0(ev->rid, len),
+						      evr_thread_id(), k, q0, q1, q2, q3) != 0;
+	return evr_ring_rseq_append_mem_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
+					    evr_rseq_event_w0(ev->rid, len), evr_thread_id(),
+					    payload, (len + 7u) / 8u) != 0;
 #else
 	(void)ev, (void)payload, (void)len, (void)k, (void)q0, (void)q1, (void)q2, (void)q3;
-#endif
 	return 1;
+#endif
 }
 
 int evr_event_write_padded(struct evr_event *ev, const void *payload, uint32_t len)
@@ -376,12 +387,12 @@ int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t 
 	if (EVR_UNLIKELY((uint64_t)plen + n > EVR_MAX_PAYLOAD))
 		return evr_event_write_too_big(ev);
 #if EVR_HAVE_RSEQ
-	/* As write_fast(), with the bytes copied from @src inside the section. */
-	if (atomic_load_explicit(&ev->percpu, memory_order_relaxed)) {
-		struct rseq *rs = evr_rseq_area();
-		uint32_t cpu = (uint32_t)evr_rseq_cpu(rs);
+	{
+		/* As write_fast(), with the bytes copied from @src inside the section. */
+		struct rseq *rs;
+		uint32_t cpu;
 
-		if (EVR_LIKELY(cpu < evr_ring_percpu_min) &&
+		if (fast_cpu(ev, &rs, &cpu) &&
 		    EVR_LIKELY(evr_ring_rseq_append_var_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
 							    evr_rseq_event_w0(ev->rid, plen + n),
 							    evr_thread_id(), q0, q1, q2, plen,

@@ -484,7 +484,7 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__SIZE_json(n) (4u + (uint64_t)evr__strlen(n))
 #define EVR__SIZE_bytes(n) (4u + (uint64_t)(n ? n##_len : 0))
 
-/* A variable-size field's bytes and their number, for evr__event_write_v(). */
+/* A variable-size field's bytes, for evr__event_write_v(). */
 #define EVR__VSRC_u8(n) ((const void *)0)
 #define EVR__VSRC_u16(n) ((const void *)0)
 #define EVR__VSRC_u32(n) ((const void *)0)
@@ -515,25 +515,11 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__ISVAR_str(n) 1
 #define EVR__ISVAR_json(n) 1
 #define EVR__ISVAR_bytes(n) 1
-#define EVR__VN_u8(n) 0u
-#define EVR__VN_u16(n) 0u
-#define EVR__VN_u32(n) 0u
-#define EVR__VN_u64(n) 0u
-#define EVR__VN_i8(n) 0u
-#define EVR__VN_i16(n) 0u
-#define EVR__VN_i32(n) 0u
-#define EVR__VN_i64(n) 0u
-#define EVR__VN_f32(n) 0u
-#define EVR__VN_f64(n) 0u
-#define EVR__VN_bool(n) 0u
-#define EVR__VN_ptr(n) 0u
-#define EVR__VN_str(n) evr__strlen(n)
-#define EVR__VN_json(n) evr__strlen(n)
-#define EVR__VN_bytes(n) ((n) ? n##_len : 0u)
-#define EVR__VN(t, n) EVR__VN_##t(n)
+/* The bytes of a string or bytes field: its encoded size less the length word
+ * (meaningless for fixed-size types, where EVR__DIRECT() never uses it). */
+#define EVR__VN(t, n) ((uint32_t)(EVR__SIZE_##t(n) - 4u))
 #define EVR__VSRC(t, n) EVR__VSRC_##t(n)
 #define EVR__ISVAR(t, n) EVR__ISVAR_##t(n)
-#define EVR__FIXSIZE(t, n) +EVR__SIZE_##t(n)
 
 /* EVR__APPLY(m, (t, n)): m(t, n). */
 #define EVR__APPLY(m, x) m x
@@ -642,7 +628,6 @@ EVR_API const char *evr_type_name(uint32_t type);
 #define EVR__PACKW__Bool(n) EVR__PACKW_bool(n)
 #define EVR__VSRC__Bool(n) EVR__VSRC_bool(n)
 #define EVR__ISVAR__Bool(n) EVR__ISVAR_bool(n)
-#define EVR__VN__Bool(n) EVR__VN_bool(n)
 #define EVR__TYPE__Bool EVR__TYPE_bool
 #define EVR__FIELD(t, n) { #n, EVR__TYPE_##t },
 #define EVR__ONE(t, n) +1u
@@ -788,8 +773,8 @@ static inline void evr__put_var(uint8_t **p, const void *v, uint32_t n)
 #define EVR__DIRECT_0(sym, ...)
 #define EVR__DIRECT_1(sym, ...)                                                          \
 	if (!EVR__SANITIZED && EVR__APPLY(EVR__ISVAR, EVR__LAST(__VA_ARGS__)) &&          \
-	    __builtin_constant_p(0u EVR__MAP(EVR__FIXSIZE, EVR__NOSEP, EVR__INIT(__VA_ARGS__))) && \
-	    (0u EVR__MAP(EVR__FIXSIZE, EVR__NOSEP, EVR__INIT(__VA_ARGS__))) <= 20u) {     \
+	    __builtin_constant_p(0u EVR__MAP(EVR__SIZE, EVR__NOSEP, EVR__INIT(__VA_ARGS__))) && \
+	    (0u EVR__MAP(EVR__SIZE, EVR__NOSEP, EVR__INIT(__VA_ARGS__))) <= 20u) {     \
 		uint64_t q_[4] = { 0, 0, 0, 0 };                                          \
 		uint32_t o_ = 0;                                                          \
 		const uint32_t n_ = EVR__APPLY(EVR__VN, EVR__LAST(__VA_ARGS__));         \
