@@ -6,9 +6,12 @@
  * convert to), CLOCK_REALTIME, CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME at one
  * instant. The TSC counts for the whole machine, so the recorder reads it
  * itself. The raw reading is the middle of the shortest of five
- * rdtsc/clock_gettime/rdtsc brackets (about 30 ns wide on a KVM guest), the
- * other clocks are read in a second bracket and moved to that instant with
- * the session's rate (a shift of tens of ns, at most ppm wrong).
+ * rdtsc/clock_gettime(MONOTONIC)/clock_gettime(MONOTONIC_RAW)/rdtsc brackets
+ * (about 50 ns wide on a KVM guest), the other clocks are read in a second
+ * bracket and moved to that instant with the session's rate (a shift of tens
+ * of ns, at most ppm wrong). MONOTONIC_RAW, which jumps are judged against,
+ * is read in the first bracket: a recorder preempted between two brackets
+ * would otherwise see the TSC jump by the time it was away.
  *
  * Jump detection compares the TSC with CLOCK_MONOTONIC_RAW, not with
  * CLOCK_MONOTONIC: NTP slews MONOTONIC by up to 500 ppm (chrony far more
@@ -66,6 +69,21 @@ static uint64_t abs_diff(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
+/*
+ * How far apart the two points' clock readings may be from where they are
+ * said to be: each is within half its bracket of its ts (a bracket made wide
+ * by an interrupt or preemption is wide in the point too).
+ */
+static uint64_t window_ns(const struct evr_clock_sync_state *st, const struct evr_trace_sync *p,
+			  const struct evr_trace_sync *q)
+{
+	struct evr_clock_calib unit = st->calib;
+
+	unit.ts_base = 0;
+	unit.mono_base = 0;
+	return evr_clock_to_mono_ns(&unit, (uint64_t)p->window + q->window) / 2u;
+}
+
 uint32_t evr_clock_sync_classify(struct evr_clock_sync_state *st, struct evr_trace_sync *p)
 {
 	const struct evr_trace_sync *q = &st->prev;
@@ -93,7 +111,8 @@ uint32_t evr_clock_sync_classify(struct evr_clock_sync_state *st, struct evr_tra
 			}
 			pred = evr_clock_to_mono_ns(&line, p->ts);
 			dt = p->raw_ns > q->raw_ns ? p->raw_ns - q->raw_ns : 0;
-			if (abs_diff(p->raw_ns, pred) > JUMP_BASE_NS + dt / 1000000u * ppm) {
+			if (abs_diff(p->raw_ns, pred) > JUMP_BASE_NS + dt / 1000000u * ppm +
+							 window_ns(st, p, q)) {
 				/* The TSC says less time passed than the raw clock: it went back. */
 				add = EVR_SYNC_DISCONT | (p->raw_ns > pred ? EVR_SYNC_BACKWARDS : 0);
 			}
@@ -133,17 +152,19 @@ void evr_clock_sync_point(struct evr_clock_sync_state *st, uint32_t flags,
 	struct evr_trace_sync p = { .flags = flags & EVR_SYNC_FINAL };
 
 	if (st->kind == EVR_CLOCK_TSC) {
-		uint64_t best = UINT64_MAX, t2, t3, mid2, raw, real, boot;
+		uint64_t best = UINT64_MAX, t2, t3, mid2, real, boot;
 
 		for (int i = 0; i < BRACKETS; i++) {
 			uint64_t t0 = tsc_fenced();
 			uint64_t mono = ns_of(CLOCK_MONOTONIC);
+			uint64_t mraw = ns_of(CLOCK_MONOTONIC_RAW);
 			uint64_t t1 = tsc_fenced();
 
 			if (t1 >= t0 && t1 - t0 < best) {
 				best = t1 - t0;
 				p.ts = t0 + (t1 - t0) / 2;
 				p.mono_ns = mono;
+				p.raw_ns = mraw;
 			}
 		}
 		if (best == UINT64_MAX) {
@@ -151,14 +172,13 @@ void evr_clock_sync_point(struct evr_clock_sync_state *st, uint32_t flags,
 			best = 0;
 			p.ts = tsc_fenced();
 			p.mono_ns = ns_of(CLOCK_MONOTONIC);
+			p.raw_ns = ns_of(CLOCK_MONOTONIC_RAW);
 		}
 		t2 = tsc_fenced();
-		raw = ns_of(CLOCK_MONOTONIC_RAW);
 		real = ns_of(CLOCK_REALTIME);
 		boot = ns_of(CLOCK_BOOTTIME);
 		t3 = tsc_fenced();
 		mid2 = t3 >= t2 ? t2 + (t3 - t2) / 2 : t2;
-		p.raw_ns = shift_to(&st->calib, raw, mid2, p.ts);
 		p.real_ns = shift_to(&st->calib, real, mid2, p.ts);
 		p.boot_ns = shift_to(&st->calib, boot, mid2, p.ts);
 		p.window = best > UINT32_MAX ? UINT32_MAX : (uint32_t)best;

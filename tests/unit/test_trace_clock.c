@@ -102,6 +102,36 @@ static void test_classify_jumps(void **state)
 	assert_int_equal(st.jumps, 3);
 }
 
+/*
+ * A recorder preempted while it takes a point: its bracket is wide, and the
+ * clock readings may lie anywhere in it. A disagreement within half the
+ * windows is no jump; the same disagreement from a narrow bracket is one.
+ */
+static void test_classify_wide_window(void **state)
+{
+	struct evr_clock_sync_state st;
+	struct evr_trace_sync p;
+
+	(void)state;
+	evr_clock_sync_init(&st, &tsc_2ghz);
+	p = pt(2000, 1000, 1000);
+	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
+	p = pt(2000 + 200000000ull, 100001000ull, 100001000ull);
+	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
+	/* RAW 50 us later than the TSC says, read in a 120 us bracket: no jump. */
+	p = pt(2000 + 2200000000ull, 1100051000ull, 1100051000ull);
+	p.window = 240000;	/* ticks: 120 us at 2 GHz */
+	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
+	assert_int_equal(st.jumps, 0);
+	/* 50 us off the line of the last two points, from a 40 ns bracket after a
+	 * narrow one: a jump (the TSC ran ahead of RAW). */
+	st.prev.window = 0;
+	p = pt(2000 + 4200000000ull, 2100051000ull, 2100051000ull);
+	p.window = 80;
+	assert_int_equal(evr_clock_sync_classify(&st, &p), EVR_SYNC_DISCONT);
+	assert_int_equal(st.jumps, 1);
+}
+
 static void test_classify_monotonic_never_jumps(void **state)
 {
 	const struct evr_clock_calib mono = {.kind = EVR_CLOCK_MONOTONIC, .mult = 1};
@@ -595,6 +625,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify_steady_and_slewed),
 		cmocka_unit_test(test_classify_jumps),
+		cmocka_unit_test(test_classify_wide_window),
 		cmocka_unit_test(test_classify_monotonic_never_jumps),
 		cmocka_unit_test(test_take_real),
 		cmocka_unit_test(test_piecewise_rate_changes),
