@@ -49,6 +49,7 @@ struct span_ring {
 	uint64_t events;		/* event records accounted (headers + records done) */
 	uint64_t lost;			/* losses accounted */
 	bool in_packet;			/* pos is inside a packet whose header was seen */
+	bool held;			/* hold mode: tail is behind pos */
 };
 
 struct evr_span_reader {
@@ -59,6 +60,7 @@ struct evr_span_reader {
 	bool gone;
 	bool drained;
 	bool pending;			/* a span is out, not done yet */
+	bool hold;			/* done spans keep their space until release */
 	struct evr_shm_span out;
 	/* ring state to apply when the pending span is done */
 	uint64_t next_pos, next_events, next_lost;
@@ -145,12 +147,22 @@ static bool still_intact(const struct evr_span_reader *sr, const struct span_rin
 	return pos >= first_safe(sr, __atomic_load_n(&rg->ctl->head, __ATOMIC_ACQUIRE));
 }
 
-static void release_tail(const struct evr_span_reader *sr, struct span_ring *rg)
+static void store_tail(const struct evr_span_reader *sr, struct span_ring *rg)
 {
 	if (sr->flags & EVR_READER_GATING)
 		/* Pairs with the writer's load-acquire of tail: we are done with the
 		 * bytes below pos before it may reuse them. */
 		__atomic_store_n(&rg->ctl->tail, rg->pos, __ATOMIC_RELEASE);
+}
+
+/* Hand the space below pos back to the writers, or in hold mode note it. */
+static void release_tail(const struct evr_span_reader *sr, struct span_ring *rg)
+{
+	if (sr->hold) {
+		rg->held = true;
+		return;
+	}
+	store_tail(sr, rg);
 }
 
 static void skip_packet(struct evr_span_reader *sr, struct span_ring *rg, bool bad)
@@ -408,6 +420,27 @@ int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *
 	rg->in_packet = sr->next_in_packet;
 	release_tail(sr, rg);
 	return 0;
+}
+
+void evr_span_reader_release(struct evr_span_reader *sr)
+{
+	if (!sr)
+		return;
+	for (uint32_t i = 0; i < sr->nr; i++) {
+		if (sr->rings[i].held) {
+			sr->rings[i].held = false;
+			store_tail(sr, &sr->rings[i]);
+		}
+	}
+}
+
+void evr_span_reader_hold(struct evr_span_reader *sr, bool on)
+{
+	if (!sr)
+		return;
+	sr->hold = on;
+	if (!on)
+		evr_span_reader_release(sr);
 }
 
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,

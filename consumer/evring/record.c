@@ -65,6 +65,9 @@ static void usage(FILE *f)
 		"                           call stacks and context switches\n"
 		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
 		"                           (default 10s); then it is stopped with SIGTERM\n"
+		"      --io MODE            direct (default: whole packets go to the disk with\n"
+		"                           direct I/O where the file system allows it; discard\n"
+		"                           mode) or buffered (through the page cache)\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -104,7 +107,7 @@ static int parse_uint_opt(const char *opt, const char *s, uint32_t lo, uint32_t 
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
-	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT };
+	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -118,6 +121,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "stacks", optional_argument, NULL, OPT_STACKS },
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+		{ "io", required_argument, NULL, OPT_IO },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -209,6 +213,16 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			if (evr_parse_size(CMD, "--buffer-size", optarg, &o->buffer_size) < 0)
 				return -EINVAL;
 			o->buffer_arg = optarg;
+			break;
+		case OPT_IO:
+			if (strcmp(optarg, "direct") == 0) {
+				o->buffered_io = false;
+			} else if (strcmp(optarg, "buffered") == 0) {
+				o->buffered_io = true;
+			} else {
+				evr_cli_error(CMD, "--io: '%s' is not direct or buffered", optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_MODE:
 			if (strcmp(optarg, "discard") == 0) {
@@ -523,6 +537,7 @@ static int start_recording(struct recorder *r)
 			.stack_depth = r->o->stack_depth,
 		},
 		.client = EVR_RECORD_CLIENT_NAME,
+		.flags = r->o->buffered_io ? 0 : EVR_RECORDER_DIRECT_IO,
 		.log = log_warning,
 	};
 	char err[512];

@@ -400,6 +400,7 @@ static int use_spans(struct evr_client *c)
 	err = evr_span_reader_new(c->hdr, reader_flags(c), &c->spans);
 	if (err < 0)
 		return err;
+	evr_span_reader_hold(c->spans, c->span_hold);
 	if (c->state == EVR_CLIENT_GONE)
 		evr_span_reader_producer_gone(c->spans);
 	return 0;
@@ -444,6 +445,23 @@ int evr_client_span_done(struct evr_client *c, const struct evr_span *sp)
 	s = (struct evr_shm_span){ .ring = sp->ring, .pos = sp->pos, .data = sp->data,
 				   .len = sp->len };
 	return evr_span_reader_done(c->spans, &s);
+}
+
+int evr_client_span_hold(struct evr_client *c, bool on)
+{
+	int err = use_spans(c);
+
+	if (err < 0)
+		return err;
+	c->span_hold = on;
+	evr_span_reader_hold(c->spans, on);
+	return 0;
+}
+
+void evr_client_span_release(struct evr_client *c)
+{
+	if (c)
+		evr_span_reader_release(c->spans);
 }
 
 int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count)

@@ -91,6 +91,7 @@ const char *evr_trace_kind_name(uint32_t kind)
 	case EVR_CHUNK_END: return "END";
 	case EVR_CHUNK_THREADS: return "THREADS";
 	case EVR_CHUNK_SYNC: return "SYNC";
+	case EVR_CHUNK_PAD: return "PAD";
 	default: return "unknown";
 	}
 }

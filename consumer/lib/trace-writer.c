@@ -12,12 +12,28 @@
  * chunk, and anything written after it would sit behind garbage. So the
  * writer refuses to write again, and the file stays readable up to its last
  * whole chunk.
+ *
+ * Direct I/O (EVR_TRACE_WRITER_DIRECT): the page cache costs a recorder more
+ * than everything else it does (a copy and a page allocation per 4 KiB, and
+ * the writeback later), so whole packets go from the session mapping to the
+ * disk by DMA instead. Such writes must start, end and lie in memory on the
+ * file system's block size (w->align), so chunks are gathered into a batch: a
+ * list of segments in file order, either bytes copied into w->stage (headers,
+ * small chunks, packets that are not aligned) or an aligned packet where it
+ * lies. A PAD chunk before an EVENTS chunk puts its packet on a block
+ * boundary, and one at the end of a batch ends it on one. Every segment then
+ * starts and ends on a block boundary of the file and of memory, since the
+ * staged runs between aligned packets are whole blocks themselves. Measured
+ * here (docs/recorder.md): 2-3 ns of system time per 42-byte event with 1 MiB
+ * batches, against 14 (tmpfs) to 30 (ext4) ns through the page cache.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,7 +50,20 @@ struct evr_trace_writer {
 	bool ended;
 	uint32_t nr_rings;
 	uint32_t packet_size;
+
+	/* Direct I/O: the batch not yet written (see the top). */
+	bool direct;
+	uint32_t align;			/* file offsets, lengths, addresses */
+	uint8_t *stage;			/* aligned; copies of what is not written in place */
+	size_t stage_cap, stage_used;
+	struct iovec *seg;		/* the batch, in file order */
+	int nseg;
+	uint64_t pending;		/* bytes in the batch */
+	uint64_t written;		/* bytes in the file (flushed) */
 };
+
+#define SEG_MAX		512		/* segments per batch (IOV_MAX is 1024) */
+#define STAGE_MIN	(2u << 20)	/* initial stage: a batch of small chunks */
 
 static const uint8_t zero_pad[8];
 
@@ -46,8 +75,9 @@ static int write_errno(int e)
 	return -e;
 }
 
-/* Write every byte of @iov (modified in place), retrying short writes and EINTR. */
-static int write_all(int fd, struct iovec *iov, int iovcnt)
+/* Write every byte of @iov (modified in place), retrying short writes and EINTR;
+ * @done (may be NULL) counts the bytes written, also when it fails. */
+static int write_all_count(int fd, struct iovec *iov, int iovcnt, uint64_t *done)
 {
 	while (iovcnt > 0) {
 		ssize_t n = writev(fd, iov, iovcnt);
@@ -66,6 +96,8 @@ static int write_all(int fd, struct iovec *iov, int iovcnt)
 		}
 		if (n == 0)
 			return -EIO;
+		if (done)
+			*done += (uint64_t)n;
 		while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
 			n -= (ssize_t)iov->iov_len;
 			iov++;
@@ -77,6 +109,187 @@ static int write_all(int fd, struct iovec *iov, int iovcnt)
 		}
 	}
 	return 0;
+}
+
+static int write_all(int fd, struct iovec *iov, int iovcnt)
+{
+	return write_all_count(fd, iov, iovcnt, NULL);
+}
+
+/* ---- direct I/O batches ------------------------------------------------------------ */
+
+static size_t align_up(size_t v, size_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static int flush_batch(struct evr_trace_writer *w);
+
+/* Room in the stage for @bytes more and @nseg more segments, a PAD chunk to end
+ * the batch included; flushes or grows the stage when needed. */
+static int stage_room(struct evr_trace_writer *w, size_t bytes, int nseg)
+{
+	size_t need = bytes + 2u * w->align + EVR_TRACE_CHUNK_HDR_SIZE;
+	int err;
+
+	if (w->stage_used + need <= w->stage_cap && w->nseg + nseg + 2 <= SEG_MAX)
+		return 0;
+	if (w->nseg) {
+		err = flush_batch(w);
+		if (err)
+			return err;
+	}
+	if (need > w->stage_cap) {
+		size_t cap = align_up(need, 1u << 20);
+		uint8_t *p = aligned_alloc(w->align < 4096 ? 4096 : w->align, cap);
+
+		if (!p)
+			return -ENOMEM;
+		free(w->stage);
+		w->stage = p;
+		w->stage_cap = cap;
+	}
+	return 0;
+}
+
+/* Append @len bytes just copied to the stage's end to the batch. */
+static void stage_commit(struct evr_trace_writer *w, size_t len)
+{
+	uint8_t *p = w->stage + w->stage_used;
+	struct iovec *last = w->nseg ? &w->seg[w->nseg - 1] : NULL;
+
+	if (last && (uint8_t *)last->iov_base + last->iov_len == p)
+		last->iov_len += len;
+	else
+		w->seg[w->nseg++] = (struct iovec){ .iov_base = p, .iov_len = len };
+	w->stage_used += len;
+	w->pending += len;
+}
+
+/* Copy a chunk (or the file header) given as @iov into the batch. */
+static int stage_iov(struct evr_trace_writer *w, const struct iovec *iov, int n)
+{
+	size_t len = 0;
+	uint8_t *p;
+	int err;
+
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	err = stage_room(w, len, 1);
+	if (err)
+		return err;
+	p = w->stage + w->stage_used;
+	for (int i = 0; i < n; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	stage_commit(w, len);
+	return 0;
+}
+
+/*
+ * Stage a PAD chunk so that the file offset @extra bytes past it is aligned
+ * (room was made by the caller). Its payload is zeros, with their CRC.
+ */
+static void stage_pad(struct evr_trace_writer *w, uint32_t extra)
+{
+	uint64_t gap = (w->align - ((w->off + extra) & (w->align - 1))) & (w->align - 1);
+	struct evr_trace_chunk_hdr h;
+	uint8_t *p;
+
+	if (gap == 0)
+		return;
+	while (gap < EVR_TRACE_CHUNK_HDR_SIZE)
+		gap += w->align;
+	p = w->stage + w->stage_used;
+	memset(p, 0, gap);
+	memset(&h, 0, sizeof(h));
+	h.magic = EVR_TRACE_CHUNK_MAGIC;
+	h.kind = EVR_CHUNK_PAD;
+	h.len = (uint32_t)(gap - EVR_TRACE_CHUNK_HDR_SIZE);
+	h.seq = w->seq;
+	h.data_crc = evr_crc32c(0, p + sizeof(h), h.len);
+	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
+	memcpy(p, &h, sizeof(h));
+	stage_commit(w, gap);
+	w->off += gap;
+	w->seq++;
+}
+
+/* Write the batch, ended on a block boundary by a PAD chunk. */
+static int flush_batch(struct evr_trace_writer *w)
+{
+	int err;
+
+	if (!w->nseg)
+		return 0;
+	stage_pad(w, 0);
+	err = write_all_count(w->fd, w->seg, w->nseg, &w->written);
+	w->nseg = 0;
+	w->stage_used = 0;
+	w->pending = 0;
+	if (err)
+		w->err = err;
+	return err;
+}
+
+/* Does @fd take direct writes? Sets O_DIRECT and w->align when it does. */
+static bool direct_setup(struct evr_trace_writer *w, int fd)
+{
+	struct statx sx;
+	struct stat st;
+	uint32_t a;
+	off_t pos;
+	int fl;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_DIOALIGN) || !sx.stx_dio_offset_align || !sx.stx_dio_mem_align)
+		return false;
+	a = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align :
+							       sx.stx_dio_mem_align;
+	if (a < 8 || a > 4096 || (a & (a - 1)))
+		return false;
+	pos = lseek(fd, 0, SEEK_CUR);
+	if (pos < 0 || ((uint64_t)pos & (a - 1)))
+		return false;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_APPEND))
+		return false;
+	if (!(fl & O_DIRECT) && fcntl(fd, F_SETFL, fl | O_DIRECT) < 0)
+		return false;
+	w->stage = aligned_alloc(a < 4096 ? 4096 : a, STAGE_MIN);
+	w->seg = calloc(SEG_MAX, sizeof(*w->seg));
+	if (!w->stage || !w->seg) {
+		free(w->stage);
+		free(w->seg);
+		w->stage = NULL;
+		w->seg = NULL;
+		(void)fcntl(fd, F_SETFL, fl);
+		return false;
+	}
+	w->stage_cap = STAGE_MIN;
+	w->align = a;
+	w->direct = true;
+	return true;
+}
+
+/* Back to buffered writes (the file system refused the first direct one). */
+static void direct_off(struct evr_trace_writer *w)
+{
+	int fl = fcntl(w->fd, F_GETFL);
+
+	if (fl >= 0)
+		(void)fcntl(w->fd, F_SETFL, fl & ~O_DIRECT);
+	free(w->stage);
+	free(w->seg);
+	w->stage = NULL;
+	w->seg = NULL;
+	w->stage_cap = w->stage_used = 0;
+	w->nseg = 0;
+	w->pending = 0;
+	w->direct = false;
 }
 
 /*
@@ -105,7 +318,7 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 	if (evr_align8(len) != len)
 		iov[++n] = (struct iovec){.iov_base = (void *)zero_pad,
 					  .iov_len = evr_align8(len) - len};
-	err = write_all(w->fd, iov, n + 1);
+	err = w->direct ? stage_iov(w, iov, n + 1) : write_all(w->fd, iov, n + 1);
 	if (err) {
 		w->err = err;
 		return err;
@@ -133,7 +346,7 @@ static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct i
 	return send_chunk(w, kind, iov, n, len, crc);
 }
 
-int evr_trace_writer_new(int fd, struct evr_trace_writer **ret)
+int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer **ret)
 {
 	struct evr_trace_file_hdr fh;
 	struct evr_trace_writer *w;
@@ -141,7 +354,7 @@ int evr_trace_writer_new(int fd, struct evr_trace_writer **ret)
 	struct iovec iov;
 	int err;
 
-	if (fd < 0 || !ret)
+	if (fd < 0 || !ret || (flags & ~EVR_TRACE_WRITER_DIRECT))
 		return -EINVAL;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -157,6 +370,29 @@ int evr_trace_writer_new(int fd, struct evr_trace_writer **ret)
 	fh.created_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	fh.crc = evr_crc32c(0, &fh, EVR_TRACE_FILE_HDR_CRC_LEN);
 	iov = (struct iovec){.iov_base = &fh, .iov_len = sizeof(fh)};
+	if ((flags & EVR_TRACE_WRITER_DIRECT) && direct_setup(w, fd)) {
+		/* The header and a PAD chunk, written now: a file system that
+		 * advertised direct I/O and refuses it is found out here, before a
+		 * sandbox would forbid the fcntl() that turns it off. */
+		err = stage_iov(w, &iov, 1);
+		if (!err) {
+			w->off = sizeof(fh);
+			err = flush_batch(w);
+		}
+		if (!err) {
+			*ret = w;
+			return 0;
+		}
+		if (err != -EINVAL || lseek(fd, 0, SEEK_CUR) != 0) {
+			evr_trace_writer_free(w);
+			return err;
+		}
+		direct_off(w);
+		w->err = 0;
+		w->off = 0;
+		w->seq = 0;
+		w->written = 0;
+	}
 	err = write_all(fd, &iov, 1);
 	if (err) {
 		free(w);
@@ -167,8 +403,43 @@ int evr_trace_writer_new(int fd, struct evr_trace_writer **ret)
 	return 0;
 }
 
+int evr_trace_writer_new(int fd, struct evr_trace_writer **ret)
+{
+	return evr_trace_writer_new_flags(fd, 0, ret);
+}
+
+bool evr_trace_writer_direct(const struct evr_trace_writer *w)
+{
+	return w && w->direct;
+}
+
+int evr_trace_writer_flush(struct evr_trace_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	if (w->err)
+		return w->err;
+	return w->direct ? flush_batch(w) : 0;
+}
+
+uint64_t evr_trace_writer_pending(const struct evr_trace_writer *w)
+{
+	return w ? w->pending : 0;
+}
+
+uint64_t evr_trace_writer_written(const struct evr_trace_writer *w)
+{
+	if (!w)
+		return 0;
+	return w->direct ? w->written : w->off;
+}
+
 void evr_trace_writer_free(struct evr_trace_writer *w)
 {
+	if (!w)
+		return;
+	free(w->stage);
+	free(w->seg);
 	free(w);
 }
 
@@ -298,6 +569,43 @@ int evr_trace_writer_metadata(struct evr_trace_writer *w, const struct evr_trace
 	return 0;
 }
 
+/*
+ * Direct I/O, an aligned packet: PAD, the chunk header and the record staged,
+ * the packet itself a segment of its own, written from the mapping.
+ */
+static int events_in_place(struct evr_trace_writer *w, const struct evr_trace_events_rec *rec,
+			   const void *data, uint32_t len)
+{
+	const uint32_t before = EVR_TRACE_CHUNK_HDR_SIZE + (uint32_t)sizeof(*rec);
+	struct evr_trace_chunk_hdr h;
+	uint8_t *p;
+	int err;
+
+	err = stage_room(w, w->align + 2u * before, 2);
+	if (err) {
+		w->err = err;
+		return err;
+	}
+	stage_pad(w, before);
+	memset(&h, 0, sizeof(h));
+	h.magic = EVR_TRACE_CHUNK_MAGIC;
+	h.kind = EVR_CHUNK_EVENTS;
+	h.len = (uint32_t)sizeof(*rec) + len;
+	h.seq = w->seq;
+	h.data_crc = evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len);
+	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
+	p = w->stage + w->stage_used;
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), rec, sizeof(*rec));
+	stage_commit(w, before);
+	w->seg[w->nseg++] = (struct iovec){ .iov_base = (void *)data, .iov_len = len };
+	w->pending += len;
+	w->last_events_off = w->off;
+	w->off += before + len;		/* len is aligned, so a multiple of 8 */
+	w->seq++;
+	return 0;
+}
+
 int evr_trace_writer_events(struct evr_trace_writer *w, uint32_t ring, uint64_t pos,
 			    const void *data, uint32_t len)
 {
@@ -312,6 +620,8 @@ int evr_trace_writer_events(struct evr_trace_writer *w, uint32_t ring, uint64_t 
 	if (!w->have_session || ring >= w->nr_rings || !data || len == 0 || (pos & 7u) ||
 	    (pos & (w->packet_size - 1)) + len > w->packet_size)
 		return -EINVAL;
+	if (w->direct && !(((uintptr_t)data | len) & (w->align - 1)))
+		return events_in_place(w, &rec, data, len);
 	parts[0] = (struct iovec){.iov_base = &rec, .iov_len = sizeof(rec)};
 	parts[1] = (struct iovec){.iov_base = (void *)data, .iov_len = len};
 	off = w->off;
@@ -442,9 +752,20 @@ int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end 
 	rec.end_realtime_ns = e->end_realtime_ns;
 	rec.end_mono_ns = e->end_mono_ns;
 	rec.flags = e->flags;
+	if (w->direct) {
+		/* The file ends with END, on a block boundary. */
+		err = stage_room(w, 2u * w->align + evr_trace_chunk_span(sizeof(rec)), 1);
+		if (err) {
+			w->err = err;
+			return err;
+		}
+		stage_pad(w, evr_trace_chunk_span(sizeof(rec)));
+	}
 	rec.chunks = w->seq;
 	rec.bytes = w->off;
 	err = write_chunk(w, EVR_CHUNK_END, &part, 1);
+	if (!err && w->direct)
+		err = flush_batch(w);
 	if (err)
 		return err;
 	w->ended = true;

@@ -40,6 +40,7 @@
 #define META_BATCH		256u
 #define META_BATCH_BYTES	(1u << 20)
 #define SIDEBANDS_MAX		8u
+#define BATCH_BYTES		(4u << 20)	/* direct I/O: a batch's size */
 #define DEFAULT_CLIENT		"evring recorder"
 
 struct sideband {
@@ -65,6 +66,14 @@ struct evr_recorder {
 	uint64_t flush_due;		/* take the packets still open from then on */
 	struct evr_clock_sync_state sync;
 	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
+	uint64_t *held;			/* nr_rings: bytes of done spans held (direct I/O) */
+	uint64_t hold_max;		/* flush when a ring holds this much */
+	bool hold;			/* spans are held until their batch is written */
+	/* Direct I/O: the EVENTS chunks not known to be in the file yet, so that a
+	 * failed batch counts exactly the events of the chunks it did write. */
+	struct unwritten { uint64_t end; uint64_t events; } *unw;
+	uint32_t nunw, unw_cap;
+	uint64_t events_written;	/* events of chunks surely in the file */
 
 	enum evr_recorder_stop stop;
 	int err;			/* sticky failure, 0 */
@@ -140,6 +149,15 @@ static int write_error(struct evr_recorder *r, int err)
 {
 	if (r->err)
 		return r->err;
+	if (r->hold) {
+		/* Events count once their chunk is whole in the file. */
+		uint64_t in_file = evr_trace_writer_written(r->w);
+
+		r->events = r->events_written;
+		for (uint32_t i = 0; i < r->nunw; i++)
+			if (r->unw[i].end <= in_file)
+				r->events += r->unw[i].events;
+	}
 	r->write_failed = true;
 	return fail(r, err, "cannot write the trace: %s", strerror(-err));
 }
@@ -177,6 +195,43 @@ static int write_metadata(struct evr_recorder *r)
 		if (ret == 0)
 			return 0;
 	}
+}
+
+/*
+ * Direct I/O: write the batch, then give the writers the space of the spans in
+ * it. Buffered: nothing gathered, nothing held.
+ */
+static int flush_release(struct evr_recorder *r)
+{
+	int ret;
+
+	if (!r->hold)
+		return 0;
+	ret = evr_trace_writer_flush(r->w);
+	if (ret < 0)
+		return write_error(r, ret);
+	r->events_written = r->events;
+	r->nunw = 0;
+	evr_client_span_release(r->c);
+	memset(r->held, 0, r->nr_rings * sizeof(*r->held));
+	return 0;
+}
+
+/* Direct I/O: the EVENTS chunk just written ends where the writer stands. */
+static int note_unwritten(struct evr_recorder *r, uint64_t events)
+{
+	if (r->nunw == r->unw_cap) {
+		uint32_t cap = r->unw_cap ? 2 * r->unw_cap : 256;
+		struct unwritten *p = realloc(r->unw, cap * sizeof(*p));
+
+		if (!p)
+			return fail(r, -ENOMEM, "out of memory");
+		r->unw = p;
+		r->unw_cap = cap;
+	}
+	r->unw[r->nunw++] = (struct unwritten){ .end = evr_trace_writer_bytes(r->w),
+					       .events = events };
+	return 0;
 }
 
 /*
@@ -226,6 +281,26 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		r->lost += sp.lost;
 		r->spans++;
 		n++;
+		if (r->hold) {
+			ret = note_unwritten(r, sp.events);
+			if (ret < 0)
+				return ret;
+			r->held[sp.ring] += sp.len;
+			if (r->held[sp.ring] >= r->hold_max ||
+			    evr_trace_writer_pending(r->w) >= BATCH_BYTES) {
+				ret = flush_release(r);
+				if (ret < 0)
+					return ret;
+			}
+		}
+	}
+	/* Direct I/O: a batch grows over rounds until it is big, a ring holds a
+	 * quarter of its space, or the flush interval ends (@partial): each write
+	 * costs about the same whatever its size, up to a few MiB. */
+	if (partial) {
+		ret = flush_release(r);
+		if (ret < 0)
+			return ret;
 	}
 	return n;
 }
@@ -386,7 +461,8 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 		goto fail;
 	r->nr_rings = evr_client_shm(c)->nr_rings;
 	r->sync_heads = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->sync_heads));
-	if (!r->sync_heads) {
+	r->held = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->held));
+	if (!r->sync_heads || !r->held) {
 		err = -ENOMEM;
 		copy_msg(errbuf, errlen, "out of memory");
 		goto fail;
@@ -409,7 +485,21 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		return -EINVAL;
 	pi = evr_client_process(r->c);
 	h = evr_client_shm(r->c);
-	ret = evr_trace_writer_new(fd, &r->w);
+	/* Overwrite mode checks a span after writing it, and retracts it if the
+	 * writers reached it meanwhile: that needs it written at once. */
+	ret = evr_trace_writer_new_flags(fd, (r->flags & EVR_RECORDER_DIRECT_IO) &&
+					 h->mode == EVR_MODE_DISCARD ? EVR_TRACE_WRITER_DIRECT : 0,
+					 &r->w);
+	if (ret == 0 && evr_trace_writer_direct(r->w)) {
+		ret = evr_client_span_hold(r->c, true);
+		if (ret < 0) {
+			fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
+			     strerror(-ret));
+			goto out;
+		}
+		r->hold = true;
+		r->hold_max = h->ring_size / 4;
+	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)
 			fail(r, ret, "out of memory");
@@ -492,6 +582,10 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 		if (ret < 0)
 			goto failed;
 	}
+	/* With the batch, what the round wrote besides spans (sync points,
+	 * threads, side bands): never later than the flush interval. */
+	if (partial && flush_release(r) < 0)
+		goto failed;
 	return n;
 failed:
 	if (!r->err)
@@ -598,6 +692,9 @@ static int finish_session(struct evr_recorder *r)
 	char err[512];
 	int n, ret;
 
+	/* Held spans back to the writers before they flush their rings. */
+	if (!r->write_failed && flush_release(r) < 0)
+		return r->err;
 	if (r->stop == EVR_RECORDER_STOP_REQUESTED || r->stop == EVR_RECORDER_STOP_DEADLINE ||
 	    r->write_failed) {
 		/* The last look at the threads, while the process still runs. */
@@ -672,6 +769,9 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
 	}
 	r->has_end = true;
 out:
+	/* A recording that failed keeps what it gathered (direct I/O batch). */
+	if (!r->has_end && !r->write_failed)
+		(void)evr_trace_writer_flush(r->w);
 	if (r->err)
 		copy_msg(errbuf, errlen, r->errmsg);
 	return r->err;
@@ -684,7 +784,7 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 	*ret = (struct evr_recorder_stats){
 		.events = r->events,
 		.lost = r->lost,
-		.bytes = evr_trace_writer_bytes(r->w),
+		.bytes = evr_trace_writer_written(r->w),
 		.chunks = evr_trace_writer_chunks(r->w),
 		.spans = r->spans,
 		.spans_retracted = r->spans_retracted,
@@ -704,6 +804,8 @@ void evr_recorder_free(struct evr_recorder *r)
 		return;
 	evr_trace_writer_free(r->w);
 	free(r->sync_heads);
+	free(r->held);
+	free(r->unw);
 	free(r->tnames);
 	free(r->providers);
 	free(r->client);

@@ -483,6 +483,65 @@ static void test_span_whole_packets(void **state)
 }
 
 /*
+ * Hold mode (a recorder batching direct I/O): done spans move the reader on but
+ * keep their space until released, several per ring; the writers see the ring
+ * as full meanwhile and count what does not fit; release hands it all back.
+ */
+static void test_span_hold(void **state)
+{
+	struct evr_span_reader *sr;
+	struct tally t = { .check_order = true };
+	struct evr_shm_span sp;
+	uint64_t seq = 0, dropped = 0;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	cur_hdr = s.h;
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	evr_span_reader_hold(sr, true);
+	for (; seq < 700; seq++)
+		assert_int_equal(emit(&s, 0, seq, 40), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(evr_span_reader_get(sr, EVR_SPAN_WHOLE, &sp), 1);
+		assert_true(sp.pos == (uint64_t)i * PACKET && sp.len == PACKET);
+		tally_span(&t, &sp);
+		assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+		/* Nothing handed back yet. */
+		assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), 0);
+	}
+	assert_int_equal(evr_span_reader_get(sr, EVR_SPAN_WHOLE, &sp), 0);
+	/* The writer fills the ring: four packets, none of them free. */
+	for (; seq < 2000; seq++)
+		dropped += emit(&s, 0, seq, 40) != 0;
+	assert_true(dropped > 0);
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), 0);
+	evr_span_reader_release(sr);
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), 2 * PACKET);
+	/* Released twice: nothing more to give. */
+	evr_span_reader_release(sr);
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), 2 * PACKET);
+	/* The rest, held again, then turning hold off hands it back. */
+	sess_end(&s);
+	drain_flags(sr, &t, 0);
+	assert_true(evr_span_reader_drained(sr));
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), 2 * PACKET);
+	evr_span_reader_hold(sr, false);
+	assert_true(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE) ==
+		    __atomic_load_n(&s.w[0].ctl->head, __ATOMIC_ACQUIRE));
+	/* Every event is accounted: read, or lost and reported. */
+	{
+		uint64_t fl = 0;
+
+		assert_int_equal(evr_span_reader_final_lost(sr, 0, &fl), 0);
+		assert_true(t.lost + fl == dropped);
+		assert_true(t.events + t.lost + fl == 2000);
+	}
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/*
  * A next header that does not add up (a hostile producer, a bit flip): the
  * packet is walked instead, and the counts are the records' own.
  */
@@ -605,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_span_corrupt_packet),
 		cmocka_unit_test(test_span_concurrent_conservation),
 		cmocka_unit_test(test_span_whole_packets),
+		cmocka_unit_test(test_span_hold),
 		cmocka_unit_test(test_span_whole_bad_next_header),
 		cmocka_unit_test(test_span_whole_concurrent_conservation),
 		cmocka_unit_test(test_span_walk_hostile),

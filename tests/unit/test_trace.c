@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -1252,6 +1253,155 @@ static void test_trace_writer_chunk_other_kinds(void **state)
 	evr_trace_reader_free(r);
 }
 
+
+
+/* Where direct I/O cannot be had (a memfd, a pipe), the flag changes nothing. */
+static void test_trace_writer_direct_fallback(void **state)
+{
+	struct evr_trace_writer *w;
+	int fd = memfd_create("t", MFD_CLOEXEC), p[2];
+	struct stat sb;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(evr_trace_writer_new_flags(fd, 0x80, &w), -EINVAL);
+	assert_int_equal(evr_trace_writer_new_flags(fd, EVR_TRACE_WRITER_DIRECT, &w), 0);
+	assert_false(evr_trace_writer_direct(w));
+	assert_false(fcntl(fd, F_GETFL) & O_DIRECT);
+	assert_int_equal(fstat(fd, &sb), 0);
+	assert_int_equal(sb.st_size, 64);
+	assert_int_equal(evr_trace_writer_flush(w), 0);
+	assert_int_equal(evr_trace_writer_pending(w), 0);
+	assert_int_equal(evr_trace_writer_written(w), 64);
+	evr_trace_writer_free(w);
+	close(fd);
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(evr_trace_writer_new_flags(p[1], EVR_TRACE_WRITER_DIRECT, &w), 0);
+	assert_false(evr_trace_writer_direct(w));
+	evr_trace_writer_free(w);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * A file in a directory whose file system takes direct I/O (statx()'s
+ * STATX_DIOALIGN), or -1: $EVR_TEST_DIO_DIR, the working directory, /var/tmp,
+ * /tmp. @path gets its name (unlinked by the caller).
+ */
+static int dio_file(char *path, size_t len)
+{
+	const char *dirs[] = { getenv("EVR_TEST_DIO_DIR"), ".", "/var/tmp", "/tmp" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct statx sx;
+		int fd;
+
+		if (!dirs[i])
+			continue;
+		snprintf(path, len, "%s/evr-dio-XXXXXX", dirs[i]);
+		fd = mkstemp(path);
+		if (fd < 0)
+			continue;
+		if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+		    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align)
+			return fd;
+		close(fd);
+		unlink(path);
+	}
+	return -1;
+}
+
+/*
+ * Direct I/O: the same sessions as test_trace_roundtrip_rings, with complete
+ * packets taken whole (written in place, behind PAD chunks) among spans of a
+ * few records (copied), and losses (in the rings, and final ones). The file reads back
+ * exactly as a buffered one; it is a whole number of blocks, ends with END,
+ * and its in-place packets start on block boundaries.
+ */
+static void test_trace_writer_direct(void **state)
+{
+	struct verify_result res;
+	struct evr_trace_reader *r;
+	struct evr_trace_chunk c;
+	struct statx sx;
+	char path[4096];
+	uint64_t pos = 0, pads = 0, in_place = 0, events = 0, off_next = 0;
+	uint32_t last_kind = 0, align;
+	struct gen g;
+	int fd, rc;
+
+	(void)state;
+	fd = dio_file(path, sizeof(path));
+	if (fd < 0) {
+		print_message("skipped: no directory here takes direct I/O (set EVR_TEST_DIO_DIR)\n");
+		skip();
+	}
+	unlink(path);
+	assert_int_equal(statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx), 0);
+	align = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align :
+								 sx.stx_dio_mem_align;
+	assert_int_equal(gen_init_out(&g, 3, 8 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 29, fd,
+				      EVR_TRACE_WRITER_DIRECT), 0);
+	assert_true(evr_trace_writer_direct(g.tw));
+	assert_true(fcntl(fd, F_GETFL) & O_DIRECT);
+	g.whole_pct = 70;
+	for (int round = 0; round < 80; round++) {
+		/* Enough per round that packets complete and are taken whole. */
+		for (int k = 0; k < 400; k++) {
+			uint32_t ring = (uint32_t)(gen_rnd(&g.rng) % 3);
+			uint32_t tid = 100 + ring * 10 + (uint32_t)(k / 7 % 3);
+
+			gen_emit(&g, ring, tid, 1 + (uint32_t)(gen_rnd(&g.rng) % 3));
+		}
+		if (round % 9 == 4) {
+			evr_ring_count_lost(&g.w[round % 3], 5 + (uint64_t)round);
+			g.phantom_lost += 5 + (uint64_t)round;
+		}
+		for (uint32_t i = 0; i < 3; i++)
+			assert_int_equal(gen_drain(&g, i), 0);
+		assert_int_equal(evr_trace_writer_pending(g.tw), 0);
+	}
+	assert_int_equal(gen_finish(&g, 3), 0);
+	assert_int_equal(evr_trace_writer_pending(g.tw), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END) % align, 0);
+	assert_true((uint64_t)lseek(fd, 0, SEEK_END) == evr_trace_writer_bytes(g.tw));
+
+	/* Read back buffered, like any reader. */
+	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_DIRECT), 0);
+	verify(&g, &res);
+	assert_true(res.events == g.kept && res.events > 10000);
+	assert_true(res.lost == gen_expected_lost(&g));
+	assert_false(res.st.truncated);
+	assert_false(res.st.damaged);
+	assert_true(res.st.has_end && res.st.end.events == g.kept);
+
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, NULL, 0), 0);
+	while ((rc = evr_trace_reader_chunk_next(r, &pos, &c)) == 1) {
+		/* Chunks follow each other with nothing between them. */
+		assert_true(off_next == 0 || c.off == off_next);
+		off_next = c.off + 24 + ((c.len + 7u) & ~7u);
+		last_kind = c.kind;
+		if (c.kind == EVR_CHUNK_PAD) {
+			pads++;
+			for (uint32_t i = 0; i < c.len; i++)
+				assert_int_equal(((const uint8_t *)c.data)[i], 0);
+		} else if (c.kind == EVR_CHUNK_EVENTS) {
+			events++;
+			if (c.len == 16 + EVR_PACKET_SIZE_MIN && (c.off + 24 + 16) % align == 0)
+				in_place++;
+		}
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(last_kind, EVR_CHUNK_END);
+	assert_true(off_next == evr_trace_writer_bytes(g.tw));
+	print_message("direct I/O: %" PRIu64 " EVENTS chunks, %" PRIu64 " written in place, "
+		      "%" PRIu64 " PAD chunks, blocks of %u bytes\n", events, in_place, pads, align);
+	assert_true(in_place > 20 && in_place < events);
+	assert_true(pads >= in_place);
+	evr_trace_reader_free(r);
+	gen_fini(&g);
+}
 static void test_trace_writer_bad_args(void **state)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC);
@@ -1377,6 +1527,8 @@ int main(void)
 		cmocka_unit_test(test_trace_thread_names),
 		cmocka_unit_test(test_trace_writer_chunk_other_kinds),
 		cmocka_unit_test(test_trace_writer_bad_args),
+		cmocka_unit_test(test_trace_writer_direct),
+		cmocka_unit_test(test_trace_writer_direct_fallback),
 		cmocka_unit_test(test_trace_writer_enospc),
 	};
 

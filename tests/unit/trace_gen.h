@@ -67,6 +67,7 @@ struct gen {
 	uint64_t rng;
 	uint32_t max_span_records;
 	int omit_pct, discard_pct;	/* fate of each span, in percent */
+	int whole_pct;			/* odds of taking a complete packet whole */
 	struct evr_clock_calib clock;
 };
 
@@ -175,9 +176,12 @@ static inline int gen_write_process(struct gen *g)
 	return evr_trace_writer_process(g->tw, buf, len);
 }
 
-/* A session of @nr rings, 16 KiB packets, @ring_size bytes per ring. */
-static inline int gen_init(struct gen *g, uint32_t nr, uint64_t ring_size, uint32_t mode,
-			   uint64_t seed)
+/*
+ * A session of @nr rings, 16 KiB packets, @ring_size bytes per ring, stored on
+ * @out_fd (-1: a memfd) by a writer made with @wflags (evr_trace_writer_new_flags()).
+ */
+static inline int gen_init_out(struct gen *g, uint32_t nr, uint64_t ring_size, uint32_t mode,
+			       uint64_t seed, int out_fd, uint32_t wflags)
 {
 	struct evr_shm_geometry geo = {
 		.nr_rings = nr, .packet_size = EVR_PACKET_SIZE_MIN, .ring_size = ring_size,
@@ -210,10 +214,10 @@ static inline int gen_init(struct gen *g, uint32_t nr, uint64_t ring_size, uint3
 		evr_ring_writer_init(&g->w[i], g->hdr, i, -1);
 		g->m[i].ts = 1000;
 	}
-	g->out_fd = memfd_create("trace", MFD_CLOEXEC);
+	g->out_fd = out_fd >= 0 ? out_fd : memfd_create("trace", MFD_CLOEXEC);
 	if (g->out_fd < 0)
 		return -1;
-	err = evr_trace_writer_new(g->out_fd, &g->tw);
+	err = evr_trace_writer_new_flags(g->out_fd, wflags, &g->tw);
 	if (!err)
 		err = gen_write_process(g);
 	if (!err)
@@ -221,6 +225,12 @@ static inline int gen_init(struct gen *g, uint32_t nr, uint64_t ring_size, uint3
 	if (!err)
 		err = gen_write_meta(g);
 	return err;
+}
+
+static inline int gen_init(struct gen *g, uint32_t nr, uint64_t ring_size, uint32_t mode,
+			   uint64_t seed)
+{
+	return gen_init_out(g, nr, ring_size, mode, seed, -1, 0);
 }
 
 static inline void gen_fini(struct gen *g)
@@ -340,6 +350,11 @@ static inline int gen_drain(struct gen *g, uint32_t ring)
 		uint32_t want = 1 + (uint32_t)(gen_rnd(&g->rng) % g->max_span_records);
 		int fate = (int)(gen_rnd(&g->rng) % 100);
 
+		/* A whole packet, as `evring record` takes them once complete. */
+		if (g->whole_pct && (start & (psize - 1)) == 0 && head >= pend &&
+		    (int)(gen_rnd(&g->rng) % 100) < g->whole_pct)
+			want = UINT32_MAX;
+
 		for (uint32_t k = 0; k < want && end < head && end < pend; k++)
 			end += gen_rec_size(g, ring, end);
 		if (end > head)
@@ -360,6 +375,10 @@ static inline int gen_drain(struct gen *g, uint32_t ring)
 		}
 		m->tail = end;
 	}
+	/* A direct I/O writer still refers to the ring's bytes: write them first. */
+	err = evr_trace_writer_flush(g->tw);
+	if (err)
+		return err;
 	/* Pairs with the writer's load-acquire of tail. */
 	__atomic_store_n(&ctl->tail, m->tail, __ATOMIC_RELEASE);
 	return 0;

@@ -403,6 +403,20 @@ int evr_client_span_get(struct evr_client *c, uint32_t flags, struct evr_span *r
 int evr_client_span_done(struct evr_client *c, const struct evr_span *sp);
 
 /**
+ * evr_client_span_hold() - with @on, evr_client_span_done() consumes a span
+ * but keeps its space from the writers until evr_client_span_release(): for
+ * recorders that gather many spans into one write (direct I/O). Several done
+ * spans may be held at once; hold them briefly, since the writers lose what
+ * does not fit beside them. Off releases what is held. Overwrite mode holds
+ * nothing (its writers never wait for a reader).
+ * Return: 0, -EINVAL (the client reads records, or is not started), -ENOMEM.
+ */
+int evr_client_span_hold(struct evr_client *c, bool on);
+
+/* Give the writers back the space of every span done so far. Accepts NULL. */
+void evr_client_span_release(struct evr_client *c);
+
+/**
  * evr_client_span_final_lost() - once the session is ended and every span was
  * consumed: the events lost on @ring that no record in the spans accounts for
  * (the ring was full when the session ended, or the producer died). A recorder

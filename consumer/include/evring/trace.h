@@ -59,6 +59,9 @@ enum evr_trace_chunk_kind {
 	EVR_CHUNK_SAMPLES = 11,		/* CPU samples, context switches, lost samples */
 	EVR_CHUNK_PERF_MAP = 12,	/* a perf map's text (JIT symbols) */
 	EVR_CHUNK_SAMPLER = 13,		/* the CPU sampler's settings and totals */
+	/* Zero bytes that align the next chunk's payload for direct I/O; readers
+	 * skip it like any kind they do not know. */
+	EVR_CHUNK_PAD = 16,
 };
 
 /* Chunks start 8-byte aligned; the next one at offset + 24 + align8(len). */
@@ -203,14 +206,61 @@ struct evr_trace_writer;
  *
  * Every writer call writes one whole chunk with one writev() (retried on short
  * writes and EINTR) and buffers nothing, so what a call wrote is on the file
- * when it returns. After a failed write the writer is broken: every later call
- * returns the same error and writes nothing, so the file holds whole chunks
+ * when it returns (direct I/O batches instead: evr_trace_writer_new_flags()).
+ * After a failed write the writer is broken: every later call returns the same
+ * error and writes nothing, so the file holds whole chunks
  * followed by at most one partial one, which readers report as truncated.
  *
  * Return: 0, -EINVAL, -ENOMEM, -ENOSPC (disk full or quota), -EIO, -errno.
  * Context: one thread at a time per writer.
  */
 int evr_trace_writer_new(int fd, struct evr_trace_writer **ret);
+
+/*
+ * EVR_TRACE_WRITER_DIRECT: write with direct I/O (O_DIRECT) where @fd is a
+ * regular file on a file system that says it supports it (statx()'s
+ * STATX_DIOALIGN: ext4, XFS, btrfs...; not tmpfs), else as without the flag.
+ * Whole packets then go from the session mapping to the disk with no copy into
+ * the page cache: chunks are gathered into batches, and an EVENTS chunk whose
+ * bytes are aligned is written from where they lie, behind a PAD chunk that
+ * aligns them. Nothing reaches the file until evr_trace_writer_flush() (or a
+ * batch filling up): the caller keeps an EVENTS chunk's bytes unchanged until
+ * then (evr_client_span_hold()). The other chunks are copied when written, and
+ * evr_trace_writer_end() flushes. The file is as readable as a buffered one;
+ * it ends with END as always, and holds a few PAD chunks.
+ */
+#define EVR_TRACE_WRITER_DIRECT 0x1u
+
+/**
+ * evr_trace_writer_new_flags() - evr_trace_writer_new() with @flags
+ * (EVR_TRACE_WRITER_DIRECT). The file system is asked, and O_DIRECT set on
+ * @fd, here (fstat, statx, fcntl): call it before entering a sandbox. The file
+ * header is written at once, which also proves that direct writes work;
+ * otherwise the writer falls back to buffered writes.
+ * Return: as evr_trace_writer_new().
+ */
+int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer **ret);
+
+/* True when the writer uses direct I/O (EVR_TRACE_WRITER_DIRECT was granted). */
+bool evr_trace_writer_direct(const struct evr_trace_writer *w);
+
+/**
+ * evr_trace_writer_flush() - write the batch gathered so far (direct I/O),
+ * padded to the file system's block size with a PAD chunk. Buffered writers
+ * have nothing to flush. After it returns 0, every chunk written so far is in
+ * the file, and the EVENTS bytes it referred to may be reused.
+ * Return: 0, or a write error (sticky, as for any write).
+ */
+int evr_trace_writer_flush(struct evr_trace_writer *w);
+
+/* Bytes gathered and not yet written (0 for a buffered writer). */
+uint64_t evr_trace_writer_pending(const struct evr_trace_writer *w);
+
+/*
+ * Bytes in the file: evr_trace_writer_bytes() less what is pending; after a
+ * failed write, as far as the file got (chunks that end there are whole).
+ */
+uint64_t evr_trace_writer_written(const struct evr_trace_writer *w);
 
 /* Does not close the fd. Accepts NULL. Context: as evr_trace_writer_new(). */
 void evr_trace_writer_free(struct evr_trace_writer *w);

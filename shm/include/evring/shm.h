@@ -236,6 +236,19 @@ int evr_span_reader_get(struct evr_span_reader *sr, uint32_t flags, struct evr_s
 int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *sp);
 
 /**
+ * evr_span_reader_hold() - with @on, evr_span_reader_done() moves the reader
+ * past a span but keeps its space from the writers (discard mode) until
+ * evr_span_reader_release(): a recorder that writes several spans in one
+ * system call (direct I/O) takes them all before any may be reused. Several
+ * done spans per ring may be held; spans are still handed out one at a time.
+ * Turning it off releases what is held. Overwrite mode has nothing to hold.
+ */
+void evr_span_reader_hold(struct evr_span_reader *sr, bool on);
+
+/* Hand back the space of every span done so far (hold mode). Accepts NULL. */
+void evr_span_reader_release(struct evr_span_reader *sr);
+
+/**
  * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
  * completes on some ring and the next one has begun (doorbell handshake on
  * @doorbell_fd), the session ends, an @extra fd is ready, or @timeout_ms

@@ -56,6 +56,15 @@ struct evr_recorder;
 typedef void evr_recorder_log_fn(void *arg, const char *msg);
 
 #define EVR_RECORDER_NO_THREADS		0x1u	/* do not ask the process for thread names */
+/*
+ * Write whole packets with direct I/O where the output is a file on a file
+ * system that supports it (EVR_TRACE_WRITER_DIRECT), in discard mode: packets
+ * go from the session to the disk with no copy, in batches of up to 4 MiB
+ * whose space the writers get back once the batch is written: a batch is
+ * written when it is that big, when a ring has a quarter of its space in it,
+ * or every flush_ms. Elsewhere the output is written as without it.
+ */
+#define EVR_RECORDER_DIRECT_IO		0x2u
 
 struct evr_recorder_opts {
 	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# evring record --io direct (the default) against --io buffered on a file system that takes
+# direct I/O: the same complete recording either way (every Tick, Alloc and request of the
+# workload's N iterations, nothing lost); the direct file is laid out as docs/trace-format.md says (PAD chunks, packets
+# written in place on block boundaries, a whole number of blocks, END last) and the buffered
+# one has no PAD chunk; --io with a bad value is one line. Then a full ext4 disk with direct
+# I/O (root, a loop device, in a private mount namespace; skipped otherwise): record stops
+# saying so in one line, and exactly the events it says were written are in the file.
+source "$(dirname "$0")/lib.sh"
+need_python
+N=20000
+
+one_line_err() {
+	local st=0
+	"$EVRING" record -p 1 --io sideways >"$T/out" 2>"$T/err" || st=$?
+	[[ $st == 2 && $(wc -l <"$T/err") == 1 ]] || fail "--io sideways: exit $st: $(cat "$T/err")"
+	grep -q -- "--io: 'sideways' is not direct or buffered" "$T/err" || fail "$(cat "$T/err")"
+}
+one_line_err
+
+# chunks FILE: "kind offset len" per chunk, then "size SIZE" (the layout of
+# docs/trace-format.md: a 64-byte file header, then 24-byte chunk headers, payloads padded to 8).
+chunks() {
+	python3 - "$1" <<'EOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+off = 64
+while off + 24 <= len(data):
+    magic, kind, flags, ln, seq, dcrc, hcrc = struct.unpack_from("<IHHIIII", data, off)
+    pad = data[off + 24:off + 24 + ln]
+    print(kind, off, ln, "zero" if pad.count(0) == len(pad) else "data")
+    off += 24 + (ln + 7) // 8 * 8
+print("size", len(data), off)
+EOF
+}
+
+# Where is direct I/O to be had? The test's directory, or the build tree (ctest's cwd).
+dio_dir=
+for d in "$T" "$PWD" /var/tmp; do
+	[[ -d $d && -w $d ]] || continue
+	start_workload probe --events 100 --threads 1 --wait-sessions 1
+	"$EVRING" record -p "$WL_PID" --providers Demo -o "$d/evr-probe.$$.evtrace" 2>/dev/null ||
+		fail "record to $d failed"
+	first=$(chunks "$d/evr-probe.$$.evtrace" | awk 'NR == 1 {print $1}')
+	rm -f "$d/evr-probe.$$.evtrace"
+	if [[ $first == 16 ]]; then
+		dio_dir=$d
+		break
+	fi
+done
+[[ -n $dio_dir ]] || skip "no directory here takes direct I/O ($T is on $(stat -f -c %T "$T"))"
+echo "direct I/O in $dio_dir ($(stat -f -c %T "$dio_dir"))"
+out=$(mktemp -d "$dio_dir/evr-direct.XXXXXX")
+cleanup_hook() { rm -rf "$out"; }
+
+for io in direct buffered; do
+	start_workload "wl_$io" --events "$N" --threads 2 --wait-sessions 1 --pin
+	"$EVRING" record -p "$WL_PID" --providers Demo --buffer-size 64M --io "$io" \
+		-o "$out/$io.evtrace" 2>"$T/$io.err" || fail "record --io $io: $(cat "$T/$io.err")"
+	cat "$T/$io.err"
+	expect "$WL_FD" "^done $N " "the workload's 'done' line"
+	summary=$(grep -E '^evring record: [0-9]+ events, ' "$T/$io.err") || fail "no summary line"
+	[[ $summary =~ ^evring\ record:\ ([0-9]+)\ events,\ .*\ ([0-9]+)\ lost, ]] ||
+		fail "summary line: $summary"
+	[[ ${BASH_REMATCH[2]} == 0 ]] || fail "--io $io: events were lost: $summary"
+	count=${BASH_REMATCH[1]}
+	"$EVRING" dump "$out/$io.evtrace" >"$T/$io.txt" 2>"$T/$io.dump.err" ||
+		fail "dump of the --io $io file: $(cat "$T/$io.dump.err")"
+	[[ ! -s $T/$io.dump.err ]] || fail "dump printed on stderr: $(cat "$T/$io.dump.err")"
+	check_dump --text "$T/$io.txt" --ticks "$N" --no-lost --total "$count" \
+		--count RequestStart="$N" --count Alloc="$N"
+	chunks "$out/$io.evtrace" >"$T/$io.chunks"
+done
+python3 - "$T/direct.chunks" "$T/buffered.chunks" <<'EOF'
+import sys
+def load(p):
+    rows = [l.split() for l in open(p)]
+    return [(int(k), int(o), int(n), z) for k, o, n, z in rows[:-1]], rows[-1]
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+d, (_, dsize, dend) = load(sys.argv[1])
+b, (_, bsize, bend) = load(sys.argv[2])
+for name, ch, size, end in (("direct", d, dsize, dend), ("buffered", b, bsize, bend)):
+    if size != end:
+        fail(f"{name}: the chunks end at {end}, the file at {size}")
+    if ch[-1][0] != 7:
+        fail(f"{name}: the last chunk is kind {ch[-1][0]}, not END")
+pads = [c for c in d if c[0] == 16]
+events = [c for c in d if c[0] == 4]
+# Whole packets (16 to 64 KiB) whose first byte is on a block boundary: written in place.
+in_place = [c for c in events if (c[1] + 24 + 16) % 512 == 0 and (c[2] - 16) % 16384 == 0]
+if not pads or d[0][0] != 16:
+    fail("the direct file has no PAD chunk after its header")
+if any(c[3] != "zero" for c in pads):
+    fail("a PAD chunk holds something other than zeros")
+if int(dsize) % 512:
+    fail(f"the direct file is {dsize} bytes, not a whole number of 512-byte blocks")
+if not in_place:
+    fail("no packet of the direct file starts on a block boundary")
+if any(c[0] == 16 for c in b):
+    fail("the buffered file has PAD chunks")
+print(f"direct: {len(events)} EVENTS chunks, {len(in_place)} whole packets on block "
+      f"boundaries, {len(pads)} PAD chunks ({sum(24 + c[2] for c in pads)} bytes of "
+      f"{dsize}); buffered: {len(b)} chunks, {bsize} bytes")
+EOF
+
+# A full ext4 disk, written with direct I/O.
+if [[ $(id -u) != 0 ]] || ! command -v mkfs.ext4 >/dev/null || ! unshare -m true 2>/dev/null ||
+	! losetup -f >/dev/null 2>&1; then
+	echo "(not root, or no mkfs.ext4, mount namespace or loop device: a full ext4 disk not tested)"
+	echo "PASS"
+	exit 0
+fi
+truncate -s 16M "$T/disk.img"
+mkfs.ext4 -q -F "$T/disk.img" || fail "mkfs.ext4 failed"
+mkdir "$T/mnt"
+start_workload wl_full --threads 1
+# shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
+unshare -m bash -c '
+	mount -o loop "$1" "$2" || exit 3
+	st=0
+	"$3" record -p "$4" --providers Demo --io direct -o "$2/full.evtrace" 2>"$5/full.err" || st=$?
+	echo "$st" >"$5/full.status"
+	python3 -c "import os, sys; print(os.statvfs(sys.argv[1]).f_bavail)" "$2" >"$5/free"
+	st=0
+	"$3" dump "$2/full.evtrace" >"$5/full.txt" 2>"$5/full.dump.err" || st=$?
+	echo "$st" >"$5/full.dump.status"
+	umount "$2"' _ "$T/disk.img" "$T/mnt" "$EVRING" "$WL_PID" "$T" ||
+	fail "could not record to a loop-mounted ext4 ($?)"
+cat "$T/full.err"
+[[ $(cat "$T/full.status") == 1 ]] || fail "record on a full disk exited $(cat "$T/full.status")"
+grep -qE "No space left on device: recording stopped; the [0-9]+ events .* written before \
+are readable$" "$T/full.err" || fail "no clear message about the full disk"
+[[ $(cat "$T/full.dump.status") == 0 ]] ||
+	fail "the file on the full disk does not dump: $(cat "$T/full.dump.err")"
+written=$(sed -nE 's/.*recording stopped; the ([0-9]+) events .*/\1/p' "$T/full.err")
+((written > 0)) || fail "nothing was written before the disk filled"
+check_dump --text "$T/full.txt" --total "$written"
+echo "full ext4 disk: $written events readable, as promised ($(cat "$T/free") blocks left free)"
+echo "PASS"
