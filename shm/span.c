@@ -434,6 +434,23 @@ void evr_span_reader_release(struct evr_span_reader *sr)
 	}
 }
 
+uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr)
+{
+	uint64_t most = 0;
+
+	if (!sr)
+		return 0;
+	for (uint32_t i = 0; i < sr->nr; i++) {
+		/* The validated control blocks; the writers' head, our own tail. */
+		uint64_t head = __atomic_load_n(&sr->rings[i].ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t tail = __atomic_load_n(&sr->rings[i].ctl->tail, __ATOMIC_RELAXED);
+
+		if (head > tail && head - tail > most)
+			most = head - tail;
+	}
+	return most;
+}
+
 void evr_span_reader_hold(struct evr_span_reader *sr, bool on)
 {
 	if (!sr)

@@ -26,7 +26,9 @@ static uint32_t profile_allow(enum evr_sandbox_profile profile)
 {
 	switch (profile) {
 	case EVR_SANDBOX_RECORD:
-		return EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_CHILD;
+		/* FDFLAGS: direct I/O turned off while the disk falls behind. */
+		return EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_CHILD |
+		       EVR_SANDBOX_FDFLAGS;
 	case EVR_SANDBOX_ATTACHED:
 		/* CHILD: reaping the broker at the end. */
 		return EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_CHILD;

@@ -464,6 +464,11 @@ void evr_client_span_release(struct evr_client *c)
 		evr_span_reader_release(c->spans);
 }
 
+uint64_t evr_client_span_backlog(const struct evr_client *c)
+{
+	return c ? evr_span_reader_backlog(c->spans) : 0;
+}
+
 int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count)
 {
 	if (!c || !c->spans)

@@ -413,6 +413,66 @@ bool evr_trace_writer_direct(const struct evr_trace_writer *w)
 	return w && w->direct;
 }
 
+int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on)
+{
+	int fl, err;
+
+	if (!w)
+		return -EINVAL;
+	if (w->err)
+		return w->err;
+	if (on == w->direct)
+		return 0;
+	if (!w->stage)
+		return -EOPNOTSUPP;	/* never granted direct I/O */
+	if (!on) {
+		err = flush_batch(w);
+		if (err)
+			return err;
+		fl = fcntl(w->fd, F_GETFL);
+		if (fl < 0 || fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+			return -errno;
+		w->direct = false;
+		return 0;
+	}
+	/*
+	 * Back to direct I/O from a page boundary, so that no page the buffered
+	 * writes left in the cache holds a byte of the first direct write (that
+	 * write would have to wait for the page's writeback first).
+	 */
+	if (w->off & 4095u) {
+		uint64_t gap = (4096u - (w->off & 4095u)) & 4095u;
+		struct evr_trace_chunk_hdr h;
+		struct iovec iov;
+
+		while (gap < EVR_TRACE_CHUNK_HDR_SIZE)
+			gap += 4096u;
+		memset(w->stage, 0, gap);
+		memset(&h, 0, sizeof(h));
+		h.magic = EVR_TRACE_CHUNK_MAGIC;
+		h.kind = EVR_CHUNK_PAD;
+		h.len = (uint32_t)(gap - EVR_TRACE_CHUNK_HDR_SIZE);
+		h.seq = w->seq;
+		h.data_crc = evr_crc32c(0, w->stage + sizeof(h), h.len);
+		h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
+		memcpy(w->stage, &h, sizeof(h));
+		iov = (struct iovec){ .iov_base = w->stage, .iov_len = gap };
+		err = write_all(w->fd, &iov, 1);
+		if (err) {
+			w->err = err;
+			return err;
+		}
+		w->off += gap;
+		w->seq++;
+	}
+	fl = fcntl(w->fd, F_GETFL);
+	if (fl < 0 || fcntl(w->fd, F_SETFL, fl | O_DIRECT) < 0)
+		return -errno;
+	w->written = w->off;
+	w->direct = true;
+	return 0;
+}
+
 int evr_trace_writer_flush(struct evr_trace_writer *w)
 {
 	if (!w)

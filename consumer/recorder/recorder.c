@@ -74,6 +74,9 @@ struct evr_recorder {
 	struct unwritten { uint64_t end; uint64_t events; } *unw;
 	uint32_t nunw, unw_cap;
 	uint64_t events_written;	/* events of chunks surely in the file */
+	bool direct_ok;			/* the output takes direct I/O */
+	uint32_t calm;			/* buffered for now: calm flush intervals in a row */
+	uint32_t io_fallbacks;		/* times direct I/O fell behind */
 
 	enum evr_recorder_stop stop;
 	int err;			/* sticky failure, 0 */
@@ -217,6 +220,57 @@ static int flush_release(struct evr_recorder *r)
 	return 0;
 }
 
+/*
+ * Direct I/O leaves the rings as the only buffer between the process and the
+ * disk. When the disk falls behind (a ring half full after a batch went out),
+ * the page cache takes over, as without direct I/O, until the rings stay
+ * nearly empty for a second (@interval: a flush interval passed).
+ */
+static int adapt_io(struct evr_recorder *r, bool interval)
+{
+	uint64_t ring_size = r->hold_max * 4;
+	int ret;
+
+	if (!r->direct_ok || r->err)
+		return 0;
+	if (r->hold) {
+		if (evr_client_span_backlog(r->c) <= ring_size / 2)
+			return 0;
+		ret = flush_release(r);
+		if (ret < 0)
+			return ret;
+		ret = evr_trace_writer_set_direct(r->w, false);
+		if (ret < 0)
+			return write_error(r, ret);
+		(void)evr_client_span_hold(r->c, false);
+		r->hold = false;
+		r->calm = 0;
+		if (!r->io_fallbacks++)
+			warn(r, "direct I/O fell behind (a ring was half full): writing through "
+			     "the page cache while the disk catches up");
+		return 0;
+	}
+	if (!interval)
+		return 0;
+	if (evr_client_span_backlog(r->c) > ring_size / 8) {
+		r->calm = 0;
+		return 0;
+	}
+	if (++r->calm * r->flush_ns < 1000000000u)
+		return 0;
+	ret = evr_trace_writer_set_direct(r->w, true);
+	if (ret < 0)
+		return write_error(r, ret);
+	ret = evr_client_span_hold(r->c, true);
+	if (ret < 0)
+		return fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
+			    strerror(-ret));
+	r->hold = true;
+	r->events_written = r->events;
+	r->nunw = 0;
+	return 0;
+}
+
 /* Direct I/O: the EVENTS chunk just written ends where the writer stands. */
 static int note_unwritten(struct evr_recorder *r, uint64_t events)
 {
@@ -289,6 +343,8 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 			if (r->held[sp.ring] >= r->hold_max ||
 			    evr_trace_writer_pending(r->w) >= BATCH_BYTES) {
 				ret = flush_release(r);
+				if (ret >= 0)
+					ret = adapt_io(r, false);
 				if (ret < 0)
 					return ret;
 			}
@@ -498,6 +554,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 			goto out;
 		}
 		r->hold = true;
+		r->direct_ok = true;
 		r->hold_max = h->ring_size / 4;
 	}
 	if (ret < 0) {
@@ -584,7 +641,7 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	}
 	/* With the batch, what the round wrote besides spans (sync points,
 	 * threads, side bands): never later than the flush interval. */
-	if (partial && flush_release(r) < 0)
+	if (partial && (flush_release(r) < 0 || adapt_io(r, true) < 0))
 		goto failed;
 	return n;
 failed:

@@ -248,6 +248,10 @@ int evr_sandbox_enter(const struct evr_sandbox_opts *o, char *errbuf, size_t err
 	/* wait4 for the stop (libseccomp merges it with CHILD's). */
 	if (r == 0 && (o->allow & EVR_SANDBOX_PTRACE_READ))
 		r = evr_sandbox_allow_calls(ctx, &(const int){ SCMP_SYS(wait4) }, 1);
+	if (r == 0 && (o->allow & EVR_SANDBOX_FDFLAGS))
+		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_GETFL, 0);
+	if (r == 0 && (o->allow & EVR_SANDBOX_FDFLAGS))
+		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_SETFL, 0);
 	return evr_sandbox_load(ctx, r, errbuf, errlen);
 }
 

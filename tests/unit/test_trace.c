@@ -1268,6 +1268,8 @@ static void test_trace_writer_direct_fallback(void **state)
 	assert_int_equal(evr_trace_writer_new_flags(fd, EVR_TRACE_WRITER_DIRECT, &w), 0);
 	assert_false(evr_trace_writer_direct(w));
 	assert_false(fcntl(fd, F_GETFL) & O_DIRECT);
+	assert_int_equal(evr_trace_writer_set_direct(w, true), -EOPNOTSUPP);
+	assert_int_equal(evr_trace_writer_set_direct(w, false), 0);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_size, 64);
 	assert_int_equal(evr_trace_writer_flush(w), 0);
@@ -1361,6 +1363,19 @@ static void test_trace_writer_direct(void **state)
 		for (uint32_t i = 0; i < 3; i++)
 			assert_int_equal(gen_drain(&g, i), 0);
 		assert_int_equal(evr_trace_writer_pending(g.tw), 0);
+		/* Through the page cache for a while (a disk that fell behind),
+		 * then direct again from a page boundary. */
+		if (round == 30) {
+			assert_int_equal(evr_trace_writer_set_direct(g.tw, false), 0);
+			assert_false(evr_trace_writer_direct(g.tw));
+			assert_false(fcntl(fd, F_GETFL) & O_DIRECT);
+		} else if (round == 50) {
+			assert_int_equal(evr_trace_writer_set_direct(g.tw, true), 0);
+			assert_true(evr_trace_writer_direct(g.tw));
+			assert_true(fcntl(fd, F_GETFL) & O_DIRECT);
+			assert_int_equal(evr_trace_writer_bytes(g.tw) % 4096, 0);
+			assert_int_equal(lseek(fd, 0, SEEK_END), evr_trace_writer_bytes(g.tw));
+		}
 	}
 	assert_int_equal(gen_finish(&g, 3), 0);
 	assert_int_equal(evr_trace_writer_pending(g.tw), 0);

@@ -416,6 +416,10 @@ int evr_client_span_hold(struct evr_client *c, bool on);
 /* Give the writers back the space of every span done so far. Accepts NULL. */
 void evr_client_span_release(struct evr_client *c);
 
+/* The most bytes any ring holds that its writers may not reuse yet: published
+ * and not consumed, or consumed and held. 0 before spans are read. */
+uint64_t evr_client_span_backlog(const struct evr_client *c);
+
 /**
  * evr_client_span_final_lost() - once the session is ended and every span was
  * consumed: the events lost on @ring that no record in the spans accounts for

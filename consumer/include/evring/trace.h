@@ -245,6 +245,17 @@ int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer *
 bool evr_trace_writer_direct(const struct evr_trace_writer *w);
 
 /**
+ * evr_trace_writer_set_direct() - turn direct I/O off (@on false: the batch is
+ * written, then every chunk goes through the page cache as it is written) or
+ * back on (from the next page boundary, reached with a PAD chunk), on a
+ * writer that EVR_TRACE_WRITER_DIRECT was granted to. A recorder turns it off
+ * while the disk cannot keep up, so that the page cache absorbs the burst.
+ * Return: 0, -EOPNOTSUPP (never granted), a write error, or fcntl()'s -errno.
+ * Context: the writer's thread; fcntl(F_GETFL, F_SETFL) and writev().
+ */
+int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on);
+
+/**
  * evr_trace_writer_flush() - write the batch gathered so far (direct I/O),
  * padded to the file system's block size with a PAD chunk. Buffered writers
  * have nothing to flush. After it returns 0, every chunk written so far is in

@@ -248,6 +248,9 @@ void evr_span_reader_hold(struct evr_span_reader *sr, bool on);
 /* Hand back the space of every span done so far (hold mode). Accepts NULL. */
 void evr_span_reader_release(struct evr_span_reader *sr);
 
+/* The most bytes any ring holds that the writers may not reuse yet (head - tail). */
+uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
+
 /**
  * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
  * completes on some ring and the next one has begun (doorbell handshake on

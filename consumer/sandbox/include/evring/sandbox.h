@@ -89,6 +89,9 @@ enum evr_sandbox_allow {
 	 * into the traced process; process_vm_readv; wait4 for the stop.
 	 */
 	EVR_SANDBOX_PTRACE_READ = 1u << 8,
+	/* fcntl(F_GETFL) and fcntl(F_SETFL) on descriptors already open: a recorder
+	 * turning direct I/O (O_DIRECT) off and on again on its output */
+	EVR_SANDBOX_FDFLAGS = 1u << 9,
 };
 
 struct evr_sandbox_opts {
