@@ -92,6 +92,31 @@ void evr_shm_geometry_of(const struct evr_shm_hdr *h, struct evr_shm_hdr *ret)
 	pthread_mutex_unlock(&known_lock);
 }
 
+uint32_t evr_shm_nr_rings(const struct evr_shm_hdr *h)
+{
+	struct evr_shm_hdr geo;
+
+	if (!h)
+		return 0;
+	evr_shm_geometry_of(h, &geo);
+	return geo.nr_rings;
+}
+
+uint32_t evr_shm_read_heads(const struct evr_shm_hdr *h, uint64_t *ret, uint32_t max)
+{
+	struct evr_shm_hdr geo;
+	uint32_t n;
+
+	if (!h || !ret)
+		return 0;
+	evr_shm_geometry_of(h, &geo);
+	n = geo.nr_rings < max ? geo.nr_rings : max;
+	for (uint32_t i = 0; i < n; i++)
+		/* Pairs with the writers' store-release of head. */
+		ret[i] = __atomic_load_n(&evr_shm_geo_ctl(h, &geo, i)->head, __ATOMIC_ACQUIRE);
+	return n;
+}
+
 static bool is_pow2(uint64_t x)
 {
 	return x && !(x & (x - 1));

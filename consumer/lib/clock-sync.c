@@ -24,6 +24,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include <evring/shm.h>
+
 #include "trace-internal.h"
 
 #define FIRST_RATE_NS	100000000ull	/* the second point, for a first measured rate */
@@ -203,8 +205,7 @@ int evr_clock_sync_take(struct evr_clock_sync_state *st, const struct evr_shm_hd
 	 * before the clocks below are read. Pairs with the writers'
 	 * store-release of head.
 	 */
-	for (uint32_t i = 0; i < shm->nr_rings; i++)
-		ret_heads[i] = __atomic_load_n(&evr_shm_ring_ctl(shm, i)->head, __ATOMIC_ACQUIRE);
+	(void)evr_shm_read_heads(shm, ret_heads, evr_shm_nr_rings(shm));
 	evr_clock_sync_point(st, flags, ret);
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include <evring/recorder.h>
+#include <evring/shm.h>
 
 #define SPANS_PER_PUMP		256u	/* then look at the clock and the caller again */
 #define THREADS_NS		250000000u	/* ask for the thread names 4 times a second */
@@ -515,7 +516,8 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 	err = evr_client_start(c, &opts->attach, errbuf, errlen);
 	if (err < 0)
 		goto fail;
-	r->nr_rings = evr_client_shm(c)->nr_rings;
+	/* The validated count: the header itself stays writable by the producer. */
+	r->nr_rings = evr_shm_nr_rings(evr_client_shm(c));
 	r->sync_heads = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->sync_heads));
 	r->held = calloc(r->nr_rings ? r->nr_rings : 1, sizeof(*r->held));
 	if (!r->sync_heads || !r->held) {
@@ -574,7 +576,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 	s.mode = h->mode;
 	s.packet_size = h->packet_size;
 	s.ring_size = h->ring_size;
-	s.nr_rings = h->nr_rings;
+	s.nr_rings = r->nr_rings;
 	s.session_id = h->session_id;
 	s.session_serial = h->session_serial;
 	s.start_realtime_ns = realtime_ns();

@@ -186,6 +186,49 @@ static void test_shm_session_map_returns_same_header(void **state)
 	close(fd);
 }
 
+/*
+ * A producer that rewrites the header once a consumer mapped it: the consumer's
+ * ring count and heads still come from the geometry it validated, never from
+ * the new fields (a larger count would overrun the caller's array, a moved
+ * control block would be read anywhere).
+ */
+static void test_shm_heads_by_validated_geometry(void **state)
+{
+	struct evr_shm_hdr *h, *m;
+	uint64_t heads[8];
+	uint32_t nr;
+	int fd;
+
+	(void)state;
+	assert_int_equal(evr_shm_session_create(&good_geometry, &fd, &h), 0);
+	assert_int_equal(evr_shm_session_map(fd, &m), 0);
+	nr = good_geometry.nr_rings;
+	assert_true(nr >= 2 && nr < 8);
+	for (uint32_t i = 0; i < nr; i++)
+		ring_ctl(h, i)->head = 1000 + i;
+	assert_int_equal(evr_shm_nr_rings(m), nr);
+	for (size_t i = 0; i < 8; i++)
+		heads[i] = 77;
+	assert_int_equal(evr_shm_read_heads(m, heads, 8), nr);
+	for (uint32_t i = 0; i < nr; i++)
+		assert_true(heads[i] == 1000 + i);
+	assert_true(heads[nr] == 77);
+	assert_int_equal(evr_shm_read_heads(m, heads, 1), 1);
+
+	/* The producer's side writes new geometry into the shared header. */
+	h->nr_rings = 1000;
+	h->ring_ctl_off = 1ull << 40;
+	assert_int_equal(m->nr_rings, 1000);
+	assert_int_equal(evr_shm_nr_rings(m), nr);
+	assert_int_equal(evr_shm_read_heads(m, heads, 8), nr);
+	assert_true(heads[0] == 1000 && heads[nr - 1] == 1000 + nr - 1 && heads[nr] == 77);
+	assert_int_equal(evr_shm_nr_rings(NULL), 0);
+	assert_int_equal(evr_shm_read_heads(NULL, heads, 8), 0);
+	evr_shm_session_unmap(m);
+	evr_shm_session_unmap(h);
+	close(fd);
+}
+
 /* A memfd holding @len bytes copied from @src, padded with zeros to @size, with @seals. */
 static int memfd_with(const void *src, size_t len, size_t size, unsigned int memfd_flags, int seals)
 {
@@ -601,6 +644,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shm_geometry_check_rejects_each_bad_value),
 		cmocka_unit_test(test_shm_session_map_returns_same_header),
+		cmocka_unit_test(test_shm_heads_by_validated_geometry),
 		cmocka_unit_test(test_shm_session_map_refuses_unsealed_memfd),
 		cmocka_unit_test(test_shm_session_map_refuses_bad_header),
 		cmocka_unit_test(test_reader_next_survives_hostile_memory),

@@ -446,7 +446,8 @@ bool evr_clock_sync_due(const struct evr_clock_sync_state *st, uint64_t now_ns);
 
 /**
  * evr_clock_sync_take() - take a point now: the published head of each of the
- * @shm session's rings (into @ret_heads, nr_rings values), then the clocks.
+ * @shm session's rings (into @ret_heads, evr_shm_nr_rings() values: the count
+ * the mapping was validated with, whatever its header says now), then the clocks.
  * @flags: EVR_SYNC_FINAL for the last point, else 0; jump flags are added.
  * Return: 0 (the point in @ret), -EINVAL.
  * Context: the state's thread; no system call where the vDSO serves the clocks.

@@ -189,6 +189,16 @@ struct evr_shm_span {
 					 * packet header's jump for a lapped reader) */
 };
 
+/*
+ * The number of rings of mapping @h, and their published heads (at most @max),
+ * by the geometry this process created or validated: never the header's
+ * current fields, which the other side may have rewritten since. Return: the
+ * rings (evr_shm_nr_rings()), the heads stored (evr_shm_read_heads()).
+ * Context: any thread.
+ */
+uint32_t evr_shm_nr_rings(const struct evr_shm_hdr *h);
+uint32_t evr_shm_read_heads(const struct evr_shm_hdr *h, uint64_t *ret, uint32_t max);
+
 struct evr_span_reader;
 
 /**
