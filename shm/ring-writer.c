@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -326,10 +327,12 @@ void evr_ring_settle_locked(struct evr_ring_writer *w)
 
 #if EVR_HAVE_RSEQ
 /*
- * ring_rseq_lock() - CS-lock: take @w's lock while running on @cpu.
+ * ring_rseq_lock() - CS-lock: take @w's lock while running on @cpu, storing
+ * @tid (not 0) in it, so that a writer that finds it held can tell a holder
+ * that needs this CPU from itself.
  * Return: 0 taken, -EBUSY held, -EAGAIN restart (preempted, migrated, signal).
  */
-static int ring_rseq_lock(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu)
+static int ring_rseq_lock(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu, uint32_t tid)
 {
 	__asm__ goto(EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")
 		 ".pushsection __rseq_failure, \"ax\"\n\t"
@@ -343,11 +346,11 @@ static int ring_rseq_lock(struct evr_ring_writer *w, struct rseq *rs, uint32_t c
 		 "jne 4b\n\t"
 		 "cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"
 		 "jne %l[busy]\n\t"
-		 "movl $1, " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"	/* commit */
+		 "movl %[tid], " EVR_RSEQ_S(EVR_OFF_W_LOCK) "(%[w])\n\t"	/* commit */
 		 "2:\n\t"
 		 "movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 		 :
-		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [sig] "i"(RSEQ_SIG)
+		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [tid] "r"(tid), [sig] "i"(RSEQ_SIG)
 		 : "rax", "memory", "cc"
 		 : restart, busy);
 	return 0;
@@ -376,6 +379,7 @@ static bool ring_surely_full(const struct evr_ring_writer *w, uint64_t asize)
 int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 			     const struct evr_rseq_rec *r)
 {
+	const uint32_t tid = r->tid ? r->tid : 1;
 	int ret;
 	bool bell;
 
@@ -388,15 +392,29 @@ int evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_
 		evr_ring_count_lost(w, 1);
 		return -ENOSPC;
 	}
-	ret = ring_rseq_lock(w, rs, cpu);
+	for (int yields = 0;; yields++) {
+		ret = ring_rseq_lock(w, rs, cpu, tid);
+		if (ret != -EBUSY)
+			break;
+		/*
+		 * Held by a slow path of this CPU. Another thread's, preempted
+		 * there: it needs this CPU to finish, so give it the CPU a few
+		 * times (a system call only in this case) and try again, on
+		 * whatever CPU we then run. This thread's own, interrupted by the
+		 * signal handler we run in: it cannot finish before we return. We
+		 * may not write another CPU's ring either way; then drop.
+		 */
+		if (yields == EVR_RING_BUSY_YIELDS ||
+		    atomic_load_explicit(&w->lock, memory_order_relaxed) == tid) {
+			evr_ring_count_lost(w, 1);
+			return -EBUSY;
+		}
+		sched_yield();
+		if (evr_rseq_cpu(rs) != (int32_t)cpu)
+			return -EAGAIN;		/* migrated: the caller takes that CPU's ring */
+	}
 	if (ret == -EAGAIN)
 		return ret;
-	if (ret == -EBUSY) {
-		/* A slow path of this CPU was preempted or interrupted (by us): we
-		 * may not write another CPU's ring. */
-		evr_ring_count_lost(w, 1);
-		return -EBUSY;
-	}
 	evr_ring_settle_locked(w);
 	ret = evr_ring_write_locked_flags(w, r->event_id, r->ts, r->tid, r->src, r->len, r->flags);
 	bell = evr_ring_take_bell_locked(w);

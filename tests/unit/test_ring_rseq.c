@@ -385,6 +385,76 @@ static void test_ring_rseq_write_locked_ring_counts_lost(void **state)
 	fx_teardown(&f);
 }
 
+struct busy_holder {
+	struct ring_fx *f;
+	atomic_int ready, writer_waiting, released;
+};
+
+/* A slow path of another thread on CPU 0, preempted with the ring's lock held:
+ * it finishes only when CPU 0 runs it again. */
+static void *busy_holder_main(void *arg)
+{
+	struct busy_holder *h = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		return NULL;
+	atomic_store(&h->f->w[0].lock, 424242);
+	atomic_store(&h->ready, 1);
+	while (!atomic_load(&h->writer_waiting))
+		sched_yield();
+	atomic_store_explicit(&h->f->w[0].lock, 0, memory_order_release);
+	atomic_store(&h->released, 1);
+	return NULL;
+}
+
+/*
+ * A writer that finds its CPU's ring locked by another thread's slow path yields
+ * the CPU to it and writes once it let go, instead of dropping the event; one
+ * that finds its own lock (a signal handler interrupting its slow path) drops
+ * at once, counted.
+ */
+static void test_ring_rseq_write_yields_to_preempted_holder(void **state)
+{
+	struct busy_holder h = { 0 };
+	struct evr_ring_reader *r;
+	struct evr_record rec;
+	struct ring_fx f;
+	pthread_t t;
+
+	(void)state;
+	if (!rseq_usable() || !pin_cpu0()) {
+		unpin();
+		skip();
+	}
+	fx_setup(&f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
+	r = reader_new(&f, 0, EVR_READER_GATING);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 0, 3, PL_HDR), 0);
+	/* Its own lock (stream 3 writes as tid 4): dropped. */
+	atomic_store(&f.w[0].lock, 4);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 1, 3, PL_HDR), -EBUSY);
+	atomic_store(&f.w[0].lock, 0);
+	/* Another thread's, preempted on this CPU: written once it ran. */
+	h.f = &f;
+	assert_int_equal(pthread_create(&t, NULL, busy_holder_main, &h), 0);
+	while (!atomic_load(&h.ready))
+		sched_yield();
+	atomic_store(&h.writer_waiting, 1);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 2, 3, PL_HDR + 3), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&h.released), 1);
+	unpin();
+	expect_event_seq(r, 0, 3);
+	expect_lost_n(r, 1);
+	expect_event_seq(r, 2, 3);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
+	assert_int_equal(r->corrupt, 0);
+	free(r);
+	fx_teardown(&f);
+}
+
 static void test_ring_rseq_write_without_registration_counts_lost(void **state)
 {
 	struct rseq fake = {.cpu_id = (uint32_t)RSEQ_CPU_ID_UNINITIALIZED};
@@ -602,6 +672,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ring_rseq_write_threads_and_signals_account_exactly),
 		cmocka_unit_test(test_ring_rseq_write_locked_ring_counts_lost),
+		cmocka_unit_test(test_ring_rseq_write_yields_to_preempted_holder),
 		cmocka_unit_test(test_ring_rseq_write_without_registration_counts_lost),
 		cmocka_unit_test(test_ring_rseq_settle_takes_back_an_interrupted_append),
 		cmocka_unit_test(test_ring_rseq_synchronize_aborts_running_sections),

@@ -129,6 +129,13 @@ __attribute__((visibility("hidden"))) void evr_rseq_synchronize(void);
 #define EVR_RSEQ_MAX_RESTARTS 1024
 
 /*
+ * A slow path that finds its CPU's ring held by another thread's slow path
+ * (preempted inside it) yields the CPU to it this many times before it drops
+ * the event.
+ */
+#define EVR_RING_BUSY_YIELDS 2
+
+/*
  * One EVENT record, prepared once and appended to each session's ring.
  *
  * The payload is copied in whole 8-byte words: @src must be readable for
@@ -756,12 +763,14 @@ evr_ring_rseq_append_var_rcu(struct evr_ring_writer *const _Atomic *rings, struc
  * @r: the record (evr_rseq_rec_init()); borrowed.
  *
  * Return: 0 written; -ENOSPC dropped (discard mode, the gating reader is behind),
- * -EBUSY dropped (ring locked by a preempted slow path or an interrupted one of
- * this thread),
+ * -EBUSY dropped (ring locked by a slow path of this thread that a signal
+ * handler interrupted, or by another thread's, preempted, that still held it
+ * after EVR_RING_BUSY_YIELDS sched_yield()s),
  * -EAGAIN dropped (no rseq registration in this thread, or restarted
  * EVR_RSEQ_MAX_RESTARTS times); every drop is counted and reported in-band.
- * Context: any thread, signal handlers included; RCU read side; never blocks,
- * allocates or enters the kernel (except the doorbell at a packet switch).
+ * Context: any thread, signal handlers included; RCU read side; never blocks or
+ * allocates; enters the kernel only for the doorbell at a packet switch, and to
+ * yield to a preempted holder of the ring's lock.
  */
 static inline __attribute__((always_inline)) int
 evr_ring_rseq_write(struct evr_ring_writer *rings, uint32_t nr,

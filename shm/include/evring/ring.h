@@ -84,7 +84,7 @@
 #define EVR_RING_BELL_INTERVAL_US 1000u
 
 struct evr_ring_writer {
-	_Atomic uint32_t lock;		/* 0 free, 1 held */
+	_Atomic uint32_t lock;		/* 0 free; held: the rseq holder's tid, or 1 */
 	uint32_t bell;			/* ring the doorbell after unlocking (evr_ring_take_bell_locked()) */
 	uint64_t fast_end;		/* see above; set by the slow path only */
 	uint64_t head;			/* authoritative write position */
