@@ -188,20 +188,21 @@ static int stage_iov(struct evr_trace_writer *w, const struct iovec *iov, int n)
 }
 
 /*
- * Stage a PAD chunk so that the file offset @extra bytes past it is aligned
- * (room was made by the caller). Its payload is zeros, with their CRC.
+ * The PAD chunk that takes the file from w->off to the next multiple of
+ * @align, @extra bytes ahead (at least a chunk header: a whole @align more when
+ * the gap is smaller), built at @p: zeros with their CRC. Return: its size,
+ * 0 when none is needed.
  */
-static void stage_pad(struct evr_trace_writer *w, uint32_t extra)
+static uint64_t make_pad(const struct evr_trace_writer *w, uint8_t *p, uint64_t align,
+			 uint32_t extra)
 {
-	uint64_t gap = (w->align - ((w->off + extra) & (w->align - 1))) & (w->align - 1);
+	uint64_t gap = (align - ((w->off + extra) & (align - 1))) & (align - 1);
 	struct evr_trace_chunk_hdr h;
-	uint8_t *p;
 
 	if (gap == 0)
-		return;
+		return 0;
 	while (gap < EVR_TRACE_CHUNK_HDR_SIZE)
-		gap += w->align;
-	p = w->stage + w->stage_used;
+		gap += align;
 	memset(p, 0, gap);
 	memset(&h, 0, sizeof(h));
 	h.magic = EVR_TRACE_CHUNK_MAGIC;
@@ -211,6 +212,19 @@ static void stage_pad(struct evr_trace_writer *w, uint32_t extra)
 	h.data_crc = evr_crc32c(0, p + sizeof(h), h.len);
 	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
 	memcpy(p, &h, sizeof(h));
+	return gap;
+}
+
+/*
+ * Stage a PAD chunk so that the file offset @extra bytes past it is aligned
+ * (room was made by the caller).
+ */
+static void stage_pad(struct evr_trace_writer *w, uint32_t extra)
+{
+	uint64_t gap = make_pad(w, w->stage + w->stage_used, w->align, extra);
+
+	if (gap == 0)
+		return;
 	stage_commit(w, gap);
 	w->off += gap;
 	w->seq++;
@@ -441,22 +455,10 @@ int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on)
 	 * write would have to wait for the page's writeback first).
 	 */
 	if (w->off & 4095u) {
-		uint64_t gap = (4096u - (w->off & 4095u)) & 4095u;
-		struct evr_trace_chunk_hdr h;
-		struct iovec iov;
+		/* The stage is empty while buffered, and larger than a page. */
+		uint64_t gap = make_pad(w, w->stage, 4096u, 0);
+		struct iovec iov = { .iov_base = w->stage, .iov_len = gap };
 
-		while (gap < EVR_TRACE_CHUNK_HDR_SIZE)
-			gap += 4096u;
-		memset(w->stage, 0, gap);
-		memset(&h, 0, sizeof(h));
-		h.magic = EVR_TRACE_CHUNK_MAGIC;
-		h.kind = EVR_CHUNK_PAD;
-		h.len = (uint32_t)(gap - EVR_TRACE_CHUNK_HDR_SIZE);
-		h.seq = w->seq;
-		h.data_crc = evr_crc32c(0, w->stage + sizeof(h), h.len);
-		h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
-		memcpy(w->stage, &h, sizeof(h));
-		iov = (struct iovec){ .iov_base = w->stage, .iov_len = gap };
 		err = write_all(w->fd, &iov, 1);
 		if (err) {
 			w->err = err;
