@@ -28,4 +28,7 @@ target_link_libraries(stacks-spin PRIVATE evring evr_warnings Threads::Threads)
 
 # Per-event stacks through the public API, under the sanitizers too (label unit).
 evr_unit(test_stack LIBS evring)
+
+# Module maps: a process's executable mappings, JIT memory and the vDSO included.
+evr_unit(test_modmap LIBS evring-symbols)
 target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})

@@ -29,7 +29,7 @@ struct modules_rec {
 	uint32_t pid;
 	uint16_t path_len;
 	uint8_t build_id_len;
-	uint8_t flags;			/* 0 */
+	uint8_t flags;			/* EVR_MODULE_ANON, EVR_MODULE_VDSO */
 	uint8_t build_id[EVR_BUILD_ID_MAX];
 	uint32_t reserved;		/* 0 */
 };
@@ -151,9 +151,31 @@ int evr_modmap_read_pid(struct evr_modmap *m, pid_t pid, uint64_t time_ns)
 		l = strlen(file);
 		while (l && (file[l - 1] == '\n' || file[l - 1] == ' '))
 			file[--l] = '\0';
-		/* Executable file mappings only: [vdso] and anonymous JIT code have no file. */
-		if (perms[2] != 'x' || file[0] != '/')
+		if (perms[2] != 'x')
 			continue;
+		/* Executable memory that is no file: JIT code (anonymous, or named with
+		 * prctl(PR_SET_VMA_ANON_NAME)) and the vDSO, kept so that readers can
+		 * tell an address there from one in no mapping at all. */
+		if (file[0] != '/') {
+			if (strcmp(file, "[vdso]") == 0) {
+				mod.flags = EVR_MODULE_VDSO;
+				mod.path = file;
+			} else if (file[0] == '\0' || strncmp(file, "[anon:", 6) == 0) {
+				mod.flags = EVR_MODULE_ANON;
+				mod.path = (char *)"[anon]";
+			} else {
+				continue;	/* [vsyscall]: the kernel's, at a fixed address */
+			}
+			mod.start = start;
+			mod.end = end;
+			mod.time_ns = time_ns;
+			mod.pid = (uint32_t)pid;
+			ret = evr_modmap_add(m, &mod);
+			if (ret < 0)
+				break;
+			added++;
+			continue;
+		}
 		if (l > 10 && strcmp(file + l - 10, " (deleted)") == 0)
 			continue;
 		mod.start = start;
@@ -246,6 +268,7 @@ int evr_modmap_encode(const struct evr_modmap *m, void **ret, size_t *ret_len)
 		r.pid = mod->pid;
 		r.path_len = (uint16_t)pl;
 		r.build_id_len = mod->build_id_len;
+		r.flags = mod->flags;
 		memcpy(r.build_id, mod->build_id, mod->build_id_len);
 		memcpy(buf + o, &r, sizeof(r));
 		o += sizeof(r);
@@ -292,6 +315,10 @@ int evr_modmap_decode(struct evr_modmap *m, const void *data, size_t len)
 		mod.time_ns = r.time_ns;
 		mod.pid = r.pid;
 		mod.build_id_len = r.build_id_len;
+		/* Flags of later versions mean nothing here: such a record is no file. */
+		mod.flags = r.flags & (EVR_MODULE_ANON | EVR_MODULE_VDSO);
+		if (r.flags && !mod.flags)
+			mod.flags = EVR_MODULE_ANON;
 		memcpy(mod.build_id, r.build_id, r.build_id_len);
 		mod.path = path;
 		err = evr_modmap_add(m, &mod);

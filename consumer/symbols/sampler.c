@@ -449,15 +449,25 @@ static int parse_mmap2(struct evr_sampler *s, const uint8_t *rec, uint32_t size,
 	memcpy(&m, rec + sizeof(struct perf_event_header), sizeof(m));
 	name = (const char *)rec + sizeof(struct perf_event_header) + sizeof(m);
 	room = size - sizeof(struct perf_event_header) - sizeof(m);
-	if (!memchr(name, '\0', room) || name[0] != '/' || !(m.prot & PROT_EXEC) || !m.len)
+	if (!memchr(name, '\0', room) || !(m.prot & PROT_EXEC) || !m.len)
 		return 0;
+	/* Anonymous executable memory (JIT code) is "//anon" to the kernel. */
+	if (strcmp(name, "//anon") == 0 || name[0] == '\0' || strncmp(name, "[anon:", 6) == 0) {
+		mod.flags = EVR_MODULE_ANON;
+		name = "[anon]";
+	} else if (strcmp(name, "[vdso]") == 0) {
+		mod.flags = EVR_MODULE_VDSO;
+	} else if (name[0] != '/') {
+		return 0;
+	}
 	tail_id(rec, size, &sid);
 	mod.start = m.addr;
 	mod.end = m.addr + m.len;
 	mod.pgoff = m.pgoff;
 	mod.time_ns = sid.time;
 	mod.pid = m.pid;
-	if ((misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && m.build_id_size <= EVR_BUILD_ID_MAX) {
+	if (!mod.flags && (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) &&
+	    m.build_id_size <= EVR_BUILD_ID_MAX) {
 		mod.build_id_len = m.build_id_size;
 		memcpy(mod.build_id, m.build_id, m.build_id_size);
 	}

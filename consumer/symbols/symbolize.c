@@ -64,7 +64,7 @@ struct cache_ent {
 /* Offline: one module file, reported once for all its mappings. */
 struct offmod {
 	const struct evr_module *mod;	/* in s->map */
-	int state;			/* 0 not tried, 1 reported, -1 unusable */
+	int state;			/* 0 not tried, 1 reported, -1 unusable, 2 no file */
 };
 
 struct evr_symbolizer {
@@ -84,6 +84,9 @@ struct evr_symbolizer {
 	size_t cache_cap, cache_n;
 	struct evr_strbuf warnings;
 	uint64_t unmapped;		/* distinct addresses in no module and no JIT symbol */
+	uint64_t in_anon;		/* of them, in anonymous executable memory (offline) */
+	uint64_t in_vdso;		/* of them, in the vDSO (offline) */
+	bool map_has_nofile;		/* the module map records memory that is no file */
 	bool have_perf_map;		/* evr_symbolizer_add_perf_map() was called */
 };
 
@@ -111,13 +114,41 @@ void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
 const char *evr_symbolizer_unmapped_note(const struct evr_symbolizer *s, uint32_t pid, char *buf,
 					 size_t len)
 {
-	/* With a perf map, what it leaves unnamed is mostly the vDSO (not in module maps):
-	 * not worth a warning. */
-	if (!s || !s->unmapped || s->have_perf_map)
+	uint64_t none, anon;
+	size_t o = 0;
+
+	if (!s || !s->unmapped)
 		return NULL;
-	snprintf(buf, len, "%" PRIu64 " code addresses lie in no file (JIT code, or the vDSO) and "
-		 "there is no perf map for them (none in the trace, /tmp/perf-%u.map missing or "
-		 "not trusted here): they show as addresses", s->unmapped, pid);
+	if (!s->map_has_nofile) {
+		/* A trace that does not say where anonymous executable memory was (a
+		 * live process's symbolizer, or an older recorder): JIT code, the vDSO
+		 * and garbage look alike. With a perf map, what it leaves unnamed is
+		 * mostly the vDSO: not worth a warning. */
+		if (s->have_perf_map)
+			return NULL;
+		snprintf(buf, len, "%" PRIu64 " code addresses lie in no file (JIT code, or the "
+			 "vDSO) and there is no perf map for them (none in the trace, "
+			 "/tmp/perf-%u.map missing or not trusted here): they show as addresses",
+			 s->unmapped, pid);
+		return buf;
+	}
+	anon = s->have_perf_map ? 0 : s->in_anon;
+	none = s->unmapped - s->in_anon - s->in_vdso;
+	if (!anon && !none)
+		return NULL;
+	buf[0] = '\0';
+	if (anon)
+		o += (size_t)snprintf(buf, len, "%" PRIu64 " code addresses lie in anonymous "
+				      "executable memory (JIT code) and there is no perf map for "
+				      "them (none in the trace, /tmp/perf-%u.map missing or not "
+				      "trusted here)", anon, pid);
+	if (none && o < len)
+		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64 " code addresses lie in no "
+				      "mapping of the process (a frame-pointer walk that crossed "
+				      "code built without frame pointers read them from the stack)",
+				      anon ? "; " : "", none);
+	if (o < len)
+		snprintf(buf + o, len - o, ": they show as addresses");
 	return buf;
 }
 
@@ -423,6 +454,12 @@ static void report_offline(struct evr_symbolizer *s)
 		Elf *elf;
 		int fd, n;
 
+		/* Executable memory that is no file: nothing to report or open. */
+		if (mod->flags) {
+			om->state = 2;
+			s->map_has_nofile = true;
+			continue;
+		}
 		/* A second mapping of a file already reported (same path and bias) adds nothing. */
 		for (size_t j = 0; j < i && !dup; j++)
 			dup = s->offmods[j].state == 1 && strcmp(s->offmods[j].mod->path, mod->path) == 0;
@@ -639,7 +676,15 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 		report_offline(s);
 	mod = dwfl_addrmodule(s->dwfl, a);
 	if (!mod) {
+		const struct evr_module *m = s->offline ? evr_modmap_find(s->map, a) : NULL;
+
 		s->unmapped++;
+		if (m && (m->flags & EVR_MODULE_ANON))
+			s->in_anon++;
+		else if (m && (m->flags & EVR_MODULE_VDSO))
+			s->in_vdso++;
+		else if (m)
+			s->unmapped--;	/* a file that could not be read: warned about already */
 		return 0;
 	}
 	ms = module_syms(s, mod);

@@ -38,12 +38,15 @@ grep -q "stacks-spin died from signal 9 (Killed)" "$T/rec.err" || fail "no word 
 grep -qE "evring record: [1-9][0-9]* CPU samples" "$T/rec.err" || fail "no samples: $(cat "$T/rec.err")"
 "$EVRING" dump --json "$T/killed.evtrace" >"$T/killed.jsonl" 2>"$T/killed.err" ||
 	fail "the trace of a killed process does not dump: $(cat "$T/killed.err")"
-# Complete: no word of damage or truncation. A note on addresses in no file may come: the
+# Complete: no word of damage or truncation. A note on addresses in no mapping may come: the
 # kernel's frame-pointer walk reads garbage past a frame of code built without frame
 # pointers (glibc's, in the napping thread's syscalls) now and then, and such an address lies
-# in no mapping; that says nothing about the trace being whole.
-! grep -v "code addresses lie in no file" "$T/killed.err" | grep -q "warning" ||
+# in no mapping; that says nothing about the trace being whole. It must be named for what it
+# is (the trace records the process's anonymous executable memory): not "JIT code".
+! grep -vE "[0-9]+ code addresses lie in no mapping of the process \(a frame-pointer walk" \
+	"$T/killed.err" | grep -q "warning" ||
 	fail "warnings on a complete trace: $(cat "$T/killed.err")"
+! grep -q "JIT" "$T/killed.err" || fail "garbage addresses called JIT code: $(cat "$T/killed.err")"
 "$EVRING" convert "$T/killed.evtrace" --format folded -o "$T/killed.folded" -q ||
 	fail "the trace of a killed process does not convert"
 python3 - "$T/killed.jsonl" <<'PY'
@@ -90,7 +93,7 @@ if [[ -x $MINIRT ]]; then
 	"$EVRING" dump "$T/nomap.evtrace" >"$T/nomap.txt" 2>"$T/nomap.err" || fail "dump: $(cat "$T/nomap.err")"
 	grep -qE "^    at 0x[0-9a-f]+$" "$T/nomap.txt" || fail "no bare JIT address: $(head "$T/nomap.txt")"
 	[[ $(wc -l <"$T/nomap.err") == 1 ]] &&
-		grep -qE "evring dump: warning: .*nomap.evtrace: [0-9]+ code addresses lie in no file \(JIT code, or the vDSO\) and there is no perf map for them \(none in the trace, /tmp/perf-$PROG_PID.map missing or not trusted here\): they show as addresses" \
+		grep -qE "evring dump: warning: .*nomap.evtrace: [0-9]+ code addresses lie in anonymous executable memory \(JIT code\) and there is no perf map for them \(none in the trace, /tmp/perf-$PROG_PID.map missing or not trusted here\)(; [0-9]+ code addresses lie in no mapping of the process \([^)]*\))?: they show as addresses" \
 			"$T/nomap.err" || fail "no clear word of the missing perf map: $(cat "$T/nomap.err")"
 
 	# Late: the map is moved away before the recording starts and back once it runs, as a
@@ -112,7 +115,10 @@ if [[ -x $MINIRT ]]; then
 	wait "$JIT_PID" 2>/dev/null || true
 	"$EVRING" dump --json "$T/late.evtrace" >"$T/late-here.jsonl" 2>"$T/late-dump.err" ||
 		fail "dump (late map): $(cat "$T/late-dump.err")"
-	[[ ! -s $T/late-dump.err ]] || fail "dump (late map) warns: $(cat "$T/late-dump.err")"
+	# Nothing but, now and then, a garbage frame-pointer address (see the killed case).
+	! grep -vE "[0-9]+ code addresses lie in no mapping of the process \(a frame-pointer walk" \
+		"$T/late-dump.err" | grep -q . ||
+		fail "dump (late map) warns: $(cat "$T/late-dump.err")"
 	# The recorder read the map at the end (through its broker): the trace alone resolves.
 	rm -f "/tmp/perf-$JIT_PID.map"
 	"$EVRING" dump --json "$T/late.evtrace" >"$T/late.jsonl" 2>"$T/late-dump.err" ||

@@ -34,7 +34,14 @@ extern "C" {
 
 #define EVR_BUILD_ID_MAX 20u
 
-/* One executable file mapping of a process, as /proc/PID/maps or a perf MMAP2 record has it. */
+/* evr_module.flags: executable memory that is no file (path "[anon]" or "[vdso]"). */
+#define EVR_MODULE_ANON	0x1u	/* anonymous executable memory: JIT code */
+#define EVR_MODULE_VDSO	0x2u	/* the kernel's vDSO */
+
+/*
+ * One executable mapping of a process, as /proc/PID/maps or a perf MMAP2 record
+ * has it: a file, or (flags) anonymous executable memory or the vDSO.
+ */
 struct evr_module {
 	uint64_t start;			/* mapped address range [start, end) */
 	uint64_t end;
@@ -42,6 +49,7 @@ struct evr_module {
 	uint64_t time_ns;		/* CLOCK_MONOTONIC when seen mapped; 0: before the trace */
 	uint32_t pid;
 	uint8_t build_id_len;		/* 0: unknown */
+	uint8_t flags;			/* EVR_MODULE_ANON, EVR_MODULE_VDSO; 0: a file */
 	uint8_t build_id[EVR_BUILD_ID_MAX];
 	char *path;			/* owned by the map */
 };
@@ -70,10 +78,11 @@ void evr_modmap_free(struct evr_modmap *m);
 int evr_modmap_add(struct evr_modmap *m, const struct evr_module *mod);
 
 /**
- * evr_modmap_read_pid() - add the executable file mappings of process @pid
- * (/proc/PID/maps), each with the GNU build ID read from its file
- * (/proc/PID/root/PATH, so that a process in another mount namespace works).
- * Anonymous and deleted mappings and [vdso] are left out.
+ * evr_modmap_read_pid() - add the executable mappings of process @pid
+ * (/proc/PID/maps): files, each with the GNU build ID read from it
+ * (/proc/PID/root/PATH, so that a process in another mount namespace works),
+ * anonymous executable memory (EVR_MODULE_ANON, path "[anon]") and the vDSO
+ * (EVR_MODULE_VDSO, "[vdso]"). Deleted files and [vsyscall] are left out.
  * Return: number added, -ESRCH (no such process), -EACCES, -ENOMEM.
  */
 int evr_modmap_read_pid(struct evr_modmap *m, pid_t pid, uint64_t time_ns);
@@ -200,11 +209,14 @@ const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_lin
 			   size_t len);
 
 /**
- * evr_symbolizer_unmapped_note() - one line when addresses looked up so far lay
- * in no module and the symbolizer has no perf map at all (JIT code whose map is
- * missing; also the vDSO, which module maps leave out): how many, and where the
- * map was looked for (@pid: /tmp/perf-PID.map). NULL when there were none, or
- * when a perf map was loaded.
+ * evr_symbolizer_unmapped_note() - one line about the code addresses looked up
+ * so far that no file holds: those in anonymous executable memory (JIT code)
+ * when the symbolizer has no perf map at all (how many, and where the map was
+ * looked for: @pid, /tmp/perf-PID.map), and those in no mapping of the process
+ * at all (garbage from a frame-pointer walk that crossed a frame without one).
+ * A trace from a recorder that did not record anonymous executable memory
+ * cannot tell the two apart: one note then says either. NULL when there is
+ * nothing to say.
  * Return: @buf or NULL.
  */
 const char *evr_symbolizer_unmapped_note(const struct evr_symbolizer *s, uint32_t pid, char *buf,
