@@ -47,7 +47,6 @@ struct evr_client {
 	/* At most one of these is ever made: a client reads records or spans. */
 	struct evr_reader *reader;
 	struct evr_span_reader *spans;
-	bool span_hold;			/* evr_client_span_hold() */
 	uint64_t meta_pos;		/* metadata area bytes already added to schemas */
 	bool meta_broken;		/* the area failed validation: read no further */
 };

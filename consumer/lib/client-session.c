@@ -400,7 +400,6 @@ static int use_spans(struct evr_client *c)
 	err = evr_span_reader_new(c->hdr, reader_flags(c), &c->spans);
 	if (err < 0)
 		return err;
-	evr_span_reader_hold(c->spans, c->span_hold);
 	if (c->state == EVR_CLIENT_GONE)
 		evr_span_reader_producer_gone(c->spans);
 	return 0;
@@ -453,7 +452,6 @@ int evr_client_span_hold(struct evr_client *c, bool on)
 
 	if (err < 0)
 		return err;
-	c->span_hold = on;
 	evr_span_reader_hold(c->spans, on);
 	return 0;
 }

@@ -64,6 +64,7 @@ struct evr_trace_writer {
 
 #define SEG_MAX		512		/* segments per batch (IOV_MAX is 1024) */
 #define STAGE_MIN	(2u << 20)	/* initial stage: a batch of small chunks */
+#define STAGE_ALIGN	4096u		/* the stage's address: at least any w->align */
 
 static const uint8_t zero_pad[8];
 
@@ -125,6 +126,19 @@ static size_t align_up(size_t v, size_t a)
 
 static int flush_batch(struct evr_trace_writer *w);
 
+/* The header of the writer's next chunk: @kind, @len payload bytes of CRC @crc. */
+static void chunk_hdr(const struct evr_trace_writer *w, uint32_t kind, uint32_t len,
+		      uint32_t crc, struct evr_trace_chunk_hdr *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = EVR_TRACE_CHUNK_MAGIC;
+	h->kind = (uint16_t)kind;
+	h->len = len;
+	h->seq = w->seq;
+	h->data_crc = crc;
+	h->hdr_crc = evr_trace_chunk_hdr_crc(h);
+}
+
 /* Room in the stage for @bytes more and @nseg more segments, a PAD chunk to end
  * the batch included; flushes or grows the stage when needed. */
 static int stage_room(struct evr_trace_writer *w, size_t bytes, int nseg)
@@ -141,7 +155,7 @@ static int stage_room(struct evr_trace_writer *w, size_t bytes, int nseg)
 	}
 	if (need > w->stage_cap) {
 		size_t cap = align_up(need, 1u << 20);
-		uint8_t *p = aligned_alloc(w->align < 4096 ? 4096 : w->align, cap);
+		uint8_t *p = aligned_alloc(STAGE_ALIGN, cap);
 
 		if (!p)
 			return -ENOMEM;
@@ -204,13 +218,8 @@ static uint64_t make_pad(const struct evr_trace_writer *w, uint8_t *p, uint64_t 
 	while (gap < EVR_TRACE_CHUNK_HDR_SIZE)
 		gap += align;
 	memset(p, 0, gap);
-	memset(&h, 0, sizeof(h));
-	h.magic = EVR_TRACE_CHUNK_MAGIC;
-	h.kind = EVR_CHUNK_PAD;
-	h.len = (uint32_t)(gap - EVR_TRACE_CHUNK_HDR_SIZE);
-	h.seq = w->seq;
-	h.data_crc = evr_crc32c(0, p + sizeof(h), h.len);
-	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
+	chunk_hdr(w, EVR_CHUNK_PAD, (uint32_t)(gap - sizeof(h)),
+		  evr_crc32c(0, p + sizeof(h), gap - sizeof(h)), &h);
 	memcpy(p, &h, sizeof(h));
 	return gap;
 }
@@ -247,6 +256,29 @@ static int flush_batch(struct evr_trace_writer *w)
 	return err;
 }
 
+/*
+ * Back to buffered writes for good (no stage to write from, or the file
+ * system refused the first direct write): the writer as it was made, its
+ * O_DIRECT cleared, nothing written.
+ */
+static void direct_off(struct evr_trace_writer *w)
+{
+	int fl = fcntl(w->fd, F_GETFL);
+
+	if (fl >= 0)
+		(void)fcntl(w->fd, F_SETFL, fl & ~O_DIRECT);
+	free(w->stage);
+	free(w->seg);
+	w->stage = NULL;
+	w->seg = NULL;
+	w->stage_cap = w->stage_used = 0;
+	w->nseg = 0;
+	w->pending = w->written = w->off = 0;
+	w->seq = 0;
+	w->err = 0;
+	w->direct = false;
+}
+
 /* Does @fd take direct writes? Sets O_DIRECT and w->align when it does. */
 static bool direct_setup(struct evr_trace_writer *w, int fd)
 {
@@ -263,7 +295,7 @@ static bool direct_setup(struct evr_trace_writer *w, int fd)
 		return false;
 	a = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align :
 							       sx.stx_dio_mem_align;
-	if (a < 8 || a > 4096 || (a & (a - 1)))
+	if (a < 8 || a > STAGE_ALIGN || (a & (a - 1)))
 		return false;
 	pos = lseek(fd, 0, SEEK_CUR);
 	if (pos < 0 || ((uint64_t)pos & (a - 1)))
@@ -273,37 +305,16 @@ static bool direct_setup(struct evr_trace_writer *w, int fd)
 		return false;
 	if (!(fl & O_DIRECT) && fcntl(fd, F_SETFL, fl | O_DIRECT) < 0)
 		return false;
-	w->stage = aligned_alloc(a < 4096 ? 4096 : a, STAGE_MIN);
+	w->stage = aligned_alloc(STAGE_ALIGN, STAGE_MIN);
 	w->seg = calloc(SEG_MAX, sizeof(*w->seg));
-	if (!w->stage || !w->seg) {
-		free(w->stage);
-		free(w->seg);
-		w->stage = NULL;
-		w->seg = NULL;
-		(void)fcntl(fd, F_SETFL, fl);
-		return false;
-	}
 	w->stage_cap = STAGE_MIN;
 	w->align = a;
 	w->direct = true;
+	if (!w->stage || !w->seg) {
+		direct_off(w);
+		return false;
+	}
 	return true;
-}
-
-/* Back to buffered writes (the file system refused the first direct one). */
-static void direct_off(struct evr_trace_writer *w)
-{
-	int fl = fcntl(w->fd, F_GETFL);
-
-	if (fl >= 0)
-		(void)fcntl(w->fd, F_SETFL, fl & ~O_DIRECT);
-	free(w->stage);
-	free(w->seg);
-	w->stage = NULL;
-	w->seg = NULL;
-	w->stage_cap = w->stage_used = 0;
-	w->nseg = 0;
-	w->pending = 0;
-	w->direct = false;
 }
 
 /*
@@ -321,13 +332,7 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 		return w->err;
 	if (len > UINT32_MAX || !evr_trace_chunk_len_ok(kind, (uint32_t)len))
 		return -EINVAL;
-	memset(&h, 0, sizeof(h));
-	h.magic = EVR_TRACE_CHUNK_MAGIC;
-	h.kind = (uint16_t)kind;
-	h.len = (uint32_t)len;
-	h.seq = w->seq;
-	h.data_crc = crc;
-	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
+	chunk_hdr(w, kind, (uint32_t)len, crc, &h);
 	iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
 	if (evr_align8(len) != len)
 		iov[++n] = (struct iovec){.iov_base = (void *)zero_pad,
@@ -402,10 +407,6 @@ int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer *
 			return err;
 		}
 		direct_off(w);
-		w->err = 0;
-		w->off = 0;
-		w->seq = 0;
-		w->written = 0;
 	}
 	err = write_all(fd, &iov, 1);
 	if (err) {
@@ -649,13 +650,8 @@ static int events_in_place(struct evr_trace_writer *w, const struct evr_trace_ev
 		return err;
 	}
 	stage_pad(w, before);
-	memset(&h, 0, sizeof(h));
-	h.magic = EVR_TRACE_CHUNK_MAGIC;
-	h.kind = EVR_CHUNK_EVENTS;
-	h.len = (uint32_t)sizeof(*rec) + len;
-	h.seq = w->seq;
-	h.data_crc = evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len);
-	h.hdr_crc = evr_trace_chunk_hdr_crc(&h);
+	chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len,
+		  evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len), &h);
 	p = w->stage + w->stage_used;
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), rec, sizeof(*rec));

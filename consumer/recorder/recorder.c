@@ -68,7 +68,7 @@ struct evr_recorder {
 	struct evr_clock_sync_state sync;
 	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
 	uint64_t *held;			/* nr_rings: bytes of done spans held (direct I/O) */
-	uint64_t hold_max;		/* flush when a ring holds this much */
+	uint64_t ring_size;		/* direct I/O: the thresholds are fractions of it */
 	bool hold;			/* spans are held until their batch is written */
 	/* Direct I/O: the EVENTS chunks not known to be in the file yet, so that a
 	 * failed batch counts exactly the events of the chunks it did write. */
@@ -77,7 +77,7 @@ struct evr_recorder {
 	uint64_t events_written;	/* events of chunks surely in the file */
 	bool direct_ok;			/* the output takes direct I/O */
 	uint32_t calm;			/* buffered for now: calm flush intervals in a row */
-	uint32_t io_fallbacks;		/* times direct I/O fell behind */
+	bool io_warned;			/* said that direct I/O fell behind */
 
 	enum evr_recorder_stop stop;
 	int err;			/* sticky failure, 0 */
@@ -229,7 +229,7 @@ static int flush_release(struct evr_recorder *r)
  */
 static int adapt_io(struct evr_recorder *r, bool interval)
 {
-	uint64_t ring_size = r->hold_max * 4;
+	const uint64_t ring_size = r->ring_size;
 	int ret;
 
 	if (!r->direct_ok || r->err)
@@ -246,9 +246,11 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		(void)evr_client_span_hold(r->c, false);
 		r->hold = false;
 		r->calm = 0;
-		if (!r->io_fallbacks++)
+		if (!r->io_warned) {
+			r->io_warned = true;
 			warn(r, "direct I/O fell behind (a ring was half full): writing through "
 			     "the page cache while the disk catches up");
+		}
 		return 0;
 	}
 	if (!interval)
@@ -341,7 +343,7 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 			if (ret < 0)
 				return ret;
 			r->held[sp.ring] += sp.len;
-			if (r->held[sp.ring] >= r->hold_max ||
+			if (r->held[sp.ring] >= r->ring_size / 4 ||
 			    evr_trace_writer_pending(r->w) >= BATCH_BYTES) {
 				ret = flush_release(r);
 				if (ret >= 0)
@@ -351,14 +353,9 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 			}
 		}
 	}
-	/* Direct I/O: a batch grows over rounds until it is big, a ring holds a
-	 * quarter of its space, or the flush interval ends (@partial): each write
-	 * costs about the same whatever its size, up to a few MiB. */
-	if (partial) {
-		ret = flush_release(r);
-		if (ret < 0)
-			return ret;
-	}
+	/* Direct I/O: a batch grows over rounds until it is big or a ring holds a
+	 * quarter of its space; evr_recorder_pump() writes it at the flush
+	 * interval, and the END chunk at the end. */
 	return n;
 }
 
@@ -557,7 +554,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		}
 		r->hold = true;
 		r->direct_ok = true;
-		r->hold_max = h->ring_size / 4;
+		r->ring_size = h->ring_size;
 	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)

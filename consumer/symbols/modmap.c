@@ -125,6 +125,19 @@ const char *evr_build_id_hex(const uint8_t *id, size_t len, char *buf, size_t bu
 	return buf;
 }
 
+int evr_module_kind(const char *name)
+{
+	/* Anonymous memory: unnamed in /proc/PID/maps, "//anon" in perf records,
+	 * "[anon:NAME]" once named with prctl(PR_SET_VMA_ANON_NAME). */
+	if (name[0] == '\0' || strcmp(name, "//anon") == 0 || strncmp(name, "[anon:", 6) == 0)
+		return EVR_MODULE_ANON;
+	if (name[0] == '/')
+		return 0;
+	if (strcmp(name, "[vdso]") == 0)
+		return EVR_MODULE_VDSO;
+	return -1;	/* [vsyscall], [stack]...: no code of the process's own */
+}
+
 int evr_modmap_read_pid(struct evr_modmap *m, pid_t pid, uint64_t time_ns)
 {
 	char path[64], line[4608], root[4200];
@@ -140,7 +153,7 @@ int evr_modmap_read_pid(struct evr_modmap *m, pid_t pid, uint64_t time_ns)
 		char perms[8], dev[16];
 		unsigned long long ino;
 		struct evr_module mod = { 0 };
-		int pos = 0;
+		int pos = 0, kind;
 		char *file;
 		size_t l;
 
@@ -151,42 +164,23 @@ int evr_modmap_read_pid(struct evr_modmap *m, pid_t pid, uint64_t time_ns)
 		l = strlen(file);
 		while (l && (file[l - 1] == '\n' || file[l - 1] == ' '))
 			file[--l] = '\0';
-		if (perms[2] != 'x')
+		kind = evr_module_kind(file);
+		if (perms[2] != 'x' || kind < 0)
 			continue;
-		/* Executable memory that is no file: JIT code (anonymous, or named with
-		 * prctl(PR_SET_VMA_ANON_NAME)) and the vDSO, kept so that readers can
-		 * tell an address there from one in no mapping at all. */
-		if (file[0] != '/') {
-			if (strcmp(file, "[vdso]") == 0) {
-				mod.flags = EVR_MODULE_VDSO;
-				mod.path = file;
-			} else if (file[0] == '\0' || strncmp(file, "[anon:", 6) == 0) {
-				mod.flags = EVR_MODULE_ANON;
-				mod.path = (char *)"[anon]";
-			} else {
-				continue;	/* [vsyscall]: the kernel's, at a fixed address */
-			}
-			mod.start = start;
-			mod.end = end;
-			mod.time_ns = time_ns;
-			mod.pid = (uint32_t)pid;
-			ret = evr_modmap_add(m, &mod);
-			if (ret < 0)
-				break;
-			added++;
-			continue;
-		}
-		if (l > 10 && strcmp(file + l - 10, " (deleted)") == 0)
+		if (!kind && l > 10 && strcmp(file + l - 10, " (deleted)") == 0)
 			continue;
 		mod.start = start;
 		mod.end = end;
-		mod.pgoff = off;
 		mod.time_ns = time_ns;
 		mod.pid = (uint32_t)pid;
-		mod.path = file;
-		snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, file);
-		ret = evr_build_id_read(root, mod.build_id);
-		mod.build_id_len = ret > 0 ? (uint8_t)ret : 0;
+		mod.flags = (uint8_t)kind;
+		mod.path = kind == EVR_MODULE_ANON ? (char *)"[anon]" : file;
+		if (!kind) {
+			mod.pgoff = off;
+			snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, file);
+			ret = evr_build_id_read(root, mod.build_id);
+			mod.build_id_len = ret > 0 ? (uint8_t)ret : 0;
+		}
 		ret = evr_modmap_add(m, &mod);
 		if (ret < 0)
 			break;

@@ -443,6 +443,7 @@ static int parse_mmap2(struct evr_sampler *s, const uint8_t *rec, uint32_t size,
 	struct sample_id sid = { 0 };
 	const char *name;
 	size_t room;
+	int kind;
 
 	if (size < sizeof(struct perf_event_header) + sizeof(m))
 		return 0;
@@ -451,15 +452,12 @@ static int parse_mmap2(struct evr_sampler *s, const uint8_t *rec, uint32_t size,
 	room = size - sizeof(struct perf_event_header) - sizeof(m);
 	if (!memchr(name, '\0', room) || !(m.prot & PROT_EXEC) || !m.len)
 		return 0;
-	/* Anonymous executable memory (JIT code) is "//anon" to the kernel. */
-	if (strcmp(name, "//anon") == 0 || name[0] == '\0' || strncmp(name, "[anon:", 6) == 0) {
-		mod.flags = EVR_MODULE_ANON;
-		name = "[anon]";
-	} else if (strcmp(name, "[vdso]") == 0) {
-		mod.flags = EVR_MODULE_VDSO;
-	} else if (name[0] != '/') {
+	kind = evr_module_kind(name);
+	if (kind < 0)
 		return 0;
-	}
+	mod.flags = (uint8_t)kind;
+	if (kind == EVR_MODULE_ANON)
+		name = "[anon]";
 	tail_id(rec, size, &sid);
 	mod.start = m.addr;
 	mod.end = m.addr + m.len;

@@ -678,13 +678,12 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 	if (!mod) {
 		const struct evr_module *m = s->offline ? evr_modmap_find(s->map, a) : NULL;
 
-		s->unmapped++;
-		if (m && (m->flags & EVR_MODULE_ANON))
-			s->in_anon++;
-		else if (m && (m->flags & EVR_MODULE_VDSO))
-			s->in_vdso++;
-		else if (m)
-			s->unmapped--;	/* a file that could not be read: warned about already */
+		/* A file that could not be read was warned about already. */
+		if (!m || m->flags) {
+			s->unmapped++;
+			s->in_anon += m && (m->flags & EVR_MODULE_ANON);
+			s->in_vdso += m && (m->flags & EVR_MODULE_VDSO);
+		}
 		return 0;
 	}
 	ms = module_syms(s, mod);

@@ -17,6 +17,13 @@ const struct evr_modmap *evr_symbolizer_modmap(const struct evr_symbolizer *s);
 void evr_symbolizer_warn(struct evr_symbolizer *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * What an executable mapping's name (from /proc/PID/maps or a perf MMAP2
+ * record) says it is: 0 a file, EVR_MODULE_ANON, EVR_MODULE_VDSO, or -1
+ * nothing a module map keeps.
+ */
+int evr_module_kind(const char *name);
+
 /* Owner uid of /proc/@pid: 0 and the uid, or -ESRCH. */
 int evr_proc_uid(pid_t pid, uid_t *ret);
 
