@@ -132,6 +132,53 @@ static int put_writer(int fd, const uint8_t *map, size_t total, size_t pkt, int 
 	return err;
 }
 
+/* One way of writing the whole memfd: a kernel method, or the trace writer. */
+struct job {
+	enum method m;			/* with !writer */
+	bool writer;
+	int batch;			/* writer: packets per flush, 0 buffered */
+	bool direct;			/* writer: out, direct I/O was granted */
+	int mfd;
+	const uint8_t *map;
+	size_t total, pkt;
+	const int *pipefd;
+};
+
+static int put_all(struct job *j, int fd)
+{
+	int err = 0;
+
+	if (j->writer)
+		return put_writer(fd, j->map, j->total, j->pkt, j->batch, &j->direct);
+	for (size_t off = 0; off < j->total && !err; off += j->pkt)
+		err = put_packet(j->m, fd, j->mfd, j->map, off, j->pkt, j->pipefd);
+	return err;
+}
+
+/* @j REPS times to a fresh file at @path: the least CPU time in @best, or -errno. */
+static int best_of(const char *path, struct job *j, double *best)
+{
+	int err = 0;
+
+	for (int rep = 0; rep < REPS && !err; rep++) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		double t;
+
+		if (fd < 0) {
+			fprintf(stderr, "evr-bench-copy: %s: %s\n", path, strerror(errno));
+			exit(1);
+		}
+		t = cpu_s();
+		err = put_all(j, fd);
+		t = cpu_s() - t;
+		close(fd);
+		unlink(path);
+		if (!err && (rep == 0 || t < *best))
+			*best = t;
+	}
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "/dev/shm";
@@ -165,60 +212,29 @@ int main(int argc, char **argv)
 	printf("%zu MiB in %zu KiB packets to %s, CPU time per byte, best of %d:\n", total >> 20,
 	       pkt >> 10, dir, REPS);
 	for (int m = 0; m < M_COUNT; m++) {
+		struct job jb = { .m = (enum method)m, .mfd = mfd, .map = map, .total = total,
+				  .pkt = pkt, .pipefd = pipefd };
 		double best = 0;
-		int err = 0;
+		int err = best_of(path, &jb, &best);
 
-		for (int rep = 0; rep < REPS && !err; rep++) {
-			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-			double t;
-
-			if (fd < 0) {
-				fprintf(stderr, "evr-bench-copy: %s: %s\n", path, strerror(errno));
-				return 1;
-			}
-			t = cpu_s();
-			for (size_t off = 0; off < total && !err; off += pkt)
-				err = put_packet((enum method)m, fd, mfd, map, off, pkt, pipefd);
-			t = cpu_s() - t;
-			close(fd);
-			unlink(path);
-			if (!err && (rep == 0 || t < best))
-				best = t;
-		}
 		if (err)
 			printf("  %-16s unavailable: %s\n", method_name[m], strerror(-err));
 		else
 			printf("  %-16s %.3f ns/byte\n", method_name[m], best * 1e9 / (double)total);
 	}
 	for (int b = 0; b <= 64; b = b ? 4 * b : 1) {
+		struct job jb = { .writer = true, .batch = b, .map = map, .total = total, .pkt = pkt };
 		double best = 0;
-		bool direct = false;
-		int err = 0;
+		int err = best_of(path, &jb, &best);
 		char name[32];
 
-		for (int rep = 0; rep < REPS && !err; rep++) {
-			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-			double t;
-
-			if (fd < 0) {
-				fprintf(stderr, "evr-bench-copy: %s: %s\n", path, strerror(errno));
-				return 1;
-			}
-			t = cpu_s();
-			err = put_writer(fd, map, total, pkt, b, &direct);
-			t = cpu_s() - t;
-			close(fd);
-			unlink(path);
-			if (!err && (rep == 0 || t < best))
-				best = t;
-		}
 		if (b)
 			snprintf(name, sizeof(name), "writer direct %d", b);
 		else
 			snprintf(name, sizeof(name), "writer buffered");
 		if (err)
 			printf("  %-20s failed: %s\n", name, strerror(-err));
-		else if (b && !direct)
+		else if (b && !jb.direct)
 			printf("  %-20s unavailable: %s takes no direct I/O\n", name, dir);
 		else
 			printf("  %-20s %.3f ns/byte\n", name, best * 1e9 / (double)total);

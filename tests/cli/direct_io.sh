@@ -12,29 +12,7 @@ source "$(dirname "$0")/lib.sh"
 need_python
 N=20000
 
-one_line_err() {
-	local st=0
-	"$EVRING" record -p 1 --io sideways >"$T/out" 2>"$T/err" || st=$?
-	[[ $st == 2 && $(wc -l <"$T/err") == 1 ]] || fail "--io sideways: exit $st: $(cat "$T/err")"
-	grep -q -- "--io: 'sideways' is not direct or buffered" "$T/err" || fail "$(cat "$T/err")"
-}
-one_line_err
-
-# chunks FILE: "kind offset len" per chunk, then "size SIZE" (the layout of
-# docs/trace-format.md: a 64-byte file header, then 24-byte chunk headers, payloads padded to 8).
-chunks() {
-	python3 - "$1" <<'EOF'
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-off = 64
-while off + 24 <= len(data):
-    magic, kind, flags, ln, seq, dcrc, hcrc = struct.unpack_from("<IHHIIII", data, off)
-    pad = data[off + 24:off + 24 + ln]
-    print(kind, off, ln, "zero" if pad.count(0) == len(pad) else "data")
-    off += 24 + (ln + 7) // 8 * 8
-print("size", len(data), off)
-EOF
-}
+one_line 2 "--io: 'sideways' is not direct or buffered" "$EVRING" record -p 1 --io sideways
 
 # Where is direct I/O to be had? The test's directory, or the build tree (ctest's cwd).
 dio_dir=
@@ -43,7 +21,9 @@ for d in "$T" "$PWD" /var/tmp; do
 	start_workload probe --events 100 --threads 1 --wait-sessions 1
 	"$EVRING" record -p "$WL_PID" --providers Demo -o "$d/evr-probe.$$.evtrace" 2>/dev/null ||
 		fail "record to $d failed"
-	first=$(chunks "$d/evr-probe.$$.evtrace" | awk 'NR == 1 {print $1}')
+	# trace_edit.py chunks: "offset kind len seq" per chunk.
+	first=$(python3 "$HERE/trace_edit.py" chunks "$d/evr-probe.$$.evtrace" |
+		awk 'NR == 1 {print $2}')
 	rm -f "$d/evr-probe.$$.evtrace"
 	if [[ $first == 16 ]]; then
 		dio_dir=$d
@@ -71,35 +51,39 @@ for io in direct buffered; do
 	[[ ! -s $T/$io.dump.err ]] || fail "dump printed on stderr: $(cat "$T/$io.dump.err")"
 	check_dump --text "$T/$io.txt" --ticks "$N" --no-lost --total "$count" \
 		--count RequestStart="$N" --count Alloc="$N"
-	chunks "$out/$io.evtrace" >"$T/$io.chunks"
 done
-python3 - "$T/direct.chunks" "$T/buffered.chunks" <<'EOF'
+python3 - "$HERE" "$out/direct.evtrace" "$out/buffered.evtrace" <<'EOF'
 import sys
-def load(p):
-    rows = [l.split() for l in open(p)]
-    return [(int(k), int(o), int(n), z) for k, o, n, z in rows[:-1]], rows[-1]
+sys.path.insert(0, sys.argv[1])
+from trace_edit import HDR, KINDS, chunks
 def fail(msg):
     print("FAIL:", msg); sys.exit(1)
-d, (_, dsize, dend) = load(sys.argv[1])
-b, (_, bsize, bend) = load(sys.argv[2])
+def load(path):
+    data = open(path, "rb").read()
+    # (kind, offset, len, payload all zeros) per chunk, the file's size, where its chunks end
+    ch = [(k, o, n, data[o + HDR.size:o + HDR.size + n].count(0) == n)
+          for o, k, n, _seq in chunks(data)]
+    return ch, len(data), ch[-1][1] + HDR.size + ((ch[-1][2] + 7) & ~7)
+d, dsize, dend = load(sys.argv[2])
+b, bsize, bend = load(sys.argv[3])
 for name, ch, size, end in (("direct", d, dsize, dend), ("buffered", b, bsize, bend)):
     if size != end:
         fail(f"{name}: the chunks end at {end}, the file at {size}")
-    if ch[-1][0] != 7:
+    if ch[-1][0] != KINDS["END"]:
         fail(f"{name}: the last chunk is kind {ch[-1][0]}, not END")
-pads = [c for c in d if c[0] == 16]
-events = [c for c in d if c[0] == 4]
+pads = [c for c in d if c[0] == KINDS["PAD"]]
+events = [c for c in d if c[0] == KINDS["EVENTS"]]
 # Whole packets (16 to 64 KiB) whose first byte is on a block boundary: written in place.
 in_place = [c for c in events if (c[1] + 24 + 16) % 512 == 0 and (c[2] - 16) % 16384 == 0]
-if not pads or d[0][0] != 16:
+if not pads or d[0][0] != KINDS["PAD"]:
     fail("the direct file has no PAD chunk after its header")
-if any(c[3] != "zero" for c in pads):
+if not all(c[3] for c in pads):
     fail("a PAD chunk holds something other than zeros")
 if int(dsize) % 512:
     fail(f"the direct file is {dsize} bytes, not a whole number of 512-byte blocks")
 if not in_place:
     fail("no packet of the direct file starts on a block boundary")
-if any(c[0] == 16 for c in b):
+if any(c[0] == KINDS["PAD"] for c in b):
     fail("the buffered file has PAD chunks")
 print(f"direct: {len(events)} EVENTS chunks, {len(in_place)} whole packets on block "
       f"boundaries, {len(pads)} PAD chunks ({sum(24 + c[2] for c in pads)} bytes of "
@@ -116,19 +100,7 @@ cat "$T/behind.err"
 grep -q "^evring record: warning: direct I/O fell behind (a ring was half full): writing \
 through the page cache while the disk catches up$" "$T/behind.err" ||
 	fail "no word of direct I/O falling behind"
-[[ $(tail -1 "$T/behind.out") =~ ^done\ 200000\ ([0-9]+)$ ]] || fail "workload (behind)"
-emitted=${BASH_REMATCH[1]}
-[[ $(grep -E '^evring record: [0-9]+ events, ' "$T/behind.err") =~ \
-	^evring\ record:\ ([0-9]+)\ events,\ .*\ ([0-9]+)\ lost, ]] || fail "summary (behind)"
-events=${BASH_REMATCH[1]} lost=${BASH_REMATCH[2]}
-((events + lost == emitted)) || fail "$events events + $lost lost != $emitted written"
-"$EVRING" dump "$out/behind.evtrace" >"$T/behind.txt" 2>"$T/behind.dump.err" ||
-	fail "dump (behind): $(cat "$T/behind.dump.err")"
-read -r devents dlost < <(awk '$3 == "LOST" { l += $4; next } { e++ }
-	END { print e + 0, l + 0 }' "$T/behind.txt")
-[[ $devents == "$events" && $dlost == "$lost" ]] ||
-	fail "dump shows $devents events and $dlost lost, record said $events and $lost"
-echo "behind: $events events + $lost lost == $emitted"
+check_accounting behind 200000 "$T/behind.out" "$T/behind.err" "$out/behind.evtrace"
 
 # A full ext4 disk, written with direct I/O.
 if [[ $(id -u) != 0 ]] || ! command -v mkfs.ext4 >/dev/null || ! unshare -m true 2>/dev/null ||

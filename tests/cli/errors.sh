@@ -11,17 +11,6 @@ written_before() {
 	sed -nE 's/.*recording stopped; the ([0-9]+) events .* written before are readable$/\1/p' "$1"
 }
 
-# one_line STATUS PATTERN CMD...: CMD exits with STATUS and prints one line matching PATTERN.
-one_line() {
-	local want=$1 re=$2 st=0
-	shift 2
-	"$@" >"$T/out" 2>"$T/err" || st=$?
-	[[ $st == "$want" ]] || fail "$* exited with $st, expected $want: $(cat "$T/err")"
-	[[ $(wc -l <"$T/err") == 1 ]] || fail "$*: not one line: $(cat "$T/err")"
-	grep -qE -- "$re" "$T/err" || fail "$*: '$(cat "$T/err")' does not match '$re'"
-	echo "ok: $(cat "$T/err")"
-}
-
 one_line 2 "unknown command 'nope'" "$EVRING" nope
 one_line 2 "unknown option '--bogus'" "$EVRING" record --bogus -p 1
 one_line 2 "option '--duration' needs a value" "$EVRING" record -p 1 --duration

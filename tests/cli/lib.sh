@@ -54,3 +54,35 @@ fd_count() {
 check_dump() {
 	python3 "$HERE/check_dump.py" "$@"
 }
+
+# check_accounting LABEL N OUT ERR TRACE: a recording of a workload of N iterations (the
+# workload's stdout in OUT, record's stderr in ERR, the trace in TRACE): record's events + lost
+# equal what the workload wrote, and dump shows the same events and the same losses.
+check_accounting() {
+	local label=$1 n=$2 out=$3 err=$4 trace=$5 emitted events lost devents dlost
+	[[ $(tail -1 "$out") =~ ^done\ $n\ ([0-9]+)$ ]] || fail "workload ($label)"
+	emitted=${BASH_REMATCH[1]}
+	[[ $(grep -E '^evring record: [0-9]+ events, ' "$err") =~ \
+		^evring\ record:\ ([0-9]+)\ events,\ .*\ ([0-9]+)\ lost, ]] || fail "summary ($label)"
+	events=${BASH_REMATCH[1]} lost=${BASH_REMATCH[2]}
+	((events + lost == emitted)) ||
+		fail "$label: $events events + $lost lost != $emitted written by the workload"
+	"$EVRING" dump "$trace" >"$T/$label.txt" 2>"$T/$label.dump.err" ||
+		fail "dump ($label): $(cat "$T/$label.dump.err")"
+	read -r devents dlost < <(awk '$3 == "LOST" { l += $4; next } { e++ }
+		END { print e + 0, l + 0 }' "$T/$label.txt")
+	[[ $devents == "$events" && $dlost == "$lost" ]] ||
+		fail "$label: dump shows $devents events and $dlost lost, record said $events and $lost"
+	echo "$label: $events events + $lost lost == $emitted"
+}
+
+# one_line STATUS PATTERN CMD...: CMD exits with STATUS and prints one line matching PATTERN.
+one_line() {
+	local want=$1 re=$2 st=0
+	shift 2
+	"$@" >"$T/out" 2>"$T/err" || st=$?
+	[[ $st == "$want" ]] || fail "$* exited with $st, expected $want: $(cat "$T/err")"
+	[[ $(wc -l <"$T/err") == 1 ]] || fail "$*: not one line: $(cat "$T/err")"
+	grep -qE -- "$re" "$T/err" || fail "$*: '$(cat "$T/err")' does not match '$re'"
+	echo "ok: $(cat "$T/err")"
+}

@@ -16,7 +16,7 @@ import struct
 import sys
 
 KINDS = {"PROCESS": 1, "SESSION": 2, "METADATA": 3, "EVENTS": 4, "LOST": 5, "DISCARD": 6,
-         "END": 7, "THREADS": 8, "SYNC": 9}
+         "END": 7, "THREADS": 8, "SYNC": 9, "PAD": 16}
 HDR = struct.Struct("<IHHIIII")
 
 _table = []

@@ -353,19 +353,38 @@ static void expect_lost_n(struct evr_ring_reader *r, uint64_t n)
 	assert_true(rec.lost == n);
 }
 
-static void test_ring_rseq_write_locked_ring_counts_lost(void **state)
+/*
+ * The thread pinned to CPU 0 (skipped where it cannot be, or without rseq), a
+ * discard-mode session with a ring per CPU, and a gating reader of CPU 0's ring.
+ */
+static struct evr_ring_reader *cpu0_setup(struct ring_fx *f)
 {
-	struct evr_ring_reader *r;
-	struct evr_record rec;
-	struct ring_fx f;
-
-	(void)state;
 	if (!rseq_usable() || !pin_cpu0()) {
 		unpin();
 		skip();
 	}
-	fx_setup(&f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
-	r = reader_new(&f, 0, EVR_READER_GATING);
+	fx_setup(f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
+	return reader_new(f, 0, EVR_READER_GATING);
+}
+
+/* CPU 0's ring was read to its end, and nothing in it was corrupt. */
+static void cpu0_teardown(struct evr_ring_reader *r, struct ring_fx *f)
+{
+	struct evr_record rec;
+
+	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
+	assert_int_equal(r->corrupt, 0);
+	free(r);
+	fx_teardown(f);
+}
+
+static void test_ring_rseq_write_locked_ring_counts_lost(void **state)
+{
+	struct evr_ring_reader *r;
+	struct ring_fx f;
+
+	(void)state;
+	r = cpu0_setup(&f);
 	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 0, 3, PL_HDR + 5), 0);
 	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 1, 3, PL_HDR), 0);
 	/* A slow path holding the lock (preempted, or interrupted by us). */
@@ -379,10 +398,7 @@ static void test_ring_rseq_write_locked_ring_counts_lost(void **state)
 	expect_event_seq(r, 1, 3);
 	expect_lost_n(r, 2);
 	expect_event_seq(r, 4, 3);
-	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
-	assert_int_equal(r->corrupt, 0);
-	free(r);
-	fx_teardown(&f);
+	cpu0_teardown(r, &f);
 }
 
 struct busy_holder {
@@ -420,17 +436,11 @@ static void test_ring_rseq_write_yields_to_preempted_holder(void **state)
 {
 	struct busy_holder h = { 0 };
 	struct evr_ring_reader *r;
-	struct evr_record rec;
 	struct ring_fx f;
 	pthread_t t;
 
 	(void)state;
-	if (!rseq_usable() || !pin_cpu0()) {
-		unpin();
-		skip();
-	}
-	fx_setup(&f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
-	r = reader_new(&f, 0, EVR_READER_GATING);
+	r = cpu0_setup(&f);
 	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), 0, 3, PL_HDR), 0);
 	/* Its own lock (stream 3 writes as tid 4): dropped. */
 	atomic_store(&f.w[0].lock, 4);
@@ -449,10 +459,7 @@ static void test_ring_rseq_write_yields_to_preempted_holder(void **state)
 	expect_event_seq(r, 0, 3);
 	expect_lost_n(r, 1);
 	expect_event_seq(r, 2, 3);
-	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
-	assert_int_equal(r->corrupt, 0);
-	free(r);
-	fx_teardown(&f);
+	cpu0_teardown(r, &f);
 }
 
 static void test_ring_rseq_write_without_registration_counts_lost(void **state)

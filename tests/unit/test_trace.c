@@ -240,6 +240,27 @@ static void verify(struct gen *g, struct verify_result *res)
 	evr_trace_reader_free(r);
 }
 
+/*
+ * One round on a session of 3 rings: @n events of the three kinds on random
+ * rings, from threads that switch every 7 events (THREAD records), phantom
+ * losses every 9th round, then each ring drained.
+ */
+static void three_rings_round(struct gen *g, int round, int n)
+{
+	for (int k = 0; k < n; k++) {
+		uint32_t ring = (uint32_t)(gen_rnd(&g->rng) % 3);
+		uint32_t tid = 100 + ring * 10 + (uint32_t)(k / 7 % 3);
+
+		gen_emit(g, ring, tid, 1 + (uint32_t)(gen_rnd(&g->rng) % 3));
+	}
+	if (round % 9 == 4) {
+		evr_ring_count_lost(&g->w[round % 3], 5 + (uint64_t)round);
+		g->phantom_lost += 5 + (uint64_t)round;
+	}
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(gen_drain(g, i), 0);
+}
+
 /* Several rings, several threads per ring, phantom losses, a full ring. */
 static void test_trace_roundtrip_rings(void **state)
 {
@@ -248,21 +269,8 @@ static void test_trace_roundtrip_rings(void **state)
 
 	(void)state;
 	assert_int_equal(gen_init(&g, 3, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 7), 0);
-	for (int round = 0; round < 60; round++) {
-		for (int k = 0; k < 40; k++) {
-			uint32_t ring = (uint32_t)(gen_rnd(&g.rng) % 3);
-			/* Runs of the same thread, then a switch: THREAD records. */
-			uint32_t tid = 100 + ring * 10 + (uint32_t)(k / 7 % 3);
-
-			gen_emit(&g, ring, tid, 1 + (uint32_t)(gen_rnd(&g.rng) % 3));
-		}
-		if (round % 9 == 4) {
-			evr_ring_count_lost(&g.w[round % 3], 5 + (uint64_t)round);
-			g.phantom_lost += 5 + (uint64_t)round;
-		}
-		for (uint32_t i = 0; i < 3; i++)
-			assert_int_equal(gen_drain(&g, i), 0);
-	}
+	for (int round = 0; round < 60; round++)
+		three_rings_round(&g, round, 40);
 	/* A burst no reader drains: the ring fills up, the writer drops and
 	 * reports the drops in-band with a LOST record. */
 	for (int k = 0; k < 300; k++)
@@ -1350,18 +1358,7 @@ static void test_trace_writer_direct(void **state)
 	g.whole_pct = 70;
 	for (int round = 0; round < 80; round++) {
 		/* Enough per round that packets complete and are taken whole. */
-		for (int k = 0; k < 400; k++) {
-			uint32_t ring = (uint32_t)(gen_rnd(&g.rng) % 3);
-			uint32_t tid = 100 + ring * 10 + (uint32_t)(k / 7 % 3);
-
-			gen_emit(&g, ring, tid, 1 + (uint32_t)(gen_rnd(&g.rng) % 3));
-		}
-		if (round % 9 == 4) {
-			evr_ring_count_lost(&g.w[round % 3], 5 + (uint64_t)round);
-			g.phantom_lost += 5 + (uint64_t)round;
-		}
-		for (uint32_t i = 0; i < 3; i++)
-			assert_int_equal(gen_drain(&g, i), 0);
+		three_rings_round(&g, round, 400);
 		assert_int_equal(evr_trace_writer_pending(g.tw), 0);
 		/* Through the page cache for a while (a disk that fell behind),
 		 * then direct again from a page boundary. */

@@ -61,19 +61,29 @@ static void test_classify_steady_and_slewed(void **state)
 	assert_true(evr_clock_sync_due(&st, p.mono_ns + 1000000000ull));
 }
 
+/*
+ * A 2 GHz session's first two points, 100 ms apart (when the second is due),
+ * neither a jump: the segment has its first measured rate.
+ */
+static void first_two_points(struct evr_clock_sync_state *st)
+{
+	struct evr_trace_sync p;
+
+	evr_clock_sync_init(st, &tsc_2ghz);
+	p = pt(2000, 1000, 1000);
+	assert_int_equal(evr_clock_sync_classify(st, &p), 0);
+	assert_true(evr_clock_sync_due(st, 1000 + 100000000ull));
+	p = pt(2000 + 200000000ull, 1000 + 100000000ull, 1000 + 100000000ull);
+	assert_int_equal(evr_clock_sync_classify(st, &p), 0);
+}
+
 static void test_classify_jumps(void **state)
 {
 	struct evr_clock_sync_state st;
 	struct evr_trace_sync p;
 
 	(void)state;
-	evr_clock_sync_init(&st, &tsc_2ghz);
-	p = pt(2000, 1000, 1000);
-	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
-	/* The second point comes 100 ms later, for a first rate. */
-	assert_true(evr_clock_sync_due(&st, 1000 + 100000000ull));
-	p = pt(2000 + 200000000ull, 1000 + 100000000ull, 1000 + 100000000ull);
-	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
+	first_two_points(&st);
 	p = pt(2000 + 2200000000ull, 1100001000ull, 1100001000ull);
 	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
 	/* 1 s later by RAW, but the TSC moved 5 ms further: forward jump. */
@@ -113,11 +123,7 @@ static void test_classify_wide_window(void **state)
 	struct evr_trace_sync p;
 
 	(void)state;
-	evr_clock_sync_init(&st, &tsc_2ghz);
-	p = pt(2000, 1000, 1000);
-	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
-	p = pt(2000 + 200000000ull, 100001000ull, 100001000ull);
-	assert_int_equal(evr_clock_sync_classify(&st, &p), 0);
+	first_two_points(&st);
 	/* RAW 50 us later than the TSC says, read in a 120 us bracket: no jump. */
 	p = pt(2000 + 2200000000ull, 1100051000ull, 1100051000ull);
 	p.window = 240000;	/* ticks: 120 us at 2 GHz */
