@@ -266,6 +266,31 @@ static inline __attribute__((always_inline)) bool fast_cpu(struct evr_event *ev,
 #endif
 
 /*
+ * The clock and the thread id for the fast paths. @ready (a constant) says the
+ * clock is the TSC and the thread's id known (write_ready()): then the path
+ * calls no function before the slow path's. clock_gettime() for the monotonic
+ * clock, or gettid() for a thread's first event, on it, even never taken, made
+ * the compiler keep the arguments where a call preserves them: the write of a
+ * 200-byte payload cost 0.9 ns more (evring-bench writer_only_bytes200). The
+ * public functions check write_ready() first, and take a copy of the path
+ * built with @ready false, out of line, when it is not.
+ */
+static inline bool write_ready(void)
+{
+	return EVR_LIKELY(evr_clock_tsc && evr_tls_tid);
+}
+
+static inline __attribute__((always_inline)) uint64_t write_now(const bool ready)
+{
+	return ready ? __rdtsc() : evr_clock_now();
+}
+
+static inline __attribute__((always_inline)) uint32_t write_tid(const bool ready)
+{
+	return ready ? evr_tls_tid : evr_thread_id();
+}
+
+/*
  * write_fast() - write a payload of at most EVR_MAX_PAYLOAD bytes: @k words
  * @q (a constant, 0..EVR_RSEQ_WORDS_MAX) in registers, or with @k < 0 the
  * padded bytes at @payload, in the one per-CPU session that wants the event,
@@ -274,7 +299,7 @@ static inline __attribute__((always_inline)) bool fast_cpu(struct evr_event *ev,
  */
 static inline __attribute__((always_inline)) int
 write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k, uint64_t q0,
-	   uint64_t q1, uint64_t q2, uint64_t q3)
+	   uint64_t q1, uint64_t q2, uint64_t q3, const bool ready)
 {
 #if EVR_HAVE_RSEQ
 	struct rseq *rs;
@@ -283,14 +308,15 @@ write_fast(struct evr_event *ev, const void *payload, uint32_t len, const int k,
 	if (!fast_cpu(ev, &rs, &cpu))
 		return 1;
 	if (k >= 0)
-		return evr_ring_rseq_append_words_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
+		return evr_ring_rseq_append_words_rcu(&ev->percpu, rs, cpu, write_now(ready),
 						      evr_rseq_event_w0(ev->rid, len),
-						      evr_thread_id(), k, q0, q1, q2, q3) != 0;
-	return evr_ring_rseq_append_mem_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
-					    evr_rseq_event_w0(ev->rid, len), evr_thread_id(),
+						      write_tid(ready), k, q0, q1, q2, q3) != 0;
+	return evr_ring_rseq_append_mem_rcu(&ev->percpu, rs, cpu, write_now(ready),
+					    evr_rseq_event_w0(ev->rid, len), write_tid(ready),
 					    payload, (len + 7u) / 8u) != 0;
 #else
 	(void)ev, (void)payload, (void)len, (void)k, (void)q0, (void)q1, (void)q2, (void)q3;
+	(void)ready;
 	return 1;
 #endif
 }
@@ -299,7 +325,7 @@ int evr_event_write_padded(struct evr_event *ev, const void *payload, uint32_t l
 {
 	if (EVR_UNLIKELY(len > EVR_MAX_PAYLOAD))
 		return evr_event_write_too_big(ev);
-	if (EVR_LIKELY(write_fast(ev, payload, len, -1, 0, 0, 0, 0) == 0))
+	if (EVR_LIKELY(write_fast(ev, payload, len, -1, 0, 0, 0, 0, false) == 0))
 		return 0;
 	EVR_TAIL_CALL return write_slow(ev, payload, len);
 }
@@ -313,11 +339,11 @@ int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len)
 		const void *p = evr_rseq_rec_pad(buf, payload, len);
 
 		/* No tail call with @buf: this function has a frame, for it. */
-		if (EVR_LIKELY(write_fast(ev, p, len, -1, 0, 0, 0, 0) == 0))
+		if (EVR_LIKELY(write_fast(ev, p, len, -1, 0, 0, 0, 0, false) == 0))
 			return 0;
 		return write_slow(ev, p, len);
 	}
-	if (EVR_LIKELY(write_fast(ev, payload, len, -1, 0, 0, 0, 0) == 0))
+	if (EVR_LIKELY(write_fast(ev, payload, len, -1, 0, 0, 0, 0, false) == 0))
 		return 0;
 	EVR_TAIL_CALL return write_slow(ev, payload, len);
 }
@@ -336,11 +362,20 @@ int evr_event_write(struct evr_event *ev, const void *payload, uint32_t len)
                                                                                            \
 		return slow_write(ev, q, len, (uintptr_t)__builtin_frame_address(0));      \
 	}                                                                                  \
+	static __attribute__((noinline)) int write_cold_q##n(struct evr_event *ev,         \
+							     uint32_t len __VA_ARGS__)     \
+	{                                                                                  \
+		if (write_fast(ev, NULL, len, (n), EVR_Q_ARGS_##n, false) == 0)            \
+			return 0;                                                          \
+		EVR_TAIL_CALL return write_slow_q##n(ev, len EVR_Q_NAMES_##n);             \
+	}                                                                                  \
 	int evr__event_write_q##n(struct evr_event *ev, uint32_t len __VA_ARGS__)         \
 	{                                                                                  \
 		if (EVR_UNLIKELY((len + 7u) / 8u != (n)))                                   \
 			return -EINVAL;                                                    \
-		if (EVR_LIKELY(write_fast(ev, NULL, len, (n), EVR_Q_ARGS_##n) == 0))       \
+		if (!write_ready())                                                        \
+			EVR_TAIL_CALL return write_cold_q##n(ev, len EVR_Q_NAMES_##n);     \
+		if (EVR_LIKELY(write_fast(ev, NULL, len, (n), EVR_Q_ARGS_##n, true) == 0)) \
 			return 0;                                                          \
 		EVR_TAIL_CALL return write_slow_q##n(ev, len EVR_Q_NAMES_##n);             \
 	}
@@ -377,6 +412,38 @@ static __attribute__((noinline)) int write_slow_v(struct evr_event *ev, uint64_t
 	return slow_write(ev, buf, len, (uintptr_t)__builtin_frame_address(0));
 }
 
+/* evr__event_write_v()'s work after the checks; @ready: see write_now(). */
+static inline __attribute__((always_inline)) int
+write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2, const void *src,
+	uint64_t pn, const bool ready)
+{
+	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn;
+
+#if EVR_HAVE_RSEQ
+	{
+		/* As write_fast(), with the bytes copied from @src inside the section. */
+		struct rseq *rs;
+		uint32_t cpu;
+
+		if (fast_cpu(ev, &rs, &cpu) &&
+		    EVR_LIKELY(evr_ring_rseq_append_var_rcu(
+				       &ev->percpu, rs, cpu, write_now(ready),
+				       evr_rseq_event_w0(ev->rid, plen + n), write_tid(ready), q0, q1,
+				       q2, plen, src, n) == 0))
+			return 0;
+	}
+#else
+	(void)ready;
+#endif
+	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
+}
+
+static __attribute__((noinline)) int write_v_cold(struct evr_event *ev, uint64_t q0, uint64_t q1,
+						  uint64_t q2, const void *src, uint64_t pn)
+{
+	return write_v(ev, q0, q1, q2, src, pn, false);
+}
+
 int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
 		       const void *src, uint64_t pn)
 {
@@ -386,21 +453,9 @@ int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t 
 		return -EINVAL;
 	if (EVR_UNLIKELY((uint64_t)plen + n > EVR_MAX_PAYLOAD))
 		return evr_event_write_too_big(ev);
-#if EVR_HAVE_RSEQ
-	{
-		/* As write_fast(), with the bytes copied from @src inside the section. */
-		struct rseq *rs;
-		uint32_t cpu;
-
-		if (fast_cpu(ev, &rs, &cpu) &&
-		    EVR_LIKELY(evr_ring_rseq_append_var_rcu(&ev->percpu, rs, cpu, evr_clock_now(),
-							    evr_rseq_event_w0(ev->rid, plen + n),
-							    evr_thread_id(), q0, q1, q2, plen,
-							    src, n) == 0))
-			return 0;
-	}
-#endif
-	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
+	if (!write_ready())
+		EVR_TAIL_CALL return write_v_cold(ev, q0, q1, q2, src, pn);
+	return write_v(ev, q0, q1, q2, src, pn, true);
 }
 
 int evr_event_write_too_big(struct evr_event *ev)
@@ -489,7 +544,7 @@ int evr_event_writev(struct evr_event *ev, const union evr_value *values, uint32
 	encode(ev->desc, values, buf);
 	evr_rseq_pad_zero(buf, (uint32_t)len);
 	/* No tail call with @buf: this function has a frame, for it. */
-	if (EVR_LIKELY(write_fast(ev, buf, (uint32_t)len, -1, 0, 0, 0, 0) == 0))
+	if (EVR_LIKELY(write_fast(ev, buf, (uint32_t)len, -1, 0, 0, 0, 0, false) == 0))
 		return 0;
 	return write_slow(ev, buf, (uint32_t)len);
 }

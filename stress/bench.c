@@ -419,11 +419,12 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 
 /*
  * The writer alone: no reader runs while it writes (overwrite mode, so it never
- * waits for one). A passive reader attached before the first write then checks
+ * waits for one), of the 20-byte event, the 40-byte string or the 200 bytes:
+ * what the write path costs by itself, apart from a reader's traffic. A passive reader attached before the first write then checks
  * conservation: what it finds plus what it was lapped by (counted exactly from
  * the packet headers) is everything emitted.
  */
-static double writer_only_run(const struct opts *o)
+static double writer_only_run(const struct opts *o, enum loop_kind kind)
 {
 	struct evr_session_opts so = {
 		.providers = "Bench:0x1:4",
@@ -441,7 +442,7 @@ static double writer_only_run(const struct opts *o)
 		die("cannot start a session", err);
 	if (evr_session_reader_new(s, 0, &r) < 0)
 		die("cannot read a session", "out of memory");
-	ns = run_loops(1, LOOP_EVRING, o->events);
+	ns = run_loops(1, kind, o->events);
 	evr_session_stop(s);
 	while (evr_reader_next(r, &rec) > 0) {
 		if (rec.type == EVR_REC_EVENT)
@@ -729,8 +730,10 @@ static void report(const struct opts *o, const struct result *r)
 			printf(",\"second_ns_per_event_median\":%.2f",
 			       median(r->ns2, r->runs, NULL, NULL));
 		if (r->base)
-			printf(",\"ratio_to_enabled_1t\":%.2f,\"cpu_ratio_to_enabled_1t\":%.2f",
-			       med / median(r->base->ns, r->base->runs, NULL, NULL),
+			printf(",\"ratio_to_%s\":%.2f", r->base->scenario,
+			       med / median(r->base->ns, r->base->runs, NULL, NULL));
+		if (r->base && strcmp(r->base->scenario, "enabled_1t") == 0)
+			printf(",\"cpu_ratio_to_enabled_1t\":%.2f",
 			       median(r->cpu_ns, r->runs, NULL, NULL) /
 				       median(r->base->cpu_ns, r->base->runs, NULL, NULL));
 		if (strcmp(r->scenario, "reader") == 0)
@@ -749,8 +752,8 @@ static void report(const struct opts *o, const struct result *r)
 		if (strcmp(r->scenario, "switch_first") == 0)
 			printf("   the next write %.2f ns", median(r->ns2, r->runs, NULL, NULL));
 		if (r->base)
-			printf("   %.2fx enabled_1t",
-			       med / median(r->base->ns, r->base->runs, NULL, NULL));
+			printf("   %.2fx %s", med / median(r->base->ns, r->base->runs, NULL, NULL),
+			       r->base->scenario);
 		if (r->lttng_runs) {
 			double l = median(r->lttng_ns, r->lttng_runs, NULL, NULL);
 
@@ -800,7 +803,8 @@ static void usage(FILE *f)
 		"  --ring-size BYTES    per-CPU ring size (default 8388608)\n"
 		"  --clock CLOCK        timestamps from tsc or monotonic (clock_gettime), as\n"
 		"                       EVR_CLOCK= does; default: libevring's choice\n"
-		"  --scenario NAME,...  only these: baseline disabled writer_only enabled_1t\n"
+		"  --scenario NAME,...  only these: baseline disabled writer_only\n"
+		"                       writer_only_str40 writer_only_bytes200 enabled_1t\n"
 		"                       enabled_str40 enabled_bytes200 enabled_2t enabled_nt\n"
 		"                       sessions_4 switch_first enabled_1t_monotonic reader\n"
 		"                       counter_mean counter_increment counter_histogram\n"
@@ -811,7 +815,8 @@ static void usage(FILE *f)
 		"one CPU take turns (sched_yield()); the first write after each switch, and the\n"
 		"one right after it, each timed alone (both include a clock_gettime()).\n"
 		"enabled_1t_monotonic: enabled_1t in a child run with --clock monotonic, where\n"
-		"the clock is the TSC.\n");
+		"the clock is the TSC. writer_only*: the three payloads with no reader running\n"
+		"(overwrite mode), what the write path costs by itself.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *ret)
@@ -849,7 +854,8 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ 0 },
 	};
 	static const char *const scenarios[] = {
-		"baseline", "disabled", "writer_only", "enabled_1t", "enabled_str40",
+		"baseline", "disabled", "writer_only", "writer_only_str40",
+		"writer_only_bytes200", "enabled_1t", "enabled_str40",
 		"enabled_bytes200", "enabled_2t", "enabled_nt", "sessions_4", "switch_first",
 		"enabled_1t_monotonic",
 		"reader", "counter_mean", "counter_increment", "counter_histogram",
@@ -1015,11 +1021,31 @@ static int run(const struct opts *o)
 			r.ns[i] = run_loops(1, LOOP_EVRING, o->disabled_events);
 		report(o, &r);
 	}
-	if (wanted(o, "writer_only")) {
-		r = (struct result){ .scenario = "writer_only", .threads = 1, .sessions = 1, .runs = o->runs, .events = o->events };
-		for (int i = 0; i < o->runs; i++)
-			r.ns[i] = writer_only_run(o);
-		report(o, &r);
+	/* The writer alone, its three payloads in rounds, as the enabled scenarios. */
+	static const struct {
+		const char *name;
+		enum loop_kind kind;
+	} alone[] = {
+		{ "writer_only", LOOP_EVRING },
+		{ "writer_only_str40", LOOP_STR40 },
+		{ "writer_only_bytes200", LOOP_BYTES200 },
+	};
+	struct result wr[sizeof(alone) / sizeof(alone[0])];
+	size_t nw = 0;
+
+	for (size_t k = 0; k < sizeof(alone) / sizeof(alone[0]); k++)
+		if (wanted(o, alone[k].name))
+			wr[nw++] = (struct result){ .scenario = alone[k].name, .threads = 1,
+						    .sessions = 1, .runs = o->runs,
+						    .payload = loop_payload[alone[k].kind],
+						    .events = o->events, .kind = alone[k].kind };
+	for (int i = 0; i < o->runs; i++)
+		for (size_t k = 0; k < nw; k++)
+			wr[k].ns[i] = writer_only_run(o, wr[k].kind);
+	for (size_t k = 0; k < nw; k++) {
+		if (k > 0 && strcmp(wr[0].scenario, "writer_only") == 0)
+			wr[k].base = &wr[0];
+		report(o, &wr[k]);
 	}
 	/*
 	 * The enabled scenarios run in rounds, one run of each per round (and of

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 #include <ucontext.h>
 
@@ -560,6 +561,136 @@ static void test_ring_rseq_settle_takes_back_an_interrupted_append(void **state)
 	fx_teardown(&f);
 }
 
+/* ---- the var section's copy ------------------------------------------------------- */
+
+#if EVR_HAVE_RSEQ
+/* The byte @i of the test's variable part for event @seq. */
+static uint8_t var_byte(uint64_t seq, uint32_t i)
+{
+	return (uint8_t)(seq * 31u + i * 7u + 1u);
+}
+
+/*
+ * Write event @seq through evr_ring_rseq_append_var_rcu() on CPU 0: @plen
+ * bytes of fixed fields, then @n bytes at @src; the slow path when the section
+ * asks for it (a packet switch).
+ */
+static void var_write(struct ring_fx *f, struct evr_ring_writer *_Atomic *rings, uint64_t seq,
+		      uint32_t plen, const uint8_t *src, uint32_t n, uint32_t tid)
+{
+	uint64_t p[3] = { 0, 0, 0 };
+	int ret;
+
+	for (uint32_t i = 0; i < plen; i++)
+		((uint8_t *)p)[i] = (uint8_t)(0xf0u ^ var_byte(seq, i + 1000u));
+	do
+		ret = evr_ring_rseq_append_var_rcu(rings, evr_rseq_area(), 0, seq,
+						   evr_rseq_event_w0(event_id_of(seq), plen + n),
+						   tid, p[0], p[1], p[2], plen, src, n);
+	while (ret == 1);
+	if (ret == 2) {
+		uint8_t buf[evr_rseq_pad_size(plen + n)];
+		struct evr_rseq_rec rec;
+
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, p, plen);
+		memcpy(buf + plen, src, n);
+		evr_rseq_rec_init(&rec, event_id_of(seq), seq, tid, buf, plen + n);
+		ret = evr_ring_rseq_write(f->w, f->nr, evr_rseq_area(), &rec);
+	}
+	assert_int_equal(ret, 0);
+}
+#endif
+
+/*
+ * Every length from 0 to 300 bytes (each size class of the copy, and a loop
+ * past them), after 4 to 24 bytes of fixed fields, with 32-byte moves and
+ * without: the record holds exactly the fields and the bytes, its padding is
+ * zero, nothing past the record is written, and the bytes are read from
+ * memory that ends where they do (a PROT_NONE page follows).
+ */
+static void test_ring_rseq_var_copies_every_length_exactly(void **state)
+{
+#if EVR_HAVE_RSEQ
+	static const uint32_t plens[] = { 4, 12, 20, 24, 9 };
+	struct evr_ring_writer *_Atomic rings;
+	const uint8_t saved_avx2 = evr_ring_copy_avx2;
+	long page = sysconf(_SC_PAGESIZE);
+	struct evr_ring_reader *r;
+	uint64_t seq = 0, checked = 0;
+	struct ring_fx f;
+	uint8_t *map;
+
+	(void)state;
+	if (!rseq_usable() || !pin_cpu0()) {
+		unpin();
+		skip();
+	}
+	/* Room for every record: 2 x 301 of at most 352 bytes. */
+	fx_setup(&f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, 16 * RING_MIN, EVR_MODE_DISCARD);
+	r = reader_new(&f, 0, EVR_READER_GATING);
+	rings = f.w;
+	map = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map + page, (size_t)page, PROT_NONE), 0);
+	for (int wide = 0; wide <= 1; wide++) {
+		if (wide && !__builtin_cpu_supports("avx2")) {
+			print_message("no AVX2 here: the 32-byte copy is not tested\n");
+			break;
+		}
+		evr_ring_copy_avx2 = (uint8_t)wide;
+		for (uint32_t n = 0; n <= 300; n++) {
+			const uint32_t plen = plens[n % 5], tid = 1u + (n / 7u) % 2u;
+			uint8_t *src = map + page - n;
+			struct evr_ring_writer *w = &f.w[0];
+			uint64_t pos = w->head, end, guard;
+			struct evr_record rec;
+
+			for (uint32_t i = 0; i < n; i++)
+				src[i] = var_byte(seq, i);
+			/* Poison what follows the write position, within the ring. */
+			guard = (w->ring_mask + 1) - (pos & w->ring_mask);
+			memset(w->data + (pos & w->ring_mask), 0xa5, guard < 512 ? guard : 512);
+			var_write(&f, &rings, seq, plen, src, n, tid);
+			end = w->head;
+			if (end - pos < 512 && (end & w->ring_mask) > (pos & w->ring_mask)) {
+				/* The section wrote this record (no packet switch): past its
+				 * end, the poison is intact. */
+				const uint8_t *q = w->data + (end & w->ring_mask);
+				uint64_t left = (w->ring_mask + 1) - (end & w->ring_mask);
+
+				for (uint64_t i = 0; i < 512 - (end - pos) && i < left; i++)
+					assert_int_equal(q[i], 0xa5);
+			}
+			do
+				assert_int_equal(evr_ring_reader_next(r, &rec), 1);
+			while (rec.type != EVR_REC_EVENT);
+			assert_int_equal(rec.event_id, event_id_of(seq));
+			assert_true(rec.ts == seq);
+			assert_int_equal(rec.tid, tid);
+			assert_int_equal(rec.len, plen + n);
+			for (uint32_t i = 0; i < plen; i++)
+				assert_int_equal(((const uint8_t *)rec.payload)[i],
+						 (uint8_t)(0xf0u ^ var_byte(seq, i + 1000u)));
+			assert_memory_equal((const uint8_t *)rec.payload + plen, src, n);
+			for (uint32_t k = rec.len; k % 8; k++)
+				assert_int_equal(((const uint8_t *)rec.payload)[k], 0);
+			checked++;
+			seq++;
+		}
+	}
+	evr_ring_copy_avx2 = saved_avx2;
+	unpin();
+	munmap(map, 2 * (size_t)page);
+	print_message("%llu records checked\n", (unsigned long long)checked);
+	cpu0_teardown(r, &f);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* ---- the fence: evr_rseq_synchronize() ------------------------------------------- */
 
 #if EVR_HAVE_RSEQ
@@ -682,6 +813,7 @@ int main(void)
 		cmocka_unit_test(test_ring_rseq_write_yields_to_preempted_holder),
 		cmocka_unit_test(test_ring_rseq_write_without_registration_counts_lost),
 		cmocka_unit_test(test_ring_rseq_settle_takes_back_an_interrupted_append),
+		cmocka_unit_test(test_ring_rseq_var_copies_every_length_exactly),
 		cmocka_unit_test(test_ring_rseq_synchronize_aborts_running_sections),
 	};
 
