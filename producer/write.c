@@ -412,36 +412,37 @@ static __attribute__((noinline)) int write_slow_v(struct evr_event *ev, uint64_t
 	return slow_write(ev, buf, len, (uintptr_t)__builtin_frame_address(0));
 }
 
-/* evr__event_write_v()'s work after the checks; @ready: see write_now(). */
+/*
+ * evr__event_write_v()'s fast path, after the checks; @ready: see write_now().
+ * Return: 0 written; 1 when the slow path must write it (the caller's tail call).
+ */
 static inline __attribute__((always_inline)) int
-write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2, const void *src,
-	uint64_t pn, const bool ready)
+write_v_fast(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2, const void *src,
+	     uint64_t pn, const bool ready)
 {
-	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn;
-
 #if EVR_HAVE_RSEQ
-	{
-		/* As write_fast(), with the bytes copied from @src inside the section. */
-		struct rseq *rs;
-		uint32_t cpu;
+	/* As write_fast(), with the bytes copied from @src inside the section. */
+	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn;
+	struct rseq *rs;
+	uint32_t cpu;
 
-		if (fast_cpu(ev, &rs, &cpu) &&
-		    EVR_LIKELY(evr_ring_rseq_append_var_rcu(
-				       &ev->percpu, rs, cpu, write_now(ready),
-				       evr_rseq_event_w0(ev->rid, plen + n), write_tid(ready), q0, q1,
-				       q2, plen, src, n) == 0))
-			return 0;
-	}
+	if (!fast_cpu(ev, &rs, &cpu))
+		return 1;
+	return evr_ring_rseq_append_var_rcu(&ev->percpu, rs, cpu, write_now(ready),
+					    evr_rseq_event_w0(ev->rid, plen + n), write_tid(ready),
+					    q0, q1, q2, plen, src, n) != 0;
 #else
-	(void)ready;
+	(void)ev, (void)q0, (void)q1, (void)q2, (void)src, (void)pn, (void)ready;
+	return 1;
 #endif
-	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
 }
 
 static __attribute__((noinline)) int write_v_cold(struct evr_event *ev, uint64_t q0, uint64_t q1,
 						  uint64_t q2, const void *src, uint64_t pn)
 {
-	return write_v(ev, q0, q1, q2, src, pn, false);
+	if (write_v_fast(ev, q0, q1, q2, src, pn, false) == 0)
+		return 0;
+	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
 }
 
 int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
@@ -455,7 +456,10 @@ int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t 
 		return evr_event_write_too_big(ev);
 	if (!write_ready())
 		EVR_TAIL_CALL return write_v_cold(ev, q0, q1, q2, src, pn);
-	return write_v(ev, q0, q1, q2, src, pn, true);
+	if (EVR_LIKELY(write_v_fast(ev, q0, q1, q2, src, pn, true) == 0))
+		return 0;
+	/* A tail call: the slow path's frame lies on the caller's (stacks). */
+	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
 }
 
 int evr_event_write_too_big(struct evr_event *ev)
