@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <evring/shm.h>
@@ -24,6 +25,7 @@ struct evr_reader {
 	bool ended;
 	bool gone;			/* the producer died: treat the session as ended */
 	uint32_t final_next;		/* next ring whose final losses to report */
+	struct evr_pace pace;
 	struct evr_reader_stats stats;
 	struct evr_ring_reader *rings;	/* nr entries, each large (copy buffer) */
 };
@@ -179,16 +181,23 @@ int evr_reader_wait(struct evr_reader *r, int timeout_ms)
 int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int nextra,
 			int timeout_ms)
 {
+	uint64_t consumed = 0, pace;
+
 	if (r->doorbell_fd < 0 || nextra > EVR_WAIT_EXTRA_MAX || (nextra && !extra))
 		return -EINVAL;
 	if (__atomic_load_n(&r->gone, __ATOMIC_RELAXED))
 		return 0;	/* nothing will ring any more: drain */
 	for (unsigned int i = 0; i < nextra; i++)
 		extra[i].revents = 0;
-	__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
-	/* Pairs with the full fence in the writer's ring_doorbell(): either a writer
-	 * closing a packet sees waiting == 1, or we see its head below. */
-	atomic_thread_fence(memory_order_seq_cst);
+	for (uint32_t i = 0; i < r->nr; i++)
+		consumed += r->rings[i].pos;
+	pace = evr_pace_next(&r->pace, r->rings[0].ring_size, consumed, timeout_ms);
+	if (!pace) {
+		__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
+		/* Pairs with the full fence in the writer's ring_doorbell(): either a
+		 * writer closing a packet sees waiting == 1, or we see its head below. */
+		atomic_thread_fence(memory_order_seq_cst);
+	}
 	if (__atomic_load_n(&r->hdr->ended, __ATOMIC_ACQUIRE))
 		return 0;
 	/*
@@ -200,10 +209,14 @@ int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int
 		if (evr_ring_reader_packet_ready(&r->rings[i]))
 			return 0;
 	}
+	/* A steady stream: a timer, the doorbell unarmed (evr_pace_ns()). */
+	if (pace)
+		return evr_doorbell_poll_ns(r->doorbell_fd, extra, nextra, pace);
 	return evr_doorbell_poll(r->doorbell_fd, extra, nextra, timeout_ms);
 }
 
-int evr_doorbell_poll(int doorbell_fd, struct pollfd *extra, unsigned int nextra, int timeout_ms)
+static int doorbell_ppoll(int doorbell_fd, struct pollfd *extra, unsigned int nextra,
+			  const struct timespec *timeout)
 {
 	struct pollfd pfd[1 + EVR_WAIT_EXTRA_MAX];
 	uint64_t v;
@@ -214,7 +227,7 @@ int evr_doorbell_poll(int doorbell_fd, struct pollfd *extra, unsigned int nextra
 		pfd[1 + i] = extra[i];
 		pfd[1 + i].revents = 0;
 	}
-	n = poll(pfd, 1 + nextra, timeout_ms);
+	n = ppoll(pfd, 1 + nextra, timeout, NULL);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (n == 0)
@@ -225,4 +238,49 @@ int evr_doorbell_poll(int doorbell_fd, struct pollfd *extra, unsigned int nextra
 	if ((pfd[0].revents & POLLIN) && read(doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	return 1;
+}
+
+int evr_doorbell_poll(int doorbell_fd, struct pollfd *extra, unsigned int nextra, int timeout_ms)
+{
+	struct timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L };
+
+	return doorbell_ppoll(doorbell_fd, extra, nextra, timeout_ms < 0 ? NULL : &ts);
+}
+
+int evr_doorbell_poll_ns(int doorbell_fd, struct pollfd *extra, unsigned int nextra,
+			 uint64_t timeout_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000u),
+			       .tv_nsec = (long)(timeout_ns % 1000000000u) };
+
+	return doorbell_ppoll(doorbell_fd, extra, nextra, &ts);
+}
+
+uint64_t evr_pace_ns(uint64_t ring_size, uint64_t bytes, uint64_t ns)
+{
+	uint64_t fill;
+
+	if (!bytes || !ns)
+		return 0;
+	fill = (uint64_t)((unsigned __int128)(ring_size / 8) * ns / bytes);
+	if (fill > EVR_PACE_MAX_NS)
+		return 0;
+	return fill < EVR_PACE_MIN_NS ? EVR_PACE_MIN_NS : fill;
+}
+
+uint64_t evr_pace_next(struct evr_pace *p, uint64_t ring_size, uint64_t consumed, int timeout_ms)
+{
+	struct timespec t;
+	uint64_t now, pace;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	pace = p->wait_ns ? evr_pace_ns(ring_size, consumed - p->consumed, now - p->wait_ns) : 0;
+	p->wait_ns = now;
+	p->consumed = consumed;
+	if (timeout_ms == 0)
+		return 0;
+	if (timeout_ms > 0 && pace > (uint64_t)timeout_ms * 1000000u)
+		pace = (uint64_t)timeout_ms * 1000000u;
+	return pace;
 }

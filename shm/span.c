@@ -35,6 +35,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <evring/shm.h>
 
@@ -66,6 +67,9 @@ struct evr_span_reader {
 	uint64_t next_pos, next_events, next_lost;
 	bool next_in_packet;
 	uint64_t corrupt;
+	uint64_t consumed;		/* bytes of spans done, all rings (pacing) */
+	struct evr_pace pace;
+	struct evr_span_wait_stats waits;
 	struct span_ring *rings;
 };
 
@@ -414,6 +418,7 @@ int evr_span_reader_done(struct evr_span_reader *sr, const struct evr_shm_span *
 		rg->in_packet = false;
 		return -ESTALE;
 	}
+	sr->consumed += sr->next_pos - rg->pos;
 	rg->pos = sr->next_pos;
 	rg->events = sr->next_events;
 	rg->lost = sr->next_lost;
@@ -460,31 +465,53 @@ void evr_span_reader_hold(struct evr_span_reader *sr, bool on)
 		evr_span_reader_release(sr);
 }
 
+/* The packet at some ring's position is complete and its successor has begun:
+ * a whole span waits (what evr_span_reader_get() with EVR_SPAN_WHOLE takes). */
+static bool whole_span_waits(const struct evr_span_reader *sr)
+{
+	for (uint32_t i = 0; i < sr->nr; i++) {
+		uint64_t head = __atomic_load_n(&sr->rings[i].ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t pe = packet_end(sr, sr->rings[i].pos);
+
+		if (head >= pe && head - pe >= EVR_PACKET_HDR_SIZE)
+			return true;
+	}
+	return false;
+}
+
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
 			     unsigned int nextra, int timeout_ms)
 {
+	uint64_t pace;
+
 	if (!sr || doorbell_fd < 0 || nextra > EVR_WAIT_EXTRA_MAX || (nextra && !extra))
 		return -EINVAL;
 	for (unsigned int i = 0; i < nextra; i++)
 		extra[i].revents = 0;
 	if (sr->pending || sr->gone || sr->drained)
 		return 0;
+	pace = evr_pace_next(&sr->pace, sr->ring_size, sr->consumed, timeout_ms);
+	if (pace) {
+		/* A steady stream: sleep until an eighth of a ring is there, the
+		 * doorbell left unarmed, so that the writers never ring it. */
+		if (whole_span_waits(sr) || __atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE))
+			return 0;
+		sr->waits.paced++;
+		return evr_doorbell_poll_ns(doorbell_fd, extra, nextra, pace);
+	}
 	__atomic_store_n(&sr->hdr->waiting, 1, __ATOMIC_RELAXED);
 	/* Pairs with the full fence in the writer's doorbell: either a writer
 	 * closing a packet sees waiting == 1, or we see its head below. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (__atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE) || whole_span_waits(sr))
 		return 0;
-	for (uint32_t i = 0; i < sr->nr; i++) {
-		uint64_t head = __atomic_load_n(&sr->rings[i].ctl->head, __ATOMIC_ACQUIRE);
-		uint64_t pe = packet_end(sr, sr->rings[i].pos);
-
-		/* The packet at pos is complete and its successor has begun: a whole
-		 * span waits (what evr_span_reader_get() with EVR_SPAN_WHOLE takes). */
-		if (head >= pe && head - pe >= EVR_PACKET_HDR_SIZE)
-			return 0;
-	}
+	sr->waits.doorbell++;
 	return evr_doorbell_poll(doorbell_fd, extra, nextra, timeout_ms);
+}
+
+void evr_span_reader_wait_stats(const struct evr_span_reader *sr, struct evr_span_wait_stats *ret)
+{
+	*ret = sr ? sr->waits : (struct evr_span_wait_stats){ 0 };
 }
 
 void evr_span_reader_producer_gone(struct evr_span_reader *sr)

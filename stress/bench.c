@@ -88,6 +88,7 @@ struct result {
 	double lttng_ns[MAX_RUNS];
 	int lttng_runs;
 	uint64_t lost;
+	struct evr_span_wait_stats waits;	/* packet readers' sleeps, all runs */
 };
 
 /* The counter the LOOP_CTR_* loops record into. */
@@ -363,7 +364,8 @@ static uint64_t events_of(const struct opts *o, enum loop_kind kind)
  * ns/event; adds losses to *lost; checks conservation.
  */
 static double enabled_run(const struct opts *o, int threads, int sessions, enum loop_kind kind,
-			  uint64_t *lost, double *ret_cpu, double *ret_ns2)
+			  uint64_t *lost, double *ret_cpu, double *ret_ns2,
+			  struct evr_span_wait_stats *waits)
 {
 	struct evr_session *s[MAX_SESSIONS];
 	struct drain d[MAX_SESSIONS];
@@ -409,6 +411,13 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 			exit(1);
 		}
 		*lost += d[i].lost;
+		if (d[i].sr) {
+			struct evr_span_wait_stats w;
+
+			evr_span_reader_wait_stats(d[i].sr, &w);
+			waits->doorbell += w.doorbell;
+			waits->paced += w.paced;
+		}
 		evr_reader_free(d[i].r);
 		evr_span_reader_free(d[i].sr);
 		free(d[i].buf);
@@ -420,9 +429,10 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 /*
  * The writer alone: no reader runs while it writes (overwrite mode, so it never
  * waits for one), of the 20-byte event, the 40-byte string or the 200 bytes:
- * what the write path costs by itself, apart from a reader's traffic. A passive reader attached before the first write then checks
- * conservation: what it finds plus what it was lapped by (counted exactly from
- * the packet headers) is everything emitted.
+ * what the write path costs by itself, apart from a reader's traffic. A
+ * passive reader attached before the first write then checks conservation:
+ * what it finds plus what it was lapped by (counted exactly from the packet
+ * headers) is everything emitted.
  */
 static double writer_only_run(const struct opts *o, enum loop_kind kind)
 {
@@ -725,6 +735,10 @@ static void report(const struct opts *o, const struct result *r)
 			       o->chase ? "chase" : "wait", o->records ? "records" : "packets");
 			printf(",\"cpu_ns_per_event_median\":%.2f",
 			       median(r->cpu_ns, r->runs, NULL, NULL));
+			if (!o->records)
+				printf(",\"reader_doorbell_waits\":%" PRIu64
+				       ",\"reader_paced_waits\":%" PRIu64,
+				       r->waits.doorbell, r->waits.paced);
 		}
 		if (strcmp(r->scenario, "switch_first") == 0)
 			printf(",\"second_ns_per_event_median\":%.2f",
@@ -1077,7 +1091,7 @@ static int run(const struct opts *o)
 			else
 				er[k].ns[i] = enabled_run(o, er[k].threads, er[k].sessions,
 							  er[k].kind, &er[k].lost, &er[k].cpu_ns[i],
-							  &er[k].ns2[i]);
+							  &er[k].ns2[i], &er[k].waits);
 #ifdef EVR_HAVE_LTTNG
 			if (o->vs_lttng && strcmp(er[k].scenario, "enabled_1t") == 0)
 				er[k].lttng_ns[er[k].lttng_runs++] = lttng_run(o);

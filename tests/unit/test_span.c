@@ -9,8 +9,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +26,8 @@
 #include <cmocka.h>
 
 #include <evring/shm.h>
+
+#include "../../shm/doorbell.h"
 
 #define NR 2
 #define PACKET 16384u
@@ -433,6 +437,148 @@ static void test_span_wait_fds(void **state)
 }
 
 /*
+ * The pacing rule (evr_pace_ns()): the time to fill an eighth of the ring at
+ * the rate seen, at least EVR_PACE_MIN_NS; the doorbell (0) for nothing
+ * consumed, no time, or a rate slower than an eighth of a ring in
+ * EVR_PACE_MAX_NS; no overflow with a large ring and a long time.
+ */
+static void test_span_pace_rule(void **state)
+{
+	const uint64_t ring = 8u << 20;	/* an eighth: 1 MiB */
+
+	(void)state;
+	assert_true(evr_pace_ns(ring, 0, 1000000) == 0);
+	assert_true(evr_pace_ns(ring, 1u << 20, 0) == 0);
+	/* 1 MiB in 2 ms: the next MiB in 2 ms. */
+	assert_true(evr_pace_ns(ring, 1u << 20, 2000000) == 2000000);
+	/* 4 MiB in 2 ms: half a millisecond. */
+	assert_true(evr_pace_ns(ring, 4u << 20, 2000000) == 500000);
+	/* Faster than the floor: the floor. */
+	assert_true(evr_pace_ns(ring, 1u << 30, 1000) == EVR_PACE_MIN_NS);
+	/* An eighth in exactly EVR_PACE_MAX_NS: still paced; a little slower: not. */
+	assert_true(evr_pace_ns(ring, 1u << 20, EVR_PACE_MAX_NS) == EVR_PACE_MAX_NS);
+	assert_true(evr_pace_ns(ring, (1u << 20) - 4096, EVR_PACE_MAX_NS) == 0);
+	/* 1 GiB rings, an hour: no overflow, and slow. */
+	assert_true(evr_pace_ns(1ull << 30, 1, 3600ull * 1000000000u) == 0);
+	assert_true(evr_pace_ns(1ull << 30, 1ull << 40, 3600ull * 1000000000u) == 0);
+	assert_true(evr_pace_ns(1ull << 40, 1ull << 40, 1000000) == 125000);
+}
+
+struct paced {
+	struct sess *s;
+	uint64_t attempts;
+	uint32_t bursts;
+};
+
+/*
+ * Bursts of eight packets' worth of events into ring 0, each after the reader
+ * has taken every whole packet and armed the doorbell (a paced reader must
+ * arm it again once the stream stops, or this waits for ever).
+ */
+static void *paced_writer(void *arg)
+{
+	struct paced *p = arg;
+	uint64_t seq = 0;
+
+	for (uint32_t b = 0; b < p->bursts; b++) {
+		for (;;) {
+			uint64_t head = __atomic_load_n(&p->s->w[0].ctl->head, __ATOMIC_ACQUIRE);
+			uint64_t tail = __atomic_load_n(&p->s->w[0].ctl->tail, __ATOMIC_ACQUIRE);
+
+			if (tail >= (head & ~(uint64_t)(PACKET - 1)) &&
+			    __atomic_load_n(&p->s->h->waiting, __ATOMIC_ACQUIRE))
+				break;
+			sched_yield();
+		}
+		/* 216-byte records: 75 a packet, a little over 8 packets. */
+		for (uint32_t i = 0; i < 610; i++, seq++) {
+			(void)emit(p->s, 0, seq, 200);
+			p->attempts++;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Both readers, sleeping in their wait with no timeout, keep up with bursts of
+ * packets: paced while one lasts, woken by the doorbell after each pause;
+ * every event is accounted for, and the span reader's come in order.
+ */
+static void test_span_paced_wait_keeps_up_and_wakes_again(void **state)
+{
+	(void)state;
+	for (int records = 0; records <= 1; records++) {
+		struct evr_span_reader *sr = NULL;
+		struct tally t = { .check_order = true };
+		struct paced p = { .bursts = 20 };
+		struct evr_reader *rd = NULL;
+		const uint64_t want = 20 * 610;
+		struct sess s;
+		pthread_t th;
+		int bell;
+
+		bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		assert_true(bell >= 0);
+		sess_new(&s, EVR_MODE_DISCARD, 16 * PACKET);
+		for (uint32_t i = 0; i < NR; i++)
+			evr_ring_writer_init(&s.w[i], s.h, i, bell);
+		cur_hdr = s.h;
+		p.s = &s;
+		if (records)
+			assert_int_equal(evr_reader_new(s.h, bell, EVR_READER_GATING, &rd), 0);
+		else
+			assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+		assert_int_equal(pthread_create(&th, NULL, paced_writer, &p), 0);
+		/* The last packet of the last burst stays open until the end. */
+		while (t.events + t.lost + 75 < want) {
+			uint64_t got = 0;
+
+			if (records) {
+				struct evr_record rec;
+
+				while (evr_reader_next(rd, &rec) > 0) {
+					t.events += rec.type == EVR_REC_EVENT;
+					t.lost += rec.type == EVR_REC_LOST ? rec.lost : 0;
+					got++;
+				}
+				if (!got && t.events + t.lost + 75 < want)
+					assert_true(evr_reader_wait_fds(rd, NULL, 0, -1) >= 0);
+			} else if (drain_flags(sr, &t, EVR_SPAN_WHOLE) == 0) {
+				assert_true(evr_span_reader_wait_fds(sr, bell, NULL, 0, -1) >= 0);
+			}
+		}
+		assert_int_equal(pthread_join(th, NULL), 0);
+		sess_end(&s);
+		if (records) {
+			struct evr_record rec;
+
+			while (evr_reader_next(rd, &rec) > 0) {
+				t.events += rec.type == EVR_REC_EVENT;
+				t.lost += rec.type == EVR_REC_LOST ? rec.lost : 0;
+			}
+			assert_true(evr_reader_ended(rd));
+			evr_reader_free(rd);
+		} else {
+			struct evr_span_wait_stats st;
+
+			drain_flags(sr, &t, 0);
+			assert_true(evr_span_reader_drained(sr));
+			evr_span_reader_wait_stats(sr, &st);
+			/* Each pause ended with the doorbell armed: the writer waited for it. */
+			assert_true(st.doorbell >= 19);
+			print_message("span reader: %" PRIu64 " doorbell and %" PRIu64
+				      " paced sleeps\n", st.doorbell, st.paced);
+			evr_span_reader_free(sr);
+		}
+		assert_int_equal(t.events + t.lost, p.attempts);
+		print_message("%s reader: %" PRIu64 " events, %" PRIu64 " lost\n",
+			      records ? "record" : "span", t.events, t.lost);
+		sess_free(&s);
+		close(bell);
+	}
+}
+
+/*
  * EVR_SPAN_WHOLE: only rests of packets whose successor has begun, counted by
  * the two headers (tally_span() checks the counts against a walk); the packet
  * still open comes out without the flag, or once the session ended.
@@ -669,6 +815,8 @@ int main(void)
 		cmocka_unit_test(test_span_whole_concurrent_conservation),
 		cmocka_unit_test(test_span_walk_hostile),
 		cmocka_unit_test(test_span_wait_fds),
+		cmocka_unit_test(test_span_pace_rule),
+		cmocka_unit_test(test_span_paced_wait_keeps_up_and_wakes_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -265,11 +265,23 @@ uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
  * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
  * completes on some ring and the next one has begun (doorbell handshake on
  * @doorbell_fd), the session ends, an @extra fd is ready, or @timeout_ms
- * passes. Data of packets still open waits for the timeout.
+ * passes. Data of packets still open waits for the timeout. A reader that
+ * keeps up with a steady stream (an eighth of a ring within 50 ms) sleeps
+ * instead until, at the rate it measured, the next eighth is there, and
+ * leaves the doorbell unarmed: the writers then make no system call for it
+ * (evr_pace_ns() in shm/doorbell.h has the figures).
  * Return: 1 woken, 0 timeout or data already there, -errno.
  */
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
 			     unsigned int nextra, int timeout_ms);
+
+/* How a span reader slept: on the doorbell, or paced by a timer. */
+struct evr_span_wait_stats {
+	uint64_t doorbell;
+	uint64_t paced;
+};
+
+void evr_span_reader_wait_stats(const struct evr_span_reader *sr, struct evr_span_wait_stats *ret);
 
 /* The producer died: finish once what it published is consumed. */
 void evr_span_reader_producer_gone(struct evr_span_reader *sr);
