@@ -675,7 +675,9 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
  * ones. Without AVX2, and past 256 bytes, a loop of 16- or 32-byte moves;
  * below 32 bytes, two 16-, 8- or 4-byte moves, or three single bytes.
  * Scratch: %[a], %[ts] (stored by then), %[x0], %[x1], ymm14, ymm15; the upper
- * halves are cleared (vzeroupper) after 32-byte moves.
+ * halves are cleared (vzeroupper) after 32-byte moves. That is right only
+ * because nothing else lives in a vector register across the section: its
+ * one user, evr__event_write_v(), has no vector values of its own (keep it so).
  */
 #define EVR_RSEQ_VAR_BYTES                                                                 \
 	"cmpq $32, %[n]\n\t"                                                               \
