@@ -7,7 +7,8 @@
  * Unlike the other exports (profile.c), which aggregate symbolized names, this
  * one keeps addresses: a Location per distinct address, in the Mapping of the
  * module that holds it (path, range, file offset, build ID: the trace's module
- * map), with one Line naming its Function when the symbolizer knew it. pprof
+ * map), with one Line naming its Function when the symbolizer knew it (and one
+ * before it for each function inlined there, innermost first). pprof
  * then shows functions, and still has what it needs to symbolize the rest
  * itself (`pprof -symbolize=local` with PPROF_BINARY_PATH pointing at
  * unstripped files). JIT frames resolved by a perf map have no mapping.
@@ -128,8 +129,12 @@ struct pp {
 
 	struct kmap locmap;		/* lookup address -> location index */
 	Evr__Pprof__Location *locs;
-	Evr__Pprof__Line *lines;	/* one per location, used when it has a function */
+	uint32_t *line0;		/* per location: its first entry of lines[] */
 	uint32_t nlocs, caplocs;
+	/* Each location's lines, in order: the functions inlined there, innermost
+	 * first, then the function that holds the address (pprof's convention). */
+	Evr__Pprof__Line *lines;
+	uint32_t nlines, caplines;
 
 	struct kmap funcmap;		/* (name, file) string indexes -> function index */
 	Evr__Pprof__Function *funcs;
@@ -249,32 +254,44 @@ static int loc_id(struct pp *p, uint64_t pc, bool is_return, uint64_t *ret)
 		return 0;
 	}
 	if (p->nlocs == p->caplocs) {
-		/* lines[] has the capacity of locs[]. */
+		/* line0[] has the capacity of locs[]. */
 		uint32_t cap = p->caplocs;
-		Evr__Pprof__Line *nl;
+		uint32_t *n0;
 
 		if (grow((void **)&p->locs, &cap, p->nlocs, sizeof(*p->locs)) < 0)
 			return -ENOMEM;
-		nl = realloc(p->lines, (size_t)cap * sizeof(*nl));
-		if (!nl)
+		n0 = realloc(p->line0, (size_t)cap * sizeof(*n0));
+		if (!n0)
 			return -ENOMEM;
-		p->lines = nl;
+		p->line0 = n0;
 		p->caplocs = cap;
 	}
 	l = &p->locs[p->nlocs];
 	evr__pprof__location__init(l);
-	evr__pprof__line__init(&p->lines[p->nlocs]);
 	l->id = idx + 1;
 	l->address = addr;
+	p->line0[p->nlocs] = p->nlines;
 	if (p->sym)
 		evr_symbolizer_lookup(p->sym, pc, is_return, &s);
 	l->mapping_id = s.jit ? 0 : mapping_of(p, addr, &mod);
 	if (s.func) {
-		err = func_id(p, s.func, s.file ? s.file : "", &p->lines[p->nlocs].function_id);
-		if (err < 0)
-			return err;
-		p->lines[p->nlocs].line = s.line;
-		l->n_line = 1;
+		for (uint32_t k = 0; k <= s.ninlined; k++) {
+			const char *fn = k < s.ninlined ? s.inlined[k].func : s.func;
+			const char *file = k < s.ninlined ? s.inlined[k].file : s.file;
+			Evr__Pprof__Line *ln;
+
+			if (p->nlines == p->caplines &&
+			    grow((void **)&p->lines, &p->caplines, p->nlines, sizeof(*p->lines)) < 0)
+				return -ENOMEM;
+			ln = &p->lines[p->nlines];
+			evr__pprof__line__init(ln);
+			err = func_id(p, fn, file ? file : "", &ln->function_id);
+			if (err < 0)
+				return err;
+			ln->line = k < s.ninlined ? s.inlined[k].line : s.line;
+			p->nlines++;
+		}
+		l->n_line = 1 + s.ninlined;
 		if (l->mapping_id && !s.line)
 			p->map_unsym[mod] |= 2;
 	} else if (l->mapping_id) {
@@ -492,7 +509,7 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 	labels = calloc(p->nsamples ? 2 * p->nsamples : 1, sizeof(*labels));
 	labelp = calloc(p->nsamples ? 2 * p->nsamples : 1, sizeof(*labelp));
 	locp = calloc(p->nlocs ? p->nlocs : 1, sizeof(*locp));
-	linep = calloc(p->nlocs ? p->nlocs : 1, sizeof(*linep));
+	linep = calloc(p->nlines ? p->nlines : 1, sizeof(*linep));
 	funcp = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*funcp));
 	if (p->mods && p->mods->n) {
 		maps = calloc(p->mods->n, sizeof(*maps));
@@ -529,12 +546,12 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 		m->label = &labelp[2 * i];
 		samplep[i] = m;
 	}
+	for (uint32_t i = 0; i < p->nlines; i++)
+		linep[i] = &p->lines[i];
 	for (uint32_t i = 0; i < p->nlocs; i++) {
 		locp[i] = &p->locs[i];
-		if (p->locs[i].n_line) {
-			linep[i] = &p->lines[i];
-			p->locs[i].line = &linep[i];
-		}
+		if (p->locs[i].n_line)
+			p->locs[i].line = &linep[p->line0[i]];
 	}
 	for (uint32_t i = 0; i < p->nfuncs; i++)
 		funcp[i] = &p->funcs[i];
@@ -652,6 +669,7 @@ out:
 		free(p.strs[i]);
 	free(p.strs);
 	free(p.locs);
+	free(p.line0);
 	free(p.lines);
 	free(p.funcs);
 	free(p.map_ids);

@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <dwarf.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -56,7 +57,7 @@ struct jsym {
 
 struct cache_ent {
 	uint64_t key;			/* looked-up address + 1; 0: empty slot */
-	struct evr_sym sym;
+	struct evr_sym sym;		/* sym.inlined: malloc'ed, or NULL */
 	uint64_t func_start;
 	int found;
 };
@@ -268,6 +269,8 @@ void evr_symbolizer_free(struct evr_symbolizer *s)
 	for (size_t i = 0; i < s->njit; i++)
 		free(s->jit[i].name);
 	free(s->jit);
+	for (size_t i = 0; s->cache && i < s->cache_cap; i++)
+		free((void *)s->cache[i].sym.inlined);
 	free(s->cache);
 	free(s->offmods);
 	evr_modmap_free(s->map);
@@ -655,6 +658,72 @@ static void cache_grow(struct evr_symbolizer *s)
 	free(old);
 }
 
+/* The name of an inlined subroutine: its abstract origin's. */
+static const char *inline_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute at;
+
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &at));
+}
+
+/*
+ * The functions debug info says are inlined at @a in @mod, innermost first
+ * (dwarf_getscopes(): the scopes holding @a, innermost first, up to the
+ * function the symbol table names): each is where the previous one was
+ * called, the first is at @a's own line. e->sym.file and line then become the
+ * call of the outermost, a position in the containing function.
+ */
+static void resolve_inlined(Dwfl_Module *mod, uint64_t a, struct cache_ent *e)
+{
+	struct evr_sym_inline *v;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	const char *file = e->sym.file;
+	uint32_t line = e->sym.line, k = 0;
+	size_t nfiles = 0;
+	Dwarf_Addr bias;
+	int n, m = 0;
+
+	cu = dwfl_module_addrdie(mod, a, &bias);
+	if (!cu || (n = dwarf_getscopes(cu, a - bias, &scopes)) <= 0)
+		return;
+	for (int i = 0; i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++)
+		m += dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine;
+	v = m ? calloc((size_t)m, sizeof(*v)) : NULL;
+	if (!v) {
+		free(scopes);
+		return;
+	}
+	(void)dwarf_getsrcfiles(cu, &files, &nfiles);
+	for (int i = 0; i < n && k < (uint32_t)m; i++) {
+		Dwarf_Attribute at;
+		Dwarf_Word cf, cl;
+
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		v[k].func = inline_name(&scopes[i]);
+		if (!v[k].func)
+			v[k].func = "[inlined]";
+		v[k].file = file;
+		v[k].line = line;
+		k++;
+		/* The caller's position: where this one was inlined. */
+		file = NULL;
+		line = 0;
+		if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &at), &cf) == 0 &&
+		    cf < nfiles)
+			file = dwarf_filesrc(files, cf, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at), &cl) == 0 &&
+		    cl <= UINT32_MAX)
+			line = (uint32_t)cl;
+	}
+	free(scopes);
+	e->sym.inlined = v;
+	e->sym.ninlined = k;
+	e->sym.file = line ? file : NULL;
+	e->sym.line = file ? line : 0;
+}
+
 static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 {
 	const struct jsym *j;
@@ -706,6 +775,7 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 		return 0;
 	e->sym.func = f->name;
 	e->func_start = f->addr;
+	resolve_inlined(mod, a, e);
 	return 1;
 }
 

@@ -5,7 +5,8 @@
 # reads back with spin_hot at the top of `-top` (from evring's own symbols: -symbolize=none),
 # as many samples as the trace has CPU samples, their CPU time in the default sample type,
 # the callers spin_work < main, the thread labels and the mapping of the program with its
-# build ID. --event-stacks: one event per Round, all from spin_work. JIT frames of minirt
+# build ID. --event-stacks: one event per Round, all from spin_round (the fire function,
+# inlined: a frame of its own, marked so) in spin_work at the line of its call. JIT frames of minirt
 # (recorded with --perf-map) show as method names. A trace without samples: a clear error.
 source "$(dirname "$0")/lib.sh"
 need_python
@@ -44,10 +45,16 @@ grep -qE "^evring convert: [1-9][0-9]* events, 0 lost, $want of pprof to $T/cpu.
 "${PPROF[@]}" -raw -symbolize=none "$T/cpu.pb.gz" >"$T/raw.txt" 2>&1 || fail "pprof -raw: $(cat "$T/raw.txt")"
 "${PPROF[@]}" -traces -symbolize=none "$T/cpu.pb.gz" >"$T/traces.txt" 2>&1 || fail "pprof -traces failed"
 "${PPROF[@]}" -top -symbolize=none "$T/ev.pb.gz" >"$T/ev-top.txt" 2>&1 || fail "pprof -top events: $(cat "$T/ev-top.txt")"
+"${PPROF[@]}" -traces -symbolize=none "$T/ev.pb.gz" >"$T/ev-traces.txt" 2>&1 || fail "pprof -traces events failed"
+"${PPROF[@]}" -raw -symbolize=none "$T/ev.pb.gz" >"$T/ev-raw.txt" 2>&1 || fail "pprof -raw events failed"
+# The line of spin_work that writes the event (through spin_round(), the inlined fire function).
+call_line=$(grep -n "^	spin_round(round);" "$(dirname "$0")/spin.c" | cut -d: -f1)
+[[ -n $call_line ]] || fail "spin.c: no spin_round(round) call"
 
-python3 - "$T" <<'PY'
+python3 - "$T" "$call_line" <<'PY'
 import json, re, sys
 T = sys.argv[1]
+call_line = int(sys.argv[2])
 recs = [json.loads(l) for l in open(f"{T}/p.jsonl")]
 samples = [r for r in recs if r["type"] == "cpu_sample" and r.get("stack")]
 rounds = sum(1 for r in recs if r.get("event") == "Round")
@@ -95,7 +102,15 @@ assert re.search(r"spin_hot\n\s+spin_work\n\s+main\n", tr), tr[:800]
 ev = top_rows(f"{T}/ev-top.txt")
 evtext = open(f"{T}/ev-top.txt").read()
 assert "Type: events" in evtext, evtext
-assert ev and ev[0] == (str(rounds), "spin_work"), f"event stacks: {ev[:3]}, {rounds} rounds"
+# Each event stack starts in the fire function the compiler inlined into spin_work: a
+# Location with two Lines, the inlined function first (pprof marks it), then its caller at
+# the line of the call.
+assert ev and ev[0] == (str(rounds), "spin_round (inline)"), f"event stacks: {ev[:3]}, {rounds} rounds"
+evtr = open(f"{T}/ev-traces.txt").read()
+assert re.search(r"spin_round \(inline\)\n\s+spin_work\n\s+main\n", evtr), evtr[:800]
+evraw = open(f"{T}/ev-raw.txt").read()
+assert re.search(r"^\s+\d+: 0x[0-9a-f]+ M=\d+ spin_round \S+:\d+ s=\d+\n\s+spin_work \S+spin\.c:%d s=\d+$"
+                 % call_line, evraw, re.M), evraw[:1500]
 print(f"pprof: spin_hot on top of {len(samples)} samples ({period} ns); {rounds} event stacks")
 PY
 

@@ -142,14 +142,28 @@ ssize_t evr_perf_map_read(pid_t pid, char **ret);
 struct evr_symbolizer;
 
 /* One resolved address. Strings are borrowed from the symbolizer until it is freed. */
+/* A function the compiler inlined at an address, and where in it the address is. */
+struct evr_sym_inline {
+	const char *func;
+	const char *file;		/* NULL: unknown */
+	uint32_t line;			/* 0: unknown */
+};
+
 struct evr_sym {
 	const char *func;		/* NULL: unknown */
 	uint64_t offset;		/* pc - function start, when func */
 	const char *module;		/* file name of the module (basename), "[jit]", or NULL */
 	uint64_t module_offset;		/* pc - module bias (file-relative), when module */
-	const char *file;		/* source file, when debug info says */
+	/* Source position in func: with functions inlined at pc, the call of the
+	 * outermost of them; when debug info says. */
+	const char *file;
 	uint32_t line;			/* 0: unknown */
 	bool jit;			/* resolved by a perf map */
+	/* The functions inlined at pc (debug info's inlined subroutines), the
+	 * innermost first, each with where pc is in it: a stack of ninlined frames
+	 * above func's own. Owned by the symbolizer. */
+	uint32_t ninlined;
+	const struct evr_sym_inline *inlined;
 };
 
 /**
