@@ -440,22 +440,31 @@ int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32
 
 /* ---- from a trace -------------------------------------------------------------------- */
 
-/* A frame's name for aggregation: the function, else module+offset, else the address. */
-static const char *frame_name(struct evr_symbolizer *sym, uint64_t pc, bool is_return, char *buf,
-			      size_t len)
+/*
+ * A frame's names for aggregation, innermost first, at most @room (>= 1): the
+ * functions debug info says are inlined at @pc, then the function that holds
+ * it, else module+offset, else the address (written in @buf). Returns how many.
+ */
+static uint32_t frame_names(struct evr_symbolizer *sym, uint64_t pc, bool is_return,
+			    const char **names, uint32_t room, char *buf, size_t len)
 {
 	struct evr_sym s = { 0 };
+	uint32_t k = 0;
 
 	if (sym)
 		evr_symbolizer_lookup(sym, pc, is_return, &s);
-	if (s.func)
-		return s.func;
-	if (s.module) {
-		snprintf(buf, len, "%s+0x%" PRIx64, s.module, s.module_offset);
-		return buf;
+	for (; k < s.ninlined && k + 1 < room; k++)
+		names[k] = s.inlined[k].func;
+	if (s.func) {
+		names[k] = s.func;
+	} else {
+		if (s.module)
+			snprintf(buf, len, "%s+0x%" PRIx64, s.module, s.module_offset);
+		else
+			snprintf(buf, len, "0x%" PRIx64, pc);
+		names[k] = buf;
 	}
-	snprintf(buf, len, "0x%" PRIx64, pc);
-	return buf;
+	return k + 1;
 }
 
 static const char *thread_label(struct evr_trace_reader *r, uint32_t tid, char *buf, size_t len)
@@ -477,12 +486,14 @@ int evr_profile_add_samples(struct evr_profile *p, const struct evr_samples *ss,
 	for (size_t i = 0; i < ss->n && !err; i++) {
 		const struct evr_sample_rec *s = &ss->v[i];
 		const uint64_t *fr = ss->frames + ss->frame_off[i];
-		uint32_t n = s->nframes < 128 ? s->nframes : 128;
+		uint32_t n = 0;
 
-		if (s->type != EVR_SAMPLE_CPU || !n)
+		if (s->type != EVR_SAMPLE_CPU || !s->nframes)
 			continue;
-		for (uint32_t k = 0; k < n; k++)
-			names[k] = frame_name(sym, fr[k], k > 0, bufs[k], sizeof(bufs[k]));
+		/* A frame's last name only may use its buffer: bufs[n] before the call. */
+		for (uint32_t k = 0; k < s->nframes && n < 128; k++)
+			n += frame_names(sym, fr[k], k > 0, names + n, 128 - n, bufs[n],
+					 sizeof(bufs[n]));
 		err = evr_profile_add(p, thread_label(r, s->tid, tl, sizeof(tl)), names, n,
 				      s->time_ns, s->value ? s->value : 1);
 	}
@@ -496,13 +507,13 @@ int evr_profile_add_event_stack(struct evr_profile *p, struct evr_symbolizer *sy
 	char bufs[128][96];
 	const char *names[128];
 	char tl[64];
-	uint32_t n = nframes < 128 ? nframes : 128;
+	uint32_t n = 0;
 
-	for (uint32_t k = 0; k < n; k++) {
+	for (uint32_t k = 0; k < nframes && n < 128; k++) {
 		uint64_t pc;
 
 		memcpy(&pc, (const uint8_t *)frames + 8u * k, 8);
-		names[k] = frame_name(sym, pc, true, bufs[k], sizeof(bufs[k]));
+		n += frame_names(sym, pc, true, names + n, 128 - n, bufs[n], sizeof(bufs[n]));
 	}
 	return evr_profile_add(p, thread_label(r, tid, tl, sizeof(tl)), names, n, time_ns, 1);
 }
@@ -576,17 +587,21 @@ void evr_chrome_frames_free(struct evr_chrome_frames *cf)
 static int frames_node(struct evr_chrome_frames *cf, const uint64_t *pcs, uint32_t n,
 		       bool first_is_pc, uint64_t *ret)
 {
+	const char *names[16];
 	char buf[96];
 	uint32_t node = 0, name;
 	int err = 0;
 
 	for (uint32_t i = n; !err && i-- > 0;) {
-		uint64_t pc = pcs[i];
+		uint32_t k = frame_names(cf->sym, pcs[i], i > 0 || !first_is_pc, names, 16, buf,
+					 sizeof(buf));
 
-		err = intern(cf->p, frame_name(cf->sym, pc, i > 0 || !first_is_pc, buf, sizeof(buf)),
-			     &name);
-		if (!err)
-			err = child(cf->p, node, name, &node);
+		/* Outermost first: the function that holds the pc, then what it inlined. */
+		while (!err && k-- > 0) {
+			err = intern(cf->p, names[k], &name);
+			if (!err)
+				err = child(cf->p, node, name, &node);
+		}
 	}
 	*ret = node;
 	return err;

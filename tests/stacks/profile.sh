@@ -3,7 +3,8 @@
 # Profiles from a trace with CPU samples and event stacks: convert --format folded (every
 # line "frames COUNT", counts summing to the samples' CPU time, spin_hot the heaviest leaf),
 # --format speedscope (checked against speedscope's file format: schema, frame indexes in
-# range, as many weights as samples), --event-stacks, and report --html with its flame graphs (inline
+# range, as many weights as samples), --event-stacks (ending in the inlined fire function,
+# a frame of its own), and report --html with its flame graphs (inline
 # SVG, nothing fetched), convert --format chrome with stackFrames/sf and samples. A trace
 # without samples or stacks: a clear error.
 source "$(dirname "$0")/lib.sh"
@@ -58,7 +59,9 @@ assert n == len(samples), f"speedscope has {n} samples, the trace {len(samples)}
 ev = open(f"{T}/ev.folded").read().splitlines()
 rounds = sum(1 for r in recs if r.get("event") == "Round")
 assert sum(int(l.rsplit(" ", 1)[1]) for l in ev) == rounds, "event stacks do not count every event"
-assert all(l.rsplit(" ", 1)[0].endswith(";main;spin_work") for l in ev), ev
+# Each event stack ends in its fire function, which the header inlined into spin_work:
+# a frame of its own, from debug info.
+assert all(l.rsplit(" ", 1)[0].endswith(";main;spin_work;spin_round") for l in ev), ev
 
 html = open(f"{T}/p.html").read()
 for title in ("CPU flame graph", "Event stacks"):
@@ -81,7 +84,7 @@ def chain(i):
 assert all(int(k) >= 1 for k in sf), "stackFrames ids start at 1"
 evs = [e for e in c["traceEvents"] if e.get("cat") == "Spin"]
 assert evs and all("sf" in e for e in evs), "an event without its stack"
-assert all(chain(e["sf"])[:2] == ["spin_work", "main"] for e in evs), chain(evs[0]["sf"])
+assert all(chain(e["sf"])[:3] == ["spin_round", "spin_work", "main"] for e in evs), chain(evs[0]["sf"])
 assert len(c["samples"]) == len(samples), f'{len(c["samples"])} Chrome samples, {len(samples)} in the trace'
 assert sum(1 for s in c["samples"] if chain(s["sf"])[0] == "spin_hot") > len(samples) / 2
 print(f"{len(lines)} folded stacks, {len(samples)} samples, {len(ev)} event stacks: ok")
