@@ -36,10 +36,10 @@ int evr_doorbell_poll_ns(int doorbell_fd, struct pollfd *extra, unsigned int nex
  * that is longer than EVR_PACE_MAX_NS or nothing was consumed.
  *
  * Why: every doorbell is a write() on the writer's CPU, and waking a reader
- * whose CPU idles costs it more (an IPI: 12 us a ring in a KVM guest here,
- * against about 1 us on bare metal). A writer closing packets at 1000 a second
- * (64 KiB packets at 64 MB/s), with a reader waiting after each, paid that
- * for each packet, 1.2% of its CPU in the guest. A reader that keeps up with a
+ * whose CPU idles costs it more (an IPI: 12 us a ring in the KVM guest this
+ * was measured on). A writer closing packets at 1000 a second (64 KiB packets
+ * at 64 MB/s), with a reader waiting after each, pays that for each packet:
+ * 12 ms a second, 1.2% of its CPU. A reader that keeps up with a
  * steady stream knows when the next eighth of a ring will be there: it sleeps
  * until then and the writers never see it waiting. When the stream slows,
  * the next wait finds less than it expected and arms the doorbell again.
