@@ -31,21 +31,24 @@ int evr_doorbell_poll_ns(int doorbell_fd, struct pollfd *extra, unsigned int nex
 /**
  * evr_pace_ns() - how long a reader may sleep on a timer instead of the
  * doorbell, having consumed @bytes since its previous wait began, @ns ago:
- * the time the writers take at that rate to fill an eighth of a ring of
- * @ring_size bytes (at least EVR_PACE_MIN_NS), or 0 (use the doorbell) when
- * that is longer than EVR_PACE_MAX_NS or nothing was consumed.
+ * at that rate, as long as the writers would have taken to ring it (a packet
+ * of @packet_size, and at most once per EVR_RING_BELL_INTERVAL_US), but never
+ * longer than they take to fill an eighth of a ring of @ring_size bytes, and
+ * at least EVR_PACE_MIN_NS; 0 (use the doorbell) when nothing was consumed or
+ * an eighth takes longer than EVR_PACE_MAX_NS.
  *
  * Why: every doorbell is a write() on the writer's CPU, and waking a reader
  * whose CPU idles costs it more (an IPI: 12 us a ring in the KVM guest this
  * was measured on). A writer closing packets at 1000 a second (64 KiB packets
  * at 64 MB/s), with a reader waiting after each, pays that for each packet:
- * 12 ms a second, 1.2% of its CPU. A reader that keeps up with a
- * steady stream knows when the next eighth of a ring will be there: it sleeps
- * until then and the writers never see it waiting. When the stream slows,
- * the next wait finds less than it expected and arms the doorbell again.
+ * 12 ms a second, 1.2% of its CPU. A reader that keeps up with a steady
+ * stream knows when the next packet will be there: it wakes as often as the
+ * doorbell would have woken it, and the writers never see it waiting. When
+ * the stream slows, the next wait finds less than it expected and arms the
+ * doorbell again.
  * Context: pure.
  */
-uint64_t evr_pace_ns(uint64_t ring_size, uint64_t bytes, uint64_t ns);
+uint64_t evr_pace_ns(uint64_t ring_size, uint32_t packet_size, uint64_t bytes, uint64_t ns);
 
 /* A reader's pacing state: when its last wait began, and what it had consumed. */
 struct evr_pace {
@@ -59,6 +62,7 @@ struct evr_pace {
  * that is >= 0, or 0 for the doorbell (also with @timeout_ms 0: no sleep).
  * Updates @p.
  */
-uint64_t evr_pace_next(struct evr_pace *p, uint64_t ring_size, uint64_t consumed, int timeout_ms);
+uint64_t evr_pace_next(struct evr_pace *p, uint64_t ring_size, uint32_t packet_size,
+		       uint64_t consumed, int timeout_ms);
 
 #endif /* EVR_SHM_DOORBELL_H */

@@ -191,7 +191,8 @@ int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int
 		extra[i].revents = 0;
 	for (uint32_t i = 0; i < r->nr; i++)
 		consumed += r->rings[i].pos;
-	pace = evr_pace_next(&r->pace, r->rings[0].ring_size, consumed, timeout_ms);
+	pace = evr_pace_next(&r->pace, r->rings[0].ring_size, r->rings[0].packet_size, consumed,
+			     timeout_ms);
 	if (!pace) {
 		__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
 		/* Pairs with the full fence in the writer's ring_doorbell(): either a
@@ -256,26 +257,34 @@ int evr_doorbell_poll_ns(int doorbell_fd, struct pollfd *extra, unsigned int nex
 	return doorbell_ppoll(doorbell_fd, extra, nextra, &ts);
 }
 
-uint64_t evr_pace_ns(uint64_t ring_size, uint64_t bytes, uint64_t ns)
+uint64_t evr_pace_ns(uint64_t ring_size, uint32_t packet_size, uint64_t bytes, uint64_t ns)
 {
-	uint64_t fill;
+	uint64_t eighth, packet, wake;
 
 	if (!bytes || !ns)
 		return 0;
-	fill = (uint64_t)((unsigned __int128)(ring_size / 8) * ns / bytes);
-	if (fill > EVR_PACE_MAX_NS)
+	eighth = (uint64_t)((unsigned __int128)(ring_size / 8) * ns / bytes);
+	if (eighth > EVR_PACE_MAX_NS)
 		return 0;
-	return fill < EVR_PACE_MIN_NS ? EVR_PACE_MIN_NS : fill;
+	/* As often as the writers would ring: a packet, not more than once a ms. */
+	packet = (uint64_t)((unsigned __int128)packet_size * ns / bytes);
+	wake = packet > EVR_RING_BELL_INTERVAL_US * 1000ull ? packet
+							       : EVR_RING_BELL_INTERVAL_US * 1000ull;
+	if (wake > eighth)
+		wake = eighth;
+	return wake < EVR_PACE_MIN_NS ? EVR_PACE_MIN_NS : wake;
 }
 
-uint64_t evr_pace_next(struct evr_pace *p, uint64_t ring_size, uint64_t consumed, int timeout_ms)
+uint64_t evr_pace_next(struct evr_pace *p, uint64_t ring_size, uint32_t packet_size,
+		       uint64_t consumed, int timeout_ms)
 {
 	struct timespec t;
 	uint64_t now, pace;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-	pace = p->wait_ns ? evr_pace_ns(ring_size, consumed - p->consumed, now - p->wait_ns) : 0;
+	pace = p->wait_ns ? evr_pace_ns(ring_size, packet_size, consumed - p->consumed,
+					    now - p->wait_ns) : 0;
 	p->wait_ns = now;
 	p->consumed = consumed;
 	if (timeout_ms == 0)

@@ -490,7 +490,7 @@ int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct
 		extra[i].revents = 0;
 	if (sr->pending || sr->gone || sr->drained)
 		return 0;
-	pace = evr_pace_next(&sr->pace, sr->ring_size, sr->consumed, timeout_ms);
+	pace = evr_pace_next(&sr->pace, sr->ring_size, sr->packet_size, sr->consumed, timeout_ms);
 	/*
 	 * Not while spans are held (a recorder gathering a direct-I/O batch):
 	 * what it holds fills the rings beyond what it measures. Paced, the
@@ -501,8 +501,8 @@ int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct
 	if (sr->hold)
 		pace = 0;
 	if (pace) {
-		/* A steady stream: sleep until an eighth of a ring is there, the
-		 * doorbell left unarmed, so that the writers never ring it. */
+		/* A steady stream: sleep as long as the doorbell would have let us,
+		 * the doorbell unarmed, so that the writers never ring it. */
 		if (whole_span_waits(sr) || __atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE))
 			return 0;
 		sr->waits.paced++;

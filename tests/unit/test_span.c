@@ -437,31 +437,39 @@ static void test_span_wait_fds(void **state)
 }
 
 /*
- * The pacing rule (evr_pace_ns()): the time to fill an eighth of the ring at
- * the rate seen, at least EVR_PACE_MIN_NS; the doorbell (0) for nothing
+ * The pacing rule (evr_pace_ns()): as often as the writers would ring (a
+ * packet, at most once per EVR_RING_BELL_INTERVAL_US), never later than an
+ * eighth of the ring, at least EVR_PACE_MIN_NS; the doorbell (0) for nothing
  * consumed, no time, or a rate slower than an eighth of a ring in
  * EVR_PACE_MAX_NS; no overflow with a large ring and a long time.
  */
 static void test_span_pace_rule(void **state)
 {
 	const uint64_t ring = 8u << 20;	/* an eighth: 1 MiB */
+	const uint32_t packet = 64u << 10;
+	const uint64_t bell = EVR_RING_BELL_INTERVAL_US * 1000ull;
 
 	(void)state;
-	assert_true(evr_pace_ns(ring, 0, 1000000) == 0);
-	assert_true(evr_pace_ns(ring, 1u << 20, 0) == 0);
-	/* 1 MiB in 2 ms: the next MiB in 2 ms. */
-	assert_true(evr_pace_ns(ring, 1u << 20, 2000000) == 2000000);
-	/* 4 MiB in 2 ms: half a millisecond. */
-	assert_true(evr_pace_ns(ring, 4u << 20, 2000000) == 500000);
+	assert_true(evr_pace_ns(ring, packet, 0, 1000000) == 0);
+	assert_true(evr_pace_ns(ring, packet, 1u << 20, 0) == 0);
+	/* 1 MiB in 2 ms: a packet takes 125 us, less than the bell's interval. */
+	assert_true(evr_pace_ns(ring, packet, 1u << 20, 2000000) == bell);
+	/* 1 MiB in 40 ms: a packet in 2.5 ms. */
+	assert_true(evr_pace_ns(ring, packet, 1u << 20, 40000000) == 2500000);
+	/* 4 MiB in 2 ms: an eighth comes in half a millisecond, before the bell's interval. */
+	assert_true(evr_pace_ns(ring, packet, 4u << 20, 2000000) == 500000);
 	/* Faster than the floor: the floor. */
-	assert_true(evr_pace_ns(ring, 1u << 30, 1000) == EVR_PACE_MIN_NS);
-	/* An eighth in exactly EVR_PACE_MAX_NS: still paced; a little slower: not. */
-	assert_true(evr_pace_ns(ring, 1u << 20, EVR_PACE_MAX_NS) == EVR_PACE_MAX_NS);
-	assert_true(evr_pace_ns(ring, (1u << 20) - 4096, EVR_PACE_MAX_NS) == 0);
+	assert_true(evr_pace_ns(ring, packet, 1u << 30, 1000) == EVR_PACE_MIN_NS);
+	/* An eighth in exactly EVR_PACE_MAX_NS: still paced, a packet's time; a little
+	 * slower: the doorbell. */
+	assert_true(evr_pace_ns(ring, packet, 1u << 20, EVR_PACE_MAX_NS) == EVR_PACE_MAX_NS / 16);
+	assert_true(evr_pace_ns(ring, packet, (1u << 20) - 4096, EVR_PACE_MAX_NS) == 0);
+	/* A ring of two packets: an eighth before the packet. */
+	assert_true(evr_pace_ns(2 * packet, packet, 1u << 20, 40000000) == 625000);
 	/* 1 GiB rings, an hour: no overflow, and slow. */
-	assert_true(evr_pace_ns(1ull << 30, 1, 3600ull * 1000000000u) == 0);
-	assert_true(evr_pace_ns(1ull << 30, 1ull << 40, 3600ull * 1000000000u) == 0);
-	assert_true(evr_pace_ns(1ull << 40, 1ull << 40, 1000000) == 125000);
+	assert_true(evr_pace_ns(1ull << 30, packet, 1, 3600ull * 1000000000u) == 0);
+	assert_true(evr_pace_ns(1ull << 30, packet, 1ull << 40, 3600ull * 1000000000u) == 0);
+	assert_true(evr_pace_ns(1ull << 40, packet, 1ull << 40, 1000000) == 125000);
 }
 
 struct paced {

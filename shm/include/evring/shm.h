@@ -267,9 +267,9 @@ uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
  * @doorbell_fd), the session ends, an @extra fd is ready, or @timeout_ms
  * passes. Data of packets still open waits for the timeout. A reader that
  * keeps up with a steady stream (an eighth of a ring within 50 ms) sleeps
- * instead until, at the rate it measured, the next eighth is there, and
- * leaves the doorbell unarmed: the writers then make no system call for it
- * (evr_pace_ns() in shm/doorbell.h has the figures). Not in hold mode.
+ * on a timer instead, as long as the writers would have taken to ring (at the
+ * rate it measured), and leaves the doorbell unarmed: the writers then make
+ * no system call for it (evr_pace_ns() in shm/doorbell.h). Not in hold mode.
  * Return: 1 woken, 0 timeout or data already there, -errno.
  */
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
