@@ -17,6 +17,7 @@
 
 uint32_t evr_ring_percpu_min = UINT32_MAX;
 uint8_t evr_ring_copy_avx2;
+int evr_rseq_fence_ok;
 
 /* Before any constructor can write an event (priority 101, the first allowed). */
 __attribute__((constructor(101))) static void copy_width_init(void)
@@ -24,7 +25,6 @@ __attribute__((constructor(101))) static void copy_width_init(void)
 	__builtin_cpu_init();
 	evr_ring_copy_avx2 = __builtin_cpu_supports("avx2") != 0;
 }
-int evr_rseq_fence_ok;
 
 void evr_rseq_fence_register(void)
 {

@@ -682,25 +682,20 @@ static void resolve_inlined(Dwfl_Module *mod, uint64_t a, struct cache_ent *e)
 	uint32_t line = e->sym.line, k = 0;
 	size_t nfiles = 0;
 	Dwarf_Addr bias;
-	int n, m = 0;
+	int n;
 
 	cu = dwfl_module_addrdie(mod, a, &bias);
 	if (!cu || (n = dwarf_getscopes(cu, a - bias, &scopes)) <= 0)
 		return;
-	for (int i = 0; i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++)
-		m += dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine;
-	v = m ? calloc((size_t)m, sizeof(*v)) : NULL;
-	if (!v) {
-		free(scopes);
-		return;
-	}
-	(void)dwarf_getsrcfiles(cu, &files, &nfiles);
-	for (int i = 0; i < n && k < (uint32_t)m; i++) {
+	v = calloc((size_t)n, sizeof(*v));	/* at most one per scope */
+	if (v)
+		(void)dwarf_getsrcfiles(cu, &files, &nfiles);
+	for (int i = 0; v && i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++) {
 		Dwarf_Attribute at;
 		Dwarf_Word cf, cl;
 
 		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
-			continue;
+			continue;	/* a lexical block */
 		v[k].func = inline_name(&scopes[i]);
 		if (!v[k].func)
 			v[k].func = "[inlined]";
@@ -718,6 +713,10 @@ static void resolve_inlined(Dwfl_Module *mod, uint64_t a, struct cache_ent *e)
 			line = (uint32_t)cl;
 	}
 	free(scopes);
+	if (!k) {
+		free(v);
+		return;
+	}
 	e->sym.inlined = v;
 	e->sym.ninlined = k;
 	e->sym.file = line ? file : NULL;
