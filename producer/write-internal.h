@@ -30,4 +30,23 @@ evr_session_write_rec_rcu(struct evr_session *s, struct rseq *rs, const struct e
 					  rec->len, (uint8_t)rec->flags);
 }
 
+/*
+ * Where evr__event_write_v() is written by hand (write-v-asm.c: x86-64 with
+ * rseq), the C version is evr__event_write_v_c(), which the hand-written one
+ * jumps to for anything but its common case, and evr__event_write_v_slow()
+ * the slow path it jumps to from its critical section. Both take the
+ * arguments of evr__event_write_v() and return what it returns.
+ */
+#if EVR_HAVE_RSEQ
+#define EVR_WRITE_V_ASM 1
+#define EVR_WRITE_V_C evr__event_write_v_c
+#else
+#define EVR_WRITE_V_ASM 0
+#define EVR_WRITE_V_C evr__event_write_v
+#endif
+EVR_HIDDEN int evr__event_write_v_c(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
+				    const void *src, uint64_t pn);
+EVR_HIDDEN int evr__event_write_v_slow(struct evr_event *ev, uint64_t q0, uint64_t q1,
+				       uint64_t q2, const void *src, uint64_t pn);
+
 #endif /* EVR_WRITE_INTERNAL_H */

@@ -445,8 +445,8 @@ static __attribute__((noinline)) int write_v_cold(struct evr_event *ev, uint64_t
 	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
 }
 
-int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
-		       const void *src, uint64_t pn)
+int EVR_WRITE_V_C(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2, const void *src,
+		  uint64_t pn)
 {
 	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn;
 
@@ -461,6 +461,15 @@ int evr__event_write_v(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t 
 	/* A tail call: the slow path's frame lies on the caller's (stacks). */
 	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
 }
+
+#if EVR_WRITE_V_ASM
+/* The slow path of the hand-written evr__event_write_v(), for its section's exits. */
+int evr__event_write_v_slow(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
+			    const void *src, uint64_t pn)
+{
+	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
+}
+#endif
 
 int evr_event_write_too_big(struct evr_event *ev)
 {

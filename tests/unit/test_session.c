@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -884,6 +886,244 @@ static void test_event_variable_payloads_decode_exactly(void **state)
 	munmap(map, 2 * (size_t)page);
 }
 
+/*
+ * Strings and byte arrays from threads that share one CPU, so that they
+ * preempt each other inside the write path's critical section, while a storm
+ * of signals interrupts them there and the handler writes events of its own
+ * (a write nested in an interrupted one, whose section the kernel aborts):
+ * every record comes back whole, in each thread's order, and what was written
+ * is exactly what was read plus what was reported lost. The handler counts
+ * the times it found its thread moved to an abort handler (the 4 bytes before
+ * the interrupted address are the rseq signature).
+ */
+#define VS_WRITERS 3u
+#if defined(__SANITIZE_ADDRESS__)
+#define VS_EVENTS 40000u
+#else
+#define VS_EVENTS 200000u
+#endif
+#define VS_HANDLER_CAP 100000u
+#define VS_HANDLER_BIT (1ull << 39)
+
+static const uint32_t vs_sizes[] = { 0,  1,  3,   4,   7,   8,   15,  16,  31,  32,
+				     33, 64, 65,  100, 127, 128, 129, 200, 255, 256 };
+#define VS_NSIZES (sizeof(vs_sizes) / sizeof(vs_sizes[0]))
+
+static _Atomic uint32_t vs_tids[VS_WRITERS];
+static atomic_uint vs_left;
+static atomic_ullong vs_aborted;
+static uint64_t vs_handler_emitted[VS_WRITERS];
+static _Thread_local int vs_me = -1;
+static _Thread_local uint64_t vs_hseq;
+
+static uint8_t vs_byte(uint64_t seq, uint32_t i)
+{
+	return (uint8_t)(seq * 31 + i * 7 + (seq >> 40));
+}
+
+/* The string a handler writes as event @seq: @seq % 50 letters. */
+static uint32_t vs_str(uint64_t seq, char *buf)
+{
+	uint32_t n = (uint32_t)(seq % 50);
+
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = (char)('a' + (vs_byte(seq, i) % 26));
+	buf[n] = 0;
+	return n;
+}
+
+static void vs_handler(int sig, siginfo_t *si, void *uc_)
+{
+	const ucontext_t *uc = uc_;
+	const uint8_t *ip = (const uint8_t *)uc->uc_mcontext.gregs[REG_RIP];
+	const uint32_t rseq_sig = RSEQ_SIG;
+	int saved = errno;
+	char str[64];
+
+	(void)sig, (void)si;
+	if (vs_me < 0)
+		return;
+	/* Only a writer's own code runs here: its text is readable. */
+	if (memcmp(ip - 4, &rseq_sig, 4) == 0)
+		atomic_fetch_add_explicit(&vs_aborted, 1, memory_order_relaxed);
+	if (vs_hseq < VS_HANDLER_CAP) {
+		uint64_t seq = (uint64_t)vs_me << 40 | VS_HANDLER_BIT | vs_hseq++;
+
+		vs_str(seq, str);
+		var_str(seq, str);
+	}
+	errno = saved;
+}
+
+static void *vs_writer(void *arg)
+{
+	const int me = (int)(intptr_t)arg;
+	uint8_t buf[256];
+	sigset_t set;
+
+	atomic_store(&vs_tids[me], (uint32_t)gettid());
+	vs_me = me;
+	for (uint64_t k = 0; k < VS_EVENTS; k++) {
+		uint64_t seq = (uint64_t)me << 40 | k;
+		uint32_t len = vs_sizes[k % VS_NSIZES];
+
+		for (uint32_t i = 0; i < len; i++)
+			buf[i] = vs_byte(seq, i);
+		var_bytes(seq, buf, len);
+	}
+	/* No handler writes after its count is taken. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	vs_handler_emitted[me] = vs_hseq;
+	atomic_fetch_sub_explicit(&vs_left, 1, memory_order_release);
+	return NULL;
+}
+
+/* Interrupt the writers wherever they are until they are all done; returns the count. */
+static pthread_t *vs_signal_to;
+
+static void *vs_signaller(void *arg)
+{
+	uintptr_t n = 0;
+
+	(void)arg;
+	for (uint32_t k = 0; atomic_load_explicit(&vs_left, memory_order_acquire); k++)
+		if (pthread_kill(vs_signal_to[k % VS_WRITERS], SIGUSR1) == 0)
+			n++;
+	return (void *)n;
+}
+
+struct vs_reader {
+	uint8_t *seen[2 * VS_WRITERS];	/* [stream]: bit per seq */
+	int64_t *last;			/* [stream * nr_rings + ring], -1 = none */
+	uint32_t nr_rings;
+	uint64_t received, lost;
+};
+
+static void vs_account(struct vs_reader *v, const struct evr_record *rec)
+{
+	const uint8_t *p = rec->payload;
+	uint64_t seq, k;
+	uint32_t thread, stream, n;
+	int64_t *last;
+	bool handler;
+
+	if (rec->type == EVR_REC_LOST) {
+		v->lost += rec->lost;
+		return;
+	}
+	assert_int_equal(rec->type, EVR_REC_EVENT);
+	assert_true(rec->len >= 12);
+	memcpy(&seq, p, 8);
+	memcpy(&n, p + 8, 4);
+	thread = (uint32_t)(seq >> 40);
+	handler = (seq & VS_HANDLER_BIT) != 0;
+	k = seq & (VS_HANDLER_BIT - 1);
+	assert_true(thread < VS_WRITERS);
+	assert_int_equal(rec->tid, atomic_load(&vs_tids[thread]));
+	assert_int_equal(rec->len, 12 + n);
+	if (handler) {
+		char str[64];
+
+		assert_int_equal(rec->event_id, var_str__event.rid);
+		assert_true(k < VS_HANDLER_CAP);
+		assert_int_equal(n, vs_str(seq, str));
+		assert_memory_equal(p + 12, str, n);
+	} else {
+		assert_int_equal(rec->event_id, var_bytes__event.rid);
+		assert_true(k < VS_EVENTS);
+		assert_int_equal(n, vs_sizes[k % VS_NSIZES]);
+		for (uint32_t i = 0; i < n; i++)
+			if (p[12 + i] != vs_byte(seq, i))
+				fail_msg("thread %u seq %llu: byte %u of %u is %u, not %u", thread,
+					 (unsigned long long)k, i, n, p[12 + i], vs_byte(seq, i));
+	}
+	for (uint32_t i = rec->len; i % 8; i++)
+		assert_int_equal(p[i], 0);
+	/* One stream's events on one ring come back in the order written (in
+	 * per-CPU mode they all share one ring; with the try-lock, a writer that
+	 * finds its ring taken tries the others). */
+	stream = thread + (handler ? VS_WRITERS : 0);
+	assert_true(rec->ring < v->nr_rings);
+	last = &v->last[stream * v->nr_rings + rec->ring];
+	if ((int64_t)k <= *last)
+		fail_msg("stream %u ring %u: seq %llu after %lld", stream, rec->ring,
+			 (unsigned long long)k, (long long)*last);
+	*last = (int64_t)k;
+	assert_false(v->seen[stream][k / 8] & (1u << (k % 8)));
+	v->seen[stream][k / 8] |= (uint8_t)(1u << (k % 8));
+	v->received++;
+}
+
+static void test_event_variable_payloads_survive_preemption_and_signals(void **state)
+{
+	struct sigaction sa = { .sa_sigaction = vs_handler, .sa_flags = SA_SIGINFO | SA_RESTART };
+	struct evr_session *s = start("Var", EVR_MODE_DISCARD, 16 * SMALL_RING);
+	struct evr_reader *r = reader_of(s, EVR_READER_GATING);
+	struct vs_reader v = { .received = 0 };
+	struct evr_reader_stats st;
+	struct evr_record rec;
+	pthread_t tw[VS_WRITERS], ts;
+	uint64_t emitted = 0;
+	uintptr_t signals;
+	pthread_attr_t attr;
+	cpu_set_t one;
+
+	(void)state;
+	v.nr_rings = evr_session_shm(s)->nr_rings;
+	v.last = malloc(sizeof(*v.last) * 2 * VS_WRITERS * v.nr_rings);
+	assert_non_null(v.last);
+	for (uint32_t i = 0; i < 2 * VS_WRITERS * v.nr_rings; i++)
+		v.last[i] = -1;
+	for (uint32_t i = 0; i < 2 * VS_WRITERS; i++) {
+		v.seen[i] = calloc((i < VS_WRITERS ? VS_EVENTS : VS_HANDLER_CAP) / 8 + 1, 1);
+		assert_non_null(v.seen[i]);
+	}
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&vs_left, VS_WRITERS);
+	/* The writers share the CPU this thread runs on now; the reader is free. */
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setaffinity_np(&attr, sizeof(one), &one), 0);
+	for (uint32_t i = 0; i < VS_WRITERS; i++)
+		assert_int_equal(pthread_create(&tw[i], &attr, vs_writer, (void *)(intptr_t)i), 0);
+	pthread_attr_destroy(&attr);
+	vs_signal_to = tw;
+	assert_int_equal(pthread_create(&ts, NULL, vs_signaller, NULL), 0);
+	while (atomic_load_explicit(&vs_left, memory_order_acquire)) {
+		while (evr_reader_next(r, &rec) > 0)
+			vs_account(&v, &rec);
+		evr_reader_release(r);
+	}
+	for (uint32_t i = 0; i < VS_WRITERS; i++)
+		assert_int_equal(pthread_join(tw[i], NULL), 0);
+	assert_int_equal(pthread_join(ts, (void **)&signals), 0);
+	signal(SIGUSR1, SIG_DFL);
+	evr_session_stop(s);
+	while (evr_reader_next(r, &rec) > 0)
+		vs_account(&v, &rec);
+	assert_true(evr_reader_ended(r));
+	evr_reader_get_stats(r, &st);
+	for (uint32_t i = 0; i < VS_WRITERS; i++)
+		emitted += VS_EVENTS + vs_handler_emitted[i];
+	print_message("%u writers on one CPU, %llu signals (%llu found a section aborted): "
+		      "emitted %llu received %llu lost %llu\n",
+		      VS_WRITERS, (unsigned long long)signals,
+		      (unsigned long long)atomic_load(&vs_aborted), (unsigned long long)emitted,
+		      (unsigned long long)v.received, (unsigned long long)v.lost);
+	assert_true(st.corrupt == 0);
+	assert_true(st.events == v.received && st.lost == v.lost);
+	assert_true(v.received + v.lost == emitted);
+	for (uint32_t i = 0; i < 2 * VS_WRITERS; i++)
+		free(v.seen[i]);
+	free(v.last);
+	evr_reader_free(r);
+	evr_session_free(s);
+}
+
 static void test_event_write_too_big_counts_one_lost(void **state)
 {
 	uint8_t *buf = calloc(1, EVR_MAX_PAYLOAD + 1);
@@ -1424,6 +1664,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_event_write_too_big_counts_one_lost),
 		cmocka_unit_test(test_event_write_paths_agree_and_pad_with_zeros),
 		cmocka_unit_test(test_event_variable_payloads_decode_exactly),
+		cmocka_unit_test(test_event_variable_payloads_survive_preemption_and_signals),
 		cmocka_unit_test(test_dynamic_write_filters_per_session),
 		cmocka_unit_test(test_event_define_after_start_is_delivered),
 		cmocka_unit_test(test_provider_register_callback_sees_enable_changes),
