@@ -36,7 +36,8 @@
  * session, more than 256 bytes, no AVX2, a malformed @pn) to
  * evr__event_write_v_c(), which checks everything again; from the section
  * (an abort, a slow path, rings gone) to evr__event_write_v_slow(), as the C
- * version's fast path does. Both are jumps, so that the slow path's frame lies
+ * version's fast path does. A full ring's drop is counted in the section and
+ * returns, as in the C version (EVR_RSEQ_DROP_FULL). Both are jumps, so that the slow path's frame lies
  * on the caller's (stack captures, tests/unit/test_stack.c).
  */
 #include <stddef.h>
@@ -184,7 +185,7 @@ __asm__(
 	"andq $-8, %r11\n\t"
 	"leaq 16(%r10,%r11), %r11\n\t"			/* end = head + 16 + padded payload */
 	"cmpq " WV_S(EVR_OFF_W_FAST_END) "(%r12), %r11\n\t"
-	"ja .Lwv_slow\n\t"
+	"ja .Lwv_full\n\t"
 	"cmpq $0, " WV_S(EVR_OFF_W_LOST_ASYNC) "(%r12)\n\t"
 	"jne .Lwv_slow\n\t"
 	"cmpq " WV_S(EVR_OFF_W_BELL_DUE) "(%r12), %rax\n\t"	/* a wake-up is due */
@@ -257,6 +258,26 @@ __asm__(
 	".Lwv_vzeroupper:\n\t"
 	"vzeroupper\n\t"
 	"jmp .Lwv_commit\n"
+	/* No room below fast_end: a full ring's drop, counted by the section
+	 * (EVR_RSEQ_DROP_FULL), or the slow path. */
+	".Lwv_full:\n\t"
+	"cmpl $0, " WV_S(EVR_OFF_W_MODE) "(%r12)\n\t"	/* EVR_MODE_DISCARD */
+	"jne .Lwv_slow\n\t"
+	"movq " WV_S(EVR_OFF_W_CTL) "(%r12), %rdx\n\t"
+	"movq " WV_S(EVR_OFF_CTL_TAIL) "(%rdx), %rdx\n\t"
+	"cmpq " WV_S(EVR_OFF_W_HEAD) "(%r12), %rdx\n\t"
+	"ja .Lwv_slow\n\t"
+	"subq %rdx, %r11\n\t"
+	"decq %r11\n\t"
+	"cmpq " WV_S(EVR_OFF_W_RING_MASK) "(%r12), %r11\n\t"	/* end - tail > size? */
+	"jbe .Lwv_slow\n\t"
+	"movq $0, " WV_S(EVR_OFF_W_FAST_END) "(%r12)\n\t"
+	"movq " WV_S(EVR_OFF_W_LOST_FAST) "(%r12), %r11\n\t"
+	"incq %r11\n\t"
+	"movq " WV_S(EVR_OFF_W_CTL) "(%r12), %rdx\n\t"
+	"movq %r11, " WV_S(EVR_OFF_CTL_LOST_FAST_TOTAL) "(%rdx)\n\t"
+	"leaq " WV_S(EVR_OFF_W_LOST_FAST) "(%r12), %rdx\n\t"
+	"jmp .Lwv_commit_store\n"
 	".Lwv_lt32:\n\t"
 	"cmpq $16, %rdx\n\t"
 	"jb .Lwv_lt16\n\t"
@@ -297,8 +318,9 @@ __asm__(
 	"vmovq %rdi, %xmm1\n\t"
 	"vpunpcklqdq %xmm1, %xmm0, %xmm0\n\t"
 	"vmovdqa %xmm0, " WV_S(EVR_OFF_W_HEAD) "(%r12)\n\t"
-	"movq " WV_S(EVR_OFF_W_CTL) "(%r12), %rdx\n\t"
-	"movq %r11, " WV_S(EVR_OFF_CTL_HEAD) "(%rdx)\n"	/* commit: publish */
+	"movq " WV_S(EVR_OFF_W_CTL) "(%r12), %rdx\n"
+	".Lwv_commit_store:\n\t"
+	"movq %r11, (%rdx)\n"				/* commit: publish (or count a drop) */
 	".Lwv_post:\n\t"
 	"movq $0, %fs:" WV_S(EVR_OFF_RS_CS) "(%rbp)\n\t"
 	".cfi_remember_state\n\t"

@@ -117,6 +117,7 @@ static void ring_publish_counters(struct evr_ring_writer *w)
 	__atomic_store_n(&w->ctl->lost_total, w->lost_reported + w->lost_pending, __ATOMIC_RELAXED);
 	/* After lost_total, which now includes them (evr_ring_ctl_lost()). */
 	__atomic_store_n(&w->ctl->lost_async_absorbed, w->lost_absorbed, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->ctl->lost_fast_absorbed, w->lost_fast_absorbed, __ATOMIC_RELAXED);
 }
 
 static void ring_publish(struct evr_ring_writer *w, uint64_t pos)
@@ -150,6 +151,15 @@ static void ring_absorb_async_losses(struct evr_ring_writer *w)
 		w->lost_pending += n;
 		w->lost_absorbed += n;
 	}
+	/* The per-CPU section's drops: it cannot run while we hold the lock. */
+	if (w->lost_fast != w->lost_fast_absorbed) {
+		w->lost_pending += w->lost_fast - w->lost_fast_absorbed;
+		w->lost_fast_absorbed = w->lost_fast;
+	}
+	/* Its shared copy, again: a section aborted after storing it left it one
+	 * ahead (EVR_RSEQ_DROP_FULL). Read by evr_ring_ctl_lost(), which takes
+	 * what lost_fast_absorbed (stored after lost_total) has not. */
+	__atomic_store_n(&w->ctl->lost_fast_total, w->lost_fast, __ATOMIC_RELAXED);
 }
 
 /*

@@ -434,12 +434,18 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
  * what it finds plus what it was lapped by (counted exactly from the packet
  * headers) is everything emitted.
  */
-static double writer_only_run(const struct opts *o, enum loop_kind kind)
+/*
+ * The writer with no reader running: an overwrite session, or with @full a
+ * discard session of 1 MiB rings whose gating reader reads nothing until the
+ * loop is done, so that all but the first few thousand events are dropped
+ * (and counted).
+ */
+static double writer_only_run(const struct opts *o, enum loop_kind kind, bool full)
 {
 	struct evr_session_opts so = {
 		.providers = "Bench:0x1:4",
-		.ring_size = o->ring_size,
-		.mode = EVR_MODE_OVERWRITE,
+		.ring_size = full ? 1u << 20 : o->ring_size,
+		.mode = full ? EVR_MODE_DISCARD : EVR_MODE_OVERWRITE,
 	};
 	struct evr_session *s;
 	struct evr_reader *r;
@@ -450,7 +456,7 @@ static double writer_only_run(const struct opts *o, enum loop_kind kind)
 
 	if (evr_session_start(&so, &s, err, sizeof(err)) < 0)
 		die("cannot start a session", err);
-	if (evr_session_reader_new(s, 0, &r) < 0)
+	if (evr_session_reader_new(s, full ? EVR_READER_GATING : 0, &r) < 0)
 		die("cannot read a session", "out of memory");
 	ns = run_loops(1, kind, o->events);
 	evr_session_stop(s);
@@ -460,10 +466,11 @@ static double writer_only_run(const struct opts *o, enum loop_kind kind)
 		else
 			lost += rec.lost;
 	}
-	if (got + lost != o->events) {
+	if (got + lost != o->events || (full && lost < o->events / 2)) {
 		fprintf(stderr,
-			"evring-bench: conservation violated (writer_only): emitted %" PRIu64
-			", received %" PRIu64 ", lost %" PRIu64 "\n", o->events, got, lost);
+			"evring-bench: conservation violated (writer_only%s): emitted %" PRIu64
+			", received %" PRIu64 ", lost %" PRIu64 "\n", full ? "_full" : "", o->events,
+			got, lost);
 		exit(1);
 	}
 	evr_reader_free(r);
@@ -818,7 +825,8 @@ static void usage(FILE *f)
 		"  --clock CLOCK        timestamps from tsc or monotonic (clock_gettime), as\n"
 		"                       EVR_CLOCK= does; default: libevring's choice\n"
 		"  --scenario NAME,...  only these: baseline disabled writer_only\n"
-		"                       writer_only_str40 writer_only_bytes200 enabled_1t\n"
+		"                       writer_only_str40 writer_only_bytes200 writer_full\n"
+		"                       writer_full_bytes200 enabled_1t\n"
 		"                       enabled_str40 enabled_bytes200 enabled_2t enabled_nt\n"
 		"                       sessions_4 switch_first enabled_1t_monotonic reader\n"
 		"                       counter_mean counter_increment counter_histogram\n"
@@ -830,7 +838,9 @@ static void usage(FILE *f)
 		"one right after it, each timed alone (both include a clock_gettime()).\n"
 		"enabled_1t_monotonic: enabled_1t in a child run with --clock monotonic, where\n"
 		"the clock is the TSC. writer_only*: the three payloads with no reader running\n"
-		"(overwrite mode), what the write path costs by itself.\n");
+		"(overwrite mode), what the write path costs by itself. writer_full*: the\n"
+		"writer into a full ring (discard mode, a reader that reads nothing until the\n"
+		"end): what a dropped event costs.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *ret)
@@ -869,7 +879,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 	};
 	static const char *const scenarios[] = {
 		"baseline", "disabled", "writer_only", "writer_only_str40",
-		"writer_only_bytes200", "enabled_1t", "enabled_str40",
+		"writer_only_bytes200", "writer_full", "writer_full_bytes200", "enabled_1t", "enabled_str40",
 		"enabled_bytes200", "enabled_2t", "enabled_nt", "sessions_4", "switch_first",
 		"enabled_1t_monotonic",
 		"reader", "counter_mean", "counter_increment", "counter_histogram",
@@ -1039,11 +1049,15 @@ static int run(const struct opts *o)
 	static const struct {
 		const char *name;
 		enum loop_kind kind;
+		bool full;
 	} alone[] = {
-		{ "writer_only", LOOP_EVRING },
-		{ "writer_only_str40", LOOP_STR40 },
-		{ "writer_only_bytes200", LOOP_BYTES200 },
+		{ "writer_only", LOOP_EVRING, false },
+		{ "writer_only_str40", LOOP_STR40, false },
+		{ "writer_only_bytes200", LOOP_BYTES200, false },
+		{ "writer_full", LOOP_EVRING, true },
+		{ "writer_full_bytes200", LOOP_BYTES200, true },
 	};
+	bool full[sizeof(alone) / sizeof(alone[0])];
 	struct result wr[sizeof(alone) / sizeof(alone[0])];
 	size_t nw = 0;
 
@@ -1052,10 +1066,11 @@ static int run(const struct opts *o)
 			wr[nw++] = (struct result){ .scenario = alone[k].name, .threads = 1,
 						    .sessions = 1, .runs = o->runs,
 						    .payload = loop_payload[alone[k].kind],
-						    .events = o->events, .kind = alone[k].kind };
+						    .events = o->events, .kind = alone[k].kind },
+			full[nw - 1] = alone[k].full;
 	for (int i = 0; i < o->runs; i++)
 		for (size_t k = 0; k < nw; k++)
-			wr[k].ns[i] = writer_only_run(o, wr[k].kind);
+			wr[k].ns[i] = writer_only_run(o, wr[k].kind, full[k]);
 	for (size_t k = 0; k < nw; k++) {
 		if (k > 0 && strcmp(wr[0].scenario, "writer_only") == 0)
 			wr[k].base = &wr[0];

@@ -691,6 +691,84 @@ static void test_ring_rseq_var_copies_every_length_exactly(void **state)
 #endif
 }
 
+#if EVR_HAVE_RSEQ
+/* One 20-byte event through the words section on CPU 0, as a fire function writes it. */
+static __attribute__((noinline)) int words_append(struct evr_ring_writer *_Atomic *rings,
+						  uint64_t seq)
+{
+	return evr_ring_rseq_append_w3_rcu(rings, evr_rseq_area(), 0, seq,
+					   evr_rseq_event_w0(7, 20), 4, seq, ~seq, 3, 0);
+}
+
+#endif
+
+/*
+ * A full ring (discard mode, the gating reader behind): the section counts each
+ * drop itself, through the mem, words and var sections alike (lost_fast and
+ * its shared mirror, fast_end = 0), and returns without the slow path
+ * (lost_async and lost_pending do not move); a reader of a producer that died
+ * now counts every drop once (evr_ring_ctl_lost()); once the reader has
+ * released, the next write reports them all in one LOST record before itself.
+ */
+static void test_ring_rseq_full_ring_drops_in_the_section(void **state)
+{
+#if EVR_HAVE_RSEQ
+	struct evr_ring_writer *_Atomic rings;
+	struct evr_ring_reader *r;
+	uint64_t seq = 0, written, fast0, async0, pending0, lost;
+	static const uint8_t bytes[200] = { 1, 2, 3 };
+	struct evr_record rec;
+	struct ring_fx f;
+	struct evr_ring_writer *w;
+	int ret;
+
+	(void)state;
+	r = cpu0_setup(&f);
+	w = &f.w[0];
+	rings = f.w;
+	while ((ret = rseq_write_seq(&f, evr_rseq_area(), seq, 3, PL_HDR + 8)) == 0)
+		seq++;
+	assert_int_equal(ret, -ENOSPC);
+	written = seq++;
+	/* The first drop may be the slow path's (the packet switch that found no
+	 * room); from then on the section's. */
+	fast0 = w->lost_fast;
+	async0 = atomic_load(&w->lost_async);
+	pending0 = w->lost_pending;
+	for (int k = 0; k < 1000; k++)
+		assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), seq++, 3, PL_HDR + (k % 50)),
+				 -ENOSPC);
+	for (int k = 0; k < 100; k++) {
+		/* 0: dropped and counted, nothing left to do (var_write() takes the
+		 * slow path otherwise, and asserts that it wrote). */
+		assert_int_equal(words_append(&rings, seq++), 0);
+		var_write(&f, &rings, seq++, 12, bytes, sizeof(bytes), 4);
+	}
+	assert_true(w->lost_fast == fast0 + 1200);
+	assert_true(atomic_load(&w->lost_async) == async0 && w->lost_pending == pending0);
+	assert_true(w->fast_end == 0);
+	assert_true(w->ctl->lost_fast_total == w->lost_fast);
+	lost = seq - written;
+	assert_true(evr_ring_ctl_lost(w->ctl) == lost);
+
+	for (uint64_t i = 0; i < written; i++)
+		expect_event_seq(r, i, 3);
+	assert_int_equal(evr_ring_reader_next(r, &rec), 0);
+	evr_ring_reader_release(r);
+	assert_int_equal(rseq_write_seq(&f, evr_rseq_area(), seq, 3, PL_HDR), 0);
+	assert_true(w->lost_fast_absorbed == w->lost_fast);
+	assert_true(w->ctl->lost_fast_absorbed == w->lost_fast);
+	assert_true(evr_ring_ctl_lost(w->ctl) == lost);
+	unpin();
+	expect_lost_n(r, lost);
+	expect_event_seq(r, seq, 3);
+	cpu0_teardown(r, &f);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* ---- the fence: evr_rseq_synchronize() ------------------------------------------- */
 
 #if EVR_HAVE_RSEQ
@@ -814,6 +892,7 @@ int main(void)
 		cmocka_unit_test(test_ring_rseq_write_without_registration_counts_lost),
 		cmocka_unit_test(test_ring_rseq_settle_takes_back_an_interrupted_append),
 		cmocka_unit_test(test_ring_rseq_var_copies_every_length_exactly),
+		cmocka_unit_test(test_ring_rseq_full_ring_drops_in_the_section),
 		cmocka_unit_test(test_ring_rseq_synchronize_aborts_running_sections),
 	};
 

@@ -1124,6 +1124,81 @@ static void test_event_variable_payloads_survive_preemption_and_signals(void **s
 	evr_session_free(s);
 }
 
+/*
+ * A full ring: string and bytes events written past it are dropped in the
+ * write path's critical section (counted in the ring's lost_fast_total, with
+ * no slow path), a reader of a producer that died now would count each once,
+ * and once the reader has caught up the next event follows one LOST record
+ * that counts them all.
+ */
+static void test_event_variable_payloads_dropped_when_full_are_counted(void **state)
+{
+	struct evr_session *s = start("Var", EVR_MODE_DISCARD, SMALL_RING);
+	struct evr_reader *r = reader_of(s, EVR_READER_GATING);
+	const struct evr_shm_hdr *h = evr_session_shm(s);
+	static const uint8_t b[200] = { 7, 7, 7 };
+	char str[201];
+	const struct evr_ring_ctl *ctl;
+	bool percpu;
+	uint64_t n = 0, lost, events = 0, reported = 0, before;
+	struct evr_record rec;
+	int cpu;
+
+	(void)state;
+#if defined(__SANITIZE_THREAD__)
+	percpu = false;		/* libevring takes the try-lock under TSan */
+#else
+	percpu = __rseq_size > 0 && h->nr_rings > 1;
+#endif
+	pin_to_current_cpu();
+	cpu = sched_getcpu();
+	assert_true(cpu >= 0 && (uint32_t)cpu < h->nr_rings);
+	ctl = evr_shm_ring_ctl(h, (uint32_t)cpu);
+	/* Three times what the ring holds. */
+	for (; n < 3 * SMALL_RING / 224; n++)
+		var_bytes(n, b, sizeof(b));
+	before = __atomic_load_n(&ctl->lost_fast_total, __ATOMIC_RELAXED);
+	/* None fits: whatever room the last packet has left, less than this. */
+	memset(str, 's', sizeof(str) - 1);
+	str[sizeof(str) - 1] = 0;
+	for (uint64_t k = 0; k < 1000; k++, n++) {
+		if (k % 2)
+			var_bytes(n, b, sizeof(b));
+		else
+			var_str(n, str);
+	}
+	lost = evr_ring_ctl_lost(ctl);
+	print_message("%llu events, %llu lost, %llu of them in the section (%llu before)\n",
+		      (unsigned long long)n, (unsigned long long)lost,
+		      (unsigned long long)__atomic_load_n(&ctl->lost_fast_total, __ATOMIC_RELAXED),
+		      (unsigned long long)before);
+	/* Per-CPU: the section dropped the last 1000; with the try-lock, never. */
+	assert_true(__atomic_load_n(&ctl->lost_fast_total, __ATOMIC_RELAXED) ==
+		    (percpu ? before + 1000 : 0));
+	assert_true(lost >= 1000 && lost < n);
+	while (evr_reader_next(r, &rec) > 0)
+		if (rec.type == EVR_REC_EVENT)
+			events++;
+		else
+			reported += rec.lost;
+	evr_reader_release(r);
+	assert_true(events + lost == n);
+	/* Caught up: the next event reports them, before itself. */
+	var_bytes(n, b, 8);
+	assert_int_equal(evr_reader_next(r, &rec), 1);
+	assert_int_equal(rec.type, EVR_REC_LOST);
+	assert_true(reported + rec.lost == lost);
+	assert_int_equal(evr_reader_next(r, &rec), 1);
+	assert_int_equal(rec.type, EVR_REC_EVENT);
+	assert_int_equal(rec.len, 8 + 4 + 8);
+	assert_true(evr_ring_ctl_lost(ctl) == lost);
+	evr_reader_release(r);
+	unpin();
+	evr_session_stop(s);
+	evr_reader_free(r);
+	evr_session_free(s);
+}
+
 static void test_event_write_too_big_counts_one_lost(void **state)
 {
 	uint8_t *buf = calloc(1, EVR_MAX_PAYLOAD + 1);
@@ -1665,6 +1740,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_event_write_paths_agree_and_pad_with_zeros),
 		cmocka_unit_test(test_event_variable_payloads_decode_exactly),
 		cmocka_unit_test(test_event_variable_payloads_survive_preemption_and_signals),
+		cmocka_unit_test(test_event_variable_payloads_dropped_when_full_are_counted),
 		cmocka_unit_test(test_dynamic_write_filters_per_session),
 		cmocka_unit_test(test_event_define_after_start_is_delivered),
 		cmocka_unit_test(test_provider_register_callback_sees_enable_changes),

@@ -173,7 +173,14 @@ struct evr_ring_ctl {
 	 * in lost_total, stored after lost_total. See evr_ring_ctl_lost(). */
 	uint64_t lost_async_total;
 	uint64_t lost_async_absorbed;
-	uint8_t pad2[EVR_CACHELINE - 32];
+	/* Events a per-CPU write dropped in its critical section, the ring full
+	 * (discard mode): cumulative; and the part of it already counted in
+	 * lost_total, stored after lost_total. Readers of older versions do not
+	 * know them: for a producer that died with such drops unreported, they
+	 * count those drops short. */
+	uint64_t lost_fast_total;
+	uint64_t lost_fast_absorbed;
+	uint8_t pad2[EVR_CACHELINE - 48];
 	/* written once */
 	uint32_t ring_index;
 	uint32_t cpu;			/* CPU this ring serves first */
@@ -309,8 +316,11 @@ static inline uint64_t evr_ring_ctl_lost(const struct evr_ring_ctl *c)
 	uint64_t total = __atomic_load_n(&c->lost_total, __ATOMIC_RELAXED);
 	uint64_t async = __atomic_load_n(&c->lost_async_total, __ATOMIC_RELAXED);
 	uint64_t absorbed = __atomic_load_n(&c->lost_async_absorbed, __ATOMIC_RELAXED);
+	uint64_t fast = __atomic_load_n(&c->lost_fast_total, __ATOMIC_RELAXED);
+	uint64_t fast_absorbed = __atomic_load_n(&c->lost_fast_absorbed, __ATOMIC_RELAXED);
 
-	return total + (async > absorbed ? async - absorbed : 0);
+	return total + (async > absorbed ? async - absorbed : 0) +
+	       (fast > fast_absorbed ? fast - fast_absorbed : 0);
 }
 
 /* Convert a raw timestamp to CLOCK_MONOTONIC nanoseconds (128-bit intermediate). */

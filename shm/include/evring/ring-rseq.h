@@ -271,7 +271,11 @@ evr_ring_rseq_write_slow(struct evr_ring_writer *w, struct rseq *rs, uint32_t cp
 #define EVR_OFF_W_CTL 64
 #define EVR_OFF_W_LOST_ASYNC 192
 #define EVR_OFF_W_BELL_DUE 56
+#define EVR_OFF_W_MODE 108
+#define EVR_OFF_W_LOST_FAST 120
 #define EVR_OFF_CTL_HEAD 0
+#define EVR_OFF_CTL_TAIL 64
+#define EVR_OFF_CTL_LOST_FAST_TOTAL 160
 #define EVR_RSEQ_CHECK_OFF(type, field, off) \
 	_Static_assert(offsetof(type, field) == (off), #off)
 EVR_RSEQ_CHECK_OFF(struct rseq, rseq_cs, EVR_OFF_RS_CS);
@@ -286,7 +290,12 @@ EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, data, EVR_OFF_W_DATA);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, ctl, EVR_OFF_W_CTL);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, lost_async, EVR_OFF_W_LOST_ASYNC);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, bell_due, EVR_OFF_W_BELL_DUE);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, mode, EVR_OFF_W_MODE);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_writer, lost_fast, EVR_OFF_W_LOST_FAST);
 EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, head, EVR_OFF_CTL_HEAD);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, tail, EVR_OFF_CTL_TAIL);
+EVR_RSEQ_CHECK_OFF(struct evr_ring_ctl, lost_fast_total, EVR_OFF_CTL_LOST_FAST_TOTAL);
+_Static_assert(EVR_MODE_DISCARD == 0, "the section tests the mode against 0");
 
 /* The THREAD record a section writes for a thread new to the packet: its
  * aligned size, and its header's word 0 (size, type, event id 0). */
@@ -331,6 +340,51 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 #define EVR_RSEQ_ARM(desc)                                                                  \
 	"leaq " desc "(%%rip), %%rax\n\t"                                                  \
 	"movq %%rax, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
+
+/*
+ * The drop of a full ring, inside the section: reached when the record does
+ * not end at or below fast_end, placed where the common path never runs (after
+ * the THREAD record's stores, which jump over it). In discard mode, if the ring
+ * is full even with everything the gating reader released (ring_surely_full()
+ * in ring-writer.c, the same test), the event is counted in lost_fast and the
+ * section commits that count instead of a record, through the same last
+ * instruction (the commit must be the section's last): %[a] = &lost_fast, %[c]
+ * = the new count, then to 8. Before it, two stores that a restart makes
+ * again: fast_end = 0, so that every write takes this way or the slow path
+ * until the slow path has reported the drop in-band (it absorbs lost_fast
+ * under the lock, which this section found free: nobody else writes either
+ * field meanwhile); then the new count into the ring's shared lost_fast_total,
+ * where readers of a producer that died find it (evr_ring_ctl_lost()). A
+ * section aborted after that store leaves the shared count one ahead until
+ * the next write on the ring, which fast_end sends to the slow path: that
+ * copies the count again under the lock. %[te] = -1 tells
+ * evr_ring_rseq_append() it was dropped. Anything else (overwrite mode,
+ * room after all, a tail beyond head) takes the slow path, as before.
+ *
+ * A dropped event cost 22-32 ns here on the slow path (a second timestamp, the
+ * payload staged, the section tried again), twice a written one; the
+ * producer must not slow down because its consumer is behind.
+ */
+#define EVR_RSEQ_DROP_FULL                                                                 \
+	"7:\n\t"                                                                            \
+	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_MODE) "(%[w])\n\t"	/* EVR_MODE_DISCARD */        \
+	"jne %l[slow]\n\t"                                                                 \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
+	"movq " EVR_RSEQ_S(EVR_OFF_CTL_TAIL) "(%[a]), %[a]\n\t"	/* the reader's tail */    \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[a]\n\t"                             \
+	"ja %l[slow]\n\t"                                                                  \
+	"subq %[a], %[c]\n\t"                                                             \
+	"decq %[c]\n\t"                                                                   \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[c]\n\t"	/* end - tail > size? */ \
+	"jbe %l[slow]\n\t"                                                                 \
+	"movq $0, " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w])\n\t"                           \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(%[w]), %[c]\n\t"                        \
+	"incq %[c]\n\t"                                                                   \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
+	"movq %[c], " EVR_RSEQ_S(EVR_OFF_CTL_LOST_FAST_TOTAL) "(%[a])\n\t"                \
+	"leaq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(%[w]), %[a]\n\t"                        \
+	"movq $-1, %[te]\n\t"                                                             \
+	"jmp 8f\n\t"
 
 /*
  * The append: one critical section on ring %[w], which belongs to CPU %[cpu].
@@ -384,7 +438,7 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	"5:\n\t"                                                                            \
 	end				/* c = end */                                      \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w]), %[c]\n\t"                          \
-	"ja %l[slow]\n\t"                                                                  \
+	"ja 7f\n\t"			/* no room here: full (EVR_RSEQ_DROP_FULL)? */    \
 	"cmpq $0, " EVR_RSEQ_S(EVR_OFF_W_LOST_ASYNC) "(%[w])\n\t"                          \
 	"jne %l[slow]\n\t"                                                                 \
 	"cmpq " EVR_RSEQ_S(EVR_OFF_W_BELL_DUE) "(%[w]), %[ts]\n\t"	/* a wake-up is due */ \
@@ -406,6 +460,8 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	"movq %[ts], 8-" EVR_RSEQ_S(EVR_RSEQ_THREAD_ASIZE) "(%[d])\n\t"                    \
 	"movl %[tid], %k[a]\n\t"	/* struct evr_rec_thread: tid, pad 0 */            \
 	"movq %[a], 16-" EVR_RSEQ_S(EVR_RSEQ_THREAD_ASIZE) "(%[d])\n\t"                    \
+	"jmp 6f\n\t"                                                                       \
+	EVR_RSEQ_DROP_FULL                                                                 \
 	"6:\n\t"                                                                            \
 	"movq %[w0], %[a]\n\t"		/* EVENT record: header, ts, payload */            \
 	"movq %[a], (%[d])\n\t"                                                            \
@@ -417,7 +473,8 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	"punpcklqdq %[x1], %[x0]\n\t"                                                      \
 	"movdqa %[x0], " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w])\n\t"                           \
 	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
-	"movq %[c], " EVR_RSEQ_S(EVR_OFF_CTL_HEAD) "(%[a])\n\t"	/* commit: publish */      \
+	"8:\n\t"                                                                           \
+	"movq %[c], (%[a])\n\t"	/* commit: publish (or count a drop) */           \
 	"2:\n\t"                                                                           \
 	"movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 
@@ -441,17 +498,20 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	[rs] "r"(rs_), [cpu] "r"(cpu_), [rings] "m"(*(rings_)), [w0] "rm"(w0__),           \
 	[tid] "rm"(tid_), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH)
 /* After the asm: its exits, as the return values of evr_ring_rseq_append(). */
-#define EVR_RSEQ_APPEND_EXITS(rs_)                                                         \
+#define EVR_RSEQ_APPEND_EXITS_(rs_, done)                                                  \
 	EVR_RSEQ_APPEND_USE;                                                               \
-	return 0;                                                                          \
+	return (done);                                                                     \
 restart:                                                                                   \
 	return 1;                                                                          \
 slow:                                                                                      \
 	evr_rseq_clear_cs(rs_);                                                            \
 	return 2
-/* And for those: the session has no rings (any more), 3. */
+/* 4: dropped, the ring full (EVR_RSEQ_DROP_FULL). */
+#define EVR_RSEQ_APPEND_EXITS(rs_) EVR_RSEQ_APPEND_EXITS_(rs_, te_ == UINT64_MAX ? 4 : 0)
+/* And for those: 0 written or dropped (counted either way); the session has
+ * no rings (any more), 3. */
 #define EVR_RSEQ_RINGS_EXITS(rs_)                                                          \
-	EVR_RSEQ_APPEND_EXITS(rs_);                                                        \
+	EVR_RSEQ_APPEND_EXITS_(rs_, 0);                                                    \
 none:                                                                                      \
 	evr_rseq_clear_cs(rs_);                                                            \
 	return 3
@@ -506,7 +566,8 @@ none:                                                                           
  * ring @w, which belongs to @cpu: the record @r, its payload copied from memory.
  *
  * Return: 0 written and published, 1 restart (preempted, migrated or signalled
- * before the commit), 2 slow path needed.
+ * before the commit), 2 slow path needed, 4 dropped and counted (the ring
+ * full, EVR_RSEQ_DROP_FULL).
  * Context: per-CPU session, RCU read side.
  */
 static inline __attribute__((always_inline)) int
@@ -552,7 +613,8 @@ _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i 
  * before freeing them: that aborts every section still running, and a
  * preempted one was aborted already.
  *
- * Return: as evr_ring_rseq_append(), or 3 when *@rings is NULL.
+ * Return: as evr_ring_rseq_append(), but 0 for a drop as for a write (both
+ * are counted), and 3 when *@rings is NULL.
  * Context: @cpu < evr_ring_percpu_min; the rings behind *@rings, when set, are
  * those of a per-CPU session.
  *
@@ -870,6 +932,8 @@ evr_ring_rseq_write(struct evr_ring_writer *rings, uint32_t nr,
 			return 0;
 		case 1:
 			continue;
+		case 4:
+			return -ENOSPC;
 		default:
 			break;
 		}

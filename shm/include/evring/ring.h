@@ -68,7 +68,8 @@
  * may be appended at head without the slow path iff they end at or below
  * fast_end (the end of the current packet, or less: the gating reader's tail +
  * ring size in discard mode; 0 while losses are pending or before the first
- * packet), nothing was counted in lost_async and no wake-up is due (ts <
+ * packet, and after a drop in the per-CPU section until the slow path has
+ * counted it), nothing was counted in lost_async and no wake-up is due (ts <
  * bell_due). A change of thread does not leave the fast path: it writes the
  * THREAD record itself.
  *
@@ -104,6 +105,10 @@ struct evr_ring_writer {
 	uint32_t mode;			/* enum evr_mode */
 	int doorbell_fd;		/* eventfd, or -1 */
 	uint32_t index;
+	/* Events the per-CPU section dropped, the ring full, cumulative: written
+	 * only by that section, which runs on the ring's CPU with the lock free,
+	 * and read under the lock (<evring/ring-rseq.h>). */
+	uint64_t lost_fast;
 	/* third line: wake-up pacing (slow path), set-once fields */
 	struct evr_shm_hdr *shm;	/* doorbell flag */
 	uint64_t bell_next;		/* no wake-up before this timestamp, unless bell_bytes passed */
@@ -111,6 +116,7 @@ struct evr_ring_writer {
 	uint64_t bell_ticks;		/* EVR_RING_BELL_INTERVAL_US in timestamp ticks */
 	uint64_t bell_bytes;		/* a wake-up at least every ring_size / 4 bytes */
 	uint64_t lost_absorbed;		/* lost_async moved into lost_pending, cumulative */
+	uint64_t lost_fast_absorbed;	/* lost_fast moved into lost_pending, cumulative */
 	/* fourth line: written without the lock */
 	_Atomic uint64_t lost_async __attribute__((aligned(EVR_CACHELINE)));
 } __attribute__((aligned(EVR_CACHELINE)));
