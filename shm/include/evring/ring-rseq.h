@@ -32,6 +32,10 @@
  *       its THREAD record in the section: the first write after a context
  *       switch between two writers once took the slow path for it (16 ns
  *       more here, evring-bench's switch_first).
+ *       A record that does not fit in a ring that is full (discard mode, the
+ *       gating reader behind) is dropped by the section itself: it commits a
+ *       count instead of a record (EVR_RSEQ_DROP_FULL), which the slow path
+ *       reports in-band once there is room.
  *
  * A section aborted between the store of {head, tid_events} and the commit
  * leaves the writer one EVENT record (and maybe the THREAD record before it)
