@@ -440,7 +440,8 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
  * loop is done, so that all but the first few thousand events are dropped
  * (and counted).
  */
-static double writer_only_run(const struct opts *o, enum loop_kind kind, bool full)
+static double writer_only_run(const struct opts *o, enum loop_kind kind, bool full,
+			      uint64_t *ret_lost)
 {
 	struct evr_session_opts so = {
 		.providers = "Bench:0x1:4",
@@ -473,6 +474,7 @@ static double writer_only_run(const struct opts *o, enum loop_kind kind, bool fu
 			got, lost);
 		exit(1);
 	}
+	*ret_lost += lost;
 	evr_reader_free(r);
 	evr_session_free(s);
 	return ns;
@@ -838,9 +840,10 @@ static void usage(FILE *f)
 		"one right after it, each timed alone (both include a clock_gettime()).\n"
 		"enabled_1t_monotonic: enabled_1t in a child run with --clock monotonic, where\n"
 		"the clock is the TSC. writer_only*: the three payloads with no reader running\n"
-		"(overwrite mode), what the write path costs by itself. writer_full*: the\n"
+		"(overwrite mode), what the write path costs by itself; lost: the events\n"
+		"overwritten before the reader read the ring at the end. writer_full*: the\n"
 		"writer into a full ring (discard mode, a reader that reads nothing until the\n"
-		"end): what a dropped event costs.\n");
+		"end): what a dropped event costs; lost: the events dropped.\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *ret)
@@ -1070,7 +1073,7 @@ static int run(const struct opts *o)
 			full[nw - 1] = alone[k].full;
 	for (int i = 0; i < o->runs; i++)
 		for (size_t k = 0; k < nw; k++)
-			wr[k].ns[i] = writer_only_run(o, wr[k].kind, full[k]);
+			wr[k].ns[i] = writer_only_run(o, wr[k].kind, full[k], &wr[k].lost);
 	for (size_t k = 0; k < nw; k++) {
 		if (k > 0 && strcmp(wr[0].scenario, "writer_only") == 0)
 			wr[k].base = &wr[0];
