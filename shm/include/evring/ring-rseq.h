@@ -397,17 +397,15 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
  * the scratch registers are the compiler's to choose, so that the write path
  * needs almost no stack frame: a call that spills and reloads is a good part of
  * a 15 ns write. The users differ in how the record's size is computed
- * (@end: %[c] = head + the EVENT record's aligned size), which further lines
- * they ask for (@pf_more, with %[d] = head and %[c] = the record's end as
- * positions: the line EVR_RING_PREFETCH past the end is already asked for)
- * and how the payload is copied (@copy, to 16(%[d])); %[a], %[x0] and %[x1]
+ * (@end: %[c] = head + the EVENT record's aligned size) and how the payload
+ * is copied (@copy, to 16(%[d])); %[a], %[x0] and %[x1]
  * are free in @copy. %[ts] comes in as the timestamp read and is clamped in
  * place.
  *
  * Exits: falls through when written and published; %l[restart]: preempted,
  * migrated or signalled before the commit; %l[slow]: slow path needed.
  */
-#define EVR_RSEQ_APPEND_ASM(begin, end, pf_more, copy)                                    \
+#define EVR_RSEQ_APPEND_ASM(begin, end, copy)                                              \
 	EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")                                            \
 	".pushsection __rseq_failure, \"ax\"\n\t"                                          \
 	EVR_RSEQ_ABORT_SIG                                                                 \
@@ -454,7 +452,6 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[a]\n\t"                         \
 	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[a]\n\t"                              \
 	"prefetchw (%[a])\n\t"                                                             \
-	pf_more                                                                            \
 	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[d]\n\t"                         \
 	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[d]\n\t"	/* d = destination */      \
 	"btrq $31, %[te]\n\t"                                                              \
@@ -521,30 +518,19 @@ none:                                                                           
 	return 3
 
 /*
- * A payload of %[nq] words at %[src], copied from memory: the record's end,
- * the further lines it spans EVR_RING_PREFETCH ahead (a record of more than
- * one line would otherwise find all but one of its lines still to be fetched,
- * its stores waiting for them), and the copy, a word at a time: a payload is
+ * A payload of %[nq] words at %[src], copied from memory: the record's end and
+ * the copy, a word at a time: a payload is
  * usually built just before, and a wider load that spans several of its
  * stores cannot be forwarded from the store buffer; it waits for them to
  * reach the cache, behind every older store, the ring's stores that miss
  * among them (measured: 16-byte moves made a 200-byte payload 4 ns slower
- * than 8-byte ones). Two words an iteration: two stores a cycle. %[b] is a
- * scratch register of the user's.
+ * than 8-byte ones). Two words an iteration: two stores a cycle. No further
+ * line is asked for than the one ahead of the record, as in every section:
+ * a loop asking for each line of the record cost more than it saved, 1.5 ns
+ * for 208 bytes and 2.5 ns for 400 (a loop of evr_event_write(), interleaved,
+ * fastest of 10); the hardware's prefetcher follows the stores.
  */
 #define EVR_RSEQ_MEM_END "leaq 16(%[d],%[nq],8), %[c]\n\t"
-#define EVR_RSEQ_MEM_PF_MORE                                                               \
-	"movq %[c], %[b]\n\t"                                                              \
-	"20:\n\t"                                                                           \
-	"subq $64, %[b]\n\t"                                                               \
-	"cmpq %[d], %[b]\n\t"                                                              \
-	"jbe 21f\n\t"                                                                       \
-	"leaq %c[pf](%[b]), %[a]\n\t"                                                      \
-	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[a]\n\t"                         \
-	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[a]\n\t"                              \
-	"prefetchw (%[a])\n\t"                                                             \
-	"jmp 20b\n\t"                                                                       \
-	"21:\n\t"
 #define EVR_RSEQ_MEM_COPY                                                                  \
 	"xorl %k[a], %k[a]\n\t"                                                             \
 	"testb $1, %b[nq]\n\t"                                                              \
@@ -579,17 +565,16 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 		     const struct evr_rseq_rec *r)
 {
 	EVR_RSEQ_APPEND_VARS;
-	uint64_t ts = r->ts, b_;
+	uint64_t ts = r->ts;
 
 	/* volatile: with outputs, gcc would drop an asm goto whose outputs go unused. */
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM("", EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_PF_MORE, EVR_RSEQ_MEM_COPY)
-		: EVR_RSEQ_APPEND_OUT(ts), [b] "=&r"(b_)
+		EVR_RSEQ_APPEND_ASM("", EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_COPY)
+		: EVR_RSEQ_APPEND_OUT(ts)
 		: EVR_RSEQ_APPEND_IN(w, rs, cpu, r->w0, r->tid),
 		  [src] "r"(r->src), [nq] "r"(r->nq)
 		: "memory", "cc"
 		: restart, slow);
-	(void)b_;
 	EVR_RSEQ_APPEND_EXITS(rs);
 }
 
@@ -641,7 +626,7 @@ _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i 
                                                                                            \
 		__asm__ __volatile__ goto(                                                 \
 			EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS,                            \
-					    "leaq %c[rsz](%[d]), %[c]\n\t", "",             \
+					    "leaq %c[rsz](%[d]), %[c]\n\t",                 \
 					    ".if " #K " > 0\n\t"                            \
 					    "movq %[q0], 16(%[d])\n\t"                      \
 					    ".endif\n\t"                                    \
@@ -706,17 +691,15 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 {
 	EVR_RSEQ_APPEND_VARS;
 	struct evr_ring_writer *w;
-	uint64_t b_;
 
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_PF_MORE,
-				    EVR_RSEQ_MEM_COPY)
-		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w), [b] "=&r"(b_)
+		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_COPY)
+		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
 		: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),
 		  [src] "r"(src), [nq] "r"(nq)
 		: "memory", "cc"
 		: restart, slow, none);
-	(void)w, (void)b_;
+	(void)w;
 	EVR_RSEQ_RINGS_EXITS(rs);
 }
 
@@ -886,7 +869,7 @@ evr_ring_rseq_append_var_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 	const uint64_t nb = (plen + n + 7u) & ~(uint64_t)7u;
 
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_VAR_END, "", EVR_RSEQ_VAR_COPY)
+		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_VAR_END, EVR_RSEQ_VAR_COPY)
 		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
 		: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),
 		  [src] "r"(src), [n] "r"(n), [nb] "rm"(nb), [P] "rm"(plen), [p0] "rm"(p0),
