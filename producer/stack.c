@@ -7,14 +7,15 @@
  * per frame).
  *
  * Where the walk starts: at a frame the write path hands over, that of its
- * out-of-line function (write.c's write_slow*()), reached by a tail call from
- * the public write function: that frame lies directly on the frame of the code
- * that wrote the event, so its return address is the first frame kept and its
- * saved frame pointer is the caller's. libevring's write path itself needs no
- * frame pointers, and no frame of libevring is walked, except where the public
- * function could not tail-call (a -O0 build, a payload padded on its stack):
- * such a function has a frame of its own, and leading return addresses into
- * libevring's code are dropped.
+ * out-of-line function (write.c's write_slow*(), evr__event_write_v_slow()),
+ * reached by a tail call from the public write function: that frame lies
+ * directly on the frame of the code that wrote the event, so its return
+ * address is the first frame kept and its saved frame pointer is the
+ * caller's. libevring's write path itself needs no frame pointers, and no
+ * frame of libevring is walked, except where the public function could not
+ * tail-call (a -O0 build, a payload padded on its stack): such a function has
+ * a frame of its own, and leading return addresses into libevring's code are
+ * dropped.
  *
  * Safety: every load is inside the thread's own stack, between the starting
  * frame and the top of the stack, so a frame pointer that is not one (code

@@ -33,9 +33,9 @@ evr_session_write_rec_rcu(struct evr_session *s, struct rseq *rs, const struct e
 /*
  * Where evr__event_write_v() is written by hand (write-v-asm.c: x86-64 with
  * rseq), the C version is evr__event_write_v_c(), which the hand-written one
- * jumps to for anything but its common case, and evr__event_write_v_slow()
- * the slow path it jumps to from its critical section. Both take the
- * arguments of evr__event_write_v() and return what it returns.
+ * jumps to for anything but its common case; evr__event_write_v_slow() is
+ * the slow path of both. Both take the arguments of evr__event_write_v() and
+ * return what it returns.
  */
 #if EVR_HAVE_RSEQ
 #define EVR_WRITE_V_ASM 1

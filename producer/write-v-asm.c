@@ -37,8 +37,17 @@
  * evr__event_write_v_c(), which checks everything again; from the section
  * (an abort, a slow path, rings gone) to evr__event_write_v_slow(), as the C
  * version's fast path does. A full ring's drop is counted in the section and
- * returns, as in the C version (EVR_RSEQ_DROP_FULL). Both are jumps, so that the slow path's frame lies
- * on the caller's (stack captures, tests/unit/test_stack.c).
+ * returns, as in the C version (EVR_RSEQ_DROP_FULL). Both are jumps, so that
+ * the slow path's frame lies on the caller's (stack captures,
+ * tests/unit/test_stack.c).
+ *
+ * What the two versions share is written once in <evring/ring-rseq.h>: the
+ * section's descriptor and abort signature, the 32- to 256-byte moves
+ * (EVR_RSEQ_COPY_32_256) and the count of a drop (EVR_RSEQ_DROP_COUNT), each
+ * given this file's registers. The rest (the checks, the record's header, the
+ * commit, fewer than 32 bytes with one scratch register) follows
+ * EVR_RSEQ_APPEND_ASM, EVR_RSEQ_VAR_COPY and EVR_RSEQ_VAR_BYTES and must be
+ * changed with them.
  */
 #include <stddef.h>
 
@@ -86,13 +95,8 @@ _Static_assert(sizeof(evr_ring_percpu_min) == 4 && sizeof(evr_clock_tsc) == 4 &&
 	".cfi_restore %" #reg "\n\t"
 #define WV_POP WV_POP1(r12) WV_POP1(rbp)
 
-/* One 32-byte move at byte @o of the bytes, or ending @o before their end. */
-#define WV_MV32(o)                                                                         \
-	"vmovdqu " #o "(%r8), %ymm15\n\t"                                                  \
-	"vmovdqu %ymm15, " #o "(%r10)\n\t"
-#define WV_MV32_END(o)                                                                     \
-	"vmovdqu -" #o "(%r8,%rdx), %ymm14\n\t"                                            \
-	"vmovdqu %ymm14, -" #o "(%r10,%rdx)\n\t"
+#define WV_MV32(o) EVR_RSEQ_MV32_R("%r8", "%r10", "%ymm15", o)
+#define WV_MV32_END(o) EVR_RSEQ_MV32_END_R("%r8", "%r10", "%rdx", "%ymm14", o)
 
 /*
  * Registers: the arguments come in rdi ev, rsi q0, rdx q1, rcx q2, r8 src, r9
@@ -104,16 +108,9 @@ _Static_assert(sizeof(evr_ring_percpu_min) == 4 && sizeof(evr_clock_tsc) == 4 &&
  * ymm15 for the bytes, their upper halves cleared after, xmm0 and xmm1.
  */
 __asm__(
-	".pushsection __rseq_cs, \"aw\"\n\t"
-	".balign 32\n"
-	".Lwv_cs:\n\t"
-	".long 0, 0\n\t"
-	".quad .Lwv_start, .Lwv_post - .Lwv_start, .Lwv_abort\n\t"
-	".popsection\n\t"
+	EVR_RSEQ_CS_DESC(".Lwv_cs", ".Lwv_start", ".Lwv_post", ".Lwv_abort")
 	".pushsection __rseq_failure, \"ax\"\n\t"
-	/* The signature: with the 3 bytes before, ud1 RSEQ_SIG(%rip), %edi. */
-	".byte 0x0f, 0xb9, 0x3d\n\t"
-	".long " WV_S(RSEQ_SIG) "\n"
+	EVR_RSEQ_ABORT_SIG
 	".Lwv_abort:\n\t"
 	"jmp .Lwv_slow\n\t"
 	".popsection\n\t"
@@ -243,40 +240,14 @@ __asm__(
 	 * a given size always takes the same branches. */
 	"cmpq $32, %rdx\n\t"
 	"jb .Lwv_lt32\n\t"
-	"cmpq $64, %rdx\n\t"
-	"ja .Lwv_gt64\n\t"
-	WV_MV32(0) WV_MV32_END(32)
-	"jmp .Lwv_vzeroupper\n"
-	".Lwv_gt64:\n\t"
-	"cmpq $128, %rdx\n\t"
-	"ja .Lwv_gt128\n\t"
-	WV_MV32(0) WV_MV32(32) WV_MV32_END(64) WV_MV32_END(32)
-	"jmp .Lwv_vzeroupper\n"
-	".Lwv_gt128:\n\t"
-	WV_MV32(0) WV_MV32(32) WV_MV32(64) WV_MV32(96)
-	WV_MV32_END(128) WV_MV32_END(96) WV_MV32_END(64) WV_MV32_END(32)
+	EVR_RSEQ_COPY_32_256(WV_MV32, WV_MV32_END, "%rdx", ".Lwv_vzeroupper")
 	".Lwv_vzeroupper:\n\t"
 	"vzeroupper\n\t"
 	"jmp .Lwv_commit\n"
 	/* No room below fast_end: a full ring's drop, counted by the section
 	 * (EVR_RSEQ_DROP_FULL), or the slow path. */
 	".Lwv_full:\n\t"
-	"cmpl $0, " WV_S(EVR_OFF_W_MODE) "(%r12)\n\t"	/* EVR_MODE_DISCARD */
-	"jne .Lwv_slow\n\t"
-	"movq " WV_S(EVR_OFF_W_CTL) "(%r12), %rdx\n\t"
-	"movq " WV_S(EVR_OFF_CTL_TAIL) "(%rdx), %rdx\n\t"
-	"cmpq " WV_S(EVR_OFF_W_HEAD) "(%r12), %rdx\n\t"
-	"ja .Lwv_slow\n\t"
-	"subq %rdx, %r11\n\t"
-	"decq %r11\n\t"
-	"cmpq " WV_S(EVR_OFF_W_RING_MASK) "(%r12), %r11\n\t"	/* end - tail > size? */
-	"jbe .Lwv_slow\n\t"
-	"movq $0, " WV_S(EVR_OFF_W_FAST_END) "(%r12)\n\t"
-	"movq " WV_S(EVR_OFF_W_LOST_FAST) "(%r12), %r11\n\t"
-	"incq %r11\n\t"
-	"movq " WV_S(EVR_OFF_W_CTL) "(%r12), %rdx\n\t"
-	"movq %r11, " WV_S(EVR_OFF_CTL_LOST_FAST_TOTAL) "(%rdx)\n\t"
-	"leaq " WV_S(EVR_OFF_W_LOST_FAST) "(%r12), %rdx\n\t"
+	EVR_RSEQ_DROP_COUNT("%r12", "%rdx", "%r11", ".Lwv_slow")
 	"jmp .Lwv_commit_store\n"
 	".Lwv_lt32:\n\t"
 	"cmpq $16, %rdx\n\t"

@@ -396,10 +396,13 @@ EVR_WRITE_Q(2, , uint64_t q0, uint64_t q1)
 EVR_WRITE_Q(3, , uint64_t q0, uint64_t q1, uint64_t q2)
 EVR_WRITE_Q(4, , uint64_t q0, uint64_t q1, uint64_t q2, uint64_t q3)
 
-/* evr__event_write_v()'s slow path: the payload assembled in a buffer, for every session. */
-static __attribute__((noinline)) int write_slow_v(struct evr_event *ev, uint64_t q0,
-						  uint64_t q1, uint64_t q2, const void *src,
-						  uint64_t pn)
+/*
+ * evr__event_write_v()'s slow path: the payload assembled in a buffer, for
+ * every session. Also where the hand-written version's section leaves to.
+ */
+__attribute__((noinline)) int evr__event_write_v_slow(struct evr_event *ev, uint64_t q0,
+						       uint64_t q1, uint64_t q2, const void *src,
+						       uint64_t pn)
 {
 	const uint32_t plen = (uint32_t)(pn >> 32), n = (uint32_t)pn, len = plen + n;
 	const uint64_t q[3] = { q0, q1, q2 };
@@ -442,7 +445,7 @@ static __attribute__((noinline)) int write_v_cold(struct evr_event *ev, uint64_t
 {
 	if (write_v_fast(ev, q0, q1, q2, src, pn, false) == 0)
 		return 0;
-	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
+	EVR_TAIL_CALL return evr__event_write_v_slow(ev, q0, q1, q2, src, pn);
 }
 
 int EVR_WRITE_V_C(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2, const void *src,
@@ -459,17 +462,9 @@ int EVR_WRITE_V_C(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2, c
 	if (EVR_LIKELY(write_v_fast(ev, q0, q1, q2, src, pn, true) == 0))
 		return 0;
 	/* A tail call: the slow path's frame lies on the caller's (stacks). */
-	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
+	EVR_TAIL_CALL return evr__event_write_v_slow(ev, q0, q1, q2, src, pn);
 }
 
-#if EVR_WRITE_V_ASM
-/* The slow path of the hand-written evr__event_write_v(), for its section's exits. */
-int evr__event_write_v_slow(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
-			    const void *src, uint64_t pn)
-{
-	EVR_TAIL_CALL return write_slow_v(ev, q0, q1, q2, src, pn);
-}
-#endif
 
 int evr_event_write_too_big(struct evr_event *ev)
 {

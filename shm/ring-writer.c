@@ -368,7 +368,7 @@ static int ring_rseq_lock(struct evr_ring_writer *w, struct rseq *rs, uint32_t c
 		 "2:\n\t"
 		 "movq $0, " EVR_RSEQ_S(EVR_OFF_RS_CS) "(%[rs])\n\t"
 		 :
-		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [tid] "r"(tid), [sig] "i"(RSEQ_SIG)
+		 : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [tid] "r"(tid)
 		 : "rax", "memory", "cc"
 		 : restart, busy);
 	return 0;

@@ -78,7 +78,8 @@ struct result {
 	int sessions;
 	int runs;
 	int payload;			/* bytes; 0: the 20-byte event */
-	enum loop_kind kind;		/* enabled scenarios */
+	enum loop_kind kind;		/* enabled and writer_* scenarios */
+	bool full;			/* writer_full*: into a full ring */
 	uint64_t events;		/* per thread per run */
 	double ns[MAX_RUNS];
 	double cpu_ns[MAX_RUNS];	/* enabled: the writers' own CPU time per event */
@@ -1048,7 +1049,8 @@ static int run(const struct opts *o)
 			r.ns[i] = run_loops(1, LOOP_EVRING, o->disabled_events);
 		report(o, &r);
 	}
-	/* The writer alone, its three payloads in rounds, as the enabled scenarios. */
+	/* The writer alone, its three payloads and a full ring, in rounds, as the
+	 * enabled scenarios. */
 	static const struct {
 		const char *name;
 		enum loop_kind kind;
@@ -1060,7 +1062,6 @@ static int run(const struct opts *o)
 		{ "writer_full", LOOP_EVRING, true },
 		{ "writer_full_bytes200", LOOP_BYTES200, true },
 	};
-	bool full[sizeof(alone) / sizeof(alone[0])];
 	struct result wr[sizeof(alone) / sizeof(alone[0])];
 	size_t nw = 0;
 
@@ -1069,11 +1070,11 @@ static int run(const struct opts *o)
 			wr[nw++] = (struct result){ .scenario = alone[k].name, .threads = 1,
 						    .sessions = 1, .runs = o->runs,
 						    .payload = loop_payload[alone[k].kind],
-						    .events = o->events, .kind = alone[k].kind },
-			full[nw - 1] = alone[k].full;
+						    .events = o->events, .kind = alone[k].kind,
+						    .full = alone[k].full };
 	for (int i = 0; i < o->runs; i++)
 		for (size_t k = 0; k < nw; k++)
-			wr[k].ns[i] = writer_only_run(o, wr[k].kind, full[k], &wr[k].lost);
+			wr[k].ns[i] = writer_only_run(o, wr[k].kind, wr[k].full, &wr[k].lost);
 	for (size_t k = 0; k < nw; k++) {
 		if (k > 0 && strcmp(wr[0].scenario, "writer_only") == 0)
 			wr[k].base = &wr[0];

@@ -821,8 +821,7 @@ static void *fence_helper(void *arg)
 					  :
 					  : [gen] "r"(gen), [entered] "r"(&fence_entered),
 					    [go] "r"(&fence_go), [stop] "r"(&fence_stop),
-					    [log] "r"(fence_log), [rs] "r"(rs),
-					    [sig] "i"(RSEQ_SIG)
+					    [log] "r"(fence_log), [rs] "r"(rs)
 					  : "rax", "memory", "cc"
 					  : aborted);
 		evr_rseq_clear_cs(rs);

@@ -320,7 +320,7 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
  * undefined instruction (ud1 RSEQ_SIG(%rip), %edi), so that a disassembler stays
  * in step and a stray jump there traps (see <bits/rseq.h>).
  */
-#define EVR_RSEQ_ABORT_SIG ".byte 0x0f, 0xb9, 0x3d\n\t.long %c[sig]\n\t"
+#define EVR_RSEQ_ABORT_SIG ".byte 0x0f, 0xb9, 0x3d\n\t.long " EVR_RSEQ_S(RSEQ_SIG) "\n\t"
 
 /*
  * A struct rseq_cs: version 0, flags 0, start, post-commit offset, abort. The
@@ -371,24 +371,32 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
  */
 #define EVR_RSEQ_DROP_FULL                                                                 \
 	"7:\n\t"                                                                            \
-	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_MODE) "(%[w])\n\t"	/* EVR_MODE_DISCARD */        \
-	"jne %l[slow]\n\t"                                                                 \
-	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
-	"movq " EVR_RSEQ_S(EVR_OFF_CTL_TAIL) "(%[a]), %[a]\n\t"	/* the reader's tail */    \
-	"cmpq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(%[w]), %[a]\n\t"                             \
-	"ja %l[slow]\n\t"                                                                  \
-	"subq %[a], %[c]\n\t"                                                             \
-	"decq %[c]\n\t"                                                                   \
-	"cmpq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[c]\n\t"	/* end - tail > size? */ \
-	"jbe %l[slow]\n\t"                                                                 \
-	"movq $0, " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(%[w])\n\t"                           \
-	"movq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(%[w]), %[c]\n\t"                        \
-	"incq %[c]\n\t"                                                                   \
-	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(%[w]), %[a]\n\t"                               \
-	"movq %[c], " EVR_RSEQ_S(EVR_OFF_CTL_LOST_FAST_TOTAL) "(%[a])\n\t"                \
-	"leaq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(%[w]), %[a]\n\t"                        \
+	EVR_RSEQ_DROP_COUNT("%[w]", "%[a]", "%[c]", "%l[slow]")                            \
 	"movq $-1, %[te]\n\t"                                                             \
 	"jmp 8f\n\t"
+/*
+ * The test and the count, with the ring writer in register @w and @a, @c free
+ * (@c holds the record's end): leaves @a = &lost_fast and @c = the new count
+ * for the commit, or goes to @slow. Also the hand-written var path's
+ * (producer/write-v-asm.c), with its own registers.
+ */
+#define EVR_RSEQ_DROP_COUNT(w, a, c, slow)                                                 \
+	"cmpl $0, " EVR_RSEQ_S(EVR_OFF_W_MODE) "(" w ")\n\t"	/* EVR_MODE_DISCARD */       \
+	"jne " slow "\n\t"                                                                 \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(" w "), " a "\n\t"                             \
+	"movq " EVR_RSEQ_S(EVR_OFF_CTL_TAIL) "(" a "), " a "\n\t"	/* the reader's tail */ \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_HEAD) "(" w "), " a "\n\t"                            \
+	"ja " slow "\n\t"                                                                  \
+	"subq " a ", " c "\n\t"                                                            \
+	"decq " c "\n\t"                                                                   \
+	"cmpq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(" w "), " c "\n\t"	/* end - tail > size? */ \
+	"jbe " slow "\n\t"                                                                 \
+	"movq $0, " EVR_RSEQ_S(EVR_OFF_W_FAST_END) "(" w ")\n\t"                           \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(" w "), " c "\n\t"                       \
+	"incq " c "\n\t"                                                                   \
+	"movq " EVR_RSEQ_S(EVR_OFF_W_CTL) "(" w "), " a "\n\t"                             \
+	"movq " c ", " EVR_RSEQ_S(EVR_OFF_CTL_LOST_FAST_TOTAL) "(" a ")\n\t"               \
+	"leaq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(" w "), " a "\n\t"
 
 /*
  * The append: one critical section on ring %[w], which belongs to CPU %[cpu].
@@ -485,7 +493,7 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	[x0] "=&x"(x0_), [x1] "=&x"(x1_)
 #define EVR_RSEQ_APPEND_IN(w_, rs_, cpu_, w0__, tid_)                                      \
 	[rs] "r"(rs_), [cpu] "r"(cpu_), [w] "r"(w_), [w0] "rm"(w0__), [tid] "rm"(tid_),    \
-	[sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH)
+	[pf] "i"(EVR_RING_PREFETCH)
 #define EVR_RSEQ_APPEND_VARS                                                               \
 	typedef long long evr_v2di_ __attribute__((vector_size(16)));                      \
 	uint64_t a_, c_, d_, te_;                                                          \
@@ -497,7 +505,7 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
  * anyway: no register of its own for the section. */
 #define EVR_RSEQ_RINGS_IN(rings_, rs_, cpu_, w0__, tid_)                                  \
 	[rs] "r"(rs_), [cpu] "r"(cpu_), [rings] "m"(*(rings_)), [w0] "rm"(w0__),           \
-	[tid] "rm"(tid_), [sig] "i"(RSEQ_SIG), [pf] "i"(EVR_RING_PREFETCH)
+	[tid] "rm"(tid_), [pf] "i"(EVR_RING_PREFETCH)
 /* After the asm: its exits, as the return values of evr_ring_rseq_append(). */
 #define EVR_RSEQ_APPEND_EXITS_(rs_, done)                                                  \
 	EVR_RSEQ_APPEND_USE;                                                               \
@@ -703,13 +711,36 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 	EVR_RSEQ_RINGS_EXITS(rs);
 }
 
-/* One 32-byte move, at byte @o of the bytes, or ending @o before their end. */
-#define EVR_RSEQ_MV32(o)                                                                   \
-	"vmovdqu " #o "(%[src]), %%ymm15\n\t"                                              \
-	"vmovdqu %%ymm15, " #o "(%[d])\n\t"
-#define EVR_RSEQ_MV32_END(o)                                                               \
-	"vmovdqu -" #o "(%[src],%[n]), %%ymm14\n\t"                                        \
-	"vmovdqu %%ymm14, -" #o "(%[d],%[n])\n\t"
+/*
+ * One 32-byte move from @src to @d through @y, at byte @o of the bytes, or
+ * ending @o before their end (@n bytes); register names as the asm spells
+ * them (also producer/write-v-asm.c's).
+ */
+#define EVR_RSEQ_MV32_R(src, d, y, o)                                                      \
+	"vmovdqu " #o "(" src "), " y "\n\t"                                                \
+	"vmovdqu " y ", " #o "(" d ")\n\t"
+#define EVR_RSEQ_MV32_END_R(src, d, n, y, o)                                               \
+	"vmovdqu -" #o "(" src "," n "), " y "\n\t"                                         \
+	"vmovdqu " y ", -" #o "(" d "," n ")\n\t"
+/*
+ * 32 to 256 bytes, @mv(o) and @mve(o) being the two moves above: one from each
+ * end to 64 bytes, two to 128, four to 256, then to @done; the last case
+ * falls through. Labels 40, 41.
+ */
+#define EVR_RSEQ_COPY_32_256(mv, mve, n, done)                                             \
+	"cmpq $64, " n "\n\t"                                                               \
+	"ja 40f\n\t"                                                                        \
+	mv(0) mve(32)                                                                      \
+	"jmp " done "\n\t"                                                                  \
+	"40:\n\t"                                                                           \
+	"cmpq $128, " n "\n\t"                                                              \
+	"ja 41f\n\t"                                                                        \
+	mv(0) mv(32) mve(64) mve(32)                                                       \
+	"jmp " done "\n\t"                                                                  \
+	"41:\n\t"                                                                           \
+	mv(0) mv(32) mv(64) mv(96) mve(128) mve(96) mve(64) mve(32)
+#define EVR_RSEQ_MV32(o) EVR_RSEQ_MV32_R("%[src]", "%[d]", "%%ymm15", o)
+#define EVR_RSEQ_MV32_END(o) EVR_RSEQ_MV32_END_R("%[src]", "%[d]", "%[n]", "%%ymm14", o)
 
 /*
  * The bytes of the var section: %[n] bytes from %[src] to %[d]. Loads never
@@ -733,21 +764,9 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 	"jb 33f\n\t"                                                                        \
 	"cmpb $0, %[avx2]\n\t"                                                             \
 	"je 32f\n\t"                                                                        \
-	"cmpq $64, %[n]\n\t"                                                               \
-	"ja 40f\n\t"                                                                        \
-	EVR_RSEQ_MV32(0) EVR_RSEQ_MV32_END(32)                                             \
-	"jmp 38f\n\t"                                                                       \
-	"40:\n\t"                                                                           \
-	"cmpq $128, %[n]\n\t"                                                              \
-	"ja 41f\n\t"                                                                        \
-	EVR_RSEQ_MV32(0) EVR_RSEQ_MV32(32) EVR_RSEQ_MV32_END(64) EVR_RSEQ_MV32_END(32)     \
-	"jmp 38f\n\t"                                                                       \
-	"41:\n\t"                                                                           \
 	"cmpq $256, %[n]\n\t"                                                              \
 	"ja 42f\n\t"                                                                        \
-	EVR_RSEQ_MV32(0) EVR_RSEQ_MV32(32) EVR_RSEQ_MV32(64) EVR_RSEQ_MV32(96)             \
-	EVR_RSEQ_MV32_END(128) EVR_RSEQ_MV32_END(96) EVR_RSEQ_MV32_END(64)                 \
-	EVR_RSEQ_MV32_END(32)                                                              \
+	EVR_RSEQ_COPY_32_256(EVR_RSEQ_MV32, EVR_RSEQ_MV32_END, "%[n]", "38f")             \
 	"jmp 38f\n\t"                                                                       \
 	"42:\n\t"			/* more: 32 bytes an iteration, then the last 32 */ \
 	"leaq -32(%[n]), %[a]\n\t"                                                         \
