@@ -13,6 +13,7 @@
  * with none), and check that the session's samples account for every value
  * recorded, exactly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -86,6 +87,7 @@ struct result {
 	double ns2[MAX_RUNS];		/* switch_first: the second write after the switch */
 	const struct result *base;	/* enabled_1t of the same rounds, if it ran */
 	double rps[MAX_RUNS];		/* reader: records per second */
+	double rtt[MAX_RUNS];		/* enabled: cpu_pair_rtt() around each run */
 	double lttng_ns[MAX_RUNS];
 	int lttng_runs;
 	uint64_t lost;
@@ -129,6 +131,120 @@ static void pin(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu % get_nprocs(), &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * The CPUs no writer of a run is pinned to: writers take CPUs 0 to @busy - 1
+ * (pin()). Readers go there, so that the scheduler does not wake a reader on a
+ * pinned writer's CPU, where its wall-clock time would be the writer's (seen:
+ * 24 ns an event instead of 14.5 for 200 bytes, the writer's own CPU time
+ * 16.6). Return: false when every CPU has a writer (the scheduler decides).
+ */
+static bool free_cpus(int busy, cpu_set_t *ret)
+{
+	if (sched_getaffinity(0, sizeof(*ret), ret) < 0)
+		CPU_ZERO(ret);
+	for (int c = 0; c < busy && c < CPU_SETSIZE; c++)
+		CPU_CLR(c, ret);
+	return CPU_COUNT(ret) > 0;
+}
+
+/* @set as a list: "1", "1-3", "2,4-7". */
+static void print_cpus(const cpu_set_t *set)
+{
+	const char *sep = "";
+
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		int e = c;
+
+		if (!CPU_ISSET(c, set))
+			continue;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
+			e++;
+		if (e > c)
+			printf("%s%d-%d", sep, c, e);
+		else
+			printf("%s%d", sep, c);
+		sep = ",";
+		c = e;
+	}
+}
+
+/*
+ * How long a cache line takes to go from CPU 0 to CPU 1 and back (ns, the
+ * median of 9 batches of 500 round trips), or 0 without both CPUs. On a virtual
+ * machine this is where the host put the two vCPUs: about 55 ns when they
+ * share a cache, 300 and more when they do not, which the host changes while
+ * it runs (seen: for 0.3 s in 20 s). A writer whose lines its reader takes
+ * then pays several times over for each line it writes again (enabled runs
+ * measured 50-100 ns an event where they otherwise take 14), so each enabled
+ * run reports it, taken before and after.
+ */
+static int cmp_double(const void *a, const void *b);
+
+struct rtt_arg {
+	_Atomic uint64_t ball;
+	uint64_t n;
+};
+
+static void *rtt_pong(void *arg)
+{
+	struct rtt_arg *a = arg;
+
+	pin(1);
+	for (uint64_t i = 1; i <= a->n; i++) {
+		while (atomic_load_explicit(&a->ball, memory_order_acquire) != 2 * i - 1)
+			;
+		atomic_store_explicit(&a->ball, 2 * i, memory_order_release);
+	}
+	return NULL;
+}
+
+static void *rtt_ping(void *arg)
+{
+	struct rtt_arg *a = arg;
+	double *batches = (double *)(a + 1);
+	uint64_t i = 1;
+
+	pin(0);
+	for (int b = 0; b < 9; b++) {
+		uint64_t t0 = now_ns();
+
+		for (int k = 0; k < 500; k++, i++) {
+			atomic_store_explicit(&a->ball, 2 * i - 1, memory_order_release);
+			while (atomic_load_explicit(&a->ball, memory_order_acquire) != 2 * i)
+				;
+		}
+		batches[b] = (double)(now_ns() - t0) / 500.0;
+	}
+	return NULL;
+}
+
+static double cpu_pair_rtt(void)
+{
+	struct {
+		struct rtt_arg a;
+		double batches[9];
+	} __attribute__((aligned(64))) x = { .a = { .n = 9 * 500 } };
+	pthread_t ping, pong;
+	cpu_set_t allowed;
+
+	/* Both threads spin: never on one CPU (taskset), where each would wait
+	 * out the other's time slice. */
+	if (get_nprocs() < 2 || sched_getaffinity(0, sizeof(allowed), &allowed) < 0 ||
+	    !CPU_ISSET(0, &allowed) || !CPU_ISSET(1, &allowed))
+		return 0;
+	pthread_create(&pong, NULL, rtt_pong, &x.a);
+	pthread_create(&ping, NULL, rtt_ping, &x.a);
+	pthread_join(ping, NULL);
+	pthread_join(pong, NULL);
+	qsort(x.batches, 9, sizeof(double), cmp_double);
+	return x.batches[4];
+}
+
+static int writer_cpus(int threads, enum loop_kind kind)
+{
+	return kind == LOOP_SWITCH ? 1 : threads;
 }
 
 static void *worker_main(void *arg)
@@ -278,6 +394,8 @@ struct drain {
 	struct evr_reader *r;		/* --drain records */
 	struct evr_span_reader *sr;	/* packets */
 	int bell;
+	bool pinned;			/* to cpus */
+	cpu_set_t cpus;
 	uint32_t nr_rings;
 	uint8_t *buf;
 	uint64_t received;
@@ -291,6 +409,8 @@ static void *drain_spans_main(void *arg)
 	struct evr_shm_span sp;
 	int n = 0;
 
+	if (d->pinned)
+		pthread_setaffinity_np(pthread_self(), sizeof(d->cpus), &d->cpus);
 	while (!evr_span_reader_drained(d->sr)) {
 		for (int k = 0; k < 64 && (n = evr_span_reader_get(d->sr, EVR_SPAN_WHOLE, &sp)) > 0;
 		     k++) {
@@ -326,6 +446,8 @@ static void *drain_main(void *arg)
 	struct drain *d = arg;
 	struct evr_record rec;
 
+	if (d->pinned)
+		pthread_setaffinity_np(pthread_self(), sizeof(d->cpus), &d->cpus);
 	while (!evr_reader_ended(d->r)) {
 		int k = 0, n = 0;
 
@@ -383,6 +505,7 @@ static double enabled_run(const struct opts *o, int threads, int sessions, enum 
 		if (evr_session_start(&so, &s[i], err, sizeof(err)) < 0)
 			die("cannot start a session", err);
 		d[i] = (struct drain){ .chase = o->chase, .bell = evr_session_doorbell_fd(s[i]) };
+		d[i].pinned = free_cpus(writer_cpus(threads, kind), &d[i].cpus);
 		if (o->records) {
 			if (evr_session_reader_new(s[i], EVR_READER_GATING, &d[i].r) < 0)
 				die("cannot read a session", "out of memory");
@@ -682,9 +805,74 @@ static int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
+/* A thread of LTTng's consumer daemon and the CPUs it had. */
+struct consumer_thread {
+	pid_t tid;
+	cpu_set_t cpus;
+};
+
+#define CONSUMER_THREADS_MAX 256
+
+/*
+ * Move the threads of every lttng-consumerd (LTTng's reader) to @cpus for one
+ * run, as evring's readers are, saving the CPUs each had in @saved. Threads
+ * that cannot be moved (another user's daemon) stay where they are. Returns
+ * how many were moved.
+ */
+static size_t consumers_pin(const cpu_set_t *cpus, struct consumer_thread *saved)
+{
+	size_t n = 0;
+	struct dirent *p;
+	DIR *proc = opendir("/proc");
+
+	while (proc && (p = readdir(proc)) && n < CONSUMER_THREADS_MAX) {
+		char path[300], comm[32] = "";
+		struct dirent *t;
+		DIR *tasks;
+		FILE *f;
+
+		if (p->d_name[0] < '1' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", p->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		if (strcmp(comm, "lttng-consumerd\n") != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task", p->d_name);
+		tasks = opendir(path);
+		while (tasks && (t = readdir(tasks)) && n < CONSUMER_THREADS_MAX) {
+			pid_t tid = (pid_t)strtol(t->d_name, NULL, 10);
+
+			if (tid <= 0 || sched_getaffinity(tid, sizeof(saved[n].cpus), &saved[n].cpus) < 0)
+				continue;
+			saved[n].tid = tid;
+			if (sched_setaffinity(tid, sizeof(*cpus), cpus) == 0)
+				n++;
+		}
+		if (tasks)
+			closedir(tasks);
+	}
+	if (proc)
+		closedir(proc);
+	return n;
+}
+
+static void consumers_restore(const struct consumer_thread *saved, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		(void)sched_setaffinity(saved[i].tid, sizeof(saved[i].cpus), &saved[i].cpus);
+}
+
 /* The anchor's channel: per-UID per-CPU, 8 x 1 MiB sub-buffers, discard, tmpfs. */
 static double lttng_run(const struct opts *o)
 {
+	struct consumer_thread saved[CONSUMER_THREADS_MAX];
+	size_t moved = 0;
+	cpu_set_t cpus;
 	int pid = getpid();
 	double ns;
 
@@ -698,7 +886,10 @@ static double lttng_run(const struct opts *o)
 		sh("lttng destroy evring-bench-%d >/dev/null 2>&1", pid);
 		die("--vs-lttng", "cannot enable the LTTng channel and event");
 	}
+	if (free_cpus(writer_cpus(1, LOOP_LTTNG), &cpus))
+		moved = consumers_pin(&cpus, saved);
 	ns = run_loops(1, LOOP_LTTNG, o->events);
+	consumers_restore(saved, moved);
 	sh("lttng stop evring-bench-%d >/dev/null 2>&1; lttng destroy evring-bench-%d >/dev/null 2>&1;"
 	   " rm -rf /dev/shm/evring-bench-lttng-%d", pid, pid, pid);
 	return ns;
@@ -741,10 +932,25 @@ static void report(const struct opts *o, const struct result *r)
 		       o->clock.kind == EVR_CLOCK_TSC && strcmp(r->scenario, "enabled_1t_monotonic")
 			       ? "tsc" : "monotonic");
 		if (strncmp(r->scenario, "enabled_", 8) == 0 || strcmp(r->scenario, "sessions_4") == 0) {
+			cpu_set_t cpus;
+
 			printf(",\"readers\":\"%s\",\"drain\":\"%s\"",
 			       o->chase ? "chase" : "wait", o->records ? "records" : "packets");
+			/* Where the readers ran: the CPUs no writer had (free_cpus()). */
+			printf(",\"reader_cpus\":\"");
+			if (free_cpus(writer_cpus(r->threads, r->kind), &cpus))
+				print_cpus(&cpus);
+			else
+				printf("any");
+			printf("\"");
 			printf(",\"cpu_ns_per_event_median\":%.2f",
 			       median(r->cpu_ns, r->runs, NULL, NULL));
+			double rmin, rmax, rmed = median(r->rtt, r->runs, &rmin, &rmax);
+
+			if (rmin > 0) {
+				printf(",\"cpu_pair_rtt_ns_median\":%.0f,\"cpu_pair_rtt_ns_max\":%.0f",
+				       rmed, rmax);
+			}
 			if (!o->records)
 				printf(",\"reader_doorbell_waits\":%" PRIu64
 				       ",\"reader_paced_waits\":%" PRIu64,
@@ -783,6 +989,13 @@ static void report(const struct opts *o, const struct result *r)
 
 			printf("   LTTng-UST %.2f ns: %.1fx faster", l, l / med);
 		}
+		if (r->sessions && strncmp(r->scenario, "writer_", 7) != 0) {
+			double rmin, rmax, rmed = median(r->rtt, r->runs, &rmin, &rmax);
+
+			if (rmin > 0 && rmax > 2 * rmed)
+				printf("   (CPUs 0 and 1 far apart around some runs: a line's round "
+				       "trip %.0f ns, median %.0f)", rmax, rmed);
+		}
 		printf("\n");
 	}
 	fflush(stdout);
@@ -810,7 +1023,9 @@ static void usage(FILE *f)
 		"Usage: evring-bench [OPTIONS]\n"
 		"Cost of an evring event (payload u64,u64,u32; enabled_str40: u64 and a 40-byte\n"
 		"string; enabled_bytes200: u64 and 200 bytes) with a reader draining concurrently,\n"
-		"and of recording a counter value.\n\n"
+		"and of recording a counter value. Each writer thread has a CPU of its own;\n"
+		"readers (and LTTng's consumer daemon, for its runs) are kept to the CPUs no\n"
+		"writer has, when there are any.\n\n"
 		"  --json               one JSON object per scenario\n"
 		"  --vs-lttng           also run the loop through LTTng-UST (needs lttng-sessiond)\n"
 		"  --drain HOW          how each session's reader drains it: packets (default:\n"
@@ -1105,12 +1320,17 @@ static int run(const struct opts *o)
 	}
 	for (int i = 0; i < o->runs; i++) {
 		for (size_t k = 0; k < ne; k++) {
+			double rtt = cpu_pair_rtt();
+
 			if (strcmp(er[k].scenario, "enabled_1t_monotonic") == 0)
 				er[k].ns[i] = monotonic_run(o, &er[k].lost, &er[k].cpu_ns[i]);
 			else
 				er[k].ns[i] = enabled_run(o, er[k].threads, er[k].sessions,
 							  er[k].kind, &er[k].lost, &er[k].cpu_ns[i],
 							  &er[k].ns2[i], &er[k].waits);
+			er[k].rtt[i] = rtt;
+			if ((rtt = cpu_pair_rtt()) > er[k].rtt[i])
+				er[k].rtt[i] = rtt;
 #ifdef EVR_HAVE_LTTNG
 			if (o->vs_lttng && strcmp(er[k].scenario, "enabled_1t") == 0)
 				er[k].lttng_ns[er[k].lttng_runs++] = lttng_run(o);
