@@ -35,6 +35,7 @@
 
 #include "clock-internal.h"
 #include "producer-internal.h"
+#include "write-internal.h"
 
 /*
  * The cross-CPU check: when nobody else vouches for the TSC, up to 7 CPUs
@@ -224,6 +225,9 @@ static void settle(void)
 	base_tsc = clock_info.kind == EVR_CLOCK_TSC ? __rdtsc() : 0;
 	/* Read by the write path once a session (published after calibrating) exists. */
 	__atomic_store_n(&evr_clock_tsc, clock_info.kind == EVR_CLOCK_TSC, __ATOMIC_RELEASE);
+#if EVR_WRITE_V_ASM
+	evr__write_v_gate_set(clock_info.kind == EVR_CLOCK_TSC);
+#endif
 }
 
 void evr_clock_settle(void)

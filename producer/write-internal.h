@@ -44,6 +44,11 @@ evr_session_write_rec_rcu(struct evr_session *s, struct rseq *rs, const struct e
 #define EVR_WRITE_V_ASM 0
 #define EVR_WRITE_V_C evr__event_write_v
 #endif
+#if EVR_WRITE_V_ASM
+/* Once the clock is settled: whether the hand-written path may run (@tsc: the
+ * clock is the TSC). */
+EVR_HIDDEN void evr__write_v_gate_set(bool tsc);
+#endif
 EVR_HIDDEN int evr__event_write_v_c(struct evr_event *ev, uint64_t q0, uint64_t q1, uint64_t q2,
 				    const void *src, uint64_t pn);
 EVR_HIDDEN int evr__event_write_v_slow(struct evr_event *ev, uint64_t q0, uint64_t q1,

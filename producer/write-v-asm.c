@@ -58,16 +58,21 @@
 #define WV_S(x) EVR_RSEQ_S(x)
 
 /*
- * glibc's __rseq_offset, copied at load: one load on the path instead of two
- * (its GOT entry, then it). Before this constructor runs, evr_clock_tsc is
- * still 0 (set by libevring's constructor of default priority, which runs
- * after), so nothing gets as far as the section.
+ * Whether the path below may run, and glibc's __rseq_offset: one load on the
+ * path instead of three (the AVX2 flag, the clock's, a copy of the offset:
+ * 0.2-0.3 ns of a 40- or 200-byte event, measured with the per-CPU session
+ * check also left out). __rseq_offset when the CPU has AVX2 and the clock
+ * is the TSC, 0 otherwise (the rseq area lies inside the thread's control
+ * block, never at the thread pointer itself: its offset is not 0). Stays 0
+ * until the clock is settled (evr__write_v_gate_set(), from clock.c), before
+ * which no session exists to write to.
  */
-EVR_HIDDEN ptrdiff_t evr_wv_rseq_offset;
+EVR_HIDDEN intptr_t evr_wv_gate;
 
-__attribute__((constructor(101))) static void wv_init(void)
+void evr__write_v_gate_set(bool tsc)
 {
-	evr_wv_rseq_offset = __rseq_offset;
+	__atomic_store_n(&evr_wv_gate, tsc && evr_ring_copy_avx2 ? (intptr_t)__rseq_offset : 0,
+			 __ATOMIC_RELAXED);
 }
 
 #define WV_EV_PERCPU 8
@@ -81,8 +86,8 @@ _Static_assert(WV_W0_BASE == (EVR_REC_HDR_SIZE | (uint32_t)EVR_REC_EVENT << 16),
 	       "EVENT record header word 0");
 _Static_assert(sizeof(struct evr_ring_writer) == 256, "ring writers 256 bytes apart");
 _Static_assert(24 + 256 <= EVR_MAX_PAYLOAD, "what the assembly takes is never too big");
-_Static_assert(sizeof(evr_ring_percpu_min) == 4 && sizeof(evr_clock_tsc) == 4 &&
-		       sizeof(evr_ring_copy_avx2) == 1 && sizeof(evr_tls_tid) == 4,
+_Static_assert(sizeof(evr_ring_percpu_min) == 4 && sizeof(evr_tls_tid) == 4 &&
+		       sizeof(evr_wv_gate) == 8,
 	       "operand sizes");
 
 #define WV_PUSH1(reg)                                                                      \
@@ -128,9 +133,8 @@ __asm__(
 	"ja .Lwv_c\n\t"
 	"cmpl $256, %r9d\n\t"				/* n */
 	"ja .Lwv_c\n\t"
-	"cmpb $0, evr_ring_copy_avx2(%rip)\n\t"
-	"je .Lwv_c\n\t"
-	"cmpl $0, evr_clock_tsc(%rip)\n\t"
+	"movq evr_wv_gate(%rip), %r10\n\t"		/* AVX2, the TSC: __rseq_offset */
+	"testq %r10, %r10\n\t"
 	"je .Lwv_c\n\t"
 	"movq evr_tls_tid@gottpoff(%rip), %r11\n\t"
 	"movl %fs:(%r11), %r11d\n\t"
@@ -141,7 +145,7 @@ __asm__(
 	WV_PUSH1(rbp) WV_PUSH1(r12)
 	"vmovq %rdi, %xmm6\n\t"
 	"vmovq %rdx, %xmm3\n\t"
-	"movq evr_wv_rseq_offset(%rip), %rbp\n\t"
+	"movq %r10, %rbp\n\t"
 	"rdtsc\n\t"
 	"shlq $32, %rdx\n\t"
 	"orq %rdx, %rax\n\t"
