@@ -197,6 +197,9 @@ static void put_frame_text(FILE *f, struct evr_symbolizer *sym, uint64_t pc, boo
 
 	if (sym) {
 		evr_symbolizer_lookup(sym, pc, is_return, &s);
+		/* Functions inlined at the address first, innermost first. */
+		for (uint32_t k = 0; k < s.ninlined; k++)
+			fprintf(f, "    at %s\n", evr_sym_format_inlined(&s, k, false, buf, sizeof(buf)));
 		fprintf(f, "    at %s\n", evr_sym_format(&s, pc, false, buf, sizeof(buf)));
 	} else {
 		fprintf(f, "    at 0x%" PRIx64 "\n", pc);
@@ -214,6 +217,18 @@ static void put_frame_json(struct evr_strbuf *sb, struct evr_symbolizer *sym, ui
 		evr_strbuf_printf(sb, ",\"frame\":");
 		evr_sym_format(&s, pc, false, buf, sizeof(buf));
 		evr_strbuf_json_string(sb, buf, strlen(buf));
+		/* The functions inlined at the address, innermost first. */
+		if (s.ninlined) {
+			evr_strbuf_printf(sb, ",\"inlined\":[");
+			for (uint32_t k = 0; k < s.ninlined; k++) {
+				const char *fn = s.inlined[k].func ? s.inlined[k].func : "??";
+
+				if (k)
+					evr_strbuf_printf(sb, ",");
+				evr_strbuf_json_string(sb, fn, strlen(fn));
+			}
+			evr_strbuf_printf(sb, "]");
+		}
 	}
 	evr_strbuf_printf(sb, "}");
 }

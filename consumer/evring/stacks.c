@@ -131,6 +131,11 @@ static void print_text(const struct evr_stacks *st, const struct stacks_opts *o)
 			struct evr_sym sym;
 
 			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
+			/* Functions inlined at the address first, innermost first, each
+			 * under the frame's number: the frame's own line stays last. */
+			for (uint32_t k = 0; k < sym.ninlined; k++)
+				printf("#%-2u 0x%016" PRIx64 " %s\n", f, t->pcs[f],
+				       evr_sym_format_inlined(&sym, k, o->lines, buf, sizeof(buf)));
 			printf("#%-2u 0x%016" PRIx64 " %s\n", f, t->pcs[f],
 			       evr_sym_format(&sym, t->pcs[f], o->lines, buf, sizeof(buf)));
 		}

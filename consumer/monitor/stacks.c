@@ -112,9 +112,17 @@ int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
 			struct evr_sym sym;
 
 			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
+			/* As evring stacks prints them: what is inlined there first. */
+			for (uint32_t k = 0; k < sym.ninlined && !err; k++) {
+				snprintf(line, sizeof(line), "#%-2u 0x%016" PRIx64 " %s\n", f,
+					 t->pcs[f],
+					 evr_sym_format_inlined(&sym, k, true, buf, sizeof(buf)));
+				err = evr_rpt_html_cstr(sb, line);
+			}
 			snprintf(line, sizeof(line), "#%-2u 0x%016" PRIx64 " %s\n", f, t->pcs[f],
 				 evr_sym_format(&sym, t->pcs[f], true, buf, sizeof(buf)));
-			err = evr_rpt_html_cstr(sb, line);
+			if (!err)
+				err = evr_rpt_html_cstr(sb, line);
 		}
 		if (!err)
 			err = evr_strbuf_append(sb, "</pre>\n", 7);

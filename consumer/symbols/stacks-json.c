@@ -39,8 +39,23 @@ static int frame_json(struct evr_strbuf *sb, const struct evr_stacks *st,
 	if (!err)
 		err = str_or_null(sb, sym.file);
 	if (!err)
-		err = evr_strbuf_printf(sb, ",\"line\":%u,\"jit\":%s}", sym.line,
+		err = evr_strbuf_printf(sb, ",\"line\":%u,\"jit\":%s,\"inlined\":[", sym.line,
 					sym.jit ? "true" : "false");
+	/* What debug info says is inlined at the address, innermost first, each
+	 * with where the address is in it. */
+	for (uint32_t k = 0; k < sym.ninlined && !err; k++) {
+		err = evr_strbuf_printf(sb, "%s{\"func\":", k ? "," : "");
+		if (!err)
+			err = str_or_null(sb, sym.inlined[k].func);
+		if (!err)
+			err = evr_strbuf_append(sb, ",\"file\":", 8);
+		if (!err)
+			err = str_or_null(sb, sym.inlined[k].file);
+		if (!err)
+			err = evr_strbuf_printf(sb, ",\"line\":%u}", sym.inlined[k].line);
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "]}", 2);
 	return err;
 }
 

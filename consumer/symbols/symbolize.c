@@ -801,6 +801,24 @@ int evr_symbolizer_lookup(struct evr_symbolizer *s, uint64_t pc, bool is_return,
 	return e->found;
 }
 
+const char *evr_sym_format_inlined(const struct evr_sym *sym, uint32_t k, bool with_line,
+				   char *buf, size_t len)
+{
+	const struct evr_sym_inline *in;
+	int n;
+
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	if (k >= sym->ninlined)
+		return buf;
+	in = &sym->inlined[k];
+	n = snprintf(buf, len, "%s (inlined)", in->func ? in->func : "??");
+	if (with_line && in->file && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " at %s:%u", in->file, in->line);
+	return buf;
+}
+
 const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_line, char *buf,
 			   size_t len)
 {

@@ -3,7 +3,8 @@
 # record --stacks: every event of a program with known call chains carries its stack, and
 # the symbolized frames are exactly those functions (Hit: chain_c < chain_b < chain_a <
 # main; Note, from another thread: chain_e < chain_d < noter). --stacks=2 keeps two frames;
-# a recording without --stacks has none. Nothing is lost.
+# a recording without --stacks has none. The fire function inlined into chain_c() shows in
+# the JSON and the text of dump. Nothing is lost.
 source "$(dirname "$0")/lib.sh"
 need_python
 N=300
@@ -14,6 +15,9 @@ N=300
 	fail "dump failed: $(cat "$T/dump.err")"
 "$EVRING" dump "$T/full.evtrace" >"$T/full.txt"
 grep -q "^    at chain_b+0x" "$T/full.txt" || fail "text dump shows no frames"
+# The fire function chain_hit() is inlined into chain_c(): its own line, marked, above it.
+grep -A1 -m1 "^    at chain_hit (inlined)$" "$T/full.txt" | grep -q "^    at chain_c+0x" ||
+	fail "text dump lacks the inlined fire function above chain_c: $(head -4 "$T/full.txt")"
 
 "$EVRING" record --stacks=2 --providers Chain -o "$T/two.evtrace" -- "$BIN/stacks-chain" $N \
 	2>"$T/rec.err" || fail "record --stacks=2 failed: $(cat "$T/rec.err")"
@@ -41,6 +45,10 @@ def check(evs, what, depth=None):
     assert not [e for e in evs if e["type"] == "lost"], f"{what}: events lost"
     for e in hits:
         f = funcs(e)
+        # chain_hit(), the fire function, is inlined at the first frame's address; nothing
+        # is inlined at the others'.
+        inl = [fr.get("inlined", []) for fr in e["stack"]]
+        assert inl[0] == ["chain_hit"] and not any(inl[1:]), f"{what}: inlined {inl}"
         if depth is None:
             assert f[:4] == ["chain_c", "chain_b", "chain_a", "main"], f"{what}: Hit stack {f}"
         else:

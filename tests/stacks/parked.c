@@ -2,7 +2,8 @@
 /*
  * A process whose threads sit in known functions, for `evring stacks` tests:
  * park_in_read() blocks reading a pipe nobody writes, park_in_cond() waits on a
- * condition variable nobody signals, park_in_sleep() sleeps in nanosleep(), and
+ * condition variable nobody signals, park_in_sleep() sleeps in nanosleep() (from
+ * sleep_forever(), inlined into it), and
  * spin_here() (with --spin) burns CPU in a loop. Each thread says it is about
  * to block; "ready PID" is printed once all have, and the test then waits for
  * the threads' kernel state to show them blocked. With --churn, one more thread keeps starting threads that exit at once (threads
@@ -49,13 +50,20 @@ __attribute__((noinline)) static void park_in_cond(void)
 		pthread_cond_wait(&never, &lock);
 }
 
-__attribute__((noinline)) static void park_in_sleep(void)
+/* Inlined into park_in_sleep() even at -O0: the frame of park_in_sleep() holds
+ * this function, which debug info describes as inlined there. */
+static inline __attribute__((always_inline)) void sleep_forever(void)
 {
 	struct timespec ts = { 3600, 0 };
 
-	announce();
 	for (;;)
 		nanosleep(&ts, NULL);
+}
+
+__attribute__((noinline)) static void park_in_sleep(void)
+{
+	announce();
+	sleep_forever();
 }
 
 __attribute__((noinline)) static void spin_here(void)

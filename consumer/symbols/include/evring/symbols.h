@@ -223,6 +223,16 @@ const char *evr_sym_format(const struct evr_sym *sym, uint64_t pc, bool with_lin
 			   size_t len);
 
 /**
+ * evr_sym_format_inlined() - function @k (0: the innermost) of those inlined at
+ * @sym's address as text: "func (inlined)", with @with_line " at file:line"
+ * when known. The text forms of a stack (`evring stacks`, `evring dump`, the
+ * monitor's pages) print these before the frame's own line, innermost first.
+ * Return: @buf ("" when @k >= @sym->ninlined).
+ */
+const char *evr_sym_format_inlined(const struct evr_sym *sym, uint32_t k, bool with_line,
+				   char *buf, size_t len);
+
+/**
  * evr_symbolizer_unmapped_note() - one line about the code addresses looked up
  * so far that no file holds: those in anonymous executable memory (JIT code)
  * when the symbolizer has no perf map at all (how many, and where the map was
