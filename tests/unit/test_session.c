@@ -779,8 +779,10 @@ static void var_check(struct evr_reader *r, const struct var_expect *e, uint32_t
 static void test_event_variable_payloads_decode_exactly(void **state)
 {
 	static const uint32_t sizes[] = { 0,   1,   2,   3,   4,   5,   7,   8,   15,  16,
-					  17,  20,  31,  32,  33,  63,  64,  65,  100, 127,
-					  128, 129, 200, 243, 244, 255, 256, 257, 300, 1000 };
+					  17,  20,  31,  32,  33,  63,  64,  65,  95,  96,
+					  97,  100, 127, 128, 129, 159, 160, 161, 191, 192,
+					  193, 200, 223, 224, 225, 243, 244, 255, 256, 257,
+					  300, 1000 };
 	static struct var_expect e[7 * sizeof(sizes) / sizeof(sizes[0]) + 1];
 	long page = sysconf(_SC_PAGESIZE);
 	uint8_t *map, *edge, other[1100];

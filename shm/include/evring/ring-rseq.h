@@ -723,21 +723,45 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 	"vmovdqu -" #o "(" src "," n "), " y "\n\t"                                         \
 	"vmovdqu " y ", -" #o "(" d "," n ")\n\t"
 /*
- * 32 to 256 bytes, @mv(o) and @mve(o) being the two moves above: one from each
- * end to 64 bytes, two to 128, four to 256, then to @done; the last case
- * falls through. Labels 40, 41.
+ * 32 to 256 bytes, @mv(o) and @mve(o) being the two moves above: as many
+ * moves as 32-byte pieces (n / 32 rounded up), half or one more from the start
+ * and the rest ending at the end, then to @done; the last case falls through.
+ * Every move costs a load and a store whether it overlaps another or not: 200
+ * bytes take 7 where one from each end to 64, two to 128 and four to 256 took
+ * 8, 129 to 160 bytes 5 instead of 8; up to 64 bytes, one test as before.
+ * Labels 50 to 55.
  */
 #define EVR_RSEQ_COPY_32_256(mv, mve, n, done)                                             \
 	"cmpq $64, " n "\n\t"                                                               \
-	"ja 40f\n\t"                                                                        \
+	"ja 50f\n\t"                                                                        \
 	mv(0) mve(32)                                                                      \
 	"jmp " done "\n\t"                                                                  \
-	"40:\n\t"                                                                           \
+	"50:\n\t"                                                                           \
 	"cmpq $128, " n "\n\t"                                                              \
-	"ja 41f\n\t"                                                                        \
+	"ja 52f\n\t"                                                                        \
+	"cmpq $96, " n "\n\t"                                                               \
+	"ja 51f\n\t"                                                                        \
+	mv(0) mv(32) mve(32)                                                               \
+	"jmp " done "\n\t"                                                                  \
+	"51:\n\t"                                                                           \
 	mv(0) mv(32) mve(64) mve(32)                                                       \
 	"jmp " done "\n\t"                                                                  \
-	"41:\n\t"                                                                           \
+	"52:\n\t"                                                                           \
+	"cmpq $192, " n "\n\t"                                                              \
+	"ja 54f\n\t"                                                                        \
+	"cmpq $160, " n "\n\t"                                                              \
+	"ja 53f\n\t"                                                                        \
+	mv(0) mv(32) mv(64) mve(64) mve(32)                                                \
+	"jmp " done "\n\t"                                                                  \
+	"53:\n\t"                                                                           \
+	mv(0) mv(32) mv(64) mve(96) mve(64) mve(32)                                        \
+	"jmp " done "\n\t"                                                                  \
+	"54:\n\t"                                                                           \
+	"cmpq $224, " n "\n\t"                                                              \
+	"ja 55f\n\t"                                                                        \
+	mv(0) mv(32) mv(64) mv(96) mve(96) mve(64) mve(32)                                 \
+	"jmp " done "\n\t"                                                                  \
+	"55:\n\t"                                                                           \
 	mv(0) mv(32) mv(64) mv(96) mve(128) mve(96) mve(64) mve(32)
 #define EVR_RSEQ_MV32(o) EVR_RSEQ_MV32_R("%[src]", "%[d]", "%%ymm15", o)
 #define EVR_RSEQ_MV32_END(o) EVR_RSEQ_MV32_END_R("%[src]", "%[d]", "%[n]", "%%ymm14", o)
