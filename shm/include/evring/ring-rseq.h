@@ -771,8 +771,9 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
  * go past src + n (the caller's memory may end there), stores never past the
  * record: moves from the start and moves ending at the last byte, which
  * overlap. Up to 256 bytes there is no loop: 32-byte moves where the CPU has
- * AVX2 (evr_ring_copy_avx2), one from each end to 64 bytes, two to 128 and
- * four to 256, so that a given size always takes the same branches. Measured
+ * AVX2 (evr_ring_copy_avx2), as many as the bytes have 32-byte pieces
+ * (EVR_RSEQ_COPY_32_256), so that a given size always takes the same
+ * branches. Measured
  * on a 200-byte payload (evring-bench enabled_bytes200 and its writer alone):
  * the loop of 16-byte moves it replaces cost 1.8 ns an event more than the
  * same moves without the loop, and 16-byte moves 0.9 ns more than 32-byte
