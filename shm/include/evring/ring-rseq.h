@@ -897,7 +897,10 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
  * them where it has them. No further line is asked for than the one ahead of
  * the record, as every section does: a loop asking for each line of a
  * 200-byte record cost more than it saved (the hardware's prefetcher follows
- * the stores).
+ * the stores). The hand-written version of evr__event_write_v()
+ * (producer/write-v-asm.c) asks for four lines without a loop: where the
+ * ring does not fit in the writer's cache, that made the 200-byte event a
+ * third cheaper.
  *
  * Return and Context: as evr_ring_rseq_append_words_rcu(); @src is borrowed,
  * and only its @n bytes are read.
