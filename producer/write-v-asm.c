@@ -27,10 +27,9 @@
  * were slower.
  *
  * The critical section follows the protocol of <evring/ring-rseq.h>
- * (EVR_RSEQ_APPEND_ASM, EVR_RSEQ_VAR_COPY, EVR_RSEQ_VAR_BYTES) with two
- * differences: the CPU is read inside the section (a thread that migrates
- * after reading it is aborted before its commit) instead of before it, and
- * it asks for the four lines ahead that end where the record does, not one.
+ * (EVR_RSEQ_APPEND_ASM, EVR_RSEQ_VAR_COPY, EVR_RSEQ_VAR_BYTES) with one
+ * difference: the CPU is read inside the section (a thread that migrates
+ * after reading it is aborted before its commit) instead of before it.
  *
  * Exits, always with the arguments as they came and the stack as at entry:
  * before the section (another clock, a thread id not yet known, no per-CPU
@@ -43,8 +42,9 @@
  * tests/unit/test_stack.c).
  *
  * What the two versions share is written once in <evring/ring-rseq.h>: the
- * section's descriptor and abort signature, the 32- to 256-byte moves
- * (EVR_RSEQ_COPY_32_256) and the count of a drop (EVR_RSEQ_DROP_COUNT), each
+ * section's descriptor and abort signature, the lines asked for ahead
+ * (EVR_RSEQ_PF_BEFORE), the 32- to 256-byte moves (EVR_RSEQ_COPY_32_256) and
+ * the count of a drop (EVR_RSEQ_DROP_COUNT), each
  * given this file's registers. The rest (the checks, the record's header, the
  * commit, fewer than 32 bytes with one scratch register) follows
  * EVR_RSEQ_APPEND_ASM, EVR_RSEQ_VAR_COPY and EVR_RSEQ_VAR_BYTES and must be
@@ -200,20 +200,11 @@ __asm__(
 	"subq %r10, %rdx\n\t"				/* the record's size */
 	"andq " WV_S(EVR_OFF_W_RING_MASK) "(%r12), %r10\n\t"
 	"addq " WV_S(EVR_OFF_W_DATA) "(%r12), %r10\n\t"	/* destination */
-	/* Own the lines ahead (EVR_RING_PREFETCH): the four that end where this
-	 * record ends, one ring-prefetch further on, so that a run of records up
-	 * to 256 bytes asks for every line it will fill, not one line in three
-	 * as the sections of <evring/ring-rseq.h> do. Where the ring no longer
-	 * fits in the writer's L2 (8 MiB rings on an EPYC guest whose L3 other
-	 * guests share: a Zen 3 EPYC at 2.8 GHz) the 200-byte event cost 54 ns
-	 * with one line asked for and 36 ns with four, the 20-byte event 22
-	 * (evring-bench enabled_bytes200, medians of 6 interleaved rounds); the
-	 * 40-byte string did not move. Past the ring's end, a prefetch
-	 * asks for nothing useful and cannot fault. */
+	/* Own the four lines ahead that end one ring-prefetch past the record's
+	 * end (EVR_RSEQ_PF_BEFORE()); past the ring's end, a prefetch asks for
+	 * nothing useful and cannot fault. */
 	"prefetchw " WV_S(EVR_RING_PREFETCH) "(%r10,%rdx)\n\t"
-	"prefetchw " WV_S(EVR_RING_PREFETCH) "-64(%r10,%rdx)\n\t"
-	"prefetchw " WV_S(EVR_RING_PREFETCH) "-128(%r10,%rdx)\n\t"
-	"prefetchw " WV_S(EVR_RING_PREFETCH) "-192(%r10,%rdx)\n\t"
+	EVR_RSEQ_PF_BEFORE(WV_S(EVR_RING_PREFETCH), "(%r10,%rdx)")
 	"btrq $31, %rdi\n\t"
 	"jnc .Lwv_no_thread\n\t"
 	"movq $" WV_S(EVR_RSEQ_THREAD_W0) ", -" WV_S(EVR_RSEQ_THREAD_ASIZE) "(%r10)\n\t"

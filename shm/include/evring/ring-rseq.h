@@ -399,21 +399,41 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	"leaq " EVR_RSEQ_S(EVR_OFF_W_LOST_FAST) "(" w "), " a "\n\t"
 
 /*
+ * The three lines before the one a section asks for ahead (EVR_RING_PREFETCH
+ * past the record's end), for the sections whose records run to 280 bytes:
+ * together, the four lines that end where the record will end, one
+ * ring-prefetch on, so that a run of such records asks for every line it will
+ * fill and not one in three. @pf: what to add to @addr (an address operand,
+ * "(%[a])") to reach that line. Where the ring does not fit in the writer's L2
+ * (8 MiB rings on a Zen 3 EPYC guest with an L2 of 512 KiB and an L3 other
+ * guests share) it made the 200-byte event a third cheaper (evring-bench
+ * enabled_bytes200 45.8-55.6 -> 32.0-37.9 ns, 6 interleaved rounds); a loop
+ * asking for each line of the record, from head, had cost 1.5 ns more than it
+ * saved with the ring in cache (Zen 4). The lines before the ring's data, on a
+ * wrap, are asked for in vain and cannot fault.
+ */
+#define EVR_RSEQ_PF_BEFORE(pf, addr)                                                       \
+	"prefetchw " pf "-64" addr "\n\t"                                                \
+	"prefetchw " pf "-128" addr "\n\t"                                               \
+	"prefetchw " pf "-192" addr "\n\t"
+
+/*
  * The append: one critical section on ring %[w], which belongs to CPU %[cpu].
  *
  * Every value comes in a register or as an operand the compiler picks, and
  * the scratch registers are the compiler's to choose, so that the write path
  * needs almost no stack frame: a call that spills and reloads is a good part of
  * a 15 ns write. The users differ in how the record's size is computed
- * (@end: %[c] = head + the EVENT record's aligned size) and how the payload
- * is copied (@copy, to 16(%[d])); %[a], %[x0] and %[x1]
- * are free in @copy. %[ts] comes in as the timestamp read and is clamped in
+ * (@end: %[c] = head + the EVENT record's aligned size), which lines they
+ * ask for besides the one ahead (@pf_more, with %[a] its address:
+ * EVR_RSEQ_PF_BEFORE() or nothing) and how the payload is copied (@copy, to
+ * 16(%[d])); %[a], %[x0] and %[x1] are free in @copy. %[ts] comes in as the timestamp read and is clamped in
  * place.
  *
  * Exits: falls through when written and published; %l[restart]: preempted,
  * migrated or signalled before the commit; %l[slow]: slow path needed.
  */
-#define EVR_RSEQ_APPEND_ASM(begin, end, copy)                                              \
+#define EVR_RSEQ_APPEND_ASM(begin, end, pf_more, copy)                                     \
 	EVR_RSEQ_CS_DESC("3", "1f", "2f", "4f")                                            \
 	".pushsection __rseq_failure, \"ax\"\n\t"                                          \
 	EVR_RSEQ_ABORT_SIG                                                                 \
@@ -460,6 +480,7 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
 	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[a]\n\t"                         \
 	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[a]\n\t"                              \
 	"prefetchw (%[a])\n\t"                                                             \
+	pf_more                                                                            \
 	"andq " EVR_RSEQ_S(EVR_OFF_W_RING_MASK) "(%[w]), %[d]\n\t"                         \
 	"addq " EVR_RSEQ_S(EVR_OFF_W_DATA) "(%[w]), %[d]\n\t"	/* d = destination */      \
 	"btrq $31, %[te]\n\t"                                                              \
@@ -532,11 +553,12 @@ none:                                                                           
  * stores cannot be forwarded from the store buffer; it waits for them to
  * reach the cache, behind every older store, the ring's stores that miss
  * among them (measured: 16-byte moves made a 200-byte payload 4 ns slower
- * than 8-byte ones). Two words an iteration: two stores a cycle. No further
- * line is asked for than the one ahead of the record, as in every section:
- * a loop asking for each line of the record cost more than it saved, 1.5 ns
- * for 208 bytes and 2.5 ns for 400 (a loop of evr_event_write(), interleaved,
- * fastest of 10); the hardware's prefetcher follows the stores.
+ * than 8-byte ones). Two words an iteration: two stores a cycle. The section
+ * asks for four lines ahead (EVR_RSEQ_PF_BEFORE()), without a loop: a loop
+ * asking for each line of the record cost more than it saved, 1.5 ns for 208
+ * bytes and 2.5 ns for 400 (a loop of evr_event_write(), interleaved, fastest
+ * of 10, the ring in cache); past 256 bytes the hardware's prefetcher follows
+ * the stores.
  */
 #define EVR_RSEQ_MEM_END "leaq 16(%[d],%[nq],8), %[c]\n\t"
 #define EVR_RSEQ_MEM_COPY                                                                  \
@@ -577,7 +599,8 @@ evr_ring_rseq_append(struct evr_ring_writer *w, struct rseq *rs, uint32_t cpu,
 
 	/* volatile: with outputs, gcc would drop an asm goto whose outputs go unused. */
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM("", EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_COPY)
+		EVR_RSEQ_APPEND_ASM("", EVR_RSEQ_MEM_END, EVR_RSEQ_PF_BEFORE("", "(%[a])"),
+				    EVR_RSEQ_MEM_COPY)
 		: EVR_RSEQ_APPEND_OUT(ts)
 		: EVR_RSEQ_APPEND_IN(w, rs, cpu, r->w0, r->tid),
 		  [src] "r"(r->src), [nq] "r"(r->nq)
@@ -635,6 +658,7 @@ _Static_assert(sizeof(struct evr_ring_writer) == 1u << 8, "ring i at rings + (i 
 		__asm__ __volatile__ goto(                                                 \
 			EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS,                            \
 					    "leaq %c[rsz](%[d]), %[c]\n\t",                 \
+					    "", /* a record of one or two lines */        \
 					    ".if " #K " > 0\n\t"                            \
 					    "movq %[q0], 16(%[d])\n\t"                      \
 					    ".endif\n\t"                                    \
@@ -701,7 +725,8 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 	struct evr_ring_writer *w;
 
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_MEM_END, EVR_RSEQ_MEM_COPY)
+		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_MEM_END,
+				    EVR_RSEQ_PF_BEFORE("", "(%[a])"), EVR_RSEQ_MEM_COPY)
 		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
 		: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),
 		  [src] "r"(src), [nq] "r"(nq)
@@ -894,13 +919,8 @@ evr_ring_rseq_append_mem_rcu(struct evr_ring_writer *const _Atomic *rings, struc
  *
  * The fixed words are register-or-memory operands, stored through a scratch
  * register: the section's own registers leave the compiler few, and it keeps
- * them where it has them. No further line is asked for than the one ahead of
- * the record, as every section does: a loop asking for each line of a
- * 200-byte record cost more than it saved (the hardware's prefetcher follows
- * the stores). The hand-written version of evr__event_write_v()
- * (producer/write-v-asm.c) asks for four lines without a loop: where the
- * ring does not fit in the writer's cache, that made the 200-byte event a
- * third cheaper.
+ * them where it has them. The four lines ahead that end where the record
+ * does are asked for (EVR_RSEQ_PF_BEFORE()).
  *
  * Return and Context: as evr_ring_rseq_append_words_rcu(); @src is borrowed,
  * and only its @n bytes are read.
@@ -916,7 +936,8 @@ evr_ring_rseq_append_var_rcu(struct evr_ring_writer *const _Atomic *rings, struc
 	const uint64_t nb = (plen + n + 7u) & ~(uint64_t)7u;
 
 	__asm__ __volatile__ goto(
-		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_VAR_END, EVR_RSEQ_VAR_COPY)
+		EVR_RSEQ_APPEND_ASM(EVR_RSEQ_LOAD_RINGS, EVR_RSEQ_VAR_END,
+				    EVR_RSEQ_PF_BEFORE("", "(%[a])"), EVR_RSEQ_VAR_COPY)
 		: EVR_RSEQ_APPEND_OUT(ts), [w] "=&r"(w)
 		: EVR_RSEQ_RINGS_IN(rings, rs, cpu, w0, tid),
 		  [src] "r"(src), [n] "r"(n), [nb] "rm"(nb), [P] "rm"(plen), [p0] "rm"(p0),
