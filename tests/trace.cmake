@@ -17,3 +17,7 @@ endforeach()
 # conversion, TSC jumps forward and back) built from real ring bytes.
 evr_unit(test_trace_clock LIBS evring-consumer evring-shm evring-proto)
 target_include_directories(test_trace_clock PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib)
+
+# The recorder's way back to direct I/O: the disk's rate and the stream's fit.
+evr_unit(test_recorder_io)
+target_include_directories(test_recorder_io PRIVATE ${PROJECT_SOURCE_DIR}/consumer/recorder)

@@ -34,6 +34,8 @@
 #include <evring/recorder.h>
 #include <evring/shm.h>
 
+#include "recorder-io.h"
+
 #define SPANS_PER_PUMP		256u	/* then look at the clock and the caller again */
 #define THREADS_NS		250000000u	/* ask for the thread names 4 times a second */
 #define FLUSH_MS_DEFAULT	250u
@@ -253,10 +255,7 @@ static bool stream_fits(struct evr_recorder *r, uint64_t now)
 
 	r->taken_mark = r->taken;
 	r->taken_mark_ns = now;
-	if (!r->disk_bps || !dt)
-		return true;
-	/* bytes / dt < 3/4 of disk_bps, in doubles: no product overflows. */
-	return (double)bytes * 1e9 < 0.75 * (double)r->disk_bps * (double)dt;
+	return evr_recorder_stream_fits(bytes, dt, r->disk_bps);
 }
 
 static int adapt_io(struct evr_recorder *r, bool interval)
@@ -273,7 +272,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		ret = flush_release(r);
 		if (ret < 0)
 			return ret;
-		r->disk_bps = r->dio_ns ? (uint64_t)((double)r->dio_bytes * 1e9 / (double)r->dio_ns) : 0;
+		r->disk_bps = evr_recorder_disk_bps(r->dio_bytes, r->dio_ns);
 		r->taken_mark = r->taken;
 		r->taken_mark_ns = mono_ns();
 		ret = evr_trace_writer_set_direct(r->w, false);

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The recorder's way back to direct I/O (consumer/recorder/recorder-io.h):
+ * what the disk took, and whether the stream fits three quarters of it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "recorder-io.h"
+
+#define MB 1000000ull
+#define MS 1000000ull
+
+static void test_disk_rate_is_bytes_over_write_time(void **state)
+{
+	(void)state;
+	/* 2 MiB in 5 ms: 419 MB/s; in 20 ms, a stalled disk: 105 MB/s. */
+	assert_int_equal(evr_recorder_disk_bps(2u << 20, 5 * MS), 419430400u);
+	assert_int_equal(evr_recorder_disk_bps(2u << 20, 20 * MS), 104857600u);
+	assert_int_equal(evr_recorder_disk_bps(2u << 20, 0), 0);
+	assert_int_equal(evr_recorder_disk_bps(0, 5 * MS), 0);
+}
+
+static void test_stream_fits_three_quarters_of_the_disk(void **state)
+{
+	const uint64_t disk = 420 * MB, dt = 250 * MS;
+
+	(void)state;
+	/* This guest's case: 500 MB/s to a disk that took 420 stays buffered. */
+	assert_false(evr_recorder_stream_fits(500 * MB / 4, dt, disk));
+	/* Just below and just above 315 MB/s, three quarters of 420. */
+	assert_true(evr_recorder_stream_fits(314 * MB / 4, dt, disk));
+	assert_false(evr_recorder_stream_fits(316 * MB / 4, dt, disk));
+	/* Nothing sent: direct I/O may come back. */
+	assert_true(evr_recorder_stream_fits(0, dt, disk));
+	/* A longer interval at the same rate decides the same way. */
+	assert_false(evr_recorder_stream_fits(500 * MB * 10, 10000 * MS, disk));
+	assert_true(evr_recorder_stream_fits(300 * MB * 10, 10000 * MS, disk));
+}
+
+static void test_stream_fits_when_nothing_was_measured(void **state)
+{
+	(void)state;
+	/* No direct write timed yet, or no time passed: the calm rings decide. */
+	assert_true(evr_recorder_stream_fits(500 * MB, 250 * MS, 0));
+	assert_true(evr_recorder_stream_fits(500 * MB, 0, 420 * MB));
+}
+
+static void test_stream_fits_without_overflow(void **state)
+{
+	(void)state;
+	/* Products past 2^64 in integers: a day of a 10 GB/s disk's bytes. */
+	assert_true(evr_recorder_stream_fits(UINT64_C(1) << 40, UINT64_C(86400) * 1000 * MS,
+					     10000 * MB));
+	assert_false(evr_recorder_stream_fits(UINT64_MAX, 1 * MS, UINT64_MAX / 2));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_disk_rate_is_bytes_over_write_time),
+		cmocka_unit_test(test_stream_fits_three_quarters_of_the_disk),
+		cmocka_unit_test(test_stream_fits_when_nothing_was_measured),
+		cmocka_unit_test(test_stream_fits_without_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
