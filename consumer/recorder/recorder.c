@@ -80,13 +80,12 @@ struct evr_recorder {
 	bool direct_ok;			/* the output takes direct I/O */
 	uint32_t calm;			/* buffered for now: calm flush intervals in a row */
 	bool io_warned;			/* said that direct I/O fell behind */
-	/* What the disk took and what the process sends, for the way back to
-	 * direct I/O (adapt_io()): bytes written directly and the time the
-	 * writes took since direct I/O was last turned on; the disk's rate
-	 * measured so when it fell behind (bytes/s, 0 unknown); the bytes of
-	 * spans taken, and their count at the last flush interval. */
-	uint64_t dio_bytes, dio_ns, disk_bps;
-	uint64_t taken, taken_mark, taken_mark_ns;
+	/* For the way back to direct I/O (adapt_io()): the bytes written
+	 * directly and the time those writes took, from when direct I/O was
+	 * last turned on until it fell behind; the file's size and the time at
+	 * the last look since. */
+	uint64_t dio_bytes, dio_ns;
+	uint64_t mark_bytes, mark_ns;
 
 	enum evr_recorder_stop stop;
 	int err;			/* sticky failure, 0 */
@@ -216,9 +215,8 @@ static int write_metadata(struct evr_recorder *r)
  */
 static int flush_release(struct evr_recorder *r)
 {
-	int ret;
-
 	uint64_t bytes, t0;
+	int ret;
 
 	if (!r->hold)
 		return 0;
@@ -249,19 +247,11 @@ static int flush_release(struct evr_recorder *r)
  * the fall in 3 runs of 4 when the calm second alone decided, none in 4
  * with the rates compared.
  */
-static bool stream_fits(struct evr_recorder *r, uint64_t now)
-{
-	uint64_t dt = now - r->taken_mark_ns, bytes = r->taken - r->taken_mark;
-
-	r->taken_mark = r->taken;
-	r->taken_mark_ns = now;
-	return evr_recorder_stream_fits(bytes, dt, r->disk_bps);
-}
-
 static int adapt_io(struct evr_recorder *r, bool interval)
 {
 	const uint64_t ring_size = r->ring_size;
-	uint64_t now;
+	uint64_t now, bytes;
+	bool fits;
 	int ret;
 
 	if (!r->direct_ok || r->err)
@@ -272,9 +262,8 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		ret = flush_release(r);
 		if (ret < 0)
 			return ret;
-		r->disk_bps = evr_recorder_disk_bps(r->dio_bytes, r->dio_ns);
-		r->taken_mark = r->taken;
-		r->taken_mark_ns = mono_ns();
+		r->mark_bytes = evr_trace_writer_bytes(r->w);
+		r->mark_ns = mono_ns();
 		ret = evr_trace_writer_set_direct(r->w, false);
 		if (ret < 0)
 			return write_error(r, ret);
@@ -290,8 +279,15 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	}
 	if (!interval)
 		return 0;
+	/* What the process sent since the last look, against what the disk took:
+	 * the file grows by what the page cache is given. */
 	now = mono_ns();
-	if (!stream_fits(r, now) || evr_client_span_backlog(r->c) > ring_size / 8) {
+	bytes = evr_trace_writer_bytes(r->w);
+	fits = evr_recorder_stream_fits(bytes - r->mark_bytes, now - r->mark_ns,
+					evr_recorder_disk_bps(r->dio_bytes, r->dio_ns));
+	r->mark_bytes = bytes;
+	r->mark_ns = now;
+	if (!fits || evr_client_span_backlog(r->c) > ring_size / 8) {
 		r->calm = 0;
 		return 0;
 	}
@@ -374,7 +370,6 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		r->events += sp.events;
 		r->lost += sp.lost;
 		r->spans++;
-		r->taken += sp.len;
 		n++;
 		if (r->hold) {
 			ret = note_unwritten(r, sp.events);

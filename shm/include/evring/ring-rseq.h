@@ -427,8 +427,8 @@ _Static_assert(EVR_PACKET_SIZE_MAX / EVR_REC_HDR_SIZE < (1ull << 31), "events in
  * (@end: %[c] = head + the EVENT record's aligned size), which lines they
  * ask for besides the one ahead (@pf_more, with %[a] its address:
  * EVR_RSEQ_PF_BEFORE() or nothing) and how the payload is copied (@copy, to
- * 16(%[d])); %[a], %[x0] and %[x1] are free in @copy. %[ts] comes in as the timestamp read and is clamped in
- * place.
+ * 16(%[d])); %[a], %[x0] and %[x1] are free in @copy. %[ts] comes in as the
+ * timestamp read and is clamped in place.
  *
  * Exits: falls through when written and published; %l[restart]: preempted,
  * migrated or signalled before the commit; %l[slow]: slow path needed.
