@@ -2,7 +2,8 @@
 
 # The command's option parsers and output helpers, compiled in from the tool's sources.
 evr_unit(test_cli_util LIBS evring-consumer)
-target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/util.c)
+target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/util.c
+  ${PROJECT_SOURCE_DIR}/consumer/evring/suggest.c)
 target_include_directories(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
 
 # Durations as every tool takes them (evr_duration_parse(), libevring-consumer).
@@ -48,3 +49,11 @@ endif()
 
 # libevring-sandbox: the broker's limits and the allow-list (consumer/sandbox/).
 evr_unit(test_sandbox LIBS evring-sandbox evring-consumer)
+
+# --help lists what the tools take, and typos get "did you mean" (issue 28, items 8, 9).
+if(TARGET evring-cli AND TARGET clrtop)
+  add_test(NAME cli_help
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/help.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:workload> $<TARGET_FILE:clrtop>)
+  set_tests_properties(cli_help PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -630,20 +630,23 @@ static bool drain(struct evr_top_model *m, struct evr_top_proc *p)
 		if (evr_counter_sample_from_view(&v, &s) != 1)
 			continue;	/* another event, or a malformed sample: skipped */
 		seen_add(p, &s);
+		/* A sample more than half an interval after the latest interval's first
+		 * one starts the next interval (the producer writes an interval's samples
+		 * one after the other, within microseconds unless it is preempted).
+		 * Counted from every sample, shown or not: --counters naming only
+		 * counters the process lacks still ends intervals, so its warning comes
+		 * and batch snapshots are not held back to their deadline. */
+		if (s.ts_ns > p->last_tick_ns + (uint64_t)s.interval_ms * 500000u) {
+			p->ticks++;
+			p->last_tick_ns = s.ts_ns;
+			p->batch_arrived_ns = now;
+		}
 		if (!evr_top_filter_wants(m->o.filter, s.provider, s.name, s.name_len))
 			continue;
 		record(m, p, &s);
 		c = counter_for(p, &s, &hint);
 		if (!c)
 			continue;
-		/* A sample more than half an interval after the latest interval's first
-		 * one starts the next interval (the producer writes an interval's samples
-		 * one after the other, within microseconds unless it is preempted). */
-		if (s.ts_ns > p->last_tick_ns + (uint64_t)s.interval_ms * 500000u) {
-			p->ticks++;
-			p->last_tick_ns = s.ts_ns;
-			p->batch_arrived_ns = now;
-		}
 		c->tick = p->ticks;
 		c->arrived_ns = now;
 		c->kind = s.kind;

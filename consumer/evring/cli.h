@@ -119,6 +119,28 @@ uint64_t evr_now_ns(void);
 /* @s as a JSON string: quoted, escaped, invalid UTF-8 replaced by U+FFFD. */
 void evr_json_fputs(FILE *f, const char *s);
 
+/* ---- did you mean (suggest.c) ----------------------------------------------- */
+
+/* Damerau-Levenshtein distance (a swap of neighbours is one edit); long words: their length. */
+size_t evr_cli_edit_distance(const char *a, const char *b);
+
+/*
+ * The one of @cands (@n, NULL entries skipped) nearest to @word, if near
+ * enough to be what was meant (at most a third of @word's length, at least one
+ * edit); NULL otherwise. Borrowed from @cands.
+ */
+const char *evr_cli_closest(const char *word, const char *const *cands, size_t n);
+
+/* For an unknown "--option": the nearest long option @usage's text names, into @buf. */
+const char *evr_cli_suggest_option(const char *typed, void (*usage)(FILE *f), char *buf,
+				   size_t len);
+
+/* For -n NAME that names none: "minirt (pid 4242)", the nearest process one may attach to. */
+const char *evr_cli_suggest_process(const char *name, char *buf, size_t len);
+
+/* Every export format, one line each ("chrome (perfetto)  Chrome trace-event ..."). */
+void evr_cli_print_formats(FILE *f, const char *indent);
+
 /* ---- trace files (cli-trace.c) --------------------------------------------- */
 
 struct evr_trace_reader;

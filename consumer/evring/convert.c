@@ -25,8 +25,10 @@
 
 #define CMD "convert"
 
-enum convert_format { FMT_NONE, FMT_CTF, FMT_CHROME, FMT_JSONL, FMT_FOLDED, FMT_SPEEDSCOPE,
-		      FMT_PPROF };
+/* The formats are libevring-export's table (evr_export_formats[]): parsed and listed from it. */
+enum convert_format { FMT_NONE = 0, FMT_CTF = EVR_EXPORT_CTF, FMT_CHROME = EVR_EXPORT_CHROME,
+		      FMT_JSONL = EVR_EXPORT_JSONL, FMT_FOLDED = EVR_EXPORT_FOLDED,
+		      FMT_SPEEDSCOPE = EVR_EXPORT_SPEEDSCOPE, FMT_PPROF = EVR_EXPORT_PPROF };
 
 struct convert_opts {
 	const char *path;
@@ -39,45 +41,35 @@ struct convert_opts {
 
 static void usage(FILE *f)
 {
+	char names[128];
+
+	fprintf(f, "Usage: evring convert FILE --format FORMAT [-o OUTPUT] [--event-stacks] [-q]\n"
+		"Convert trace FILE for other tools. FORMAT is one of:\n");
+	evr_cli_print_formats(f, "  ");
 	fprintf(f,
-		"Usage: evring convert FILE --format ctf|chrome|jsonl|folded|speedscope|pprof\n"
-		"                      [-o OUTPUT]"
-		" [--event-stacks] [-q]\n"
-		"Convert trace FILE for other tools.\n"
-		"  -f, --format ctf     a CTF 1.8 trace directory (babeltrace2 OUTPUT); -o required\n"
-		"  -f, --format chrome  Chrome trace-event JSON (Perfetto UI, chrome://tracing)\n"
-		"  -f, --format jsonl   one JSON object per event, as evring dump --json\n"
-		"  -f, --format folded  the CPU samples' stacks as folded stacks (FlameGraph,\n"
-		"                       inferno, speedscope): 'thread;root;...;leaf NANOSECONDS'\n"
-		"  -f, --format speedscope  the CPU samples as speedscope JSON, a profile per thread\n"
-		"  -f, --format pprof   the CPU samples as a pprof profile (gzip'd protobuf;\n"
-		"                       go tool pprof)\n"
+		"  -f, --format FORMAT  one of those (%s);\n"
+		"                       ctf writes a directory: -o required\n"
 		"      --event-stacks   folded/speedscope/pprof: the events' stacks (record --stacks)\n"
 		"                       instead of the CPU samples (the default when there are none)\n"
 		"  -o, --output OUTPUT  the directory (ctf) or file to write; '-' or none: stdout\n"
 		"  -q, --quiet          no summary line on stderr\n"
-		"  --no-sandbox         do not confine evring with seccomp\n");
+		"  --no-sandbox         do not confine evring with seccomp\n"
+		"The summary on stderr counts what was written: events (chrome, jsonl, ctf), CPU\n"
+		"samples or event stacks (folded, speedscope, pprof), and the distinct stacks.\n",
+		evr_export_format_names(names, sizeof(names)));
 }
 
 static int parse_format(const char *s, enum convert_format *ret)
 {
-	if (!strcmp(s, "ctf"))
-		*ret = FMT_CTF;
-	else if (!strcmp(s, "chrome") || !strcmp(s, "perfetto"))
-		*ret = FMT_CHROME;
-	else if (!strcmp(s, "jsonl") || !strcmp(s, "json"))
-		*ret = FMT_JSONL;
-	else if (!strcmp(s, "folded"))
-		*ret = FMT_FOLDED;
-	else if (!strcmp(s, "speedscope"))
-		*ret = FMT_SPEEDSCOPE;
-	else if (!strcmp(s, "pprof"))
-		*ret = FMT_PPROF;
-	else {
-		evr_cli_error(CMD, "--format: unknown format '%s' (ctf, chrome, jsonl, folded, "
-			      "speedscope or pprof)", s);
+	const struct evr_export_format *ef = evr_export_format_find(s);
+	char names[128];
+
+	if (!ef) {
+		evr_cli_error(CMD, "--format: unknown format '%s' (%s)", s,
+			      evr_export_format_names(names, sizeof(names)));
 		return -EINVAL;
 	}
+	*ret = (enum convert_format)ef->id;
 	return 0;
 }
 
@@ -120,8 +112,10 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 				 &o->path) < 0)
 		return -EINVAL;
 	if (o->format == FMT_NONE) {
-		evr_cli_error(CMD, "--format is required: ctf, chrome, jsonl, folded, speedscope or "
-			      "pprof");
+		char names[128];
+
+		evr_cli_error(CMD, "--format is required: %s",
+			      evr_export_format_names(names, sizeof(names)));
 		return -EINVAL;
 	}
 	if (o->format == FMT_CTF && (!o->output || !strcmp(o->output, "-"))) {
@@ -133,8 +127,9 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 
 static const char *format_name(enum convert_format f)
 {
-	return f == FMT_CTF ? "ctf" : f == FMT_CHROME ? "chrome" : f == FMT_FOLDED ? "folded" :
-	       f == FMT_SPEEDSCOPE ? "speedscope" : f == FMT_PPROF ? "pprof" : "jsonl";
+	const struct evr_export_format *ef = evr_export_format_get((enum evr_export_format_id)f);
+
+	return ef ? ef->name : "?";
 }
 
 /*

@@ -23,7 +23,7 @@ static const struct {
 	{ "providers", evr_cmd_providers, "list a process's providers, events and counters" },
 	{ "record", evr_cmd_record, "record a process's events into a trace file" },
 	{ "dump", evr_cmd_dump, "print the events of a trace file" },
-	{ "convert", evr_cmd_convert, "convert a trace file to CTF, Chrome JSON or JSON lines" },
+	{ "convert", evr_cmd_convert, "convert a trace file to another tool's format (below)" },
 	{ "report", evr_cmd_report, "summarize a trace file: tables, --json, --html page" },
 	{ "stacks", evr_cmd_stacks, "print the call stack of every thread of a process" },
 	{ "forward", evr_cmd_forward, "send live events and counters to JSON lines, LTTng, journald, Graphite" },
@@ -34,7 +34,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: evring COMMAND [OPTIONS]   (evring COMMAND --help for its options)\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "Formats of convert --format and record --format (aliases in parentheses):\n");
+	evr_cli_print_formats(f, "  ");
 	fprintf(f, "evring --version, evring COMMAND --version: the version of evring\n");
 }
 

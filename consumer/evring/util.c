@@ -104,6 +104,17 @@ int evr_cli_common_opt(const char *cmd, int c, char **argv, void (*usage)(FILE *
 		usage(stdout);
 		return 0;
 	default:
+		if (c == '?' && !optopt) {
+			/* An unknown long option: the nearest one the help names, if any. */
+			const char *arg = argv[optind - 1];
+			char near[80];
+
+			if (evr_cli_suggest_option(arg, usage, near, sizeof(near))) {
+				evr_cli_error(cmd, "unknown option '%s'; did you mean '%s'? (try evring "
+					      "%s --help)", arg, near, cmd);
+				return -EINVAL;
+			}
+		}
 		return evr_cli_getopt_error(cmd, c, argv);
 	}
 }
@@ -293,7 +304,12 @@ int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret)
 	int r = evr_process_resolve_name(name, ret, err, sizeof(err));
 
 	if (r < 0) {
-		evr_cli_error(cmd, "%s", err);
+		char near[96];
+
+		if (r == -ESRCH && evr_cli_suggest_process(name, near, sizeof(near)))
+			evr_cli_error(cmd, "%s; did you mean %s?", err, near);
+		else
+			evr_cli_error(cmd, "%s", err);
 		return r;
 	}
 	return 1;

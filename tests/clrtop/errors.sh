@@ -53,6 +53,12 @@ grep -q "^clrtop: warning: process $MINIRT_PID (minirt): --counters: the process
 	fail "no warning about provider NoSuch"
 grep -q "^clrtop: warning: process $MINIRT_PID (minirt): --counters: System.Runtime has no counter cpu-usage (it has: .*gc-heap-size" "$T/err" ||
 	fail "no warning about System.Runtime[cpu-usage]"
+# Only unknown counters of a known provider: nothing to show, so the warning matters most
+# (issue 28, item 3: it used to say nothing, the interval being counted from shown samples).
+"$CLRTOP" -b -n 2 -d 0.2 -p "$MINIRT_PID" --counters 'System.Runtime[nosuch]' \
+	>"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "clrtop with an unknown counter failed"; }
+grep -q "^clrtop: warning: process $MINIRT_PID (minirt): --counters: System.Runtime has no counter nosuch (it has: .*gc-heap-size" "$T/err" ||
+	{ cat "$T/err" "$T/out" >&2; fail "no warning about System.Runtime[nosuch] alone"; }
 run_err 2 "^clrtop: -p: 'x1' is not a process id" -p x1
 run_err 2 "^clrtop: -n: '0' is not a positive number" -n 0
 run_err 2 "^clrtop: --format: 'xml' is not csv or json" --format xml

@@ -24,6 +24,40 @@
 #include <evring/schema.h>
 #include <evring/trace.h>
 
+/* ---- the formats ---------------------------------------------------------- */
+
+enum evr_export_format_id {
+	EVR_EXPORT_CTF = 1,
+	EVR_EXPORT_CHROME,
+	EVR_EXPORT_JSONL,
+	EVR_EXPORT_FOLDED,
+	EVR_EXPORT_SPEEDSCOPE,
+	EVR_EXPORT_PPROF,
+};
+
+#define EVR_EXPORT_MAX_ALIASES 2
+
+/* One format a trace converts to (formats.c: the one table every command uses). */
+struct evr_export_format {
+	enum evr_export_format_id id;
+	const char *name;				/* as --format takes it */
+	const char *aliases[EVR_EXPORT_MAX_ALIASES];	/* other spellings, NULL-ended */
+	const char *suffix;				/* of a file named after the trace */
+	bool profile;					/* a profile of the trace's stacks */
+	const char *what;				/* one line for --help */
+};
+
+/* Every format, in the order --help lists them. */
+extern const struct evr_export_format evr_export_formats[];
+extern const size_t evr_export_nformats;
+
+/* The format named (or aliased) @name; NULL if none. */
+const struct evr_export_format *evr_export_format_find(const char *name);
+const struct evr_export_format *evr_export_format_get(enum evr_export_format_id id);
+
+/* "ctf, chrome, jsonl, folded, speedscope or pprof" into @buf. Return: @buf. */
+const char *evr_export_format_names(char *buf, size_t len);
+
 /* ---- converters ----------------------------------------------------------- */
 
 /* What every writer reports, for a summary line. */
