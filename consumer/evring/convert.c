@@ -159,7 +159,7 @@ static int convert_profile_to(const struct convert_opts *o, struct evr_trace_rea
 		else if (ret < 0)
 			snprintf(err, errlen, "%s: %s", evr_cli_trace_name(o->path),
 				 ret == -ENOMEM ? "out of memory" : evr_trace_reader_errmsg(r));
-		cs->events = stacks;
+		cs->events = stacks;	/* the stacks written: CPU samples or event stacks */
 		return ret;
 	}
 	ret = evr_profile_from_trace(r, sym, ss, o->event_stacks, &p);
@@ -184,9 +184,21 @@ static int convert_profile_to(const struct convert_opts *o, struct evr_trace_rea
 		ret = -EIO;
 	if (ret < 0)
 		snprintf(err, errlen, "cannot write the output: %s", strerror(EIO));
-	cs->events = ss ? ss->n : 0;
+	/* The stacks the profile holds (CPU samples or event stacks), not every record of
+	 * the SAMPLES chunks (context switches included) as it once said. */
+	cs->events = evr_profile_count(p, NULL);
 	evr_profile_free(p);
 	return ret;
+}
+
+/* The CPU samples with a stack: what the profiles and Chrome's samples hold. */
+static size_t cpu_samples(const struct evr_samples *ss)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ss->n; i++)
+		n += ss->v[i].type == EVR_SAMPLE_CPU && ss->v[i].nframes;
+	return n;
 }
 
 /* The profile writers' output, counted on its way to the real one (the summary's size: in
@@ -376,13 +388,27 @@ static int run(const struct convert_opts *o)
 		evr_cli_warn(CMD, "%" PRIu64 " starts and stops nested deeper than 1024 slices: they "
 			     "are instant events (\"too deep\", otherData.approximations)",
 			     cs.too_deep);
-	if (!o->quiet)
-		fprintf(stderr, "evring convert: %" PRIu64 " events, %" PRIu64 " lost, %s of %s "
-			"to %s in %.3f s (%s events/s)\n", cs.events, cs.lost,
+	if (!o->quiet) {
+		/*
+		 * Each count says what it counts (docs/cli.md): the events written
+		 * (ctf, chrome, jsonl), the CPU samples chrome adds as its sampling
+		 * profile, and for the profiles the stacks they hold, CPU samples or
+		 * event stacks. Once every format said "events" of different things.
+		 */
+		bool profile = evr_export_format_get((enum evr_export_format_id)o->format)->profile;
+		bool cpu = profile && !o->event_stacks && ss && cpu_samples(ss);
+		const char *unit = !profile ? "events" : cpu ? "CPU samples" : "event stacks";
+		char extra[64] = "";
+
+		if (o->format == FMT_CHROME && ss && cpu_samples(ss))
+			snprintf(extra, sizeof(extra), ", %zu CPU samples", cpu_samples(ss));
+		fprintf(stderr, "evring convert: %" PRIu64 " %s%s, %" PRIu64 " lost, %s of %s "
+			"to %s in %.3f s (%s %s/s)\n", cs.events, unit, extra, cs.lost,
 			evr_fmt_bytes(cs.bytes, b1, sizeof(b1)), format_name(o->format),
 			to_stdout ? "stdout" : o->output, (double)t0 / 1e9,
 			evr_fmt_count(t0 ? (double)cs.events * 1e9 / (double)t0 : 0, b2,
-				      sizeof(b2)));
+				      sizeof(b2)), profile ? (cpu ? "samples" : "stacks") : "events");
+	}
 	ret = 0;
 out:
 	if (out && out != stdout && fclose(out) != 0 && ret == 0) {

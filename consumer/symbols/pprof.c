@@ -633,6 +633,28 @@ out:
 	return err;
 }
 
+/*
+ * pprof takes the first Mapping for the main binary ("File: ..." in its reports,
+ * what -symbolize looks up first): give mapping id 1 to the traced process's
+ * executable before any stack is met, rather than to whatever library held the
+ * first sample's pc (libc.so.6, for a program caught sleeping).
+ */
+static void main_mapping_first(struct pp *p)
+{
+	const struct evr_process_info *pi = p->r ? evr_trace_reader_process(p->r) : NULL;
+
+	if (!pi || !pi->exe || !*pi->exe)
+		return;
+	for (size_t i = 0; i < p->mods->n; i++) {
+		const struct evr_module *m = &p->mods->v[i];
+
+		if (m->path && !strcmp(m->path, pi->exe) && (!m->pid || m->pid == pi->pid)) {
+			p->map_ids[i] = 1;
+			return;
+		}
+	}
+}
+
 int evr_pprof_write(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 		    const struct evr_samples *ss, bool event_stacks, const char *name, FILE *out,
 		    uint64_t *ret_stacks)
@@ -651,6 +673,7 @@ int evr_pprof_write(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 			err = -ENOMEM;
 			goto out;
 		}
+		main_mapping_first(&p);
 	}
 	err = str_index(&p, "", &empty);	/* string 0 is "" */
 	if (!err)

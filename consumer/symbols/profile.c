@@ -209,6 +209,18 @@ uint64_t evr_profile_total(const struct evr_profile *p)
 	return p->nodes[0].total;
 }
 
+size_t evr_profile_count(const struct evr_profile *p, size_t *ret_stacks)
+{
+	if (ret_stacks) {
+		size_t k = 0;
+
+		for (uint32_t i = 1; i < p->nnodes; i++)
+			k += p->nodes[i].self != 0;
+		*ret_stacks = k;
+	}
+	return p->nsamples;
+}
+
 /* ---- folded stacks ----------------------------------------------------------- */
 
 /* Names may not hold ';' (the separator) or end a line: replaced. */
@@ -284,43 +296,61 @@ int evr_profile_write_speedscope(const struct evr_profile *p, const char *name, 
 	 * opens on.
 	 */
 	uint32_t nthreads = 0, *threads;
+	uint64_t *count;	/* samples per thread, by the thread's name index */
 	bool firstp = true;
 
 	for (uint32_t t = p->nodes[0].first_child; t; t = p->nodes[t].next)
 		nthreads++;
 	threads = malloc((nthreads ? nthreads : 1) * sizeof(*threads));
-	if (!threads)
+	count = calloc(p->nnames ? p->nnames : 1, sizeof(*count));
+	if (!threads || !count) {
+		free(threads);
+		free(count);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->nsamples; i++)
+		count[p->samples[i].thread]++;
 	nthreads = 0;
 	for (uint32_t t = p->nodes[0].first_child; t; t = p->nodes[t].next) {
 		uint32_t k = nthreads++;
 
-		/* Insertion by total, heaviest first; a tie keeps the order met. */
-		for (; k > 0 && p->nodes[threads[k - 1]].total < p->nodes[t].total; k--)
+		/* Insertion by samples, most first (then by weight); a tie keeps the order met. */
+		for (; k > 0; k--) {
+			const struct pnode *a = &p->nodes[threads[k - 1]], *b = &p->nodes[t];
+
+			if (count[a->name] > count[b->name] ||
+			    (count[a->name] == count[b->name] && a->total >= b->total))
+				break;
 			threads[k] = threads[k - 1];
+		}
 		threads[k] = t;
 	}
+	free(count);
 	for (uint32_t ti = 0; ti < nthreads; ti++) {
 		uint32_t tname = p->nodes[threads[ti]].name;
-		uint64_t start = UINT64_MAX, end = 0;
+		uint64_t sum = 0, n = 0;
 		bool first = true;
 
+		/*
+		 * speedscope lays a sampled profile's samples end to end, each as wide
+		 * as its weight, over startValue..endValue: the range is the sum of
+		 * the weights. The samples' wall-clock span (seconds of a thread that
+		 * ran for milliseconds) left the Time Order view a blank line.
+		 */
 		for (size_t i = 0; i < p->nsamples; i++) {
 			if (p->samples[i].thread != tname)
 				continue;
-			if (p->samples[i].time_ns < start)
-				start = p->samples[i].time_ns;
-			if (p->samples[i].time_ns + p->samples[i].weight > end)
-				end = p->samples[i].time_ns + p->samples[i].weight;
+			sum += p->samples[i].weight;
+			n++;
 		}
-		if (start == UINT64_MAX)
+		if (!n)
 			continue;
 		fprintf(f, "%s{\"type\":\"sampled\",\"name\":", firstp ? "" : ",");
 		firstp = false;
 		json_str(f, p->names[tname]);
 		fprintf(f, ",\"unit\":");
 		json_str(f, p->unit);
-		fprintf(f, ",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[", end - start);
+		fprintf(f, ",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[", sum);
 		for (size_t i = 0; i < p->nsamples; i++) {
 			bool ff = true;
 
@@ -662,9 +692,10 @@ long evr_chrome_frames_write(void *ctx, FILE *out)
 			if (!ids[i])
 				continue;
 			fprintf(out,
-				"%s{\"cpu\":%u,\"tid\":%u,\"ts\":%" PRIu64 ".%03" PRIu64
+				"%s{\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64 ".%03" PRIu64
 				",\"name\":\"cpu-clock\",\"sf\":%" PRIu64 ",\"weight\":%" PRIu64 "}",
-				first ? "" : ",", s->cpu, s->tid, s->time_ns / 1000, s->time_ns % 1000,
+				first ? "" : ",", s->cpu, s->pid, s->tid, s->time_ns / 1000,
+				s->time_ns % 1000,
 				ids[i], s->value ? s->value : 1);
 			first = false;
 		}

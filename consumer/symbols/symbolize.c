@@ -723,6 +723,48 @@ static void resolve_inlined(Dwfl_Module *mod, uint64_t a, struct cache_ent *e)
 	e->sym.line = file ? line : 0;
 }
 
+/*
+ * Where an rseq abort handler at @a goes. libevring's rseq critical sections
+ * put their abort handlers (the signature, then one `jmp` back into the writing
+ * function) in the __rseq_failure section, which has no function symbols; a
+ * thread preempted in a critical section is sampled there, its leaf frame then
+ * shown as a bare [libevring.so] address. The target of that jmp is the
+ * function the thread was writing from. Return: true and *@ret_target.
+ */
+static bool rseq_abort_target(Dwfl_Module *mod, uint64_t a, uint64_t *ret_target)
+{
+	GElf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+		uint64_t off;
+		int32_t rel;
+
+		if (!gelf_getshdr(scn, &sh) || a - bias < sh.sh_addr ||
+		    a - bias >= sh.sh_addr + sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, "__rseq_failure") || sh.sh_type != SHT_PROGBITS)
+			return false;
+		d = elf_getdata(scn, NULL);
+		off = a - bias - sh.sh_addr;
+		if (!d || !d->d_buf || off + 5 > d->d_size ||
+		    ((const uint8_t *)d->d_buf)[off] != 0xe9)	/* jmp rel32 */
+			return false;
+		memcpy(&rel, (const uint8_t *)d->d_buf + off + 1, 4);
+		*ret_target = a + 5 + (uint64_t)(int64_t)rel;
+		return true;
+	}
+	return false;
+}
+
 static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 {
 	const struct jsym *j;
@@ -730,6 +772,8 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 	struct modsyms *ms;
 	const struct fsym *f;
 	Dwfl_Line *line;
+	bool abort_stub = false;
+	uint64_t at = a;
 
 	memset(&e->sym, 0, sizeof(e->sym));
 	j = jit_find(s, a);
@@ -759,7 +803,12 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 		return 0;
 	e->sym.module = ms->base;
 	e->sym.module_offset = a - ms->bias;
-	line = dwfl_module_getsrc(mod, a);
+	/* An rseq abort handler: named as the function (and line) it jumps back to. */
+	if (!fsym_find(ms, a) && rseq_abort_target(mod, a, &at) && fsym_find(ms, at))
+		abort_stub = true;
+	else
+		at = a;
+	line = dwfl_module_getsrc(mod, at);
 	if (line) {
 		int lineno = 0;
 		const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
@@ -769,12 +818,12 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 			e->sym.line = (uint32_t)lineno;
 		}
 	}
-	f = fsym_find(ms, a);
+	f = fsym_find(ms, at);
 	if (!f)
 		return 0;
 	e->sym.func = f->name;
-	e->func_start = f->addr;
-	resolve_inlined(mod, a, e);
+	e->func_start = abort_stub ? a : f->addr;	/* the stub's own offset: 0 */
+	resolve_inlined(mod, at, e);
 	return 1;
 }
 

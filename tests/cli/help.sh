@@ -23,7 +23,7 @@ accepts() {
 "$EVRING" --help >"$T/help.txt"
 "$EVRING" convert --help >"$T/chelp.txt"
 listed=$(sed -n '/^Formats of convert/,/^evring --version/p' "$T/help.txt" |
-	grep -E '^  [a-z]' | sed -E 's/^  ([a-z]+)( \(([a-z]+)\))?.*/\1 \3/')
+	{ grep -E '^  [a-z]' || true; } | sed -E 's/^  ([a-z]+)( \(([a-z]+)\))?.*/\1 \3/')
 [[ -n $listed ]] || fail "evring --help lists no formats: $(cat "$T/help.txt")"
 for w in $listed; do
 	accepts "$w" || fail "evring --help lists format '$w', convert refuses it: $(cat "$T/acc.err")"

@@ -361,6 +361,9 @@ int evr_profile_from_trace(struct evr_trace_reader *r, struct evr_symbolizer *sy
 /* Sum of the weights added. */
 uint64_t evr_profile_total(const struct evr_profile *p);
 
+/* How many stacks were added; @ret_stacks (may be NULL): how many distinct ones. */
+size_t evr_profile_count(const struct evr_profile *p, size_t *ret_stacks);
+
 /* Folded stacks: "thread;root;...;leaf WEIGHT" per distinct stack. Return: 0, -EIO. */
 int evr_profile_write_folded(const struct evr_profile *p, FILE *f);
 
