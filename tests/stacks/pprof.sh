@@ -29,10 +29,10 @@ export HOME=$T PPROF_TMPDIR=$T
 }
 "$EVRING" convert "$T/p.evtrace" --format pprof -o "$T/cpu.pb.gz" 2>"$T/conv.err" ||
 	fail "convert --format pprof failed: $(cat "$T/conv.err")"
-# The summary: the stacks written and the file's size (in B below 1 KiB).
+# The summary: the CPU samples written and the file's size (in B below 1 KiB).
 size=$(stat -c %s "$T/cpu.pb.gz")
 ((size < 1024)) && want="$size B" || want="[0-9.]+ KiB"
-grep -qE "^evring convert: [1-9][0-9]* events, 0 lost, $want of pprof to $T/cpu.pb.gz in " \
+grep -qE "^evring convert: [1-9][0-9]* CPU samples, 0 lost, $want of pprof to $T/cpu.pb.gz in " \
 	"$T/conv.err" || fail "summary ($size bytes written): $(cat "$T/conv.err")"
 [[ $(head -c2 "$T/cpu.pb.gz" | od -An -tx1 | tr -d ' ') == 1f8b ]] || fail "not a gzip file"
 "$EVRING" convert "$T/p.evtrace" --format pprof --event-stacks -o "$T/ev.pb.gz" -q
