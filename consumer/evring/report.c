@@ -25,8 +25,10 @@
 #include <evring/symbols.h>
 
 #include "cli.h"
+#include "report-cpu.h"
 
 #define CMD "report"
+#define TOP_FUNCTIONS 20
 #define TOP_THREADS 10
 
 struct report_opts {
@@ -35,17 +37,23 @@ struct report_opts {
 	struct evr_cli_flags flags;	/* --json, --no-sandbox */
 	unsigned width;			/* --width N; 0: the terminal's, or unlimited */
 	unsigned threads;		/* --threads N */
+	unsigned functions;		/* --functions N */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring report [--json] [--html FILE] [--threads N] [--width N] FILE\n"
+		"Usage: evring report [--json] [--html FILE] [--threads N] [--functions N]\n"
+		"                     [--width N] FILE\n"
 		"Summarize trace FILE: process, time span, events per provider and event type,\n"
-		"lost events per CPU, counter statistics, the busiest threads.\n"
+		"lost events per CPU, counter statistics, the busiest threads, the CPU samples\n"
+		"and the functions they were in (record --sample-cpu).\n"
 		"  -j, --json       one JSON object with the same numbers instead of tables\n"
-		"  --html FILE      also write a self-contained HTML page with plots to FILE\n"
+		"  --html FILE      write a self-contained HTML page with plots to FILE instead\n"
+		"                   of the tables (with --json: both)\n"
 		"  --threads N      how many threads to list (default 10, 0 for all)\n"
+		"  --functions N    how many functions of the CPU samples to list (default 20,\n"
+		"                   0 for all)\n"
 		"  --width N        fit tables into N columns (default: the terminal's)\n"
 		"  --no-sandbox     do not confine evring with seccomp once the files are open\n");
 }
@@ -67,12 +75,13 @@ static int parse_uint(const char *opt, const char *s, unsigned *ret)
 
 static int parse_argv(int argc, char **argv, struct report_opts *o)
 {
-	enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS };
+	enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS, OPT_FUNCTIONS };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "html", required_argument, NULL, OPT_HTML },
 		{ "width", required_argument, NULL, OPT_WIDTH },
 		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "functions", required_argument, NULL, OPT_FUNCTIONS },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -80,6 +89,7 @@ static int parse_argv(int argc, char **argv, struct report_opts *o)
 	int c, r;
 
 	o->threads = TOP_THREADS;
+	o->functions = TOP_FUNCTIONS;
 	opterr = 0;
 	/* No '+': the file may come before the options (evring report F --html R.html). */
 	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
@@ -93,6 +103,10 @@ static int parse_argv(int argc, char **argv, struct report_opts *o)
 			continue;
 		case OPT_THREADS:
 			if (parse_uint("--threads", optarg, &o->threads) < 0)
+				return -EINVAL;
+			continue;
+		case OPT_FUNCTIONS:
+			if (parse_uint("--functions", optarg, &o->functions) < 0)
 				return -EINVAL;
 			continue;
 		}
@@ -384,7 +398,8 @@ static int flames_load(const struct report_opts *o, struct evr_trace_reader *r,
 			     evr_cli_trace_name(o->path));
 		ret = 0;
 	}
-	if (ret == 0 && evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &fl->r2) < 0)
+	if (ret == 0 && o->html &&
+	    evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &fl->r2) < 0)
 		fl->r2 = NULL;	/* the event stacks' graph is left out; the rest works */
 	return ret;
 }
@@ -466,12 +481,14 @@ static int run(const struct report_opts *o)
 	struct evr_rpt m = { 0 };
 	unsigned width = term_width(o);
 	struct flames fl = { 0 };
+	struct evr_report_cpu cpu = { 0 };
 	FILE *html = NULL;
 	char err[512];
 	int ret;
 
-	/* The HTML page's flame graphs read the file a second time: from a pipe, a copy. */
-	ret = evr_cli_trace_open(CMD, o->path, o->html ? EVR_CLI_TRACE_FILE : 0, &r);
+	/* The stacks' modules and samples are read before the events, and the HTML page's
+	 * flame graphs read the file a second time: from a pipe, a copy. */
+	ret = evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &r);
 	if (ret < 0)
 		return ret;
 	if (o->html) {
@@ -484,11 +501,12 @@ static int run(const struct report_opts *o)
 			evr_cli_error(CMD, "cannot create %s: %s", o->html, strerror(-ret));
 			goto out;
 		}
-		ret = flames_load(o, r, &fl);
-		if (ret < 0) {
-			evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
-			goto out;
-		}
+	}
+	/* The CPU section's binaries, opened before the sandbox. */
+	ret = flames_load(o, r, &fl);
+	if (ret < 0) {
+		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
+		goto out;
 	}
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, _IOFBF, 1u << 16);
@@ -504,17 +522,23 @@ static int run(const struct report_opts *o)
 		goto out;
 	}
 	evr_rpt_sort(&m);
+	if (evr_report_cpu_build(r, fl.sym, fl.ss, &cpu) < 0)
+		goto nomem;
 	if (o->flags.json) {
 		ret = evr_rpt_json(&sb, &m, r, o->path);
+		if (ret == 0)
+			ret = evr_report_cpu_json(&sb, &cpu, o->functions);
 		if (ret < 0)
 			goto nomem;
 		fwrite(sb.buf, 1, sb.len, stdout);
-	} else {
+	} else if (!html) {
+		/* With --html the page is the output (a script redirecting stdout got both). */
 		print_head(stdout, &m, o->path);
 		print_providers(stdout, &m, width);
 		print_lost(stdout, &m);
 		print_counters(stdout, &m, width);
 		print_threads(stdout, &m, r, width, o->threads);
+		evr_report_cpu_print(stdout, &cpu, o->functions);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		ret = errno ? -errno : -EIO;
@@ -549,6 +573,7 @@ static int run(const struct report_opts *o)
 nomem:
 	evr_cli_error(CMD, "out of memory");
 out:
+	evr_report_cpu_fini(&cpu);
 	flames_free(&fl);
 	if (html)
 		fclose(html);

@@ -221,6 +221,70 @@ size_t evr_profile_count(const struct evr_profile *p, size_t *ret_stacks)
 	return p->nsamples;
 }
 
+static int func_cmp(const void *a, const void *b)
+{
+	const struct evr_profile_func *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+int evr_profile_functions(const struct evr_profile *p, struct evr_profile_func **ret,
+			  size_t *ret_n)
+{
+	struct evr_profile_func *v = calloc(p->nnames ? p->nnames : 1, sizeof(*v));
+	uint32_t *seen = calloc(p->nnames ? p->nnames : 1, sizeof(*seen));
+	bool *is_thread = calloc(p->nnames ? p->nnames : 1, sizeof(*is_thread));
+	size_t n = 0;
+
+	if (!v || !seen || !is_thread) {
+		free(v);
+		free(seen);
+		free(is_thread);
+		return -ENOMEM;
+	}
+	for (uint32_t t = p->nodes[0].first_child; t; t = p->nodes[t].next)
+		is_thread[p->nodes[t].name] = true;
+	/*
+	 * Each stack's weight (a node's self) counts once as self for its leaf and
+	 * once as total for every distinct function on its path, as pprof's cum: a
+	 * recursive function is not counted twice. seen[] holds the stamp (node
+	 * index) of the path that last counted a name.
+	 */
+	for (uint32_t i = 1; i < p->nnodes; i++) {
+		uint64_t w = p->nodes[i].self;
+
+		if (!w || !p->nodes[i].parent)
+			continue;	/* nothing ends here, or a thread with no frames */
+		v[p->nodes[i].name].self += w;
+		for (uint32_t k = i; k && p->nodes[k].parent; k = p->nodes[k].parent) {
+			uint32_t nm = p->nodes[k].name;
+
+			if (seen[nm] == i)
+				continue;
+			seen[nm] = i;
+			v[nm].total += w;
+		}
+	}
+	for (uint32_t i = 0; i < p->nnames; i++) {
+		if (!v[i].total || is_thread[i])
+			continue;
+		v[n].name = p->names[i];
+		v[n].self = v[i].self;
+		v[n].total = v[i].total;
+		n++;
+	}
+	free(seen);
+	free(is_thread);
+	qsort(v, n, sizeof(*v), func_cmp);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
 /* ---- folded stacks ----------------------------------------------------------- */
 
 /* Names may not hold ';' (the separator) or end a line: replaced. */

@@ -364,6 +364,21 @@ uint64_t evr_profile_total(const struct evr_profile *p);
 /* How many stacks were added; @ret_stacks (may be NULL): how many distinct ones. */
 size_t evr_profile_count(const struct evr_profile *p, size_t *ret_stacks);
 
+/* A function's share of a profile: as a leaf (self), and on the stack at all (total). */
+struct evr_profile_func {
+	const char *name;		/* borrowed from the profile */
+	uint64_t self, total;		/* weights */
+};
+
+/*
+ * evr_profile_functions() - every function of @p's stacks (thread names aside)
+ * with its self and total weight, heaviest self first, as `perf report` and
+ * `pprof -top` rank them. @ret: free() it; names live as long as @p.
+ * Return: 0, -ENOMEM.
+ */
+int evr_profile_functions(const struct evr_profile *p, struct evr_profile_func **ret,
+			  size_t *ret_n);
+
 /* Folded stacks: "thread;root;...;leaf WEIGHT" per distinct stack. Return: 0, -EIO. */
 int evr_profile_write_folded(const struct evr_profile *p, FILE *f);
 

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * evring report's CPU section: the sample count and the top functions of the
+ * CPU samples (self and total, as `perf report` and `go tool pprof -top` show
+ * them), in the text tables and in --json.
+ */
+#ifndef EVR_REPORT_CPU_H
+#define EVR_REPORT_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <evring/export.h>
+#include <evring/symbols.h>
+
+struct evr_report_cpu {
+	uint64_t samples;		/* CPU samples with a stack */
+	uint64_t cpu_ns;		/* their periods */
+	uint64_t lost;			/* samples the kernel or the recorder lost */
+	uint32_t threads;		/* threads sampled */
+	uint32_t freq_hz;		/* asked for; 0: unknown */
+	struct evr_profile *p;
+	struct evr_profile_func *funcs;	/* heaviest self first */
+	size_t nfuncs;
+};
+
+/*
+ * The CPU section of trace @r from its samples @ss (NULL or none: an empty
+ * section), symbolized by @sym (may be NULL). Call once @r was read to the end
+ * (thread names). Return: 0, -ENOMEM.
+ */
+int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+			 const struct evr_samples *ss, struct evr_report_cpu *ret);
+void evr_report_cpu_fini(struct evr_report_cpu *c);
+
+/* The text section: the count line, then the @top heaviest functions (0: all). */
+void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top);
+
+/*
+ * Add "cpu_samples" to the JSON object @sb holds (evr_rpt_json()'s, ending in "}\n").
+ * Return: 0, -ENOMEM, -EINVAL if @sb is no such object.
+ */
+int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, unsigned top);
+
+#endif /* EVR_REPORT_CPU_H */
