@@ -32,6 +32,7 @@ int evr_cmd_report(int argc, char **argv);
 int evr_cmd_monitor(int argc, char **argv);
 int evr_cmd_stacks(int argc, char **argv);
 int evr_cmd_forward(int argc, char **argv);	/* consumer/forward/ */
+int evr_cmd_profiles(int argc, char **argv);	/* record-profiles.c */
 
 /* "evring record: <message>\n" on stderr. */
 __attribute__((format(printf, 2, 3)))

@@ -22,6 +22,7 @@ static const struct {
 	{ "ps", evr_cmd_ps, "list the processes you can attach to" },
 	{ "providers", evr_cmd_providers, "list a process's providers, events and counters" },
 	{ "record", evr_cmd_record, "record a process's events into a trace file" },
+	{ "profiles", evr_cmd_profiles, "list record --profile's named profiles" },
 	{ "dump", evr_cmd_dump, "print the events of a trace file" },
 	{ "convert", evr_cmd_convert, "convert a trace file to another tool's format (below)" },
 	{ "report", evr_cmd_report, "summarize a trace file: tables, --json, --html page" },

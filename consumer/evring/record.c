@@ -50,7 +50,12 @@ static void usage(FILE *f)
 		"  -p, --pid PID            attach to process PID (no restart needed)\n"
 		"  -n, --name NAME          attach to the one process named NAME\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
-		"  -o, --output FILE        trace file to write (default: trace.evtrace; -: stdout)\n"
+		"  -o, --output FILE        trace file to write (default: PROCNAME_YYYYMMDD_HHMMSS\n"
+		"                           .evtrace, never an existing file; -: stdout)\n"
+		"      --profile NAME[,...] a named set of providers and options (evring profiles\n"
+		"                           lists them: cpu-sampling, gc-verbose, ...)\n"
+		"      --format FORMAT      also convert the trace when the recording ends, next\n"
+		"                           to it (chrome, speedscope, pprof...: evring --help)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
 		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
 		"                           (e.g. 64M; default: the producer's 4 MiB per ring)\n"
@@ -107,7 +112,8 @@ static int parse_uint_opt(const char *opt, const char *s, uint32_t lo, uint32_t 
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
-	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO };
+	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
+	       OPT_FORMAT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -122,6 +128,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 		{ "io", required_argument, NULL, OPT_IO },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -130,8 +138,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	int c, r, longindex;
 
 	o->providers = "*";
-	o->output = "trace.evtrace";
-	o->output_name = o->output;
+	/* No -o: named after the process once it is known (evr_record_default_output()). */
 	o->mode = EVR_MODE_DISCARD;
 	opterr = 0;
 	while ((longindex = -1,
@@ -157,6 +164,14 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			}
 			o->providers = optarg;
+			o->providers_arg = optarg;
+			break;
+		case OPT_PROFILE:
+			o->profile = optarg;
+			break;
+		case OPT_FORMAT:
+			if (evr_record_format_parse(optarg, o) < 0)
+				return -EINVAL;
 			break;
 		case 'o':
 			if (!*optarg) {
@@ -264,7 +279,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		return -EINVAL;
 	}
 	/* Values that need no process are checked now, not after attaching. */
-	if (evr_record_check_opts(o) < 0)
+	if (evr_record_profiles_apply(o) < 0 || evr_record_check_opts(o) < 0)
 		return -EINVAL;
 	return 1;
 }
@@ -746,14 +761,29 @@ out:
 
 int evr_cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { 0 };
+	struct record_opts o = { .convert_fd = -1 };
 	int ret = parse_argv(argc, argv, &o);
 
 	if (ret > 0 && o.name)
 		ret = evr_cli_pid_of_name(CMD, o.name, &o.pid);
+	if (ret > 0)
+		ret = evr_record_default_output(&o) ?: 1;
+	if (ret > 0)
+		ret = evr_record_convert_prepare(&o) ?: 1;
 	/* Past option parsing, -EINVAL is the process refusing something, not usage. */
-	ret = ret < 0 && o.name ? evr_cli_run_status(ret)
-	      : ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
+	if (ret < 0 && o.name)
+		ret = evr_cli_run_status(ret);
+	else if (ret <= 0)
+		ret = evr_cli_exit_status(ret);
+	else {
+		int r = run(&o);
+
+		/* --format: the trace is converted if it was recorded (even if cut short). */
+		r = evr_record_convert_finish(&o, r == 0) < 0 && r == 0 ? -EIO : r;
+		ret = evr_cli_run_status(r);
+	}
 	evr_provider_spec_list_free(o.spec);
+	free(o.owned_providers);
+	free(o.owned_output);
 	return ret;
 }

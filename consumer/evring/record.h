@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "cli.h"
@@ -36,7 +37,30 @@ struct record_opts {
 	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 	struct evr_provider_spec_list *spec;	/* --providers, parsed by evr_record_check_opts() */
+	/* record-profiles.c */
+	const char *providers_arg;	/* --providers as typed, or NULL */
+	const char *profile;		/* --profile NAME[,NAME...], or NULL */
+	const struct evr_export_format *format;	/* --format, or NULL */
+	char *owned_providers, *owned_output;
+	pid_t convert_pid;		/* the --format helper, or 0 */
+	int convert_fd;			/* its go-ahead pipe */
 };
+
+struct evr_export_format;
+
+/*
+ * record-profiles.c: --profile into providers and options (explicit options
+ * win, --providers adds to the profiles'); --format FORMAT; the default output
+ * name PROCNAME_YYYYMMDD_HHMMSS.evtrace; the --format converter, forked before
+ * the recording (prepare) and let go, or not, after it (finish).
+ * Each returns 0 or -errno after printing why.
+ */
+int evr_record_profiles_apply(struct record_opts *o);
+int evr_record_format_parse(const char *s, struct record_opts *o);
+int evr_record_default_output(struct record_opts *o);
+int evr_record_convert_prepare(struct record_opts *o);
+int evr_record_convert_finish(struct record_opts *o, bool recorded);
+void evr_record_profiles_print(FILE *f, const char *indent);
 
 struct evr_sideband;
 
