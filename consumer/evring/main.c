@@ -81,6 +81,18 @@ int main(int argc, char **argv)
 		}
 		return commands[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "evring: unknown command '%s' (try evring --help)\n", argv[1]);
+	{
+		const char *names[sizeof(commands) / sizeof(commands[0])], *near;
+
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			names[i] = commands[i].name;
+		near = evr_cli_closest(argv[1], names, sizeof(names) / sizeof(names[0]));
+		if (near)
+			fprintf(stderr, "evring: unknown command '%s'; did you mean %s? (try evring "
+				"--help)\n", argv[1], near);
+		else
+			fprintf(stderr, "evring: unknown command '%s' (try evring --help)\n",
+				argv[1]);
+	}
 	return EVR_EXIT_USAGE;
 }

@@ -59,6 +59,9 @@ st=0; "$EVRING" convert "$T/t.evtrace" --fromat chrome 2>"$T/err" || st=$?
 [[ $st == 2 ]] && grep -q "did you mean '--format'?" "$T/err" || fail "convert --fromat: $(cat "$T/err")"
 st=0; "$EVRING" record --zzzzzz -p 1 2>"$T/err" || st=$?
 [[ $st == 2 ]] && ! grep -q "did you mean" "$T/err" || fail "--zzzzzz got a suggestion: $(cat "$T/err")"
+st=0; "$EVRING" recrod -p 1 2>"$T/err" || st=$?
+[[ $st == 2 ]] && grep -q "^evring: unknown command 'recrod'; did you mean record?" "$T/err" ||
+	fail "evring recrod: $(cat "$T/err")"
 start_workload wl --events 0 --threads 1 --rate 100
 st=0; "$EVRING" record -n wrkload --duration 1s -o "$T/x.evtrace" 2>"$T/err" || st=$?
 [[ $st != 0 ]] && grep -q "no process named wrkload.*; did you mean workload (pid $WL_PID)?" "$T/err" ||
