@@ -35,3 +35,7 @@ target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
 
 # A sample in an rseq abort handler of libevring is named by its function (issue 28, item 5).
 evr_unit(test_symbolize_rseq LIBS evring-symbols evring)
+
+add_executable(stacks-memset stacks/memset.c)
+target_compile_options(stacks-memset PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-memset PRIVATE evring evr_warnings)

@@ -5,7 +5,7 @@
 # reads back with spin_hot at the top of `-top` (from evring's own symbols: -symbolize=none),
 # as many samples as the trace has CPU samples, their CPU time in the default sample type,
 # the callers spin_work < main, the thread labels and the mapping of the program with its
-# build ID. --event-stacks: one event per Round, all from spin_round (the fire function,
+# build ID, first of the mappings even when the first sample is in libc. --event-stacks: one event per Round, all from spin_round (the fire function,
 # inlined: a frame of its own, marked so) in spin_work at the line of its call. JIT frames of minirt
 # (recorded with --perf-map) show as method names. A trace without samples: a clear error.
 source "$(dirname "$0")/lib.sh"
@@ -135,6 +135,20 @@ if [[ -x $MINIRT ]]; then
 else
 	echo "note: minirt not built: JIT frames not checked"
 fi
+
+# The program is pprof's main binary (the first Mapping, "File:"), even when its first
+# sample is in libc (issue 28, item 5): stacks-memset spends nearly all its CPU in memset.
+"$EVRING" record --sample-cpu --providers Memset -o "$T/m.evtrace" -- "$BIN/stacks-memset" \
+	>/dev/null 2>"$T/mrec.err" || fail "record stacks-memset failed: $(cat "$T/mrec.err")"
+"$EVRING" convert "$T/m.evtrace" --format pprof -o "$T/m.pb.gz" -q 2>/dev/null ||
+	fail "convert stacks-memset to pprof failed"
+"${PPROF[@]}" -raw -symbolize=none "$T/m.pb.gz" >"$T/m.raw" 2>&1 || fail "pprof -raw: $(cat "$T/m.raw")"
+"${PPROF[@]}" -top -symbolize=none "$T/m.pb.gz" >"$T/m.top" 2>&1 || fail "pprof -top: $(cat "$T/m.top")"
+grep -q "libc.so" "$T/m.raw" || fail "no sample in libc: $(head -20 "$T/m.top")"
+first=$(sed -n '/^Mappings/{n;p;q}' "$T/m.raw")
+[[ $first == "1: "*"/stacks-memset "* ]] || fail "pprof's first mapping is not the program: $first"
+grep -q "^File: stacks-memset$" "$T/m.top" || fail "pprof names the main binary: $(grep ^File "$T/m.top")"
+echo "pprof: $first"
 
 # Nothing to profile: one line naming the cause, no file content.
 "$EVRING" record --providers Spin -o "$T/plain.evtrace" -- "$BIN/stacks-spin" 5 >/dev/null 2>&1
