@@ -35,8 +35,11 @@ done
 for p in $(grep -oE '^  [a-z-]+ ' "$T/profiles.txt"); do
 	spec=$(grep -A1 "^  $p " "$T/profiles.txt" | grep -oE "providers '[^']+'" | cut -d"'" -f2)
 	[[ -n $spec ]] || fail "evring profiles gives no providers for $p"
+	# cpu-sampling: enough work for CPU samples (one per ms of CPU; 40 rounds take less).
+	n=40
+	[[ $p == cpu-sampling ]] && n=50000
 	st=0
-	"$EVRING" record --profile "$p" -o "$T/$p.evtrace" -- "$WORKLOAD" --events 40 --threads 1 \
+	"$EVRING" record --profile "$p" -o "$T/$p.evtrace" -- "$WORKLOAD" --events $n --threads 1 \
 		>/dev/null 2>"$T/$p.err" || st=$?
 	if ((st != 0)) && grep -q "perf_event_paranoid\|cpu-clock" "$T/$p.err"; then
 		echo "note: $p: perf_events refused here"
