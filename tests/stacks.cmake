@@ -9,7 +9,7 @@ target_link_libraries(stacks-parked PRIVATE Threads::Threads)
 
 # Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
 set(EVR_STACKS_TESTS snapshot snapshot_errors event_stacks sample_cpu jit profile pprof
-    bad_input speedscope)
+    bad_input speedscope untrusted_files)
 foreach(t IN LISTS EVR_STACKS_TESTS)
   add_test(NAME stacks_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>
@@ -32,3 +32,6 @@ evr_unit(test_stack LIBS evring)
 # Module maps: a process's executable mappings, JIT memory and the vDSO included.
 evr_unit(test_modmap LIBS evring-symbols)
 target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
+
+# Opening files a process names (consumer/symbols/untrusted-file.c): FIFOs, links, devices refused.
+evr_unit(test_untrusted_file LIBS evring-untrusted)
