@@ -132,7 +132,13 @@ void evr_usdt_poll(void)
 
 void evr_usdt_stop(void)
 {
-	/* Everything written before is dispatched, and probed, first. */
+	/*
+	 * Everything written before is dispatched, and probed, first: the probes
+	 * are cheap, but a free() alone would drop what is queued (it is bounded
+	 * by the callback in progress), so flush, with a bound for the exit.
+	 */
+	if (listener)
+		(void)evr_listener_flush(listener, 1000);
 	evr_listener_free(listener);
 	listener = NULL;
 	free(json.buf);

@@ -9,7 +9,7 @@ target_link_libraries(stacks-parked PRIVATE Threads::Threads)
 
 # Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
 set(EVR_STACKS_TESTS snapshot snapshot_errors event_stacks sample_cpu jit profile pprof
-    bad_input speedscope formats report_cpu)
+    bad_input speedscope formats report_cpu untrusted_files)
 foreach(t IN LISTS EVR_STACKS_TESTS)
   add_test(NAME stacks_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>
@@ -39,3 +39,6 @@ evr_unit(test_symbolize_rseq LIBS evring-symbols evring)
 add_executable(stacks-memset stacks/memset.c)
 target_compile_options(stacks-memset PRIVATE ${EVR_STACKS_CFLAGS})
 target_link_libraries(stacks-memset PRIVATE evring evr_warnings)
+
+# Opening files a process names (consumer/symbols/untrusted-file.c): FIFOs, links, devices refused.
+evr_unit(test_untrusted_file LIBS evring-untrusted)

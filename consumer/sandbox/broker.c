@@ -36,6 +36,8 @@
 
 #include <evring/consumer.h>
 #include <evring/sandbox.h>
+#include <evring/symbols.h>		/* EVR_PERF_MAP_MAX: only the header */
+#include <evring/untrusted-file.h>
 
 #include "sandbox-internal.h"
 
@@ -95,14 +97,16 @@ static bool name_ok(const char *name)
 }
 
 /*
- * /tmp/perf-PID.map, read-only, when it is a regular file of user @uid (a perf
- * map written by anyone else is not trusted, as perf does), never through a
- * symbolic link.
+ * /tmp/perf-PID.map, read-only, when it is a regular file of user @uid or root
+ * (a perf map written by anyone else is not trusted, as perf does), never
+ * through a symbolic link, never blocking on whatever else is planted there.
  */
 static int open_perf_map(int32_t pid, uint32_t uid, int *ret_fd, char *msg, size_t len)
 {
+	const struct evr_untrusted_rules rules = {
+		.owner = (uid_t)uid, .max_size = EVR_PERF_MAP_MAX, .nofollow = true,
+	};
 	char path[64];
-	struct stat st;
 	int fd;
 
 	if (pid <= 0) {
@@ -110,17 +114,15 @@ static int open_perf_map(int32_t pid, uint32_t uid, int *ret_fd, char *msg, size
 		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		int err = -errno;
-
-		snprintf(msg, len, "cannot open %s: %s", path, strerror(-err));
-		return err;
+	fd = evr_untrusted_open(AT_FDCWD, path, &rules, NULL);
+	if (fd == -EPERM || fd == -EFBIG) {
+		snprintf(msg, len, "%s is not a regular file of uid %u under %u MiB: not trusted",
+			 path, uid, (unsigned)(EVR_PERF_MAP_MAX >> 20));
+		return fd;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
-		close(fd);
-		snprintf(msg, len, "%s is not a regular file of uid %u: not trusted", path, uid);
-		return -EPERM;
+	if (fd < 0) {
+		snprintf(msg, len, "cannot open %s: %s", path, strerror(-fd));
+		return fd;
 	}
 	*ret_fd = fd;
 	return 0;

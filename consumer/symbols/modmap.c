@@ -17,6 +17,7 @@
 #include <elfutils/libdwelf.h>
 
 #include <evring/symbols.h>
+#include <evring/untrusted-file.h>
 
 #include "symbols-internal.h"
 
@@ -90,9 +91,12 @@ int evr_build_id_read(const char *path, uint8_t ret[EVR_BUILD_ID_MAX])
 	int fd, err;
 
 	elf_version(EV_CURRENT);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The name comes from the process (its maps, or a trace of it): see <evring/untrusted-file.h>. */
+	fd = evr_untrusted_open(AT_FDCWD, path, NULL, NULL);
+	if (fd == -EPERM)
+		return -ENOEXEC;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;

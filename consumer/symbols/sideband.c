@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <evring/trace.h>
+#include <evring/untrusted-file.h>
 
 #include "sampler-internal.h"
 #include "symbols-internal.h"
@@ -37,12 +38,30 @@ struct evr_sideband {
 	struct evr_sampler *sampler;
 };
 
+/*
+ * /tmp/perf-PID.map when it is a regular file of the process's user or root (as
+ * perf trusts it), or -1. Whatever else is planted there is refused without
+ * blocking (evr_untrusted_open()).
+ */
+static int perf_map_open(const struct evr_sideband *sb)
+{
+	const struct evr_untrusted_rules rules = {
+		.owner = sb->owner, .max_size = EVR_PERF_MAP_MAX, .nofollow = true,
+	};
+	char path[64];
+	int fd;
+
+	if (!sb->have_owner)
+		return -1;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)sb->pid);
+	fd = evr_untrusted_open(AT_FDCWD, path, &rules, NULL);
+	return fd >= 0 ? fd : -1;
+}
+
 int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **ret,
 		     char *errbuf, size_t errlen)
 {
 	struct evr_sideband *sb;
-	char path[64];
-	struct stat st;
 	int err;
 
 	err = evr_proc_check_access(o->pid, "you can record only your own processes", errbuf,
@@ -67,15 +86,7 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 			 (int)o->pid, strerror(-err));
 		goto fail;
 	}
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)o->pid);
-	sb->perf_map_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	/* As perf does: only a map written by the process's own user is trusted. */
-	if (sb->perf_map_fd >= 0 &&
-	    (fstat(sb->perf_map_fd, &st) < 0 || !S_ISREG(st.st_mode) || !sb->have_owner ||
-	     st.st_uid != sb->owner)) {
-		close(sb->perf_map_fd);
-		sb->perf_map_fd = -1;
-	}
+	sb->perf_map_fd = perf_map_open(sb);
 	if (o->sample_hz) {
 		err = evr_sampler_new(o->pid, o->sample_hz, &sb->sampler, errbuf, errlen);
 		if (err < 0)
@@ -181,8 +192,6 @@ void evr_sideband_set_perf_map_opener(struct evr_sideband *sb, evr_sideband_open
 /* A perf map that appeared during the recording; -1 when there is none (or not trusted). */
 static int open_late_perf_map(struct evr_sideband *sb)
 {
-	char path[64];
-	struct stat st;
 	int fd;
 
 	if (!sb->have_owner)
@@ -191,13 +200,7 @@ static int open_late_perf_map(struct evr_sideband *sb)
 		fd = sb->open_perf_map(sb->open_ctx, sb->pid, sb->owner);
 		return fd >= 0 ? fd : -1;
 	}
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)sb->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != sb->owner)) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
+	return perf_map_open(sb);
 }
 
 int evr_sideband_finish(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)

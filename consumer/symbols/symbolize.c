@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <evring/schema.h>
+#include <evring/untrusted-file.h>
 
 #include "symbols-internal.h"
 
@@ -185,8 +186,9 @@ int evr_symbolizer_new_offline(const struct evr_modmap *m, struct evr_symbolizer
 	if (err < 0)
 		return err;
 	s->offline = true;
-	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	/* Every module is reported with its fd (report_offline()): find_elf is a safe fallback. */
+	s->cb.find_elf = evr_dwfl_find_elf;
+	s->cb.find_debuginfo = evr_dwfl_find_debuginfo;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	s->dwfl = dwfl_begin(&s->cb);
 	err = evr_modmap_new(&s->map);
@@ -220,8 +222,9 @@ int evr_symbolizer_new_pid(pid_t pid, struct evr_symbolizer **ret, char *errbuf,
 	err = symbolizer_alloc(&s);
 	if (err < 0)
 		return err;
-	s->cb.find_elf = dwfl_linux_proc_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	/* libdwfl's own callbacks open what the process names with a plain open(): dwfl-files.c. */
+	s->cb.find_elf = evr_dwfl_find_elf;
+	s->cb.find_debuginfo = evr_dwfl_find_debuginfo;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	s->dwfl = dwfl_begin(&s->cb);
 	if (!s->dwfl) {
@@ -243,13 +246,17 @@ int evr_symbolizer_new_pid(pid_t pid, struct evr_symbolizer **ret, char *errbuf,
 		return err;
 	}
 	s->reported = true;
+	evr_dwfl_load_elfs(s->dwfl, pid);
 	n = evr_perf_map_read(pid, &map);
 	if (n >= 0) {
 		evr_symbolizer_add_perf_map(s, map, (size_t)n);
 		free(map);
 	} else if (n == -EPERM) {
-		evr_symbolizer_warn(s, "/tmp/perf-%d.map is not owned by the process's user: not used",
-				    (int)pid);
+		evr_symbolizer_warn(s, "/tmp/perf-%d.map is not a regular file of the process's user: "
+				    "not used", (int)pid);
+	} else if (n == -EFBIG) {
+		evr_symbolizer_warn(s, "/tmp/perf-%d.map is larger than %u MiB: not used", (int)pid,
+				    EVR_PERF_MAP_MAX >> 20);
 	}
 	*ret = s;
 	return 0;
@@ -370,35 +377,30 @@ static const struct jsym *jit_find(struct evr_symbolizer *s, uint64_t a)
 
 ssize_t evr_perf_map_read(pid_t pid, char **ret)
 {
+	struct evr_untrusted_rules rules = { .max_size = EVR_PERF_MAP_MAX, .nofollow = true };
 	char path[64];
 	struct stat st;
-	uid_t owner;
 	ssize_t n = 0;
 	char *buf;
 	int fd;
 
+	/*
+	 * As perf does: only a map written by the process's own user (or root) is
+	 * trusted. A process that is gone (a trace converted later) has no owner to
+	 * ask: then only our own user's maps are.
+	 */
+	if (evr_proc_uid(pid, &rules.owner) < 0)
+		rules.owner = geteuid();
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = evr_untrusted_open(AT_FDCWD, path, &rules, &st);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EPERM;
-	}
-	/* As perf does: only a map written by the process's own user is trusted. */
-	if (evr_proc_uid(pid, &owner) == 0 && st.st_uid != owner) {
-		close(fd);
-		return -EPERM;
-	}
-	if (st.st_size > (off_t)EVR_PERF_MAP_MAX) {
-		close(fd);
-		return -EFBIG;
-	}
+		return fd;
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		close(fd);
 		return -ENOMEM;
 	}
+	/* A map still being written may have grown since: what fstat() saw is enough. */
 	while (n < st.st_size) {
 		ssize_t r = read(fd, buf + n, (size_t)(st.st_size - n));
 
@@ -469,10 +471,12 @@ static void report_offline(struct evr_symbolizer *s)
 		if (dup)
 			continue;
 		om->state = -1;
-		fd = open(mod->path, O_RDONLY | O_CLOEXEC);
+		/* A path the trace names (the traced process's): see <evring/untrusted-file.h>. */
+		fd = evr_untrusted_open(AT_FDCWD, mod->path, NULL, NULL);
 		if (fd < 0) {
 			evr_symbolizer_warn(s, "%s: %s: its frames are shown as module+offset",
-					    mod->path, strerror(errno));
+					    mod->path, fd == -EPERM ? "not a regular file" :
+					    strerror(-fd));
 			continue;
 		}
 		n = evr_build_id_read(mod->path, id);

@@ -27,4 +27,20 @@ int evr_module_kind(const char *name);
 /* Owner uid of /proc/@pid: 0 and the uid, or -ESRCH. */
 int evr_proc_uid(pid_t pid, uid_t *ret);
 
+/*
+ * libdwfl callbacks that open files with evr_untrusted_open() (dwfl-files.c):
+ * find_elf for live and offline symbolizers, find_debuginfo for both.
+ */
+int evr_dwfl_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		      char **file_name, Elf **elfp);
+int evr_dwfl_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			    Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			    GElf_Word debuglink_crc, char **debuginfo_file_name);
+
+/*
+ * Open the ELF file of every module of @dwfl, reported from process @pid: the
+ * deleted files' images are read from its memory only during this call.
+ */
+void evr_dwfl_load_elfs(Dwfl *dwfl, pid_t pid);
+
 #endif /* EVR_SYMBOLS_INTERNAL_H */

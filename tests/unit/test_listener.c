@@ -5,7 +5,9 @@
  * once with its typed fields; losses are reported exactly (delivered + lost
  * == written) when the listener is held up; events a callback writes do not
  * come back to it; counters arrive aggregated at the listener's interval with
- * exact totals; flush from a callback is refused; bad options are errors.
+ * exact totals; flush from a callback is refused; bad options are errors;
+ * stopping or freeing a listener whose callback is slow waits for the call in
+ * progress only, and counts what it drops.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -232,12 +235,133 @@ static void test_listener_held_up_counts_losses(void **state)
 	s.hold = false;
 	pthread_cond_broadcast(&s.cond);
 	pthread_mutex_unlock(&s.lock);
-	evr_listener_free(l);		/* stops, drains, reports final losses */
+	/* Stops: what the callback has not had yet is dropped; final losses are counted. */
+	assert_int_equal(evr_listener_stop(l, &st), 0);
 	assert_int_equal(s.bad, 0);
-	assert_true(s.lost > 0);
-	assert_int_equal(s.events + s.lost, 1 + THREADS * PER_THREAD);
+	assert_true(st.lost > 0);
+	assert_true(s.lost <= st.lost);		/* on_lost is not called once stopping */
+	assert_int_equal(s.events, st.events);
+	assert_int_equal(st.events + st.lost + st.dropped, 1 + THREADS * PER_THREAD);
+	evr_listener_free(l);
 	seen_fini(&s);
-	(void)st;
+}
+
+/*
+ * A slow callback: the first call blocks on a pipe the test controls, with
+ * every event of a writer queued behind it. free() (and stop()) must not
+ * dispatch that queue: once the in-flight callback returns, the rest is
+ * dropped and counted. The pipe is written only after the session has left the
+ * provider's mask, which stop does after it stopped delivering.
+ */
+struct slow {
+	int gate[2];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t calls;
+	bool in_callback;
+};
+
+static void on_slow(const struct evr_event_view *ev, const struct evr_field_value *f, void *ctx)
+{
+	struct slow *sl = ctx;
+	bool first;
+	char c;
+
+	(void)ev;
+	(void)f;
+	pthread_mutex_lock(&sl->lock);
+	first = sl->calls++ == 0;
+	sl->in_callback = true;
+	pthread_cond_broadcast(&sl->cond);
+	pthread_mutex_unlock(&sl->lock);
+	if (first)
+		while (read(sl->gate[0], &c, 1) < 0 && errno == EINTR)
+			;
+}
+
+static void *open_gate_once_stopped(void *arg)
+{
+	struct slow *sl = arg;
+
+	/* The session leaves the mask in evr_session_stop(), after the listener stopped
+	 * delivering: a state polled, as nothing signals it. */
+	while (atomic_load(&sq.mask) != 0) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(write(sl->gate[1], "x", 1), 1);
+	return NULL;
+}
+
+static void slow_start(struct slow *sl, struct evr_listener **ret)
+{
+	struct evr_listener_opts o = { .providers = "ListenSeq:0x1", .ring_size = 4u << 20,
+				       .on_event = on_slow, .ctx = sl };
+	char err[256];
+
+	memset(sl, 0, sizeof(*sl));
+	assert_int_equal(pipe(sl->gate), 0);
+	pthread_mutex_init(&sl->lock, NULL);
+	pthread_cond_init(&sl->cond, NULL);
+	assert_int_equal(evr_listener_new(&o, ret, err, sizeof(err)), 0);
+	sq_tick(0, 0, 0, 0, 0);
+	pthread_mutex_lock(&sl->lock);
+	while (!sl->in_callback)
+		pthread_cond_wait(&sl->cond, &sl->lock);
+	pthread_mutex_unlock(&sl->lock);
+	/* The dispatch thread is in the callback: PER_THREAD events queue behind it. */
+	run_writers(1);
+}
+
+static void slow_fini(struct slow *sl)
+{
+	close(sl->gate[0]);
+	close(sl->gate[1]);
+	pthread_cond_destroy(&sl->cond);
+	pthread_mutex_destroy(&sl->lock);
+}
+
+static void test_listener_free_bounded_by_callback(void **state)
+{
+	struct evr_listener *l;
+	struct slow sl;
+	pthread_t gate;
+
+	(void)state;
+	slow_start(&sl, &l);
+	assert_int_equal(pthread_create(&gate, NULL, open_gate_once_stopped, &sl), 0);
+	evr_listener_free(l);
+	pthread_join(gate, NULL);
+	/* Only the callback in progress ran: nothing queued was dispatched. */
+	assert_int_equal(sl.calls, 1);
+	slow_fini(&sl);
+}
+
+static void test_listener_stop_counts_dropped(void **state)
+{
+	struct evr_listener_stats st, again;
+	struct evr_listener *l;
+	struct slow sl;
+	pthread_t gate;
+
+	(void)state;
+	slow_start(&sl, &l);
+	assert_int_equal(pthread_create(&gate, NULL, open_gate_once_stopped, &sl), 0);
+	assert_int_equal(evr_listener_stop(l, &st), 0);
+	pthread_join(gate, NULL);
+	assert_int_equal(sl.calls, 1);
+	assert_int_equal(st.events, 1);
+	/* Delivered + dropped (+ lost, none with 4 MiB rings) == emitted. */
+	assert_int_equal(st.lost, 0);
+	assert_int_equal(st.dropped, PER_THREAD);
+	assert_int_equal(st.events + st.dropped + st.lost, 1 + PER_THREAD);
+	/* Stopped: again the same counts; a flush has nothing to wait for. */
+	assert_int_equal(evr_listener_stop(l, &again), 0);
+	assert_memory_equal(&st, &again, sizeof(st));
+	assert_int_equal(evr_listener_flush(l, -1), 0);
+	evr_listener_free(l);
+	slow_fini(&sl);
 }
 
 static void test_listener_own_events_skipped(void **state)
@@ -385,6 +509,7 @@ static void test_listener_bad_options(void **state)
 	assert_null(l);
 	evr_listener_free(NULL);
 	assert_int_equal(evr_listener_flush(NULL, 0), -EINVAL);
+	assert_int_equal(evr_listener_stop(NULL, NULL), -EINVAL);
 }
 
 int main(void)
@@ -392,6 +517,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listener_every_event_once),
 		cmocka_unit_test(test_listener_held_up_counts_losses),
+		cmocka_unit_test(test_listener_free_bounded_by_callback),
+		cmocka_unit_test(test_listener_stop_counts_dropped),
 		cmocka_unit_test(test_listener_own_events_skipped),
 		cmocka_unit_test(test_listener_counters_totals),
 		cmocka_unit_test(test_listener_bad_options),

@@ -21,7 +21,8 @@
  *   char err[256];
  *   if (evr_listener_new(&o, &l, err, sizeof(err)) < 0) ...
  *   ...
- *   evr_listener_free(l);      // delivers what was written before, then stops
+ *   evr_listener_flush(l, 1000);   // deliver what was written so far (bounded wait)
+ *   evr_listener_free(l);          // stops: at most the callback in progress finishes
  *
  * A listener is an ordinary session of the process (the same rings, enable
  * masks, loss accounting and counter interval as a consumer attached by PID)
@@ -109,7 +110,8 @@ EVR_API int evr_listener_new(const struct evr_listener_opts *o, struct evr_liste
  * Losses are reported as the session sees them: in the ring before the next
  * event that fits, or at the end (evr_listener_free()); a flush does not wait
  * for losses that no later event has reported yet.
- * Return: 0, -ETIMEDOUT, -EDEADLK (called from the listener's own callback).
+ * Return: 0 (also once the listener is stopped: nothing more will be
+ * dispatched), -ETIMEDOUT, -EDEADLK (called from the listener's own callback).
  * Context: any thread.
  */
 EVR_API int evr_listener_flush(struct evr_listener *l, int timeout_ms);
@@ -122,15 +124,35 @@ struct evr_listener_stats {
 	uint64_t undecoded;		/* events without a description or whose payload did
 					 * not decode (not dispatched) */
 	uint64_t own;			/* written by the dispatch thread itself: skipped */
+	uint64_t dropped;		/* still queued when the listener was stopped: not
+					 * dispatched (evr_listener_stop()) */
 };
 
 /* Counts so far (losses: as reported so far, see evr_listener_flush()). Context: any thread. */
 EVR_API void evr_listener_get_stats(struct evr_listener *l, struct evr_listener_stats *ret);
 
 /**
- * evr_listener_free() - stop the session (everything written before is still
- * dispatched), join the dispatch thread, free. Accepts NULL.
- * Context: never from the listener's own callbacks.
+ * evr_listener_stop() - stop delivering, stop the session, join the dispatch thread.
+ * @ret: the final counts, may be NULL (evr_listener_get_stats() still gives them).
+ *
+ * Bounded by the callback in progress, not by what is queued: that callback
+ * finishes; no callback is called after it (on_lost neither); every event
+ * still in the session's rings is read, not dispatched, and counted in
+ * @ret->dropped. So events + counters + undecoded + dropped + lost + own is
+ * everything the session was given. Call evr_listener_flush() first to have
+ * what was written so far delivered, with a bound of your choice. Calling it
+ * again returns the same counts.
+ *
+ * Return: 0, -EINVAL (@l is NULL), -EDEADLK (called from the listener's own callback).
+ * Context: any thread but the listener's dispatch thread.
+ */
+EVR_API int evr_listener_stop(struct evr_listener *l, struct evr_listener_stats *ret);
+
+/**
+ * evr_listener_free() - evr_listener_stop() if not done yet (at most the
+ * callback in progress finishes; what is still queued is dropped), then free.
+ * Accepts NULL.
+ * Context: never from the listener's own callbacks (it aborts: joining would hang).
  */
 EVR_API void evr_listener_free(struct evr_listener *l);
 

@@ -111,8 +111,12 @@ int evr_modmap_decode(struct evr_modmap *m, const void *data, size_t len);
 
 /**
  * evr_build_id_read() - the GNU build ID of ELF file @path.
+ *
+ * @path may come from a process (its memory map, a trace): it is opened with
+ * evr_untrusted_open(), so a FIFO or a device planted there is refused.
+ *
  * Return: its length (1..EVR_BUILD_ID_MAX), 0 when the file has none,
- * -ENOENT/-EACCES, -ENOEXEC (not ELF).
+ * -ENOENT/-EACCES, -ENOEXEC (not ELF, or not a regular file).
  */
 int evr_build_id_read(const char *path, uint8_t ret[EVR_BUILD_ID_MAX]);
 
@@ -131,9 +135,14 @@ const char *evr_build_id_hex(const uint8_t *id, size_t len, char *buf, size_t bu
 /**
  * evr_perf_map_read() - the contents of /tmp/perf-@pid.map.
  * @ret: malloc'ed, NUL-terminated; free() it.
+ *
+ * Opened with evr_untrusted_open(): whatever another user planted at that name
+ * (a FIFO, a symbolic link, a device) is refused without blocking.
+ *
  * Return: its length, -ENOENT (no map: a process without JIT), -EACCES,
- * -EPERM (the file is not owned by the process's user: not trusted),
- * -EFBIG (over EVR_PERF_MAP_MAX), -ENOMEM.
+ * -EPERM (not a regular file, a symbolic link, or owned by neither the
+ * process's user nor root; our own user when the process is gone: not
+ * trusted), -EFBIG (over EVR_PERF_MAP_MAX), -ENOMEM.
  */
 ssize_t evr_perf_map_read(pid_t pid, char **ret);
 
