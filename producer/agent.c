@@ -521,8 +521,12 @@ static void *agent_main(void *arg)
 	bool populating = false;
 
 	(void)arg;
-	/* The clock choice takes a few ms: here, rather than in the program's threads. */
-	evr_clock_settle();
+	/*
+	 * The clock choice is not made here: it takes a few ms of CPU and, where
+	 * nobody vouches for the TSC, pins two threads to other CPUs, which a program
+	 * nobody traces should not pay at every start (issue 28). The first Hello or
+	 * session makes it (evr_clock_calibrate()), before any event is written.
+	 */
 	while (!stop) {
 		int timeout = -1, n;
 

@@ -17,7 +17,7 @@ target_include_directories(evr-agent-driver PRIVATE ${PROJECT_SOURCE_DIR}/produc
   ${PROJECT_SOURCE_DIR}/sessions/include)
 target_link_libraries(evr-agent-driver PRIVATE evring-consumer evr_warnings)
 foreach(t decode late_event sessions64 consumer_killed producer_killed garbage fork reverse
-          errors max_clients runtime_dir spans loss)
+          errors peer_uid max_clients runtime_dir spans loss)
   add_test(NAME agent_${t} COMMAND evr-agent-driver ${t} $<TARGET_FILE:evr-agent-producer>)
   set_tests_properties(agent_${t} PROPERTIES LABELS integration TIMEOUT 120
     SKIP_RETURN_CODE 77)

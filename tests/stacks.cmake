@@ -42,3 +42,14 @@ target_link_libraries(stacks-memset PRIVATE evring evr_warnings)
 
 # Opening files a process names (consumer/symbols/untrusted-file.c): FIFOs, links, devices refused.
 evr_unit(test_untrusted_file LIBS evring-untrusted)
+
+# Inlined frames need line tables libdw can read (not clang 14's DWARF 5 with libdw 0.188):
+# where it reads none, this case skips as a test of its own.
+evr_unit_case(test_modmap test_symbolizer_names_inlined_functions test_modmap_inlined)
+
+# sample_cpu against perf: skipped by itself, with the reason, where perf cannot run.
+add_test(NAME stacks_sample_cpu_perf
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/sample_cpu_perf.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:stacks-parked>)
+set_tests_properties(stacks_sample_cpu_perf PROPERTIES LABELS integration TIMEOUT 180
+  SKIP_RETURN_CODE 77)

@@ -21,3 +21,7 @@ target_include_directories(test_trace_clock PRIVATE ${PROJECT_SOURCE_DIR}/consum
 # The recorder's way back to direct I/O: the disk's rate and the stream's fit.
 evr_unit(test_recorder_io)
 target_include_directories(test_recorder_io PRIVATE ${PROJECT_SOURCE_DIR}/consumer/recorder)
+
+# Direct I/O needs a file system that takes it (EVR_TEST_DIO_DIR): where none does, this
+# case skips as a test of its own, not inside a passing test_trace.
+evr_unit_case(test_trace test_trace_writer_direct test_trace_direct_io)

@@ -16,9 +16,11 @@ one_line 2 "--io: 'sideways' is not direct or buffered" "$EVRING" record -p 1 --
 
 # Where is direct I/O to be had? The test's directory, or the build tree (ctest's cwd).
 dio_dir=
+n=0
 for d in "$T" "$PWD" /var/tmp; do
 	[[ -d $d && -w $d ]] || continue
-	start_workload probe --events 100 --threads 1 --wait-sessions 1
+	# A name of its own each time: start_workload makes a fifo named after it.
+	start_workload "probe$((n++))" --events 100 --threads 1 --wait-sessions 1
 	"$EVRING" record -p "$WL_PID" --providers Demo -o "$d/evr-probe.$$.evtrace" 2>/dev/null ||
 		fail "record to $d failed"
 	# trace_edit.py chunks: "offset kind len seq" per chunk.

@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "evr-unit.h"
+
 #include <evring/symbols.h>
 
 static const struct evr_module *find_flag(const struct evr_modmap *m, uint8_t flag)
@@ -117,9 +119,8 @@ static void test_symbolizer_names_inlined_functions(void **state)
 		/* Seen with clang 14's DWARF 5 and libdw 0.188: eu-addr2line finds no
 		 * line either. Without line tables there is no inline information. */
 		evr_symbolizer_free(s);
-		print_message("libdw reads no line information from this build "
-			      "(eu-addr2line -i -e %s shows the same)\n", "test_modmap");
-		skip();
+		EVR_SKIP("libdw reads no line information from this build "
+			 "(eu-addr2line -i -e test_modmap shows the same)");
 	}
 	assert_int_equal(sym.ninlined, 1);
 	assert_string_equal(sym.inlined[0].func, "pc_in_inlined");
@@ -138,7 +139,7 @@ static void test_symbolizer_names_inlined_functions(void **state)
 	evr_symbolizer_free(s);
 #else
 	(void)state;
-	skip();
+	EVR_SKIP("the test's inlined function is laid out for x86-64 only");
 #endif
 }
 
@@ -149,5 +150,5 @@ int main(void)
 		cmocka_unit_test(test_symbolizer_names_inlined_functions),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return evr_unit_run(tests);
 }

@@ -22,6 +22,7 @@
 #include <evring/ring-rseq.h>
 
 #include "ring-fixture.h"
+#include "evr-unit.h"
 
 /* The abort handlers' section; the linker defines its bounds when it exists. */
 extern const char __start___rseq_failure[] __attribute__((weak));
@@ -247,7 +248,7 @@ static void test_ring_rseq_write_threads_and_signals_account_exactly(void **stat
 
 	(void)state;
 	if (!rseq_usable())
-		skip();
+		EVR_SKIP("no usable rseq registration here (glibc < 2.35, glibc.pthread.rseq=0, TSan, or an old kernel)");
 	fx_setup(&f, ncpu, PSIZE_MIN, 16 * PSIZE_MIN, EVR_MODE_DISCARD);
 	c.f = &f;
 	c.writers = 2 * (uint32_t)get_nprocs() + 1;
@@ -362,7 +363,7 @@ static struct evr_ring_reader *cpu0_setup(struct ring_fx *f)
 {
 	if (!rseq_usable() || !pin_cpu0()) {
 		unpin();
-		skip();
+		EVR_SKIP(rseq_usable() ? "this thread may not run on CPU 0" : "no usable rseq registration here (glibc < 2.35, glibc.pthread.rseq=0, TSan, or an old kernel)");
 	}
 	fx_setup(f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, RING_MIN, EVR_MODE_DISCARD);
 	return reader_new(f, 0, EVR_READER_GATING);
@@ -624,7 +625,7 @@ static void test_ring_rseq_var_copies_every_length_exactly(void **state)
 	(void)state;
 	if (!rseq_usable() || !pin_cpu0()) {
 		unpin();
-		skip();
+		EVR_SKIP(rseq_usable() ? "this thread may not run on CPU 0" : "no usable rseq registration here (glibc < 2.35, glibc.pthread.rseq=0, TSan, or an old kernel)");
 	}
 	/* Room for every record: 2 x 301 of at most 352 bytes. */
 	fx_setup(&f, (uint32_t)get_nprocs_conf(), PSIZE_MIN, 16 * RING_MIN, EVR_MODE_DISCARD);
@@ -687,7 +688,7 @@ static void test_ring_rseq_var_copies_every_length_exactly(void **state)
 	cpu0_teardown(r, &f);
 #else
 	(void)state;
-	skip();
+	EVR_SKIP("built without rseq support (EVR_HAVE_RSEQ is 0 on this architecture)");
 #endif
 }
 
@@ -765,7 +766,7 @@ static void test_ring_rseq_full_ring_drops_in_the_section(void **state)
 	cpu0_teardown(r, &f);
 #else
 	(void)state;
-	skip();
+	EVR_SKIP("built without rseq support (EVR_HAVE_RSEQ is 0 on this architecture)");
 #endif
 }
 
@@ -850,10 +851,9 @@ static void test_ring_rseq_synchronize_aborts_running_sections(void **state)
 	(void)state;
 	if (rseq_usable())
 		evr_rseq_fence_register();	/* what the producer does at start-up */
-	if (!rseq_usable() || !evr_rseq_fence_ok || get_nprocs() < 2) {
-		print_message("no rseq, no membarrier rseq fence, or one CPU: skipped\n");
-		skip();
-	}
+	if (!rseq_usable() || !evr_rseq_fence_ok || get_nprocs() < 2)
+		EVR_SKIP("%s", !rseq_usable() ? "no usable rseq registration here (glibc < 2.35, glibc.pthread.rseq=0, TSan, or an old kernel)" : !evr_rseq_fence_ok ?
+			 "the kernel has no MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ" : "one CPU only");
 	pin_to_cpu(0);
 	__atomic_store_n(&fence_stop, 0, __ATOMIC_RELAXED);
 	assert_int_equal(pthread_create(&th, NULL, fence_helper, NULL), 0);
@@ -878,7 +878,7 @@ static void test_ring_rseq_synchronize_aborts_running_sections(void **state)
 	print_message("%d rounds, no section committed after the fence (%llu aborts)\n", rounds, (unsigned long long)fence_aborts);
 #else
 	(void)state;
-	skip();
+	EVR_SKIP("built without rseq support (EVR_HAVE_RSEQ is 0 on this architecture)");
 #endif
 }
 
@@ -895,5 +895,5 @@ int main(void)
 		cmocka_unit_test(test_ring_rseq_synchronize_aborts_running_sections),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return evr_unit_run(tests);
 }

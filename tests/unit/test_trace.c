@@ -29,6 +29,7 @@
 
 #include "trace_gen.h"
 #include "trace-internal.h"
+#include "evr-unit.h"
 
 /* ---- CRC-32C ------------------------------------------------------------- */
 
@@ -1344,8 +1345,7 @@ static void test_trace_writer_direct(void **state)
 	(void)state;
 	fd = dio_file(path, sizeof(path));
 	if (fd < 0) {
-		print_message("skipped: no directory here takes direct I/O (set EVR_TEST_DIO_DIR)\n");
-		skip();
+		EVR_SKIP("no directory here takes direct I/O (set EVR_TEST_DIO_DIR)");
 	}
 	unlink(path);
 	assert_int_equal(statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx), 0);
@@ -1544,5 +1544,5 @@ int main(void)
 		cmocka_unit_test(test_trace_writer_enospc),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return evr_unit_run(tests);
 }
