@@ -89,7 +89,7 @@ foreach(pc IN LISTS EVR_PC_NAMES)
   file(WRITE ${PROJECT_BINARY_DIR}/lib/pkgconfig/${pc}-uninstalled.pc
     "libdir=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}\n"
     "includedir=${EVR_STAGED_INCLUDE}\n\n"
-    "Name: ${pc}\nDescription: ${EVR_PC_DESC_${pc}} (build tree)\n"
+    "Name: ${pc}\nDescription: ${EVR_PC_DESC_${pc}}; the build tree, uninstalled\n"
     "Version: ${PROJECT_VERSION}\n"
     "Libs: -L\${libdir} -Wl,-rpath,\${libdir} -l${EVR_PC_LIB_${pc}}\n"
     "Cflags: -I\${includedir}\n")
