@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include <evring/counters.h>
+/* The span reader (private to evring: the benchmark drains sessions as the recorder does). */
+#include <evring/shm.h>
 
 #include "bench-events.h"
 #ifdef EVR_HAVE_LTTNG

@@ -151,13 +151,13 @@ struct evr_trace_end_rec {
 	uint64_t bytes;			/* file bytes before this chunk */
 };
 
-_Static_assert(sizeof(struct evr_trace_file_hdr) == 64, "file header layout");
-_Static_assert(sizeof(struct evr_trace_chunk_hdr) == 24, "chunk header layout");
-_Static_assert(sizeof(struct evr_trace_session_rec) == 104, "session record layout");
-_Static_assert(sizeof(struct evr_trace_events_rec) == 16, "events record layout");
-_Static_assert(sizeof(struct evr_trace_lost_rec) == 16, "lost record layout");
-_Static_assert(sizeof(struct evr_trace_end_rec) == 56, "end record layout");
-_Static_assert(sizeof(struct evr_trace_sync) == 48, "sync record layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_file_hdr) == 64, "file header layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_chunk_hdr) == 24, "chunk header layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_session_rec) == 104, "session record layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_events_rec) == 16, "events record layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_lost_rec) == 16, "lost record layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_end_rec) == 56, "end record layout");
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_sync) == 48, "sync record layout");
 
 /**
  * evr_crc32c() - CRC-32C of @len bytes, continuing from @crc (0 to start).

@@ -91,17 +91,23 @@ int evr_field_type_size(uint32_t type);
 /* "u32", "str"... or NULL for an unknown code. */
 const char *evr_field_type_name(uint32_t type);
 
-/* One decoded field. Variable-size values point into the payload. */
+/* A variable-size field's bytes, in the payload (not NUL-terminated). */
+struct evr_field_bytes {
+	const void *data;
+	uint32_t len;
+};
+
+/*
+ * One decoded field. Variable-size values point into the payload. (The bytes' struct is
+ * declared outside the union: C++ allows no type declared in an anonymous union.)
+ */
 struct evr_field_value {
 	uint32_t type;
 	union {
 		uint64_t u;		/* U8..U64, BOOL, PTR */
 		int64_t i;		/* I8..I64 */
 		double f;		/* F32, F64 */
-		struct {
-			const void *data;
-			uint32_t len;
-		} b;			/* STR, JSON, BYTES (not NUL-terminated) */
+		struct evr_field_bytes b; /* STR, JSON, BYTES */
 	};
 };
 

@@ -51,6 +51,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* C11's _Static_assert is C++'s static_assert: the layout checks hold in both. */
+#ifdef __cplusplus
+#define EVR_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define EVR_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 #define EVR_SHM_MAGIC		0x5652455645524e47ULL	/* "GNREVERV" little-endian: "evring" tag */
 #define EVR_PACKET_MAGIC	0x45565231u		/* "1RVE" */
 #define EVR_ABI_VERSION		3u
@@ -323,11 +330,14 @@ static inline uint64_t evr_ring_ctl_lost(const struct evr_ring_ctl *c)
 	       (fast > fast_absorbed ? fast - fast_absorbed : 0);
 }
 
+/* __int128 is an extension of gcc and clang (x86-64): marked as one, for -Wpedantic users. */
+__extension__ typedef __int128 evr_i128_t;
+
 /* Convert a raw timestamp to CLOCK_MONOTONIC nanoseconds (128-bit intermediate). */
 static inline uint64_t evr_clock_to_mono_ns(const struct evr_clock_calib *c, uint64_t ts)
 {
 	int64_t d = (int64_t)(ts - c->ts_base);
-	__int128 ns = ((__int128)d * (__int128)c->mult) >> c->shift;
+	evr_i128_t ns = ((evr_i128_t)d * (evr_i128_t)c->mult) >> c->shift;
 
 	return c->mono_base + (uint64_t)(int64_t)ns;
 }
@@ -337,21 +347,21 @@ static inline uint64_t evr_align8(uint64_t x)
 	return (x + 7u) & ~(uint64_t)7u;
 }
 
-_Static_assert(sizeof(struct evr_clock_calib) == 48, "clock calib layout");
-_Static_assert(offsetof(struct evr_shm_hdr, clock) == 80, "shm hdr layout");
-_Static_assert(offsetof(struct evr_shm_hdr, ended) == EVR_CACHELINE * 4, "ended on its own line");
-_Static_assert(offsetof(struct evr_shm_hdr, waiting) == EVR_CACHELINE * 5, "waiting on its own line");
-_Static_assert(offsetof(struct evr_shm_hdr, meta_head) == EVR_CACHELINE * 6, "meta_head on its own line");
-_Static_assert(sizeof(struct evr_shm_hdr) == EVR_SHM_HDR_SIZE, "shm hdr size");
-_Static_assert(sizeof(struct evr_meta_entry) == 8, "meta entry header");
-_Static_assert(offsetof(struct evr_ring_ctl, tail) == EVR_CACHELINE, "tail on its own line");
-_Static_assert(offsetof(struct evr_ring_ctl, events_total) == 2 * EVR_CACHELINE, "counters line");
-_Static_assert(sizeof(struct evr_ring_ctl) == EVR_RING_CTL_SIZE, "ring ctl size");
-_Static_assert(sizeof(struct evr_packet_hdr) == EVR_PACKET_HDR_SIZE, "packet hdr size");
-_Static_assert(sizeof(struct evr_rec_hdr) == EVR_REC_HDR_SIZE, "record hdr size");
-_Static_assert(sizeof(struct evr_stack_hdr) == 8, "stack block header");
-_Static_assert(EVR_PACKET_HDR_SIZE % 8 == 0, "records stay 8-byte aligned");
-_Static_assert(EVR_PACKET_HDR_SIZE + 2 * EVR_REC_HDR_SIZE + 16 + EVR_MAX_RECORD <= EVR_PACKET_SIZE_MIN,
+EVR_STATIC_ASSERT(sizeof(struct evr_clock_calib) == 48, "clock calib layout");
+EVR_STATIC_ASSERT(offsetof(struct evr_shm_hdr, clock) == 80, "shm hdr layout");
+EVR_STATIC_ASSERT(offsetof(struct evr_shm_hdr, ended) == EVR_CACHELINE * 4, "ended on its own line");
+EVR_STATIC_ASSERT(offsetof(struct evr_shm_hdr, waiting) == EVR_CACHELINE * 5, "waiting on its own line");
+EVR_STATIC_ASSERT(offsetof(struct evr_shm_hdr, meta_head) == EVR_CACHELINE * 6, "meta_head on its own line");
+EVR_STATIC_ASSERT(sizeof(struct evr_shm_hdr) == EVR_SHM_HDR_SIZE, "shm hdr size");
+EVR_STATIC_ASSERT(sizeof(struct evr_meta_entry) == 8, "meta entry header");
+EVR_STATIC_ASSERT(offsetof(struct evr_ring_ctl, tail) == EVR_CACHELINE, "tail on its own line");
+EVR_STATIC_ASSERT(offsetof(struct evr_ring_ctl, events_total) == 2 * EVR_CACHELINE, "counters line");
+EVR_STATIC_ASSERT(sizeof(struct evr_ring_ctl) == EVR_RING_CTL_SIZE, "ring ctl size");
+EVR_STATIC_ASSERT(sizeof(struct evr_packet_hdr) == EVR_PACKET_HDR_SIZE, "packet hdr size");
+EVR_STATIC_ASSERT(sizeof(struct evr_rec_hdr) == EVR_REC_HDR_SIZE, "record hdr size");
+EVR_STATIC_ASSERT(sizeof(struct evr_stack_hdr) == 8, "stack block header");
+EVR_STATIC_ASSERT(EVR_PACKET_HDR_SIZE % 8 == 0, "records stay 8-byte aligned");
+EVR_STATIC_ASSERT(EVR_PACKET_HDR_SIZE + 2 * EVR_REC_HDR_SIZE + 16 + EVR_MAX_RECORD <= EVR_PACKET_SIZE_MIN,
 	       "a maximal record with THREAD and LOST records fits an empty packet");
 
 #endif /* EVR_ABI_H */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <evring/abi.h>
+#include <evring/reader.h>
 #include <evring/ring.h>
 
 #define EVR_META_SIZE_DEFAULT	(256u << 10)
@@ -97,81 +98,6 @@ int evr_shm_meta_next(const struct evr_shm_hdr *h, uint64_t *pos, uint32_t *ret_
 /* Unmap a session mapping; accepts NULL. */
 void evr_shm_session_unmap(struct evr_shm_hdr *h);
 
-/* ------------------------------------------------------------------------- */
-/* Reader over every ring of a session.                                      */
-
-struct evr_reader;
-
-struct evr_reader_stats {
-	uint64_t events;	/* EVENT records returned */
-	uint64_t lost;		/* events reported lost (LOST records returned) */
-	uint64_t corrupt;	/* packets abandoned because they failed validation */
-};
-
-/**
- * evr_reader_new() - read every ring of a mapped session.
- * @hdr: validated mapping; borrowed until evr_reader_free().
- * @doorbell_fd: the session's eventfd for evr_reader_wait(), or -1; borrowed.
- * @flags: EVR_READER_GATING for the session's one gating reader (discard mode).
- * @ret: free with evr_reader_free().
- *
- * Return: 0, -EINVAL or -ENOMEM.
- */
-int evr_reader_new(struct evr_shm_hdr *hdr, int doorbell_fd, uint32_t flags,
-		   struct evr_reader **ret);
-
-/* Accepts NULL. */
-void evr_reader_free(struct evr_reader *r);
-
-/**
- * evr_reader_next() - next record from any ring (ring order, not time order).
- * @ret: an EVENT (payload borrowed until the next call) or a LOST record.
- *
- * Once the producer has ended the session and every ring is drained, losses
- * that could not be reported in-band (ring full at the end) come back as LOST
- * records, then evr_reader_ended() turns true.
- * Return: 1 a record, 0 nothing available now.
- */
-int evr_reader_next(struct evr_reader *r, struct evr_record *ret);
-
-/* Gating readers: hand the space of everything read back to the writers. */
-void evr_reader_release(struct evr_reader *r);
-
-/**
- * evr_reader_wait() - sleep until a packet completes, the session ends, or
- * @timeout_ms passes (-1: no limit). Data in a packet still being written does
- * not end the wait: callers that want it read it after the timeout. Uses the
- * doorbell handshake: at most one wake-up per completed packet, none per event.
- * Return: 1 woken by the doorbell, 0 timeout or data already there, -errno.
- */
-int evr_reader_wait(struct evr_reader *r, int timeout_ms);
-
-/* True once the session ended and everything, including final losses, was read. */
-bool evr_reader_ended(const struct evr_reader *r);
-
-void evr_reader_get_stats(const struct evr_reader *r, struct evr_reader_stats *ret);
-
-/* ------------------------------------------------------------------------- */
-/* Consumers in another process (libevring-consumer).                         */
-
-struct pollfd;
-
-/**
- * evr_reader_wait_fds() - evr_reader_wait() that also wakes up for @extra
- * (e.g. the producer's pidfd and the control socket).
- * @extra: @nextra entries, their revents are set on return; may be NULL.
- * Return: 1 woken by the doorbell or an @extra fd, 0 timeout or data already
- * there, -errno.
- */
-int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int nextra,
-			int timeout_ms);
-
-/**
- * evr_reader_producer_gone() - the producer died without ending the session:
- * read what it published, then report the losses its ring counters show and
- * finish as if the session had ended (evr_reader_ended() turns true).
- */
-void evr_reader_producer_gone(struct evr_reader *r);
 
 /*
  * Raw spans: runs of whole published records of one ring inside one packet,

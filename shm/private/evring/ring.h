@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include <evring/abi.h>
+#include <evring/reader.h>
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the record encoding assumes a little-endian CPU"
@@ -372,32 +373,6 @@ static inline void evr_ring_count_lost(struct evr_ring_writer *w, uint64_t n)
 
 /* ------------------------------------------------------------------------- */
 /* Reader                                                                     */
-
-/* One decoded record, as returned by evr_ring_reader_next(). */
-struct evr_record {
-	uint32_t type;		/* EVR_REC_EVENT or EVR_REC_LOST */
-	uint32_t event_id;
-	uint32_t tid;
-	uint32_t ring;		/* ring index (the CPU the ring serves) */
-	uint64_t ts;		/* raw timestamp */
-	uint64_t lost;		/* LOST: number of events lost here */
-	const void *payload;	/* EVENT: borrowed until the next call on this reader */
-	uint32_t len;
-	uint32_t flags;		/* EVENT: the header's flags (EVR_REC_F_*); with EVR_REC_F_STACK
-				 * the payload starts with the stack block (<evring/abi.h>) */
-};
-
-enum evr_reader_flags {
-	/* The reader gates the writer (discard mode): it reads in place and releases
-	 * space with evr_ring_reader_release(). At most one per session. Without it,
-	 * the reader is a passive tap and copies-then-validates every record. */
-	EVR_READER_GATING = 1u << 0,
-	/* The reader belongs to the session since its creation (a consumer reading
-	 * the session it started): everything written before its first read is its
-	 * own, so it starts at position 0 and counts whatever it finds overwritten
-	 * as lost, instead of taking a baseline like a tap that joins later. */
-	EVR_READER_FROM_START = 1u << 1,
-};
 
 struct evr_ring_reader {
 	const struct evr_shm_hdr *shm;
