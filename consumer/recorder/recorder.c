@@ -70,7 +70,7 @@ struct evr_recorder {
 	struct evr_clock_sync_state sync;
 	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
 	uint64_t *held;			/* nr_rings: bytes of done spans held (direct I/O) */
-	uint64_t ring_size;		/* direct I/O: the thresholds are fractions of it */
+	uint64_t ring_size;		/* bytes per ring; direct I/O thresholds are fractions */
 	bool hold;			/* spans are held until their batch is written */
 	/* Direct I/O: the EVENTS chunks not known to be in the file yet, so that a
 	 * failed batch counts exactly the events of the chunks it did write. */
@@ -80,6 +80,11 @@ struct evr_recorder {
 	bool direct_ok;			/* the output takes direct I/O */
 	uint32_t calm;			/* buffered for now: calm flush intervals in a row */
 	bool io_warned;			/* said that direct I/O fell behind */
+	bool started_direct, fell_back;
+	/* For the explanation of a loss (evr_recorder_stats): the longest time
+	 * between two rounds that found spans, and the time spent in writes. */
+	uint64_t last_pump_ns, stall_ns, write_ns;
+	uint64_t start_ns, last_span_ns;	/* the stream's time: start to last span */
 	/* For the way back to direct I/O (adapt_io()): the bytes written
 	 * directly and the time those writes took, from when direct I/O was
 	 * last turned on until it fell behind; the file's size and the time at
@@ -225,8 +230,10 @@ static int flush_release(struct evr_recorder *r)
 	ret = evr_trace_writer_flush(r->w);
 	if (ret < 0)
 		return write_error(r, ret);
+	t0 = mono_ns() - t0;
 	r->dio_bytes += bytes;
-	r->dio_ns += mono_ns() - t0;
+	r->dio_ns += t0;
+	r->write_ns += t0;
 	r->events_written = r->events;
 	r->nunw = 0;
 	evr_client_span_release(r->c);
@@ -270,6 +277,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		(void)evr_client_span_hold(r->c, false);
 		r->hold = false;
 		r->calm = 0;
+		r->fell_back = true;
 		if (!r->io_warned) {
 			r->io_warned = true;
 			warn(r, "direct I/O fell behind (a ring was half full): writing through "
@@ -335,6 +343,7 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 {
 	uint32_t flags = partial ? 0 : EVR_CLIENT_SPAN_WHOLE;
 	struct evr_span sp;
+	uint64_t t0 = 0;
 	int n = 0, ret;
 
 	while (n < (int)SPANS_PER_PUMP) {
@@ -346,7 +355,13 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		ret = write_metadata(r);
 		if (ret < 0)
 			return ret;
+		/* Through the page cache the write is here (direct I/O: in
+		 * flush_release()); one clock read a packet. */
+		if (!r->hold)
+			t0 = mono_ns();
 		ret = evr_trace_writer_events(r->w, sp.ring, sp.pos, sp.data, sp.len);
+		if (!r->hold)
+			r->write_ns += mono_ns() - t0;
 		if (ret < 0)
 			return write_error(r, ret);
 		/* In overwrite mode the writers may be rewriting the span under us
@@ -587,7 +602,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		}
 		r->hold = true;
 		r->direct_ok = true;
-		r->ring_size = h->ring_size;
+		r->started_direct = true;
 	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)
@@ -603,6 +618,8 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 			goto out;
 		}
 	}
+	r->ring_size = h->ring_size;
+	r->start_ns = r->last_pump_ns = mono_ns();
 	s.mode = h->mode;
 	s.packet_size = h->packet_size;
 	s.ring_size = h->ring_size;
@@ -656,6 +673,13 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	if (n < 0)
 		goto failed;
 	now = mono_ns();
+	/* How long the rings filled without being read: from the end of the
+	 * last round to the end of this one, when this one found something. */
+	if (n > 0 && r->last_pump_ns && now - r->last_pump_ns > r->stall_ns)
+		r->stall_ns = now - r->last_pump_ns;
+	if (n > 0)
+		r->last_span_ns = now;
+	r->last_pump_ns = now;
 	ret = write_sync(r, now, 0);
 	if (ret < 0)
 		goto failed;
@@ -884,6 +908,12 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.nr_rings = r->nr_rings,
 		.sync_points = r->sync.points,
 		.clock_jumps = r->sync.jumps,
+		.ring_size = r->ring_size,
+		.stall_ns = r->stall_ns,
+		.write_ns = r->write_ns,
+		.stream_ns = r->last_span_ns > r->start_ns ? r->last_span_ns - r->start_ns : 0,
+		.direct = r->started_direct,
+		.direct_fell_back = r->fell_back,
 	};
 }
 
