@@ -80,7 +80,7 @@ struct evr_recorder {
 	bool direct_ok;			/* the output takes direct I/O */
 	uint32_t calm;			/* buffered for now: calm flush intervals in a row */
 	bool io_warned;			/* said that direct I/O fell behind */
-	bool started_direct, fell_back;
+	bool was_direct, fell_back;	/* for the explanation of a loss */
 	/* For the explanation of a loss (evr_recorder_stats): the longest time
 	 * between two rounds that found spans, and the time spent in writes. */
 	uint64_t last_pump_ns, stall_ns, write_ns;
@@ -292,7 +292,8 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	now = mono_ns();
 	bytes = evr_trace_writer_bytes(r->w);
 	fits = evr_recorder_stream_fits(bytes - r->mark_bytes, now - r->mark_ns,
-					evr_recorder_disk_bps(r->dio_bytes, r->dio_ns));
+					evr_recorder_disk_bps(r->dio_bytes, r->dio_ns)) &&
+	       evr_recorder_rings_hold(ring_size, bytes - r->mark_bytes, now - r->mark_ns);
 	r->mark_bytes = bytes;
 	r->mark_ns = now;
 	if (!fits || evr_client_span_backlog(r->c) > ring_size / 8) {
@@ -309,6 +310,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		return fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
 			    strerror(-ret));
 	r->hold = true;
+	r->was_direct = true;
 	r->events_written = r->events;
 	r->nunw = 0;
 	r->dio_bytes = r->dio_ns = 0;
@@ -593,16 +595,23 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 	ret = evr_trace_writer_new_flags(fd, (r->flags & EVR_RECORDER_DIRECT_IO) &&
 					 h->mode == EVR_MODE_DISCARD ? EVR_TRACE_WRITER_DIRECT : 0,
 					 &r->w);
-	if (ret == 0 && evr_trace_writer_direct(r->w)) {
+	/* Rings too small to hold a disk's stall of a fast stream start through
+	 * the page cache, and go direct once a calm second shows they hold it
+	 * (adapt_io(); the file system's answer is known either way). */
+	if (ret == 0 && evr_trace_writer_direct(r->w) &&
+	    h->ring_size < EVR_RECORDER_DIRECT_START_RING) {
+		r->direct_ok = true;
+		ret = evr_trace_writer_set_direct(r->w, false);
+	} else if (ret == 0 && evr_trace_writer_direct(r->w)) {
 		ret = evr_client_span_hold(r->c, true);
 		if (ret < 0) {
 			fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
 			     strerror(-ret));
 			goto out;
 		}
-		r->hold = true;
 		r->direct_ok = true;
-		r->started_direct = true;
+		r->hold = true;
+		r->was_direct = true;
 	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)
@@ -619,7 +628,8 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		}
 	}
 	r->ring_size = h->ring_size;
-	r->start_ns = r->last_pump_ns = mono_ns();
+	r->start_ns = r->last_pump_ns = r->mark_ns = mono_ns();
+	r->mark_bytes = evr_trace_writer_bytes(r->w);
 	s.mode = h->mode;
 	s.packet_size = h->packet_size;
 	s.ring_size = h->ring_size;
@@ -912,7 +922,7 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.stall_ns = r->stall_ns,
 		.write_ns = r->write_ns,
 		.stream_ns = r->last_span_ns > r->start_ns ? r->last_span_ns - r->start_ns : 0,
-		.direct = r->started_direct,
+		.direct = r->was_direct,
 		.direct_fell_back = r->fell_back,
 	};
 }
