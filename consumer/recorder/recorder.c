@@ -84,7 +84,8 @@ struct evr_recorder {
 	/* For the explanation of a loss (evr_recorder_stats): the longest time
 	 * between two rounds that found spans, and the time spent in writes. */
 	uint64_t last_pump_ns, stall_ns, write_ns;
-	uint64_t start_ns, last_span_ns;	/* the stream's time: start to last span */
+	uint64_t start_ns, last_span_ns;	/* the stream's time: start to last span, */
+	uint64_t end_ns;		/* or to the session's end when the drain lagged */
 	/* For the way back to direct I/O (adapt_io()): the bytes written
 	 * directly and the time those writes took, from when direct I/O was
 	 * last turned on until it fell behind; the file's size and the time at
@@ -793,6 +794,8 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
 		if (n < 0)
 			return n;
 		if (st == EVR_CLIENT_ENDED || st == EVR_CLIENT_GONE) {
+			if (!r->end_ns)
+				r->end_ns = now;
 			if (n == (int)SPANS_PER_PUMP)
 				continue;
 			r->stop = st == EVR_CLIENT_GONE ? EVR_RECORDER_STOP_GONE
@@ -870,6 +873,8 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
 		goto out;
 	if (r->stop == EVR_RECORDER_RUNNING)
 		r->stop = EVR_RECORDER_STOP_REQUESTED;
+	if (!r->end_ns)
+		r->end_ns = mono_ns();
 	ret = finish_session(r);
 	if (ret < 0)
 		goto out;
@@ -900,6 +905,17 @@ out:
 	return r->err;
 }
 
+/* When the process stopped sending: the last span taken, or the session's end
+ * when the drain was still catching up then. */
+static uint64_t stream_end(const struct evr_recorder *r)
+{
+	uint64_t end = r->last_span_ns;
+
+	if (r->end_ns && r->end_ns < end)
+		end = r->end_ns;
+	return end > r->start_ns ? end : r->start_ns;
+}
+
 void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats *ret)
 {
 	if (!r || !ret)
@@ -921,7 +937,7 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.ring_size = r->ring_size,
 		.stall_ns = r->stall_ns,
 		.write_ns = r->write_ns,
-		.stream_ns = r->last_span_ns > r->start_ns ? r->last_span_ns - r->start_ns : 0,
+		.stream_ns = stream_end(r) - r->start_ns,
 		.direct = r->was_direct,
 		.direct_fell_back = r->fell_back,
 	};

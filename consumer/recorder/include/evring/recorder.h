@@ -111,7 +111,7 @@ struct evr_recorder_stats {
 	uint64_t ring_size;		/* bytes per ring */
 	uint64_t stall_ns;		/* the longest time the rings went unread */
 	uint64_t write_ns;		/* time spent writing .bytes (the disk's pace) */
-	uint64_t stream_ns;		/* from the start to the last round that took spans */
+	uint64_t stream_ns;		/* the start to the last span taken or the end, if sooner */
 	bool direct;			/* direct I/O was on at the start */
 	bool direct_fell_back;		/* direct I/O fell behind at least once */
 };
