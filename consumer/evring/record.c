@@ -391,69 +391,20 @@ static void log_warning(void *arg, const char *msg)
 	evr_cli_warn(CMD, "%s", msg);
 }
 
-#define DISK_RATE_MIN_BYTES	(16u << 20)
-
-/* @n bytes as --buffer-size takes them: "256M", "2G", "512K". */
-static const char *size_arg(uint64_t n, char *buf, size_t len)
-{
-	if (n >= (1ull << 30) && n % (1ull << 30) == 0)
-		snprintf(buf, len, "%lluG", (unsigned long long)(n >> 30));
-	else if (n >= (1ull << 20) && n % (1ull << 20) == 0)
-		snprintf(buf, len, "%lluM", (unsigned long long)(n >> 20));
-	else
-		snprintf(buf, len, "%lluK", (unsigned long long)((n + 1023) >> 10));
-	return buf;
-}
-
-/*
- * A discard session lost events: say once, on one line, how many, why and what
- * would have avoided it (docs/recorder.md, "When events are lost"). A thread
- * writes into one ring, so one ring must hold the stream for as long as the
- * rings went unread: the --buffer-size offered holds the longest such time
- * with half as much again to spare. A disk slower than the stream loses
- * whatever the buffer: then the rates are the reason, not the stall.
- */
+/* A discard session lost events: one line (docs/recorder.md, "When events are lost"). */
 static void explain_loss(const struct recorder *r, const struct evr_recorder_stats *st)
 {
-	double secs = (double)st->stream_ns / 1e9;
-	uint64_t emitted = st->events + st->lost, need = st->ring_size ? st->ring_size : 65536;
-	double per_ev, asked = 0, disk = 0, hold_ms = 0, stall_ms = st->stall_ns / 1e6;
-	char why[256], fix[200], a[32], b[32];
+	const struct evr_loss_facts f = {
+		.events = st->events, .lost = st->lost, .bytes = st->bytes,
+		.ring_size = st->ring_size, .nr_rings = st->nr_rings, .stall_ns = st->stall_ns,
+		.write_ns = st->write_ns, .stream_ns = st->stream_ns, .direct = st->direct,
+		.direct_fell_back = st->direct_fell_back,
+	};
+	char line[600];
 
 	if (!st->lost || r->o->mode != EVR_MODE_DISCARD)
 		return;
-	per_ev = st->events ? (double)st->bytes / (double)st->events : 0;
-	if (secs > 0)
-		asked = per_ev * (double)emitted / secs;
-	/* A few small writes say little of what the disk takes. */
-	if (st->write_ns && st->bytes >= DISK_RATE_MIN_BYTES)
-		disk = (double)st->bytes * 1e9 / (double)st->write_ns;
-	if (asked > 0)
-		hold_ms = (double)st->ring_size / asked * 1e3;
-	while ((double)need < 1.5 * asked * stall_ms / 1e3 && need < (1ull << 36))
-		need *= 2;
-	if (disk > 0 && disk < asked) {
-		snprintf(why, sizeof(why), "the disk took %.0f MB/s against %.0f MB/s asked, and "
-			 "the rings (%u of %s) hold %.1f ms of this stream", disk / 1e6, asked / 1e6,
-			 st->nr_rings, evr_fmt_bytes(st->ring_size, a, sizeof(a)), hold_ms);
-		snprintf(fix, sizeof(fix), "%sfewer providers, or a faster disk (a larger "
-			 "--buffer-size only delays the loss)", st->direct ? "--io buffered, " : "");
-	} else {
-		int k = snprintf(why, sizeof(why), "the rings (%u of %s) hold %.1f ms of this "
-				 "stream (%.0f MB/s asked) and went unread for up to %.0f ms",
-				 st->nr_rings, evr_fmt_bytes(st->ring_size, a, sizeof(a)),
-				 hold_ms, asked / 1e6, stall_ms);
-
-		if (disk > 0 && k > 0 && (size_t)k < sizeof(why))
-			snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
-				 st->direct_fell_back ? "direct I/O fell behind; " : "", disk / 1e6);
-		snprintf(fix, sizeof(fix), "--buffer-size %s would have held that%s, or fewer "
-			 "providers", size_arg(need * st->nr_rings, b, sizeof(b)),
-			 st->direct ? ", or --io buffered" : "");
-	}
-	evr_cli_warn(CMD, "%" PRIu64 " of %" PRIu64 " events lost (%.1f%%): %s; to avoid it: %s",
-		     st->lost, emitted, 100.0 * (double)st->lost / (double)(emitted ? emitted : 1),
-		     why, fix);
+	evr_cli_warn(CMD, "%s", evr_loss_advice(&f, line, sizeof(line)));
 }
 
 static void summary(struct recorder *r)
