@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		"  -o, --output FILE        trace file to write (default: trace.evtrace; -: stdout)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
 		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
-		"                           (e.g. 64M; default: the producer's 4 MiB per ring)\n"
+		"                           (e.g. 256M; default: up to 64 MiB per ring, within\n"
+		"                           the process's memory limits)\n"
 		"      --mode MODE          discard (default: drop new events when full) or\n"
 		"                           overwrite (flight recorder: keep the newest)\n"
 		"      --counter-interval TIME  sample the providers' counters every TIME\n"
@@ -66,8 +67,9 @@ static void usage(FILE *f)
 		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
 		"                           (default 10s); then it is stopped with SIGTERM\n"
 		"      --io MODE            direct (default: whole packets go to the disk with\n"
-		"                           direct I/O where the file system allows it; discard\n"
-		"                           mode) or buffered (through the page cache)\n"
+		"                           direct I/O where the file system allows it, in\n"
+		"                           discard mode, with rings that hold 64 ms of the\n"
+		"                           stream) or buffered (through the page cache)\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
