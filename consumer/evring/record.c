@@ -53,7 +53,7 @@ static void usage(FILE *f)
 		"  -o, --output FILE        trace file to write (default: trace.evtrace; -: stdout)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
 		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
-		"                           (e.g. 256M; default: up to 64 MiB per ring, within\n"
+		"                           (e.g. 256M; default: up to 32 MiB per ring, within\n"
 		"                           the process's memory limits)\n"
 		"      --mode MODE          discard (default: drop new events when full) or\n"
 		"                           overwrite (flight recorder: keep the newest)\n"

@@ -217,9 +217,9 @@ static int test_memory(void)
 	prod_limits(&p, line, &per, &want);
 	CHECK(per == session && want == total, "set %" PRIu64 " %" PRIu64, per, want);
 
-	/* A session that names no size gets the largest ring up to 64 MiB that fits
+	/* A session that names no size gets the largest ring up to 32 MiB that fits
 	 * under the session limit and half the total: 256 KiB here. */
-	for (ring = 64 * MiB; ring > min_ring && (nr * ring > session || 2 * nr * ring > total);
+	for (ring = 32 * MiB; ring > min_ring && (nr * ring > session || 2 * nr * ring > total);
 	     ring /= 2)
 		;
 	CHECK(try_start(p.pid, 0, &c[0], err, sizeof(err)) == 0, "default session: %s", err);
