@@ -14,8 +14,14 @@
  * limit and how to raise it. What counts is the rings' memory (what
  * `--buffer-size` means); each session's metadata area comes on top. A session
  * whose consumer named no ring size gets
- * the default ring (4 MiB) or less, so that it fits: the size granted is in
- * StartSessionReply and ListSessions. In-process sessions are the program's own
+ * the largest ring up to 32 MiB whose session fits under the per-session limit
+ * and under half of what the total limit leaves (so that another consumer still
+ * gets one): a ring must hold a disk's stall of a fast writer (a thread writes
+ * into one ring; 32 MiB is 64 ms of a 500 MB/s stream, where the 4 MiB
+ * default of before held 8 ms and `evring record`'s first example lost 40-60%
+ * of its events; larger rings cost every event more once they outgrow the
+ * cache: docs/recorder.md). The size granted is in StartSessionReply and
+ * ListSessions. In-process sessions are the program's own
  * choice and are neither capped nor counted.
  *
  * Pages. Writers must not take page faults, so rings are backed before use, but
@@ -39,7 +45,7 @@
 #include "producer-internal.h"
 
 #define MIB (1ull << 20)
-#define DEFAULT_RING_SIZE (4ull << 20)
+#define DEFAULT_RING_MAX (32ull << 20)
 
 static struct evr_session_limits limits;	/* 0: not set (the defaults) */
 static uint64_t in_use;				/* bytes of live agent sessions */
@@ -152,11 +158,14 @@ static uint64_t ring_bytes(uint32_t nr_rings, uint64_t ring_size)
 
 uint64_t evr_memory_default_ring_locked(uint32_t nr_rings)
 {
-	uint64_t session, total, ring = DEFAULT_RING_SIZE;
+	uint64_t session, total, budget, ring = DEFAULT_RING_MAX;
 	uint64_t min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
 
 	limits_locked(&session, &total);
-	while (ring > min && ring_bytes(nr_rings, ring) > session)
+	budget = in_use < total ? (total - in_use) / 2 : 0;
+	if (session < budget)
+		budget = session;
+	while (ring > min && ring_bytes(nr_rings, ring) > budget)
 		ring /= 2;
 	return ring;
 }

@@ -220,4 +220,25 @@ int evr_cli_connect(struct evr_broker *b, pid_t pid, const char *client_name,
 int evr_cli_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, char *errbuf,
 			 size_t errlen);
 
+/* What a recording knows about its losses (struct evr_recorder_stats's fields). */
+struct evr_loss_facts {
+	uint64_t events, lost, bytes;	/* stored, lost, bytes in the file */
+	uint64_t ring_size;		/* bytes per ring */
+	uint32_t nr_rings;
+	uint64_t stall_ns;		/* the longest time the rings went unread */
+	uint64_t write_ns;		/* time spent writing @bytes */
+	uint64_t stream_ns;		/* the time the process sent over */
+	bool direct, direct_fell_back;
+};
+
+/**
+ * evr_loss_advice() - the line `evring record` prints when a discard session
+ * lost events: how many, why (how long the rings hold the stream and how long
+ * they went unread, or the disk's rate against the stream's when the disk is
+ * the slower) and what would have avoided it (docs/recorder.md, "When events
+ * are lost"). Without the "evring record: warning: " prefix.
+ * Return: @buf.
+ */
+const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t len);
+
 #endif /* EVR_CLI_H */

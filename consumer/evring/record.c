@@ -58,7 +58,8 @@ static void usage(FILE *f)
 		"                           to it (chrome, speedscope, pprof...: evring --help)\n"
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
 		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
-		"                           (e.g. 64M; default: the producer's 4 MiB per ring)\n"
+		"                           (e.g. 256M; default: up to 32 MiB per ring, within\n"
+		"                           the process's memory limits)\n"
 		"      --mode MODE          discard (default: drop new events when full) or\n"
 		"                           overwrite (flight recorder: keep the newest)\n"
 		"      --counter-interval TIME  sample the providers' counters every TIME\n"
@@ -71,8 +72,9 @@ static void usage(FILE *f)
 		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
 		"                           (default 10s); then it is stopped with SIGTERM\n"
 		"      --io MODE            direct (default: whole packets go to the disk with\n"
-		"                           direct I/O where the file system allows it; discard\n"
-		"                           mode) or buffered (through the page cache)\n"
+		"                           direct I/O where the file system allows it, in\n"
+		"                           discard mode, with rings that hold 64 ms of the\n"
+		"                           stream) or buffered (through the page cache)\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -406,6 +408,22 @@ static void log_warning(void *arg, const char *msg)
 	evr_cli_warn(CMD, "%s", msg);
 }
 
+/* A discard session lost events: one line (docs/recorder.md, "When events are lost"). */
+static void explain_loss(const struct recorder *r, const struct evr_recorder_stats *st)
+{
+	const struct evr_loss_facts f = {
+		.events = st->events, .lost = st->lost, .bytes = st->bytes,
+		.ring_size = st->ring_size, .nr_rings = st->nr_rings, .stall_ns = st->stall_ns,
+		.write_ns = st->write_ns, .stream_ns = st->stream_ns, .direct = st->direct,
+		.direct_fell_back = st->direct_fell_back,
+	};
+	char line[600];
+
+	if (!st->lost || r->o->mode != EVR_MODE_DISCARD)
+		return;
+	evr_cli_warn(CMD, "%s", evr_loss_advice(&f, line, sizeof(line)));
+}
+
 static void summary(struct recorder *r)
 {
 	double secs = (double)(r->t_end - r->t_start) / 1e9;
@@ -469,6 +487,7 @@ static void summary(struct recorder *r)
 		fprintf(stderr, "evring record: the TSC jumped %u times during the recording (a VM "
 			"restored from a snapshot or migrated?); the file marks each jump and "
 			"readers convert the segments apart\n", st.clock_jumps);
+	explain_loss(r, &st);
 }
 
 static int sideband_emit(void *ctx, uint32_t kind, const void *data, size_t len)

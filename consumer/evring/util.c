@@ -2,6 +2,7 @@
 /* Messages, exit statuses and option value parsers shared by the subcommands. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,4 +314,65 @@ int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret)
 		return r;
 	}
 	return 1;
+}
+
+/* @n bytes as --buffer-size takes them: "256M", "2G", "512K". */
+static const char *size_arg(uint64_t n, char *buf, size_t len)
+{
+	if (n >= (1ull << 30) && n % (1ull << 30) == 0)
+		snprintf(buf, len, "%lluG", (unsigned long long)(n >> 30));
+	else if (n >= (1ull << 20) && n % (1ull << 20) == 0)
+		snprintf(buf, len, "%lluM", (unsigned long long)(n >> 20));
+	else
+		snprintf(buf, len, "%lluK", (unsigned long long)((n + 1023) >> 10));
+	return buf;
+}
+
+#define DISK_RATE_MIN_BYTES	(16u << 20)	/* a few small writes say little */
+
+/*
+ * A thread writes into one ring, so one ring must hold the stream for as long
+ * as the rings went unread: the --buffer-size offered holds the longest such
+ * time with half as much again to spare. A disk slower than the stream loses
+ * whatever the buffer: then the rates are the reason, not the stall.
+ */
+const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t len)
+{
+	uint64_t emitted = f->events + f->lost, need = f->ring_size ? f->ring_size : 65536;
+	double per_ev, asked = 0, disk = 0, hold_ms = 0, stall_ms = (double)f->stall_ns / 1e6;
+	double secs = (double)f->stream_ns / 1e9;
+	char why[256], fix[200], a[32], b[32];
+
+	per_ev = f->events ? (double)f->bytes / (double)f->events : 0;
+	if (secs > 0)
+		asked = per_ev * (double)emitted / secs;
+	if (f->write_ns && f->bytes >= DISK_RATE_MIN_BYTES)
+		disk = (double)f->bytes * 1e9 / (double)f->write_ns;
+	if (asked > 0)
+		hold_ms = (double)f->ring_size / asked * 1e3;
+	while ((double)need < 1.5 * asked * stall_ms / 1e3 && need < (1ull << 36))
+		need *= 2;
+	if (disk > 0 && disk < asked) {
+		snprintf(why, sizeof(why), "the disk took %.0f MB/s against %.0f MB/s asked, and "
+			 "the rings (%u of %s) hold %.1f ms of this stream", disk / 1e6, asked / 1e6,
+			 f->nr_rings, evr_fmt_bytes(f->ring_size, a, sizeof(a)), hold_ms);
+		snprintf(fix, sizeof(fix), "%sfewer providers, or a faster disk (a larger "
+			 "--buffer-size only delays the loss)", f->direct ? "--io buffered, " : "");
+	} else {
+		int k = snprintf(why, sizeof(why), "the rings (%u of %s) hold %.1f ms of this "
+				 "stream (%.0f MB/s asked) and went unread for up to %.0f ms",
+				 f->nr_rings, evr_fmt_bytes(f->ring_size, a, sizeof(a)),
+				 hold_ms, asked / 1e6, stall_ms);
+
+		if (disk > 0 && k > 0 && (size_t)k < sizeof(why))
+			snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
+				 f->direct_fell_back ? "direct I/O fell behind; " : "", disk / 1e6);
+		snprintf(fix, sizeof(fix), "--buffer-size %s would have held that%s, or fewer "
+			 "providers", size_arg(need * (f->nr_rings ? f->nr_rings : 1), b, sizeof(b)),
+			 f->direct ? ", or --io buffered" : "");
+	}
+	snprintf(buf, len, "%" PRIu64 " of %" PRIu64 " events lost (%.1f%%): %s; to avoid it: %s",
+		 f->lost, emitted, 100.0 * (double)f->lost / (double)(emitted ? emitted : 1), why,
+		 fix);
+	return buf;
 }

@@ -35,4 +35,31 @@ static inline bool evr_recorder_stream_fits(uint64_t bytes, uint64_t dt_ns, uint
 	return (double)bytes * 1e9 < 0.75 * (double)disk_bps * (double)dt_ns;
 }
 
+/*
+ * Direct I/O leaves the rings as the only buffer between a writer and the
+ * disk, where the page cache takes gigabytes: a disk's stall longer than a
+ * ring holds loses events that buffered writes would have kept. The first
+ * direct writes of a recording stalled 20-37 ms on a virtio disk; direct I/O
+ * is used only where one ring holds twice that of the stream (a thread
+ * writes into one ring at the stream's whole rate).
+ */
+#define EVR_RECORDER_DIRECT_HOLD_NS	64000000ull
+/* The stream is not known at the start: direct I/O from the first byte only
+ * with rings that hold EVR_RECORDER_DIRECT_HOLD_NS of a 500 MB/s stream
+ * (12 M events/s); smaller rings start through the page cache. */
+#define EVR_RECORDER_DIRECT_START_RING	(32ull << 20)
+
+/*
+ * evr_recorder_rings_hold() - whether a ring of @ring_size bytes holds
+ * EVR_RECORDER_DIRECT_HOLD_NS of a stream that sent @bytes in @dt_ns. True
+ * when no time passed (nothing to judge by). In doubles: no overflow.
+ */
+static inline bool evr_recorder_rings_hold(uint64_t ring_size, uint64_t bytes, uint64_t dt_ns)
+{
+	if (!dt_ns)
+		return true;
+	return (double)ring_size * (double)dt_ns >=
+	       (double)bytes * (double)EVR_RECORDER_DIRECT_HOLD_NS;
+}
+
 #endif

@@ -70,7 +70,7 @@ struct evr_recorder {
 	struct evr_clock_sync_state sync;
 	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
 	uint64_t *held;			/* nr_rings: bytes of done spans held (direct I/O) */
-	uint64_t ring_size;		/* direct I/O: the thresholds are fractions of it */
+	uint64_t ring_size;		/* bytes per ring; direct I/O thresholds are fractions */
 	bool hold;			/* spans are held until their batch is written */
 	/* Direct I/O: the EVENTS chunks not known to be in the file yet, so that a
 	 * failed batch counts exactly the events of the chunks it did write. */
@@ -80,6 +80,12 @@ struct evr_recorder {
 	bool direct_ok;			/* the output takes direct I/O */
 	uint32_t calm;			/* buffered for now: calm flush intervals in a row */
 	bool io_warned;			/* said that direct I/O fell behind */
+	bool was_direct, fell_back;	/* for the explanation of a loss */
+	/* For the explanation of a loss (evr_recorder_stats): the longest time
+	 * between two rounds that found spans, and the time spent in writes. */
+	uint64_t last_pump_ns, stall_ns, write_ns;
+	uint64_t start_ns, last_span_ns;	/* the stream's time: start to last span, */
+	uint64_t end_ns;		/* or to the session's end when the drain lagged */
 	/* For the way back to direct I/O (adapt_io()): the bytes written
 	 * directly and the time those writes took, from when direct I/O was
 	 * last turned on until it fell behind; the file's size and the time at
@@ -225,8 +231,10 @@ static int flush_release(struct evr_recorder *r)
 	ret = evr_trace_writer_flush(r->w);
 	if (ret < 0)
 		return write_error(r, ret);
+	t0 = mono_ns() - t0;
 	r->dio_bytes += bytes;
-	r->dio_ns += mono_ns() - t0;
+	r->dio_ns += t0;
+	r->write_ns += t0;
 	r->events_written = r->events;
 	r->nunw = 0;
 	evr_client_span_release(r->c);
@@ -270,6 +278,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		(void)evr_client_span_hold(r->c, false);
 		r->hold = false;
 		r->calm = 0;
+		r->fell_back = true;
 		if (!r->io_warned) {
 			r->io_warned = true;
 			warn(r, "direct I/O fell behind (a ring was half full): writing through "
@@ -284,7 +293,8 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	now = mono_ns();
 	bytes = evr_trace_writer_bytes(r->w);
 	fits = evr_recorder_stream_fits(bytes - r->mark_bytes, now - r->mark_ns,
-					evr_recorder_disk_bps(r->dio_bytes, r->dio_ns));
+					evr_recorder_disk_bps(r->dio_bytes, r->dio_ns)) &&
+	       evr_recorder_rings_hold(ring_size, bytes - r->mark_bytes, now - r->mark_ns);
 	r->mark_bytes = bytes;
 	r->mark_ns = now;
 	if (!fits || evr_client_span_backlog(r->c) > ring_size / 8) {
@@ -301,6 +311,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		return fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
 			    strerror(-ret));
 	r->hold = true;
+	r->was_direct = true;
 	r->events_written = r->events;
 	r->nunw = 0;
 	r->dio_bytes = r->dio_ns = 0;
@@ -335,6 +346,7 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 {
 	uint32_t flags = partial ? 0 : EVR_CLIENT_SPAN_WHOLE;
 	struct evr_span sp;
+	uint64_t t0 = 0;
 	int n = 0, ret;
 
 	while (n < (int)SPANS_PER_PUMP) {
@@ -346,7 +358,13 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		ret = write_metadata(r);
 		if (ret < 0)
 			return ret;
+		/* Through the page cache the write is here (direct I/O: in
+		 * flush_release()); one clock read a packet. */
+		if (!r->hold)
+			t0 = mono_ns();
 		ret = evr_trace_writer_events(r->w, sp.ring, sp.pos, sp.data, sp.len);
+		if (!r->hold)
+			r->write_ns += mono_ns() - t0;
 		if (ret < 0)
 			return write_error(r, ret);
 		/* In overwrite mode the writers may be rewriting the span under us
@@ -578,16 +596,23 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 	ret = evr_trace_writer_new_flags(fd, (r->flags & EVR_RECORDER_DIRECT_IO) &&
 					 h->mode == EVR_MODE_DISCARD ? EVR_TRACE_WRITER_DIRECT : 0,
 					 &r->w);
-	if (ret == 0 && evr_trace_writer_direct(r->w)) {
+	/* Rings too small to hold a disk's stall of a fast stream start through
+	 * the page cache, and go direct once a calm second shows they hold it
+	 * (adapt_io(); the file system's answer is known either way). */
+	if (ret == 0 && evr_trace_writer_direct(r->w) &&
+	    h->ring_size < EVR_RECORDER_DIRECT_START_RING) {
+		r->direct_ok = true;
+		ret = evr_trace_writer_set_direct(r->w, false);
+	} else if (ret == 0 && evr_trace_writer_direct(r->w)) {
 		ret = evr_client_span_hold(r->c, true);
 		if (ret < 0) {
 			fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
 			     strerror(-ret));
 			goto out;
 		}
-		r->hold = true;
 		r->direct_ok = true;
-		r->ring_size = h->ring_size;
+		r->hold = true;
+		r->was_direct = true;
 	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)
@@ -603,6 +628,9 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 			goto out;
 		}
 	}
+	r->ring_size = h->ring_size;
+	r->start_ns = r->last_pump_ns = r->mark_ns = mono_ns();
+	r->mark_bytes = evr_trace_writer_bytes(r->w);
 	s.mode = h->mode;
 	s.packet_size = h->packet_size;
 	s.ring_size = h->ring_size;
@@ -656,6 +684,13 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	if (n < 0)
 		goto failed;
 	now = mono_ns();
+	/* How long the rings filled without being read: from the end of the
+	 * last round to the end of this one, when this one found something. */
+	if (n > 0 && r->last_pump_ns && now - r->last_pump_ns > r->stall_ns)
+		r->stall_ns = now - r->last_pump_ns;
+	if (n > 0)
+		r->last_span_ns = now;
+	r->last_pump_ns = now;
 	ret = write_sync(r, now, 0);
 	if (ret < 0)
 		goto failed;
@@ -759,6 +794,8 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
 		if (n < 0)
 			return n;
 		if (st == EVR_CLIENT_ENDED || st == EVR_CLIENT_GONE) {
+			if (!r->end_ns)
+				r->end_ns = now;
 			if (n == (int)SPANS_PER_PUMP)
 				continue;
 			r->stop = st == EVR_CLIENT_GONE ? EVR_RECORDER_STOP_GONE
@@ -836,6 +873,8 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
 		goto out;
 	if (r->stop == EVR_RECORDER_RUNNING)
 		r->stop = EVR_RECORDER_STOP_REQUESTED;
+	if (!r->end_ns)
+		r->end_ns = mono_ns();
 	ret = finish_session(r);
 	if (ret < 0)
 		goto out;
@@ -866,6 +905,17 @@ out:
 	return r->err;
 }
 
+/* When the process stopped sending: the last span taken, or the session's end
+ * when the drain was still catching up then. */
+static uint64_t stream_end(const struct evr_recorder *r)
+{
+	uint64_t end = r->last_span_ns;
+
+	if (r->end_ns && r->end_ns < end)
+		end = r->end_ns;
+	return end > r->start_ns ? end : r->start_ns;
+}
+
 void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats *ret)
 {
 	if (!r || !ret)
@@ -884,6 +934,12 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.nr_rings = r->nr_rings,
 		.sync_points = r->sync.points,
 		.clock_jumps = r->sync.jumps,
+		.ring_size = r->ring_size,
+		.stall_ns = r->stall_ns,
+		.write_ns = r->write_ns,
+		.stream_ns = stream_end(r) - r->start_ns,
+		.direct = r->was_direct,
+		.direct_fell_back = r->fell_back,
 	};
 }
 

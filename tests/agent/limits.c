@@ -217,8 +217,10 @@ static int test_memory(void)
 	prod_limits(&p, line, &per, &want);
 	CHECK(per == session && want == total, "set %" PRIu64 " %" PRIu64, per, want);
 
-	/* A session that names no size gets the largest ring that fits: 256 KiB here. */
-	for (ring = 4 * MiB; ring > min_ring && nr * ring > session; ring /= 2)
+	/* A session that names no size gets the largest ring up to 32 MiB that fits
+	 * under the session limit and half the total: 256 KiB here. */
+	for (ring = 32 * MiB; ring > min_ring && (nr * ring > session || 2 * nr * ring > total);
+	     ring /= 2)
 		;
 	CHECK(try_start(p.pid, 0, &c[0], err, sizeof(err)) == 0, "default session: %s", err);
 	CHECK(evr_client_shm(c[0])->ring_size == ring, "granted %" PRIu64 " per ring, expected %"

@@ -86,3 +86,32 @@ one_line() {
 	grep -qE -- "$re" "$T/err" || fail "$*: '$(cat "$T/err")' does not match '$re'"
 	echo "ok: $(cat "$T/err")"
 }
+
+# record_stalled LABEL N TRACE RECORD-ARGS...: a loss that must happen, whatever the machine.
+# The workload (N iterations, 2 threads) waits for the session; evring record -p attaches
+# with RECORD-ARGS (a buffer far smaller than what N iterations write) and is stopped with
+# SIGSTOP as soon as it says it records, so its rings cannot be drained until the workload
+# has written everything and exited; then it continues and finishes. Leaves the workload's
+# "done" line in $T/LABEL.out and record's stderr in $T/LABEL.err, for check_accounting.
+record_stalled() {
+	local label=$1 n=$2 trace=$3 st=0
+	shift 3
+	start_workload "$label.wl" --events "$n" --threads 2 --wait-sessions 1
+	start_record "$label.rec" -p "$WL_PID" -o "$trace" "$@"
+	kill -STOP "$REC_PID"
+	expect "$WL_FD" "^done $n " "the workload's 'done' line ($label)"
+	echo "$LINE" >"$T/$label.out"
+	# The workload has exited (its fifo reaches EOF) before the recorder may drain.
+	cat <&"$WL_FD" >/dev/null
+	kill -CONT "$REC_PID"
+	finish_record "$REC_FD" "$T/$label.err"
+	wait "$REC_PID" || st=$?
+	[[ $st == 0 ]] || fail "record ($label) exited with $st: $(cat "$T/$label.err")"
+}
+
+# record_lost ERR: the "N lost" count of record's summary line in ERR.
+record_lost() {
+	[[ $(grep -E '^evring record: [0-9]+ events, ' "$1") =~ \ ([0-9]+)\ lost, ]] ||
+		fail "no record summary in $1"
+	echo "${BASH_REMATCH[1]}"
+}

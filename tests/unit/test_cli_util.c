@@ -143,6 +143,45 @@ static void test_evr_cli_exit_status_mapping(void **state)
 	assert_int_equal(evr_cli_exit_status(-ENOENT), EVR_EXIT_FAILURE);
 }
 
+/* The loss line: a stall the rings could not hold, then a disk slower than the stream. */
+static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
+{
+	/* 500 MB/s asked (42 bytes an event, 12 M/s for 1 s), 8 MiB rings unread 40 ms,
+	 * a disk that took 1 GB/s: the rings hold 16.8 ms; 64 MiB rings hold 60 ms. */
+	struct evr_loss_facts f = {
+		.events = 11000000, .lost = 1000000, .bytes = 11000000ull * 42,
+		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
+		.write_ns = 462000000, .stream_ns = 1008000000, .direct = true,
+	};
+	char buf[600];
+
+	(void)state;
+	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
+			    "1000000 of 12000000 events lost (8.3%): the rings (2 of 8.0 MiB) "
+			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
+			    "to 40 ms (the disk took 1000 MB/s); to avoid it: --buffer-size 64M "
+			    "would have held that, or --io buffered, or fewer providers");
+	/* Buffered all along, the disk's rate unknown (under 16 MiB written). */
+	f.direct = false;
+	f.bytes = 1000000;
+	f.events = 1000000 / 42;
+	f.lost = 12000000 - f.events;
+	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
+			       "went unread for up to 40 ms; to avoid it: --buffer-size 64M would "
+			       "have held that, or fewer providers"));
+	/* The disk took 300 MB/s of a 500 MB/s stream: no buffer would do. */
+	f = (struct evr_loss_facts){
+		.events = 11000000, .lost = 1000000, .bytes = 11000000ull * 42,
+		.ring_size = 64u << 20, .nr_rings = 2, .stall_ns = 500000000,
+		.write_ns = 1540000000, .stream_ns = 1008000000, .direct = true,
+	};
+	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
+			    "1000000 of 12000000 events lost (8.3%): the disk took 300 MB/s "
+			    "against 500 MB/s asked, and the rings (2 of 64.0 MiB) hold 134.2 ms "
+			    "of this stream; to avoid it: --io buffered, fewer providers, or a "
+			    "faster disk (a larger --buffer-size only delays the loss)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +192,7 @@ int main(void)
 		cmocka_unit_test(test_evr_fmt_bytes_units),
 		cmocka_unit_test(test_evr_json_fputs_escapes),
 		cmocka_unit_test(test_evr_cli_exit_status_mapping),
+		cmocka_unit_test(test_evr_loss_advice_says_why_and_what_to_do),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

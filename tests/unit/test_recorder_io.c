@@ -59,6 +59,27 @@ static void test_stream_fits_without_overflow(void **state)
 	assert_false(evr_recorder_stream_fits(UINT64_MAX, 1 * MS, UINT64_MAX / 2));
 }
 
+static void test_rings_hold_twice_the_longest_stall(void **state)
+{
+	(void)state;
+	/* 64 MiB rings hold 134 ms of 500 MB/s: direct I/O. */
+	assert_true(evr_recorder_rings_hold(64ull << 20, 500 * MB / 4, 250 * MS));
+	/* 8 MiB rings (--buffer-size 16M on 2 CPUs) hold 16.8 ms: the page cache. */
+	assert_false(evr_recorder_rings_hold(8ull << 20, 500 * MB / 4, 250 * MS));
+	/* The start's threshold is exactly the rule at 500 MB/s, with what rounds. */
+	assert_true(evr_recorder_rings_hold(EVR_RECORDER_DIRECT_START_RING, 500 * MB, 1000 * MS));
+	assert_false(evr_recorder_rings_hold(EVR_RECORDER_DIRECT_START_RING, 530 * MB,
+					     1000 * MS));
+	/* Just around the line: 1 MiB holds 64 ms of 16.384 MB/s. */
+	assert_true(evr_recorder_rings_hold(1ull << 20, 16384000, 1000 * MS));
+	assert_false(evr_recorder_rings_hold(1ull << 20, 16384001 + 1000, 1000 * MS));
+	/* Nothing sent, or no time: nothing against direct I/O. */
+	assert_true(evr_recorder_rings_hold(1ull << 20, 0, 250 * MS));
+	assert_true(evr_recorder_rings_hold(1ull << 20, 500 * MB, 0));
+	/* No overflow with the largest values. */
+	assert_false(evr_recorder_rings_hold(UINT64_C(1) << 32, UINT64_MAX, 1 * MS));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -66,6 +87,7 @@ int main(void)
 		cmocka_unit_test(test_stream_fits_three_quarters_of_the_disk),
 		cmocka_unit_test(test_stream_fits_when_nothing_was_measured),
 		cmocka_unit_test(test_stream_fits_without_overflow),
+		cmocka_unit_test(test_rings_hold_twice_the_longest_stall),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,6 +107,13 @@ struct evr_recorder_stats {
 	uint32_t nr_rings;
 	uint32_t sync_points;		/* SYNC chunks written */
 	uint32_t clock_jumps;		/* of them, those that found the TSC jumped */
+	/* Why events were lost, for the caller's explanation (docs/recorder.md). */
+	uint64_t ring_size;		/* bytes per ring */
+	uint64_t stall_ns;		/* the longest time the rings went unread */
+	uint64_t write_ns;		/* time spent writing .bytes (the disk's pace) */
+	uint64_t stream_ns;		/* the start to the last span taken or the end, if sooner */
+	bool direct;			/* direct I/O was on at the start */
+	bool direct_fell_back;		/* direct I/O fell behind at least once */
 };
 
 /**
