@@ -197,7 +197,7 @@ struct evr_watch {
  */
 int evr_watch_init(struct evr_watch *w, const struct evr_watch_opts *o);
 
-/* Free every process; attaches in progress end on their own later. */
+/* Free every process; attaches in progress end on their own later. Context: the owner's thread. */
 void evr_watch_fini(struct evr_watch *w);
 
 /**
@@ -205,7 +205,7 @@ void evr_watch_fini(struct evr_watch *w);
  * attach now on this thread (the error is the user's: -p PID), else on a
  * thread of its own. @ret: the process, or NULL; may be NULL.
  * Return: 0, -ENOMEM, or with @sync the attach error (-errno, reason in @err:
- * the process is then not added).
+ * the process is then not added). Context: the owner's thread.
  */
 int evr_watch_add(struct evr_watch *w, pid_t pid, bool sync, char *err, size_t errlen,
 		  struct evr_watch_proc **ret);
@@ -215,6 +215,7 @@ int evr_watch_add(struct evr_watch *w, pid_t pid, bool sync, char *err, size_t e
  * anew to listed ones gone for o->retry_ms, forget gone ones after
  * o->forget_ms (unless pinned).
  * Return: 0, or -errno from the listing (nothing changed then).
+ * Context: the owner's thread.
  */
 int evr_watch_scan(struct evr_watch *w);
 
@@ -222,31 +223,31 @@ int evr_watch_scan(struct evr_watch *w);
  * evr_watch_scan_due() - should the owner scan now? Yes before the first scan,
  * when inotify said a socket came or went in a runtime directory since the
  * last scan, or when the last scan is o->rescan_ms old. Reads (and so clears)
- * the inotify events.
+ * the inotify events. Context: the owner's thread.
  */
 bool evr_watch_scan_due(struct evr_watch *w, uint64_t now_ns);
 
 /*
  * The inotify descriptor (readable when evr_watch_scan_due() may say yes), or
- * -1: for an owner that sleeps in poll().
+ * -1: for an owner that sleeps in poll(). Context: any thread.
  */
 int evr_watch_fd(const struct evr_watch *w);
 
 /**
  * evr_watch_poll() - take the finished attaches and read every live session
  * (at most a bounded number of records each), noting exits.
- * Return: true when a sample came or a state changed.
+ * Return: true when a sample came or a state changed. Context: the owner's thread.
  */
 bool evr_watch_poll(struct evr_watch *w);
 
-/* The process @pid, or NULL. */
+/* The process @pid, or NULL. Context: the owner's thread. */
 struct evr_watch_proc *evr_watch_find(struct evr_watch *w, pid_t pid);
 
-/* Counter @i of @p (the owner's struct, counter_size apart). */
+/* Counter @i of @p (the owner's struct, counter_size apart). Context: the owner's thread. */
 struct evr_watch_counter *evr_watch_counter_at(const struct evr_watch *w,
 					       const struct evr_watch_proc *p, uint32_t i);
 
-/* The counter @name of @provider in @p, or NULL. */
+/* The counter @name of @provider in @p, or NULL. Context: the owner's thread. */
 struct evr_watch_counter *evr_watch_counter(const struct evr_watch *w,
 					    const struct evr_watch_proc *p, const char *provider,
 					    const char *name);
@@ -273,10 +274,10 @@ int evr_watch_counter_spec(struct evr_client *c, char **ret, char *err, size_t e
  */
 int evr_watch_counter_providers(struct evr_client *c, char **ret, char *err, size_t errlen);
 
-/* "attaching", "live", "exited", "failed". */
+/* "attaching", "live", "exited", "failed". Context: any thread. */
 const char *evr_watch_state_name(enum evr_watch_state s);
 
-/* The short name of a process: argv[0]'s base name, or exe's, or "?". */
+/* The short name of a process: argv[0]'s base name, or exe's, or "?". Context: any thread. */
 void evr_watch_short_name(const struct evr_process_info *pi, char *buf, size_t len);
 
 /* CLOCK_MONOTONIC now, in nanoseconds. Context: any thread. */
