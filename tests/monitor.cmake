@@ -3,7 +3,7 @@
 
 if(TARGET evring-monitor)
   # The pure parts, compiled in from the tool's sources: metric names, keys, parsers.
-  evr_unit(test_monitor LIBS evring-consumer PkgConfig::JANSSON PkgConfig::NETTLE
+  evr_unit(test_monitor LIBS evring-watch evring-consumer PkgConfig::JANSSON PkgConfig::NETTLE
     PkgConfig::MICROHTTPD m)
   target_sources(test_monitor PRIVATE ${PROJECT_SOURCE_DIR}/consumer/monitor/metrics.c
     ${PROJECT_SOURCE_DIR}/consumer/monitor/auth.c ${PROJECT_SOURCE_DIR}/consumer/monitor/util.c)

@@ -83,11 +83,11 @@ void evr_top_proc_header(const struct evr_top_proc *p, char *buf, size_t len)
 
 	if (p->stale)
 		snprintf(stale, sizeof(stale), "  no new samples for %.1f s", p->stale_ms / 1000.0);
-	if (p->state == EVR_TOP_PROC_FAILED)
+	if (p->state == EVR_WATCH_FAILED)
 		snprintf(buf, len, "PID %d  %s  failed: %s", (int)p->pid, p->name, p->err);
 	else
 		snprintf(buf, len, "PID %d  %s  %s  %u counters%s%s", (int)p->pid, p->name,
-			 evr_top_proc_state_name(p->state), p->nctr, lost, stale);
+			 evr_watch_state_name(p->state), p->nctr, lost, stale);
 }
 
 /* Counters of one provider, by name (@ctx true) or in arrival order. */

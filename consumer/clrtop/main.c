@@ -101,10 +101,33 @@ static int bad(const char *fmt, ...)
 	return -EINVAL;
 }
 
+enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE, OPT_NAME };
+
+/*
+ * The options that set no value of clrtop's own: the sandbox's flags, --help,
+ * --version, and getopt's errors. Return: 1 go on, 0 done (exit 0), -EINVAL.
+ */
+static int other_opt(int c, char **argv, struct opts *o)
+{
+	if (c == OPT_NO_SANDBOX || c == OPT_PROBE) {
+		*(c == OPT_PROBE ? &o->sandbox_probe : &o->no_sandbox) = true;
+		return 1;
+	}
+	if (c == 'h')
+		usage(stdout);
+	else if (c == 'V')
+		printf("clrtop %s\n", EVR_VERSION);
+	else if (c == ':')
+		return bad("option '%s' needs a value", argv[optind - 1]);
+	else if (optopt)
+		return bad("unknown option '-%c'", optopt);
+	else
+		return bad("unknown option '%s'", argv[optind - 1]);
+	return 0;
+}
+
 static int parse_argv(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE,
-	       OPT_NAME };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -117,8 +140,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "name", required_argument, NULL, OPT_NAME },
-		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
-		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
+		EVR_SANDBOX_LONGOPTS(OPT_NO_SANDBOX, OPT_PROBE),
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -194,24 +216,11 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 				return bad("--name: at most %d processes", MAX_PIDS);
 			o->names[o->nnames++] = optarg;
 			break;
-		case OPT_NO_SANDBOX:
-			o->no_sandbox = true;
-			break;
-		case OPT_PROBE:
-			o->sandbox_probe = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("clrtop %s\n", EVR_VERSION);
-			return 0;
-		case ':':
-			return bad("option '%s' needs a value", argv[optind - 1]);
 		default:
-			if (optopt)
-				return bad("unknown option '-%c'", optopt);
-			return bad("unknown option '%s'", argv[optind - 1]);
+			r = other_opt(c, argv, o);
+			if (r <= 0)
+				return r;
+			break;
 		}
 	}
 	if (optind < argc)
@@ -230,7 +239,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 
 static void print_overview(struct evr_top_model *m)
 {
-	struct evr_top_row *rows = calloc(m->n ? m->n : 1, sizeof(*rows));
+	struct evr_top_row *rows = calloc(m->w.n ? m->w.n : 1, sizeof(*rows));
 
 	if (!rows)
 		return;
@@ -240,10 +249,10 @@ static void print_overview(struct evr_top_model *m)
 		printf(f->left ? "%-*s " : "%*s ", f->width, evr_top_col_title(f->col));
 	}
 	printf("STATE\n");
-	for (uint32_t i = 0; i < m->n; i++)
-		evr_top_proc_row(m->procs[i], &rows[i]);
-	evr_top_rows_sort(rows, m->n, EVR_TOP_COL_CPU, false);
-	for (uint32_t i = 0; i < m->n; i++) {
+	for (uint32_t i = 0; i < m->w.n; i++)
+		evr_top_proc_row(evr_top_model_proc(m, i), &rows[i]);
+	evr_top_rows_sort(rows, m->w.n, EVR_TOP_COL_CPU, false);
+	for (uint32_t i = 0; i < m->w.n; i++) {
 		const struct evr_top_proc *p = rows[i].ctx;
 
 		for (size_t j = 0; j < EVR_TOP_NCOLS; j++) {
@@ -253,23 +262,31 @@ static void print_overview(struct evr_top_model *m)
 			evr_top_row_cell(&rows[i], f->col, text, sizeof(text));
 			printf(f->left ? "%-*.*s " : "%*.*s ", f->width, f->width, text);
 		}
-		if (p->state == EVR_TOP_PROC_FAILED)
+		if (p->state == EVR_WATCH_FAILED)
 			printf("failed: %s\n", p->err);
 		else if (p->stale)
 			printf("stale: no new samples for %.1f s\n", p->stale_ms / 1000.0);
 		else
-			printf("%s\n", evr_top_proc_state_name(p->state));
+			printf("%s\n", evr_watch_state_name(p->state));
 	}
 	free(rows);
 }
 
 static void print_detail(struct evr_top_model *m)
 {
+	struct evr_top_proc **procs = calloc(m->w.n ? m->w.n : 1, sizeof(*procs));
 	struct evr_top_line *lines = NULL;
 	uint32_t nl = 0;
 	char label[160], value[48], change[48], stats[128], hdr[400];
+	int r;
 
-	if (evr_top_detail_lines(m->procs, m->n, true, &lines, &nl) < 0)
+	if (!procs)
+		return;
+	for (uint32_t i = 0; i < m->w.n; i++)
+		procs[i] = evr_top_model_proc(m, i);
+	r = evr_top_detail_lines(procs, m->w.n, true, &lines, &nl);
+	free(procs);
+	if (r < 0)
 		return;
 	for (uint32_t i = 0; i < nl; i++) {
 		const struct evr_top_line *l = &lines[i];
@@ -321,12 +338,12 @@ static void print_snapshot(struct evr_top_model *m, const struct opts *o, uint64
 /* Warnings about what --counters names and the process does not have: stderr. */
 static void print_warnings(struct evr_top_model *m)
 {
-	for (uint32_t i = 0; i < m->n; i++) {
-		const char *w = evr_top_model_warning(m->procs[i]);
+	for (uint32_t i = 0; i < m->w.n; i++) {
+		const char *w = evr_top_model_warning(evr_top_model_proc(m, i));
 
 		if (w)
 			fprintf(stderr, "clrtop: warning: process %d (%s): %s\n",
-				(int)m->procs[i]->pid, m->procs[i]->name, w);
+				(int)evr_top_model_proc(m, i)->pid, evr_top_model_proc(m, i)->name, w);
 	}
 }
 
@@ -337,12 +354,12 @@ static void print_warnings(struct evr_top_model *m)
  */
 static bool all_sampled(const struct evr_top_model *m, uint64_t need)
 {
-	for (uint32_t i = 0; i < m->n; i++) {
-		const struct evr_top_proc *p = m->procs[i];
+	for (uint32_t i = 0; i < m->w.n; i++) {
+		const struct evr_top_proc *p = evr_top_model_proc(m, i);
 
-		if (p->state == EVR_TOP_PROC_ATTACHING)
+		if (p->state == EVR_WATCH_ATTACHING)
 			return false;
-		if (p->state == EVR_TOP_PROC_LIVE && (p->ticks < need || !evr_top_proc_complete(p)))
+		if (p->state == EVR_WATCH_LIVE && (p->ticks < need || !evr_top_proc_complete(p)))
 			return false;
 	}
 	return true;
@@ -350,8 +367,8 @@ static bool all_sampled(const struct evr_top_model *m, uint64_t need)
 
 static bool all_gone(const struct evr_top_model *m)
 {
-	for (uint32_t i = 0; i < m->n; i++)
-		if (m->procs[i]->state == EVR_TOP_PROC_LIVE || m->procs[i]->state == EVR_TOP_PROC_ATTACHING)
+	for (uint32_t i = 0; i < m->w.n; i++)
+		if (evr_top_model_proc(m, i)->state == EVR_WATCH_LIVE || evr_top_model_proc(m, i)->state == EVR_WATCH_ATTACHING)
 			return false;
 	return true;
 }
@@ -450,11 +467,11 @@ static int run_screen(struct evr_top_model *m, const struct opts *o)
 				fflush(m->o.export);
 		}
 		dirty |= evr_top_model_poll(m);
-		for (uint32_t i = 0; i < m->n; i++) {
-			const char *w = evr_top_model_warning(m->procs[i]);
+		for (uint32_t i = 0; i < m->w.n; i++) {
+			const char *w = evr_top_model_warning(evr_top_model_proc(m, i));
 
 			if (w) {
-				snprintf(ui.msg, sizeof(ui.msg), "PID %d: %s", (int)m->procs[i]->pid, w);
+				snprintf(ui.msg, sizeof(ui.msg), "PID %d: %s", (int)evr_top_model_proc(m, i)->pid, w);
 				ui.msg_error = true;
 				dirty = true;
 			}
@@ -572,6 +589,7 @@ static int run(struct opts *o)
 			fprintf(stderr, "clrtop: %s\n", err);
 			goto out;
 		}
+		m.w.o.broker = m.o.broker;	/* the watch lists and attaches through it */
 	}
 	for (uint32_t i = 0; i < o->npids; i++) {
 		r = evr_top_model_add(&m, o->pids[i], true, err, sizeof(err));

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * clrtop's model: the watched processes, one session each (counters only), and
- * the latest two samples of every counter. Only the main thread touches it; an
- * attach to a process of the overview runs on a short-lived thread of its own
- * (connecting and starting a session can take seconds when the process is
- * busy) and hands its client over through a job struct (see model.c).
+ * the latest two samples of every counter. A view of the watch
+ * (consumer/watch/), which attaches (on threads of its own: connecting and
+ * starting a session can take seconds when the process is busy) and keeps the
+ * tables; only the main thread touches the model and calls into the watch.
  */
 #ifndef EVR_CLRTOP_MODEL_H
 #define EVR_CLRTOP_MODEL_H
@@ -16,43 +16,30 @@
 
 #include <evring/consumer.h>
 #include <evring/sandbox.h>
+#include <evring/watch.h>
 
 #include "clrtop.h"
 
+/* A counter: the watch's fields (name, latest sample), then clrtop's. */
 struct evr_top_counter {
-	char provider[64];
-	char name[96];
-	char display[128];
-	char unit[24];
-	uint32_t kind;			/* enum evr_sample_kind */
+	union {
+		struct evr_watch_counter w;
+		struct { EVR_WATCH_COUNTER_FIELDS };
+	};
 	uint32_t order;			/* first-seen order within its process */
-	uint64_t nsamples;
 	double value, prev;		/* the latest sample's value and the one before */
-	struct evr_counter_sample last;	/* numbers only: its strings are not kept */
-	uint64_t changed_at;		/* model generation when value last changed */
+	uint64_t changed_at;		/* watch generation when value last changed */
 	uint64_t tick;			/* the process's sampling interval it was last updated in */
 	uint64_t arrived_ns;		/* CLOCK_MONOTONIC when its last sample was read */
 	bool stale;			/* evr_top_model_mark_stale(): not updated since shown */
 };
 
-enum evr_top_proc_state {
-	EVR_TOP_PROC_ATTACHING,
-	EVR_TOP_PROC_LIVE,
-	EVR_TOP_PROC_EXITED,			/* the process ended or stopped serving */
-	EVR_TOP_PROC_FAILED,			/* could not attach: err says why */
-};
-
-struct evr_top_job;
-
+/* A process: the watch's fields (pid, name, state, session, counters), then clrtop's. */
 struct evr_top_proc {
-	pid_t pid;
-	char name[64];
-	enum evr_top_proc_state state;
-	char err[256];
-	struct evr_client *client;
-	struct evr_top_job *job;		/* an attach in progress */
-	struct evr_top_counter *ctr;
-	uint32_t nctr, cap;
+	union {
+		struct evr_watch_proc w;
+		struct { EVR_WATCH_PROC_FIELDS(struct evr_top_counter) };
+	};
 	uint64_t ticks;			/* sampling intervals seen (batches of samples) */
 	uint64_t last_tick_ns;		/* timestamp of the latest batch's first sample */
 	uint64_t batch_arrived_ns;	/* CLOCK_MONOTONIC when that sample was read */
@@ -67,10 +54,6 @@ struct evr_top_proc {
 	 * what the warnings list. */
 	char *seen;
 	size_t seen_len, seen_cap;
-	uint64_t lost;			/* events the session lost (ring full) */
-	uint64_t gone_at_ns;		/* monotonic time it was seen exited or failed */
-	bool listed;			/* in the last process list (overview) */
-	bool pinned;			/* shown on its own: never forgotten */
 };
 
 struct evr_top_model_opts {
@@ -86,14 +69,19 @@ struct evr_top_model_opts {
 
 struct evr_top_model {
 	struct evr_top_model_opts o;
-	struct evr_top_proc **procs;
-	uint32_t n, cap;
-	uint64_t gen;			/* bumped by every evr_top_model_poll() */
+	struct evr_watch w;		/* the processes (w.n), their sessions and counters */
 	int64_t realtime_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	int export_err;			/* first failure writing the recording */
 };
 
-/* Return: 0 or -ENOMEM. Free with evr_top_model_fini(). */
+/* Process @i (of m->w.n, in the order they were found). */
+static inline struct evr_top_proc *evr_top_model_proc(const struct evr_top_model *m, uint32_t i)
+{
+	/* The watch allocated it as clrtop's: the watch's fields come first. */
+	return (struct evr_top_proc *)m->w.procs[i];
+}
+
+/* Return: 0 or -EINVAL (see evr_watch_init()). Free with evr_top_model_fini(). */
 int evr_top_model_init(struct evr_top_model *m, const struct evr_top_model_opts *o);
 void evr_top_model_fini(struct evr_top_model *m);
 
@@ -152,9 +140,6 @@ const struct evr_top_counter *evr_top_proc_col_counter(const struct evr_top_proc
 
 /* The overview row of @p. */
 void evr_top_proc_row(const struct evr_top_proc *p, struct evr_top_row *ret);
-
-/* "attaching", "live", "exited", "failed". */
-const char *evr_top_proc_state_name(enum evr_top_proc_state s);
 
 /* CLOCK_MONOTONIC now, in nanoseconds. */
 uint64_t evr_top_now_ns(void);

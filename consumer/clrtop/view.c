@@ -192,40 +192,40 @@ static void draw_cells(int y, const struct evr_top_row *r, bool header, const st
 		const struct evr_top_proc *p = r->ctx;
 		attr_t a = base;
 
-		if (p->state == EVR_TOP_PROC_EXITED)
+		if (p->state == EVR_WATCH_EXITED)
 			a |= pair(PAIR_GONE) | A_BOLD;
-		else if (p->state == EVR_TOP_PROC_FAILED)
+		else if (p->state == EVR_WATCH_FAILED)
 			a |= pair(PAIR_ERROR);
-		if (p->state == EVR_TOP_PROC_FAILED)
+		if (p->state == EVR_WATCH_FAILED)
 			putf(y, x, -1, a, "failed: %s", p->err);
-		else if (p->state == EVR_TOP_PROC_LIVE && !p->ticks)
+		else if (p->state == EVR_WATCH_LIVE && !p->ticks)
 			put(y, x, -1, a, "waiting for samples");
 		else if (p->stale)
 			putf(y, x, -1, a | pair(PAIR_GONE), "stale: no samples for %.0f s",
 			     p->stale_ms / 1000.0);
 		else
-			put(y, x, -1, a, evr_top_proc_state_name(p->state));
+			put(y, x, -1, a, evr_watch_state_name(p->state));
 	}
 }
 
 static struct evr_top_row *sorted_rows(struct evr_top_ui *ui, struct evr_top_model *m)
 {
-	struct evr_top_row *rows = calloc(m->n ? m->n : 1, sizeof(*rows));
+	struct evr_top_row *rows = calloc(m->w.n ? m->w.n : 1, sizeof(*rows));
 
 	if (!rows)
 		return NULL;
-	for (uint32_t i = 0; i < m->n; i++)
-		evr_top_proc_row(m->procs[i], &rows[i]);
-	evr_top_rows_sort(rows, m->n, ui->sort_col, ui->sort_reverse);
+	for (uint32_t i = 0; i < m->w.n; i++)
+		evr_top_proc_row(evr_top_model_proc(m, i), &rows[i]);
+	evr_top_rows_sort(rows, m->w.n, ui->sort_col, ui->sort_reverse);
 	/* Keep the selection on the same process when the order changes. */
-	for (uint32_t i = 0; i < m->n; i++)
+	for (uint32_t i = 0; i < m->w.n; i++)
 		if (rows[i].pid == ui->sel_pid)
 			ui->sel = (int)i;
-	if (ui->sel >= (int)m->n)
-		ui->sel = (int)m->n - 1;
+	if (ui->sel >= (int)m->w.n)
+		ui->sel = (int)m->w.n - 1;
 	if (ui->sel < 0)
 		ui->sel = 0;
-	ui->sel_pid = m->n ? rows[ui->sel].pid : 0;
+	ui->sel_pid = m->w.n ? rows[ui->sel].pid : 0;
 	return rows;
 }
 
@@ -235,7 +235,7 @@ static void draw_overview(struct evr_top_ui *ui, struct evr_top_model *m)
 	struct evr_top_row *rows;
 	char what[64];
 
-	snprintf(what, sizeof(what), "%u process%s", m->n, m->n == 1 ? "" : "es");
+	snprintf(what, sizeof(what), "%u process%s", m->w.n, m->w.n == 1 ? "" : "es");
 	title(ui, what);
 	attron(A_REVERSE);
 	mvhline(1, 0, ' ', COLS);
@@ -246,7 +246,7 @@ static void draw_overview(struct evr_top_ui *ui, struct evr_top_model *m)
 		put(2, 0, -1, pair(PAIR_ERROR), "out of memory");
 		return;
 	}
-	if (m->n == 0)
+	if (m->w.n == 0)
 		put(2, 0, -1, 0, "No process running libevring's agent that you may attach to.");
 	if (avail < 1)
 		avail = 1;
@@ -254,7 +254,7 @@ static void draw_overview(struct evr_top_ui *ui, struct evr_top_model *m)
 		ui->top = ui->sel;
 	if (ui->sel >= ui->top + avail)
 		ui->top = ui->sel - avail + 1;
-	for (int i = ui->top; i < (int)m->n && i - ui->top < avail; i++) {
+	for (int i = ui->top; i < (int)m->w.n && i - ui->top < avail; i++) {
 		int y = 2 + i - ui->top;
 		attr_t a = i == ui->sel ? A_REVERSE : 0;
 
@@ -277,9 +277,9 @@ static uint32_t detail_procs(struct evr_top_ui *ui, struct evr_top_model *m, str
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < m->n; i++)
-		if (!ui->in_detail || m->procs[i]->pid == ui->detail_pid)
-			v[n++] = m->procs[i];
+	for (uint32_t i = 0; i < m->w.n; i++)
+		if (!ui->in_detail || evr_top_model_proc(m, i)->pid == ui->detail_pid)
+			v[n++] = evr_top_model_proc(m, i);
 	return n;
 }
 
@@ -293,10 +293,10 @@ static void draw_line(int y, const struct evr_top_line *l)
 	case EVR_TOP_LINE_PROC:
 		evr_top_proc_header(l->p, hdr, sizeof(hdr));
 		put(y, 0, -1,
-		    A_BOLD | (l->p->state == EVR_TOP_PROC_EXITED ? pair(PAIR_GONE)
-			      : l->p->state == EVR_TOP_PROC_FAILED ? pair(PAIR_ERROR) : 0),
+		    A_BOLD | (l->p->state == EVR_WATCH_EXITED ? pair(PAIR_GONE)
+			      : l->p->state == EVR_WATCH_FAILED ? pair(PAIR_ERROR) : 0),
 		    hdr);
-		if (l->p->state == EVR_TOP_PROC_LIVE && !l->p->nctr)
+		if (l->p->state == EVR_WATCH_LIVE && !l->p->nctr)
 			put(y + 1, 2, -1, 0, "waiting for the first samples...");
 		return;
 	case EVR_TOP_LINE_PROVIDER:
@@ -316,7 +316,7 @@ static void draw_line(int y, const struct evr_top_line *l)
 
 static void draw_detail(struct evr_top_ui *ui, struct evr_top_model *m)
 {
-	struct evr_top_proc **procs = calloc(m->n ? m->n : 1, sizeof(*procs));
+	struct evr_top_proc **procs = calloc(m->w.n ? m->w.n : 1, sizeof(*procs));
 	struct evr_top_line *lines = NULL;
 	uint32_t np, nl = 0;
 	int avail = LINES - 3;
@@ -433,7 +433,7 @@ static void overview_key(struct evr_top_ui *ui, struct evr_top_model *m, int key
 	case KEY_PPAGE: ui->sel -= page; break;
 	case KEY_NPAGE: ui->sel += page; break;
 	case KEY_HOME: case 'g': ui->sel = 0; break;
-	case KEY_END: case 'G': ui->sel = (int)m->n - 1; break;
+	case KEY_END: case 'G': ui->sel = (int)m->w.n - 1; break;
 	case '<': ui->sort_col = ui->sort_col ? ui->sort_col - 1 : EVR_TOP_COL_MAX_ - 1; break;
 	case '>': ui->sort_col = (ui->sort_col + 1) % EVR_TOP_COL_MAX_; break;
 	case 'r': case 'R': ui->sort_reverse = !ui->sort_reverse; break;
@@ -445,13 +445,13 @@ static void overview_key(struct evr_top_ui *ui, struct evr_top_model *m, int key
 	case KEY_ENTER: case '\n': case '\r': {
 		struct evr_top_row *rows = sorted_rows(ui, m);
 
-		if (rows && m->n) {
+		if (rows && m->w.n) {
 			ui->in_detail = true;
 			ui->detail_pid = rows[ui->sel].pid;
 			ui->scroll = 0;
-			for (uint32_t i = 0; i < m->n; i++)
-				if (m->procs[i]->pid == ui->detail_pid)
-					m->procs[i]->pinned = true;
+			for (uint32_t i = 0; i < m->w.n; i++)
+				if (evr_top_model_proc(m, i)->pid == ui->detail_pid)
+					evr_top_model_proc(m, i)->pinned = true;
 		}
 		free(rows);
 		break;
@@ -459,17 +459,17 @@ static void overview_key(struct evr_top_ui *ui, struct evr_top_model *m, int key
 	default:
 		return;
 	}
-	if (ui->sel >= (int)m->n)
-		ui->sel = (int)m->n - 1;
+	if (ui->sel >= (int)m->w.n)
+		ui->sel = (int)m->w.n - 1;
 	if (ui->sel < 0)
 		ui->sel = 0;
 	/* Selection by index moved: follow it by pid from here on. */
-	if (key != '<' && key != '>' && key != 'r' && key != 'R' && m->n) {
+	if (key != '<' && key != '>' && key != 'r' && key != 'R' && m->w.n) {
 		struct evr_top_row *rows = sorted_rows(ui, m);
 		int sel = ui->sel;
 
 		if (rows) {
-			ui->sel_pid = rows[sel < (int)m->n ? sel : 0].pid;
+			ui->sel_pid = rows[sel < (int)m->w.n ? sel : 0].pid;
 			ui->sel = sel;
 			free(rows);
 		}
@@ -490,9 +490,9 @@ static void detail_key(struct evr_top_ui *ui, struct evr_top_model *m, int key)
 	case 's': case 'S': ui->by_arrival = !ui->by_arrival; break;
 	case 27: case KEY_BACKSPACE: case 127: case '\b': case KEY_LEFT:
 		if (ui->in_detail) {
-			for (uint32_t i = 0; i < m->n; i++)
-				if (m->procs[i]->pid == ui->detail_pid)
-					m->procs[i]->pinned = false;
+			for (uint32_t i = 0; i < m->w.n; i++)
+				if (evr_top_model_proc(m, i)->pid == ui->detail_pid)
+					evr_top_model_proc(m, i)->pinned = false;
 			ui->in_detail = false;
 		}
 		break;

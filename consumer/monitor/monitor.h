@@ -8,7 +8,8 @@
  *              request bodies, routing, responses and problem+json errors
  *   auth.c     API keys (generated, stored hashed), the peer's uid
  *   hub.c      the counter hub: a counters-only session on every process,
- *              kept alive between requests, with history
+ *              kept alive between requests, with history (a view of the
+ *              watch, consumer/watch/)
  *   metrics.c  /metrics: the Prometheus text format from the hub
  *   api.c      JSON routes: processes, sessions, threads, counters
  *   stream.c   live streams (NDJSON or SSE): events and counters
@@ -36,6 +37,7 @@
 
 #include <evring/consumer.h>
 #include <evring/counter-sample.h>
+#include <evring/watch.h>
 
 #define EVR_MON_NAME "evring monitor"		/* how it names itself, to people and agents */
 #define EVR_MON_DEFAULT_PORT 52330
@@ -64,64 +66,45 @@ struct evr_mon_opts {
 	bool sandbox_probe;		/* --debug-sandbox-probe */
 };
 
-/* ---- the counter hub (hub.c) ----------------------------------------------- */
+/* ---- the counter hub (hub.c): a view of the watch (consumer/watch/) ----------- */
 
-struct evr_mon_point {
-	uint64_t ts_ns;			/* CLOCK_MONOTONIC, the end of the interval */
-	double value;			/* evr_counter_sample.value */
-};
+/* The hub's names for the watch's, so that the routes read the hub as before. */
+#define evr_mon_point evr_watch_point
+#define evr_mon_proc_state evr_watch_state
+#define EVR_MON_ATTACHING EVR_WATCH_ATTACHING	/* an attach thread is connecting */
+#define EVR_MON_LIVE EVR_WATCH_LIVE		/* its counters session runs */
+#define EVR_MON_EXITED EVR_WATCH_EXITED		/* the process ended or stopped serving */
+#define EVR_MON_FAILED EVR_WATCH_FAILED		/* could not attach: err, errnum */
 
 /* Prometheus types, as metrics.c maps counter kinds. */
 enum evr_mon_mtype { EVR_MON_M_NONE, EVR_MON_M_COUNTER, EVR_MON_M_GAUGE, EVR_MON_M_SUMMARY };
 
+/* A counter: the watch's fields (name, latest sample, history), then the hub's. */
 struct evr_mon_counter {
-	char provider[64];
-	char name[96];
-	char display[128];
-	char unit[24];
-	uint32_t kind;			/* enum evr_sample_kind of the latest sample */
-	uint64_t nsamples;
-	struct evr_counter_sample last;	/* numbers only: its strings are not kept */
+	union {
+		struct evr_watch_counter w;
+		struct { EVR_WATCH_COUNTER_FIELDS };
+	};
 	double total;			/* RATE: sum of the increments since attached */
 	double sum, count;		/* MEAN: sum of count*mean and of count; HISTOGRAM: sums */
 	uint64_t skipped;		/* samples left out of those sums (evr_mon_counter_fold()) */
-	struct evr_mon_point *hist;	/* ring of hist_cap (opts.history) points */
-	uint32_t hist_cap, hist_n, hist_next;
 	/* The Prometheus family (metrics.c), decided at the first sample. */
 	char metric[192];		/* "" when it cannot be exposed */
 	enum evr_mon_mtype mtype;
 	double scale;			/* value * scale: the base unit (seconds, bytes, ratio) */
 };
 
-enum evr_mon_proc_state {
-	EVR_MON_ATTACHING,		/* an attach thread is connecting */
-	EVR_MON_LIVE,			/* its counters session runs */
-	EVR_MON_EXITED,			/* the process ended or stopped serving */
-	EVR_MON_FAILED,			/* could not attach: err, errnum */
-};
-
-struct evr_mon_attach;
-
+/* A process: the watch's fields (pid, state, session, counters), then the hub's. */
 struct evr_mon_proc {
-	pid_t pid;
-	char name[64];			/* argv[0]'s base name, or exe's */
+	union {
+		struct evr_watch_proc w;
+		struct { EVR_WATCH_PROC_FIELDS(struct evr_mon_counter) };
+	};
 	char *command;			/* argv joined by spaces; NULL until attached */
 	char *exe;
 	char version[32];		/* the process's evring version */
 	uint32_t uid, nr_cpus;
 	uint64_t start_realtime_ns;
-	enum evr_mon_proc_state state;
-	int errnum;			/* FAILED: the attach error, positive */
-	char err[256];
-	struct evr_client *client;	/* LIVE: the counters session */
-	struct evr_mon_attach *job;	/* ATTACHING */
-	struct evr_mon_counter *ctr;
-	uint32_t nctr, cap;
-	uint64_t lost;			/* events the counters session lost */
-	uint64_t gen;			/* hub generation of the latest sample */
-	uint64_t gone_at_ns;
-	bool listed;			/* seen in the last scan */
-	bool retrying;			/* ATTACHING again after a failure or an exit */
 };
 
 struct evr_mon_hub {
@@ -130,18 +113,17 @@ struct evr_mon_hub {
 	bool started;
 	/*
 	 * Everything below is protected by lock. The hub thread holds it while it
-	 * scans and reads the sessions (short: a bounded number of records); HTTP
-	 * threads hold it while they copy what they show.
+	 * scans and reads the sessions through the watch (short: a bounded number
+	 * of records); HTTP threads hold it while they copy what they show.
 	 */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;		/* the hub thread sleeps on it: stop, rescan now */
 	pthread_cond_t changed;		/* broadcast after a round that changed something */
 	bool stop, rescan_now;
-	struct evr_mon_proc **procs;
+	struct evr_watch w;		/* the processes, their sessions and counters */
+	struct evr_mon_proc **procs;	/* w's processes as the hub's, rebuilt after scans */
 	uint32_t n, cap;
-	uint64_t gen;			/* rounds */
-	uint64_t last_scan_ns;
-	uint64_t scans, attaches, attach_failures;
+	uint64_t attaches, attach_failures;
 };
 
 /*
@@ -188,13 +170,13 @@ int evr_mon_pid_of_name(const char *name, pid_t *ret, char *err, size_t errlen);
 struct evr_mon_counter *evr_mon_proc_counter(struct evr_mon_proc *p, const char *provider,
 					     const char *name);
 
-/* "attaching", "live", "exited", "failed". */
+/* "attaching", "live", "exited", "failed": evr_watch_state_name(). */
 const char *evr_mon_proc_state_name(enum evr_mon_proc_state s);
 
-/* The short name of a process: argv[0]'s base name, or exe's, or "?". */
+/* The short name of a process: evr_watch_short_name(). */
 void evr_mon_proc_short_name(const struct evr_process_info *pi, char *buf, size_t len);
 
-/* The counters-only provider list of @c's process: providers with Counter* events. */
+/* The counters-only provider list of @c's process: evr_watch_counter_spec(). */
 int evr_mon_counter_spec(struct evr_client *c, char **ret, char *err, size_t errlen);
 
 /* ---- Prometheus (metrics.c) ---------------------------------------------- */

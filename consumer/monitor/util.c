@@ -16,10 +16,7 @@
 
 uint64_t evr_mon_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return evr_watch_now_ns();
 }
 
 uint64_t evr_mon_realtime_ns(void)
@@ -30,28 +27,15 @@ uint64_t evr_mon_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The watch's (consumer/watch/), under the names the routes use. */
 const char *evr_mon_proc_state_name(enum evr_mon_proc_state s)
 {
-	switch (s) {
-	case EVR_MON_ATTACHING: return "attaching";
-	case EVR_MON_LIVE: return "live";
-	case EVR_MON_EXITED: return "exited";
-	case EVR_MON_FAILED: return "failed";
-	}
-	return "?";
+	return evr_watch_state_name(s);
 }
 
 void evr_mon_proc_short_name(const struct evr_process_info *pi, char *buf, size_t len)
 {
-	const char *s = pi->argc && pi->argv[0] && *pi->argv[0] ? pi->argv[0] : pi->exe;
-	const char *slash;
-
-	if (!s || !*s)
-		s = "?";
-	slash = strrchr(s, '/');
-	if (slash && slash[1])
-		s = slash + 1;
-	snprintf(buf, len, "%s", s);
+	evr_watch_short_name(pi, buf, len);
 }
 
 /* ---- parameters ------------------------------------------------------------- */

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Discovery of new processes as they start: inotify on the runtime
+ * directories (proto/include/evring/rundir.h), where every agent binds its
+ * socket. An event there (a socket made, removed or renamed in) makes
+ * evr_watch_scan_due() say yes, and the owner's next scan lists the processes;
+ * the listing, not the event, decides what is watched (an event says nothing
+ * of whether the socket is an agent's, or trusted).
+ *
+ * An agent binds its socket, then listens: a scan right after the event may
+ * come between the two and not list the process. So a socket that appeared
+ * ("PID.sock") is pending until its process is attached (or failed), and
+ * while one is, every round scans again (at most every SETTLE_MS), for
+ * PENDING_MS at most; an attach the agent refused then (not listening yet)
+ * is tried again at the next scan instead of failing (watch.c).
+ *
+ * A directory that does not exist yet (no agent ever ran) is watched from the
+ * scan after it appears; until then, and where inotify cannot be had at all
+ * (a confined tool, a broker, no inotify instances left), the periodic rescan
+ * finds the processes. Root's scans also cover other users' directories,
+ * which are not watched: the periodic rescan finds those.
+ *
+ * Context: the owner's thread (see watch.h); the descriptor is O_CLOEXEC and
+ * non-blocking, so reading it never stalls the owner.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <evring/rundir.h>
+
+#include "watch-internal.h"
+
+#define SETTLE_MS 20		/* a pending socket: scan again at most this often */
+#define PENDING_MS 2000		/* ... for this long at most: then the periodic rescan */
+
+#define NOTIFY_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | \
+		       IN_MOVE_SELF)
+
+void evr_watch_notify_open(struct evr_watch *w)
+{
+	w->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	evr_watch_notify_arm(w);
+}
+
+void evr_watch_notify_arm(struct evr_watch *w)
+{
+	char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN];
+	unsigned int ndirs = 0;
+	uint32_t n = 0;
+
+	if (w->notify_fd < 0 || evr_rundir_candidates(geteuid(), dirs, &ndirs) < 0)
+		return;
+	if (w->nwatched == ndirs)
+		return;		/* all of them already; a removed one resets the count */
+	/* Adding a directory watched already returns its watch again: harmless. */
+	for (unsigned int i = 0; i < ndirs; i++)
+		if (inotify_add_watch(w->notify_fd, dirs[i], NOTIFY_EVENTS | IN_ONLYDIR) >= 0)
+			n++;
+	w->nwatched = n;
+}
+
+void evr_watch_notify_close(struct evr_watch *w)
+{
+	if (w->notify_fd >= 0)
+		close(w->notify_fd);
+	w->notify_fd = -1;
+	w->nwatched = 0;
+}
+
+int evr_watch_fd(const struct evr_watch *w)
+{
+	return w->notify_fd;
+}
+
+/* A socket named @name appeared: its process is pending until a scan lists it. */
+static void add_pending(struct evr_watch *w, const char *name, uint64_t now_ns)
+{
+	int pid, end = 0;
+
+	if (sscanf(name, "%d.sock%n", &pid, &end) != 1 || name[end] || pid <= 0)
+		return;
+	for (uint32_t i = 0; i < w->npending; i++)
+		if (w->pending[i] == pid)
+			return;
+	if (w->npending == sizeof(w->pending) / sizeof(w->pending[0]))
+		return;		/* a burst: the periodic rescan finds the rest */
+	w->pending[w->npending] = pid;
+	w->pending_until_ns[w->npending++] = now_ns + (uint64_t)PENDING_MS * 1000000u;
+}
+
+bool evr_watch_notify_fresh(const struct evr_watch *w, pid_t pid, uint64_t now_ns)
+{
+	for (uint32_t i = 0; i < w->npending; i++)
+		if (w->pending[i] == pid)
+			return now_ns < w->pending_until_ns[i];
+	return false;
+}
+
+void evr_watch_notify_scanned(struct evr_watch *w, uint64_t now_ns)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < w->npending; i++) {
+		struct evr_watch_proc *p = evr_watch_find(w, w->pending[i]);
+
+		/* Pending until its attach ended one way or the other. */
+		if ((p && p->state != EVR_WATCH_ATTACHING) || now_ns >= w->pending_until_ns[i])
+			continue;
+		w->pending[k] = w->pending[i];
+		w->pending_until_ns[k++] = w->pending_until_ns[i];
+	}
+	w->npending = k;
+}
+
+bool evr_watch_scan_due(struct evr_watch *w, uint64_t now_ns)
+{
+	uint64_t since = now_ns - w->last_scan_ns;
+	bool due = !w->scans || since >= (uint64_t)w->o.rescan_ms * 1000000u ||
+		   (w->npending && since >= (uint64_t)SETTLE_MS * 1000000u);
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t len;
+
+	if (w->notify_fd < 0)
+		return due;
+	while ((len = read(w->notify_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			/* A watched directory went away: watch it again once it is back. */
+			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+				w->nwatched = 0;
+			if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && ev->len)
+				add_pending(w, ev->name, now_ns);
+			p += sizeof(*ev) + ev->len;
+		}
+		due = true;
+	}
+	return due;
+}
