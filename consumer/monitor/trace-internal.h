@@ -29,12 +29,14 @@ int evr_mon_tmpfile(const char *dir, char *err, size_t errlen);
  * evr_mon_trace_convert() - the trace in @trace_fd (evring's format, complete)
  * as format @f, in a new file.
  * @top: the directory name inside a CTF tar.
+ * @client_fd: the requesting client's socket, or -1: when it goes away, the
+ *	conversion stops with -ECONNABORTED (checked at each 64 KiB written).
  * @ret_fd: the new file (a dup of @trace_fd for evtrace), positioned anywhere:
  *	send it by size and offset 0.
  * Return: 0, or -errno with one line in @err.
  * Context: any thread; reads @trace_fd with pread only.
  */
 int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdir,
-			  const char *top, int *ret_fd, char *err, size_t errlen);
+			  const char *top, int client_fd, int *ret_fd, char *err, size_t errlen);
 
 #endif /* EVR_MONITOR_TRACE_INTERNAL_H */

@@ -44,6 +44,7 @@
 #define TICK_MS 50
 #define MAX_KEPT 64			/* stopped traces kept at once */
 #define PIPE_SIZE (1u << 20)
+#define MAX_BUFFER (1ull << 30)		/* buffer_size: the rings of one trace, in all */
 
 enum tstate { T_RECORDING, T_STOPPED, T_FAILED, T_CANCELLED };
 
@@ -54,7 +55,8 @@ struct tparams {
 	uint64_t buffer_size;		/* in all; 0: the producer's default */
 	uint32_t mode;
 	uint32_t counter_ms;
-	uint64_t duration_ns;		/* 0: until stopped */
+	uint64_t duration_ns;		/* 0: until stopped (at most --max-duration) */
+	uint64_t max_size;		/* 0: --max-trace-size */
 	enum evr_mon_format format;
 };
 
@@ -69,6 +71,8 @@ struct trace {
 	enum evr_mon_format format;
 	bool streamed;			/* a GET: not kept once answered */
 	uint64_t created_rt, started_mono, duration_ns;
+	uint64_t max_size;		/* the trace stops when its file reaches it */
+	atomic_bool truncated;		/* it did */
 	int fd;				/* the trace file (kept traces), or -1 */
 	/* Under tab->lock. */
 	enum tstate state;
@@ -266,6 +270,9 @@ static json_t *trace_json_locked(const struct trace *t)
 	if (t->stopped_rt)
 		json_object_set_new(o, "stopped_ns", json_integer((json_int_t)t->stopped_rt));
 	json_object_set_new(o, "error", t->err[0] ? evr_mon_jstr(t->err) : json_null());
+	json_object_set_new(o, "max_size", json_integer((json_int_t)t->max_size));
+	json_object_set_new(o, "truncated",
+			    json_boolean(atomic_load_explicit(&t->truncated, memory_order_relaxed)));
 	json_object_set_new(o, "links", json_pack("{s:s, s:s, s:s}", "self", self, "stop", stop,
 						  "trace", data));
 	return o;
@@ -317,6 +324,13 @@ static int set_param(struct tparams *p, const char *key, const char *val, char *
 	} else if (!strcmp(key, "buffer_size")) {
 		if (evr_mon_parse_size(val, &p->buffer_size) < 0)
 			return param_error(err, errlen, "%s: not a size (4096, 64K, 16M, 1G)", key);
+		if (p->buffer_size > MAX_BUFFER)
+			return param_error(err, errlen, "%s: at most 1G (the rings of one trace, in "
+					   "all)", key);
+	} else if (!strcmp(key, "max_size")) {
+		if (evr_mon_parse_size(val, &p->max_size) < 0 || p->max_size < 4096)
+			return param_error(err, errlen, "%s: a size from 4K (4096, 64K, 16M, 1G)",
+					   key);
 	} else if (!strcmp(key, "mode")) {
 		if (!strcmp(val, "discard"))
 			p->mode = EVR_MODE_DISCARD;
@@ -338,7 +352,7 @@ static int set_param(struct tparams *p, const char *key, const char *val, char *
 			return param_error(err, errlen, "%s: evtrace, chrome, jsonl or ctf", key);
 	} else {
 		return param_error(err, errlen, "unknown parameter '%s' (providers, buffer_size, "
-				   "mode, counter_interval, duration, format)", key);
+				   "mode, counter_interval, duration, max_size, format)", key);
 	}
 	return 0;
 }
@@ -346,7 +360,7 @@ static int set_param(struct tparams *p, const char *key, const char *val, char *
 static int params_from_query(struct evr_mon_req *q, struct tparams *p, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "providers", "buffer_size", "mode", "counter_interval",
-					    "duration", "format" };
+					    "duration", "max_size", "format" };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *v = evr_mon_query(q, keys[i]);
@@ -438,6 +452,12 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 						q->m->o.max_duration_ns / 1000000000u);
 		return NULL;
 	}
+	if (p->max_size > q->m->o.max_trace_size) {
+		*ret_mhd = evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "max_size: at most "
+						"%" PRIu64 " bytes (--max-trace-size)",
+						q->m->o.max_trace_size);
+		return NULL;
+	}
 	if (!evr_mon_op_get(q->m)) {
 		*ret_mhd = evr_mon_send_busy(q);
 		return NULL;
@@ -458,6 +478,8 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	t->format = p->format;
 	t->streamed = streamed;
 	t->duration_ns = p->duration_ns;
+	t->max_size = p->max_size ? p->max_size : q->m->o.max_trace_size;
+	atomic_init(&t->truncated, false);
 	t->created_rt = evr_mon_realtime_ns();
 	t->providers = strdup(p->providers ? p->providers : "*");
 	if (!t->providers) {
@@ -498,6 +520,11 @@ static int tick(struct evr_recorder *r, void *arg)
 	pthread_mutex_unlock(&t->tab->lock);
 	if (atomic_load_explicit(&t->stop, memory_order_relaxed))
 		return 1;
+	if (st.bytes >= t->max_size) {
+		/* Checked each tick: the file ends within a tick's worth past it. */
+		atomic_store_explicit(&t->truncated, true, memory_order_relaxed);
+		return 1;
+	}
 	if (t->client_fd >= 0 && evr_mon_client_gone(t->client_fd))
 		return 1;
 	return 0;
@@ -516,8 +543,9 @@ static void record(struct trace *t)
 	char err[512] = "", err2[512] = "";
 	int r1, r2;
 
-	if (t->duration_ns)
-		ro.deadline_ns = t->started_mono + t->duration_ns;
+	/* Without a duration: until stopped, but never past --max-duration. */
+	ro.deadline_ns = t->started_mono + (t->duration_ns ? t->duration_ns
+							   : t->tab->m->o.max_duration_ns);
 	r1 = evr_recorder_run(t->r, &ro, err, sizeof(err));
 	r2 = evr_recorder_stop(t->r, 0, err2, sizeof(err2));
 	evr_recorder_stats(t->r, &st);
@@ -588,18 +616,32 @@ static void add_trace_headers(struct MHD_Response *r, const struct trace *t,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
 }
 
-/* Send the stopped trace @t as format @f (its file converted). */
+/*
+ * Send the stopped trace @t as format @f (its file converted). A conversion is
+ * an operation (one of --max-sessions): @have_slot says the caller holds one
+ * for it, else one is taken here (429 when none is free). It stops when the
+ * client goes away.
+ */
 static enum MHD_Result send_trace_file(struct evr_mon_req *q, struct trace *t,
-				       enum evr_mon_format f)
+				       enum evr_mon_format f, bool have_slot)
 {
 	struct MHD_Response *r;
 	char err[512], top[96], num[32];
 	struct stat st;
 	int fd = -1, e;
 
+	if (!have_slot && f != EVR_MON_FMT_EVTRACE && !evr_mon_op_get(q->m))
+		return evr_mon_send_busy(q);
 	evr_mon_trace_filename(t->pid, t->created_rt, EVR_MON_FMT_EVTRACE, top, sizeof(top));
 	*strrchr(top, '.') = '\0';
-	e = evr_mon_trace_convert(t->fd, f, q->m->o.output_dir, top, &fd, err, sizeof(err));
+	e = evr_mon_trace_convert(t->fd, f, q->m->o.output_dir, top, evr_mon_client_fd(q), &fd,
+				  err, sizeof(err));
+	if (have_slot || f != EVR_MON_FMT_EVTRACE)
+		evr_mon_op_put(q->m);
+	if (e == -ECONNABORTED) {
+		atomic_fetch_add_explicit(&q->m->conversions_abandoned, 1, memory_order_relaxed);
+		return MHD_NO;	/* the client left: nobody to answer */
+	}
 	if (e < 0)
 		return evr_mon_send_problem(q, 500, "Internal Server Error", e, "cannot convert the "
 					    "trace: %s", err);
@@ -697,8 +739,11 @@ static enum MHD_Result trace_stream(struct evr_mon_req *q, struct trace *t)
 		return MHD_NO;
 	}
 	add_trace_headers(r, t, EVR_MON_FMT_EVTRACE);
-	/* Long and maybe quiet: our reader notices a client that leaves. */
+	/* Long and maybe quiet: our reader notices a client that leaves. One that
+	 * stays but does not read is cut an idle timeout after the duration. */
 	MHD_set_connection_option(q->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0);
+	evr_mon_req_deadline(q, t->started_mono + t->duration_ns +
+			     (uint64_t)q->m->o.idle_timeout_s * 1000000000u);
 	return evr_mon_send(q, 200, r);
 fail:
 	snprintf(err, sizeof(err), "%s", strerror(-e));
@@ -726,8 +771,11 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 		goto fail;
 	t->client_fd = evr_mon_client_fd(q);
 	t->started_mono = evr_mon_now_ns();
+	/* The recording's operation slot goes on to the conversion: one operation. */
+	t->slot = false;
 	record(t);
 	if (evr_mon_client_gone(t->client_fd)) {
+		evr_mon_op_put(q->m);
 		table_remove(t->tab, t);
 		trace_put(t);
 		return MHD_NO;	/* nobody to answer */
@@ -736,9 +784,11 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 	e = t->state == T_FAILED ? -EIO : 0;
 	snprintf(err, sizeof(err), "%s", t->err);
 	pthread_mutex_unlock(&t->tab->lock);
-	if (e < 0)
+	if (e < 0) {
+		evr_mon_op_put(q->m);
 		goto fail;
-	ret = send_trace_file(q, t, t->format);
+	}
+	ret = send_trace_file(q, t, t->format, true);
 	table_remove(t->tab, t);
 	trace_put(t);
 	return ret;
@@ -757,6 +807,9 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 
 	if (params_from_query(q, &p, err, sizeof(err)) < 0)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "%s", err);
+	/* It starts a session in the process: not for a page elsewhere. */
+	if (!evr_mon_side_effect_check(q, &ret))
+		return ret;
 	if (!p.duration_ns)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "duration: more than 0 "
 					    "(POST /processes/%d/traces starts one without end)",
@@ -914,7 +967,7 @@ static enum MHD_Result send_kept(struct evr_mon_req *q, struct trace *t)
 	if (st == T_FAILED && t->fd < 0)
 		return evr_mon_send_problem(q, 500, "Internal Server Error", -EIO, "trace %s failed: "
 					    "%s", t->ids, err);
-	return send_trace_file(q, t, f);
+	return send_trace_file(q, t, f, false);
 }
 
 enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const char *id)
@@ -986,4 +1039,59 @@ enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const char *id
 	trace_put(t);
 	r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	return evr_mon_send(q, 204, r);
+}
+
+/* ---- expiry ----------------------------------------------------------------------------- */
+
+/*
+ * Stopped kept traces are files in --output-dir: forgotten --trace-ttl after
+ * they stopped, and the oldest first while they take more than --max-kept-bytes
+ * together. A recording one is bounded by its max_size and --max-duration.
+ */
+void evr_mon_traces_expire(struct evr_mon_traces *tab)
+{
+	const struct evr_mon_opts *o = &tab->m->o;
+	uint64_t now = evr_mon_realtime_ns(), total = 0;
+	struct trace *drop[MAX_KEPT];
+	uint32_t nd = 0;
+
+	pthread_mutex_lock(&tab->lock);
+	for (uint32_t i = 0; i < tab->n; i++) {
+		struct trace *t = tab->v[i];
+
+		if (t->streamed || t->state == T_RECORDING)
+			continue;
+		if (t->stopped_rt && now - t->stopped_rt >= o->trace_ttl_ns && nd < MAX_KEPT) {
+			trace_ref(t);
+			drop[nd++] = t;
+		} else {
+			total += t->st.bytes;
+		}
+	}
+	while (total > o->max_kept_bytes && nd < MAX_KEPT) {
+		struct trace *old = NULL;
+
+		for (uint32_t i = 0; i < tab->n; i++) {
+			struct trace *t = tab->v[i];
+			bool dropped = false;
+
+			if (t->streamed || t->state == T_RECORDING)
+				continue;
+			for (uint32_t k = 0; k < nd; k++)
+				dropped |= drop[k] == t;
+			if (!dropped && (!old || t->stopped_rt < old->stopped_rt))
+				old = t;
+		}
+		if (!old)
+			break;
+		trace_ref(old);
+		drop[nd++] = old;
+		total -= old->st.bytes < total ? old->st.bytes : total;
+	}
+	pthread_mutex_unlock(&tab->lock);
+	for (uint32_t k = 0; k < nd; k++) {
+		wait_thread(drop[k]);
+		table_remove(tab, drop[k]);
+		trace_put(drop[k]);
+	}
 }
