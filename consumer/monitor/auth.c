@@ -291,6 +291,11 @@ bool evr_mon_host_is_loopback(const char *host, uint16_t port)
 	snprintf(want, sizeof(want), "%u", port);
 	if (strcmp(colon + 1, want))
 		return false;
+	/* The unspecified addresses reach this machine too (the URL the monitor prints
+	 * with --listen 0.0.0.0:P); no page elsewhere can make a browser name them. */
+	if ((colon - host == 7 && !strncmp(host, "0.0.0.0", 7)) ||
+	    (colon - host == 4 && !strncmp(host, "[::]", 4)))
+		return true;
 	return evr_mon_name_is_loopback(host, (size_t)(colon - host));
 }
 

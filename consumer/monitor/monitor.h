@@ -285,7 +285,7 @@ bool evr_mon_side_effect_ok(const struct evr_mon_admit_in *in, const char *token
 
 /* Is @h (@n bytes, no port) "localhost", a 127.x.y.z dotted quad, "::1" or "[::1]"? */
 bool evr_mon_name_is_loopback(const char *h, size_t n);
-/* Is @host a loopback name followed by ":@port"? */
+/* Is @host a loopback name (or 0.0.0.0, [::]) followed by ":@port"? */
 bool evr_mon_host_is_loopback(const char *host, uint16_t port);
 
 /*

@@ -1051,17 +1051,20 @@ enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const char *id
 void evr_mon_traces_expire(struct evr_mon_traces *tab)
 {
 	const struct evr_mon_opts *o = &tab->m->o;
-	uint64_t now = evr_mon_realtime_ns(), total = 0;
 	struct trace *drop[MAX_KEPT];
+	uint64_t now, total = 0;
 	uint32_t nd = 0;
 
 	pthread_mutex_lock(&tab->lock);
+	/* Read under the lock: a trace stopped since would be "stopped in the future". */
+	now = evr_mon_realtime_ns();
 	for (uint32_t i = 0; i < tab->n; i++) {
 		struct trace *t = tab->v[i];
 
 		if (t->streamed || t->state == T_RECORDING)
 			continue;
-		if (t->stopped_rt && now - t->stopped_rt >= o->trace_ttl_ns && nd < MAX_KEPT) {
+		if (t->stopped_rt && now >= t->stopped_rt && now - t->stopped_rt >= o->trace_ttl_ns &&
+		    nd < MAX_KEPT) {
 			trace_ref(t);
 			drop[nd++] = t;
 		} else {
