@@ -41,6 +41,7 @@
 #define EVR_MON_DEFAULT_PORT 52330
 #define EVR_MON_KEY_BYTES 32
 #define EVR_MON_HASH_BYTES 32			/* SHA-256 */
+#define EVR_MON_MAX_SEGS 8			/* path segments of a request */
 
 /* ---- options (main.c) ---------------------------------------------------- */
 
@@ -363,8 +364,6 @@ struct evr_mon {
 	struct evr_mon_conns conns;	/* conns.c */
 };
 
-#define EVR_MON_MAX_SEGS 8
-
 /* One HTTP request, from its headers to its answer. */
 struct evr_mon_req {
 	struct evr_mon *m;
@@ -436,6 +435,13 @@ void evr_mon_server_stop(struct evr_mon *m);
 int evr_mon_parse_duration(const char *s, uint64_t *ret_ns);
 /* "4096", "64K", "16M", "1G". Return: 0, -EINVAL. */
 int evr_mon_parse_size(const char *s, uint64_t *ret);
+/*
+ * evr_mon_split_path() - the segments of path @url (empty ones, as a trailing '/'
+ * makes, are dropped), each allocated into @segs. Return: 0 with *@ret_n set;
+ * -E2BIG past EVR_MON_MAX_SEGS, -ENOMEM (nothing allocated then).
+ */
+int evr_mon_split_path(const char *url, char *segs[EVR_MON_MAX_SEGS], unsigned *ret_n);
+void evr_mon_segs_free(char *segs[EVR_MON_MAX_SEGS], unsigned n);
 /* The pid in path segment @s, or -EINVAL. */
 int evr_mon_parse_pid(const char *s, pid_t *ret);
 

@@ -456,36 +456,11 @@ static enum MHD_Result route(struct evr_mon_req *q)
 	return not_found(q);
 }
 
-/* Split the path into segments; empty ones (a trailing '/') are dropped. */
-static int split_path(struct evr_mon_req *q)
-{
-	char *save = NULL, *tok;
-	char *copy = strdup(q->url);
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (q->nsegs == EVR_MON_MAX_SEGS) {
-			free(copy);
-			return -E2BIG;
-		}
-		q->segs[q->nsegs] = strdup(tok);
-		if (!q->segs[q->nsegs]) {
-			free(copy);
-			return -ENOMEM;
-		}
-		q->nsegs++;
-	}
-	free(copy);
-	return 0;
-}
-
 static void req_free(struct evr_mon_req *q)
 {
 	if (!q)
 		return;
-	for (unsigned i = 0; i < q->nsegs; i++)
-		free(q->segs[i]);
+	evr_mon_segs_free(q->segs, q->nsegs);
 	free(q->body);
 	free(q->url);
 	free(q);
@@ -602,7 +577,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (bad_bytes)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EILSEQ, "the path or a "
 					    "parameter has a control byte (%%00-%%1F, %%7F)");
-	if (split_path(q) < 0)
+	if (evr_mon_split_path(q->url, q->segs, &q->nsegs) < 0)
 		return not_found(q);
 	return route(q);
 }

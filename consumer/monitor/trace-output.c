@@ -60,21 +60,6 @@ const char *evr_mon_format_name(enum evr_mon_format f)
 	return "?";
 }
 
-int evr_mon_format_parse(const char *s, enum evr_mon_format *ret)
-{
-	if (!s || !strcmp(s, "evtrace") || !strcmp(s, "evring"))
-		*ret = EVR_MON_FMT_EVTRACE;
-	else if (!strcmp(s, "chrome") || !strcmp(s, "perfetto"))
-		*ret = EVR_MON_FMT_CHROME;
-	else if (!strcmp(s, "jsonl") || !strcmp(s, "ndjson"))
-		*ret = EVR_MON_FMT_JSONL;
-	else if (!strcmp(s, "ctf"))
-		*ret = EVR_MON_FMT_CTF;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 const char *evr_mon_format_ctype(enum evr_mon_format f)
 {
 	switch (f) {

@@ -44,21 +44,11 @@
 #define TICK_MS 50
 #define MAX_KEPT 64			/* stopped traces kept at once */
 #define PIPE_SIZE (1u << 20)
-#define MAX_BUFFER (1ull << 30)		/* buffer_size: the rings of one trace, in all */
 
 enum tstate { T_RECORDING, T_STOPPED, T_FAILED, T_CANCELLED };
 
 static const char *const tstate_name[] = { "recording", "stopped", "failed", "cancelled" };
 
-struct tparams {
-	const char *providers;
-	uint64_t buffer_size;		/* in all; 0: the producer's default */
-	uint32_t mode;
-	uint32_t counter_ms;
-	uint64_t duration_ns;		/* 0: until stopped (at most --max-duration) */
-	uint64_t max_size;		/* 0: --max-trace-size */
-	enum evr_mon_format format;
-};
 
 struct trace {
 	struct evr_mon_traces *tab;
@@ -288,76 +278,9 @@ static json_t *trace_json(struct trace *t)
 	return o;
 }
 
-/* ---- parameters -------------------------------------------------------------------------- */
+/* ---- parameters (trace-params.c) ---------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4)))
-static int param_error(char *err, size_t errlen, const char *fmt, ...);
-
-static int param_error(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-
-static int set_duration(const char *name, const char *s, uint64_t *ret, char *err,
-			size_t errlen)
-{
-	if (evr_mon_parse_duration(s, ret) < 0)
-		return param_error(err, errlen, "%s: not a duration (500ms, 10s, 5m, 1h)", name);
-	return 0;
-}
-
-static int set_param(struct tparams *p, const char *key, const char *val, char *err,
-		     size_t errlen)
-{
-	uint64_t v;
-
-	if (!strcmp(key, "providers")) {
-		if (!*val)
-			return param_error(err, errlen, "%s: empty provider list", key);
-		p->providers = val;
-	} else if (!strcmp(key, "buffer_size")) {
-		if (evr_mon_parse_size(val, &p->buffer_size) < 0)
-			return param_error(err, errlen, "%s: not a size (4096, 64K, 16M, 1G)", key);
-		if (p->buffer_size > MAX_BUFFER)
-			return param_error(err, errlen, "%s: at most 1G (the rings of one trace, in "
-					   "all)", key);
-	} else if (!strcmp(key, "max_size")) {
-		if (evr_mon_parse_size(val, &p->max_size) < 0 || p->max_size < 4096)
-			return param_error(err, errlen, "%s: a size from 4K (4096, 64K, 16M, 1G)",
-					   key);
-	} else if (!strcmp(key, "mode")) {
-		if (!strcmp(val, "discard"))
-			p->mode = EVR_MODE_DISCARD;
-		else if (!strcmp(val, "overwrite"))
-			p->mode = EVR_MODE_OVERWRITE;
-		else
-			return param_error(err, errlen, "%s: discard or overwrite", key);
-	} else if (!strcmp(key, "counter_interval")) {
-		if (set_duration(key, val, &v, err, errlen) < 0)
-			return -EINVAL;
-		if (v < 10000000ull || v > 3600000000000ull)
-			return param_error(err, errlen, "%s: from 10ms to 1h", key);
-		p->counter_ms = (uint32_t)(v / 1000000u);
-	} else if (!strcmp(key, "duration")) {
-		if (set_duration(key, val, &p->duration_ns, err, errlen) < 0)
-			return -EINVAL;
-	} else if (!strcmp(key, "format")) {
-		if (evr_mon_format_parse(val, &p->format) < 0)
-			return param_error(err, errlen, "%s: evtrace, chrome, jsonl or ctf", key);
-	} else {
-		return param_error(err, errlen, "unknown parameter '%s' (providers, buffer_size, "
-				   "mode, counter_interval, duration, max_size, format)", key);
-	}
-	return 0;
-}
-
-static int params_from_query(struct evr_mon_req *q, struct tparams *p, char *err, size_t errlen)
+static int params_from_query(struct evr_mon_req *q, struct evr_mon_tparams *p, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "providers", "buffer_size", "mode", "counter_interval",
 					    "duration", "max_size", "format" };
@@ -365,46 +288,8 @@ static int params_from_query(struct evr_mon_req *q, struct tparams *p, char *err
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *v = evr_mon_query(q, keys[i]);
 
-		if (v && set_param(p, keys[i], v, err, errlen) < 0)
+		if (v && evr_mon_tparams_set(p, keys[i], v, err, errlen) < 0)
 			return -EINVAL;
-	}
-	return 0;
-}
-
-/*
- * A JSON object of the same names; numbers are taken for buffer_size (bytes),
- * and for duration and counter_interval (seconds). @hold keeps the strings alive.
- */
-static int params_from_json(json_t *body, struct tparams *p, char *err, size_t errlen)
-{
-	const char *key;
-	json_t *v;
-
-	if (!json_is_object(body))
-		return param_error(err, errlen, "%s", "the body must be a JSON object");
-	json_object_foreach(body, key, v) {
-		char num[64];
-		const char *s;
-
-		if (json_is_string(v)) {
-			s = json_string_value(v);
-		} else if (json_is_number(v) && json_number_value(v) >= 0) {
-			double d = json_number_value(v);
-
-			if (!strcmp(key, "duration") || !strcmp(key, "counter_interval"))
-				snprintf(num, sizeof(num), "%.9gs", d);
-			else
-				snprintf(num, sizeof(num), "%.0f", d);
-			s = num;
-		} else {
-			return param_error(err, errlen, "%s: a string (or a non-negative number)",
-					   key);
-		}
-		if (set_param(p, key, s, err, errlen) < 0)
-			return -EINVAL;
-		/* Strings from the body live as long as @body; numbers must be kept. */
-		if (s == num && !strcmp(key, "providers"))
-			return param_error(err, errlen, "%s: a string", key);
 	}
 	return 0;
 }
@@ -438,7 +323,7 @@ static int ring_size_for(uint64_t total, uint32_t nr_rings, uint64_t *ret, char 
  * Attach to @pid and start the session. On failure the error is answered
  * (*ret_mhd) and NULL returned. The new trace holds an operation slot.
  */
-static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct tparams *p,
+static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct evr_mon_tparams *p,
 				  bool streamed, enum MHD_Result *ret_mhd)
 {
 	struct evr_recorder_opts ro = { .client = EVR_MON_NAME };
@@ -800,7 +685,7 @@ fail:
 
 enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 {
-	struct tparams p = { .duration_ns = 30000000000ull };
+	struct evr_mon_tparams p = { .duration_ns = 30000000000ull };
 	enum MHD_Result ret = MHD_NO;
 	struct trace *t;
 	char err[512];
@@ -830,7 +715,7 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 
 enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 {
-	struct tparams p = { 0 };
+	struct evr_mon_tparams p = { 0 };
 	enum MHD_Result ret = MHD_NO;
 	struct MHD_Response *r;
 	json_error_t jerr;
@@ -846,7 +731,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 			return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "the body is not "
 						    "JSON: %s (line %d, column %d)", jerr.text,
 						    jerr.line, jerr.column);
-		if (params_from_json(body, &p, err, sizeof(err)) < 0) {
+		if (evr_mon_tparams_from_json(body, &p, err, sizeof(err)) < 0) {
 			json_decref(body);
 			return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "%s", err);
 		}
