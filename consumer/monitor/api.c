@@ -619,9 +619,34 @@ enum MHD_Result evr_mon_route_info(struct evr_mon_req *q)
 		      "uptime_ns", (json_int_t)(evr_mon_now_ns() - m->started_ns));
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]) && r; i++)
 		json_array_append_new(r, json_string(routes[i]));
-	if (o)
+	if (o) {
+		struct evr_mon_conns *cs = &q->m->conns;
+		json_t *l = json_object_get(o, "limits");
+
+		json_object_set_new(l, "header_timeout_s", json_integer(m->o.header_timeout_s));
+		json_object_set_new(l, "max_peer_connections",
+				    json_integer(m->o.max_peer_connections));
+		json_object_set_new(l, "max_trace_size", json_integer((json_int_t)m->o.max_trace_size));
+		json_object_set_new(l, "trace_ttl_s",
+				    json_integer((json_int_t)(m->o.trace_ttl_ns / 1000000000u)));
+		json_object_set_new(l, "max_kept_bytes", json_integer((json_int_t)m->o.max_kept_bytes));
+		pthread_mutex_lock(&cs->lock);
+		json_object_set_new(o, "refused", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:i}",
+			"connections_per_peer", (json_int_t)cs->refused_peer,
+			"connections_total", (json_int_t)cs->refused_total,
+			"header_or_stream_timeouts", (json_int_t)cs->timed_out,
+			"unauthorized", (json_int_t)atomic_load_explicit(&m->refused_auth,
+									 memory_order_relaxed),
+			"busy", (json_int_t)atomic_load_explicit(&m->refused_limit,
+								 memory_order_relaxed),
+			"strangers_connected", (int)cs->strangers));
+		pthread_mutex_unlock(&cs->lock);
+		json_object_set_new(o, "conversions_abandoned", json_integer((json_int_t)
+			atomic_load_explicit(&m->conversions_abandoned, memory_order_relaxed)));
 		json_object_set_new(o, "routes", r);
-	else
+	} else {
 		json_decref(r);
+	}
 	return evr_mon_send_json(q, 200, o);
 }

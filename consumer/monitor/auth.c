@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -254,4 +255,145 @@ int evr_mon_peer_is_local_user(int fd)
 	if (err < 0)
 		return err;
 	return uid_ok(uid);
+}
+
+/* ---- admission: who may do what from where ---------------------------------------- */
+
+bool evr_mon_name_is_loopback(const char *h, size_t n)
+{
+	unsigned a, b, c, d;
+	char tail, buf[64];
+
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, h, n);
+	buf[n] = '\0';
+	if (!strcasecmp(buf, "localhost") || !strcmp(buf, "::1") || !strcmp(buf, "[::1]"))
+		return true;
+	/* 127.0.0.0/8 as a dotted quad, nothing else (no "127.1", no octal games). */
+	if (strspn(buf, "0123456789.") != n ||
+	    sscanf(buf, "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &tail) != 4)
+		return false;
+	return a == 127 && b < 256 && c < 256 && d < 256;
+}
+
+bool evr_mon_host_is_loopback(const char *host, uint16_t port)
+{
+	const char *colon;
+	char want[8];
+
+	if (!host)
+		return false;
+	colon = strrchr(host, ':');
+	/* The port must be there, and be ours: "[::1]" alone has its colon inside. */
+	if (!colon || (host[0] == '[' && strchr(colon, ']')))
+		return false;
+	snprintf(want, sizeof(want), "%u", port);
+	if (strcmp(colon + 1, want))
+		return false;
+	/* The unspecified addresses reach this machine too (the URL the monitor prints
+	 * with --listen 0.0.0.0:P); no page elsewhere can make a browser name them. */
+	if ((colon - host == 7 && !strncmp(host, "0.0.0.0", 7)) ||
+	    (colon - host == 4 && !strncmp(host, "[::]", 4)))
+		return true;
+	return evr_mon_name_is_loopback(host, (size_t)(colon - host));
+}
+
+static bool cross_site(const struct evr_mon_admit_in *in)
+{
+	const char *site = in->sec_fetch_site;
+
+	if (site && strcmp(site, "same-origin") && strcmp(site, "none"))
+		return true;
+	if (in->origin) {
+		/* "null": a sandboxed frame, a data: or file: page, a redirect across
+		 * sites; none of them is our page. */
+		if (!in->host || strncmp(in->origin, "http://", 7) || strcmp(in->origin + 7, in->host))
+			return true;
+	}
+	return false;
+}
+
+unsigned evr_mon_admit(const struct evr_mon_admit_in *in, const char **ret_why)
+{
+	bool loopback_host = in->is_unix || evr_mon_host_is_loopback(in->host, in->port);
+
+	/*
+	 * The Host first, on every listener: a browser that a page made resolve its
+	 * own name to our address (DNS rebinding) sends that name. On a loopback
+	 * address only loopback names can be right; elsewhere any name may be (the
+	 * machine's, a proxy's), but then the key is required below.
+	 */
+	if (!in->is_unix && !loopback_host && (in->listen_loopback || !in->host)) {
+		*ret_why = "the Host header is not a loopback name with this monitor's port";
+		return 421;
+	}
+	if (cross_site(in)) {
+		*ret_why = "requests from other web sites are refused (Origin, Sec-Fetch-Site)";
+		return 403;
+	}
+	/* Without the key: only our own user, over the Unix socket or from a loopback
+	 * peer that named a loopback Host; or everyone, with --no-auth. */
+	if (!in->no_auth && !in->key_ok && !(in->local_user == 1 && loopback_host)) {
+		*ret_why = NULL;
+		return 401;
+	}
+	if (in->method && !strcmp(in->method, "POST") &&
+	    (!in->content_type || strncasecmp(in->content_type, "application/json", 16) ||
+	     (in->content_type[16] && in->content_type[16] != ';' && in->content_type[16] != ' '))) {
+		*ret_why = "POST bodies are JSON: send Content-Type: application/json";
+		return 415;
+	}
+	*ret_why = NULL;
+	return 0;
+}
+
+bool evr_mon_from_browser(const struct evr_mon_admit_in *in)
+{
+	/* A browser always sends its User-Agent, and no page can change it; modern
+	 * ones add Fetch Metadata, most add Origin or Referer. Tools (curl, scripts)
+	 * send none of these. */
+	return in->origin || in->referer || in->sec_fetch_site || in->sec_fetch_mode ||
+	       (in->user_agent && !strncmp(in->user_agent, "Mozilla/", 8));
+}
+
+bool evr_mon_side_effect_ok(const struct evr_mon_admit_in *in, const char *token_given,
+			    const char token[2 * EVR_MON_KEY_BYTES + 1])
+{
+	uint8_t diff = 0;
+	size_t n = 2 * EVR_MON_KEY_BYTES;
+
+	if (in->key_ok || !evr_mon_from_browser(in))
+		return true;
+	if (!token_given || strlen(token_given) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		diff |= (uint8_t)(token_given[i] ^ token[i]);
+	return diff == 0;
+}
+
+int evr_mon_unescape(char *s, size_t *ret_len)
+{
+	char *w = s;
+	int bad = 0;
+
+	for (const char *r = s; *r; r++) {
+		unsigned char ch = (unsigned char)*r;
+		int hi, lo;
+
+		if (ch == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0) {
+			ch = (unsigned char)(hi << 4 | lo);
+			r += 2;
+		}
+		/* NUL would cut the string short (the route ends early); the other
+		 * control bytes have no business in a path or a parameter either. */
+		if (ch < 0x20 || ch == 0x7f) {
+			bad = -EILSEQ;
+			ch = '?';
+		}
+		*w++ = (char)ch;
+	}
+	*w = '\0';
+	*ret_len = (size_t)(w - s);
+	return bad;
 }

@@ -54,11 +54,20 @@ static void usage(FILE *f)
 		"  --max-connections N    open connections at once (default 512)\n"
 		"  --max-sessions N       traces and streams at once (default 16; then 429)\n"
 		"  --idle-timeout TIME    close connections idle this long (default 30s)\n"
+		"  --header-timeout TIME  the most time a request's headers may take, in all\n"
+		"                         (default 30s)\n"
+		"  --max-peer-connections N  connections per address of others than your\n"
+		"                         local processes (default 16)\n"
 		"  --max-body SIZE        largest request body (default 64K; then 413)\n"
 		"  --counter-interval TIME  sampling of the counters kept for every process\n"
 		"                         (default 1s)\n"
 		"  --history N            samples kept per counter (default 300)\n"
-		"  --max-duration TIME    longest trace (default 1h)\n"
+		"  --max-duration TIME    longest trace (default 1h; also the limit of a trace\n"
+		"                         started without a duration)\n"
+		"  --max-trace-size SIZE  largest trace, and max_size's default (default 1G)\n"
+		"  --trace-ttl TIME       forget a stopped kept trace this long after (default 1h)\n"
+		"  --max-kept-bytes SIZE  stopped kept traces in all; the oldest go first\n"
+		"                         (default 4G)\n"
 		"  --output-dir DIR       where started traces are kept (default $TMPDIR or /tmp)\n"
 		"  --no-sandbox           do not confine the monitor with seccomp\n"
 		"  --version              print the version and exit\n"
@@ -178,7 +187,8 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 {
 	enum { OPT_LISTEN = 0x100, OPT_UNIX, OPT_NO_TCP, OPT_KEY_HASH, OPT_KEY_FILE, OPT_GENKEY,
 	       OPT_NO_AUTH, OPT_MAX_CONN, OPT_MAX_SESS, OPT_IDLE, OPT_MAX_BODY, OPT_INTERVAL,
-	       OPT_HISTORY, OPT_MAX_DUR, OPT_OUTDIR, OPT_NO_SANDBOX, OPT_PROBE };
+	       OPT_HISTORY, OPT_MAX_DUR, OPT_OUTDIR, OPT_NO_SANDBOX, OPT_PROBE, OPT_HDR_TIMEOUT,
+	       OPT_MAX_PEER, OPT_MAX_TSIZE, OPT_TTL, OPT_MAX_KEPT };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "unix", required_argument, NULL, OPT_UNIX },
@@ -190,6 +200,11 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 		{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
 		{ "max-sessions", required_argument, NULL, OPT_MAX_SESS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "header-timeout", required_argument, NULL, OPT_HDR_TIMEOUT },
+		{ "max-peer-connections", required_argument, NULL, OPT_MAX_PEER },
+		{ "max-trace-size", required_argument, NULL, OPT_MAX_TSIZE },
+		{ "trace-ttl", required_argument, NULL, OPT_TTL },
+		{ "max-kept-bytes", required_argument, NULL, OPT_MAX_KEPT },
 		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 		{ "counter-interval", required_argument, NULL, OPT_INTERVAL },
 		{ "history", required_argument, NULL, OPT_HISTORY },
@@ -212,6 +227,11 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 	o->max_connections = 512;
 	o->max_sessions = 16;
 	o->idle_timeout_s = 30;
+	o->header_timeout_s = 30;
+	o->max_peer_connections = 16;
+	o->max_trace_size = 1ull << 30;
+	o->trace_ttl_ns = 3600000000000ull;
+	o->max_kept_bytes = 4ull << 30;
 	o->max_body = 64 * 1024;
 	o->counter_interval_ms = 1000;
 	o->history = 300;
@@ -265,6 +285,36 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 				      &v) < 0)
 				return -EINVAL;
 			o->idle_timeout_s = (unsigned)(v / 1000000000u);
+			break;
+		case OPT_HDR_TIMEOUT:
+			if (parse_dur("--header-timeout", optarg, 1000000000ull, 3600000000000ull,
+				      &v) < 0)
+				return -EINVAL;
+			o->header_timeout_s = (unsigned)(v / 1000000000u);
+			break;
+		case OPT_MAX_PEER:
+			if (parse_uint("--max-peer-connections", optarg, 1, 4096,
+				       &o->max_peer_connections) < 0)
+				return -EINVAL;
+			break;
+		case OPT_MAX_TSIZE:
+			if (evr_mon_parse_size(optarg, &v) < 0 || v < (64u << 10) || v > (1ull << 40)) {
+				error("--max-trace-size: '%s' is not a size from 64K to 1T", optarg);
+				return -EINVAL;
+			}
+			o->max_trace_size = v;
+			break;
+		case OPT_TTL:
+			if (parse_dur("--trace-ttl", optarg, 1000000000ull, 604800000000000ull,
+				      &o->trace_ttl_ns) < 0)
+				return -EINVAL;
+			break;
+		case OPT_MAX_KEPT:
+			if (evr_mon_parse_size(optarg, &v) < 0 || v < (64u << 10) || v > (1ull << 44)) {
+				error("--max-kept-bytes: '%s' is not a size from 64K to 16T", optarg);
+				return -EINVAL;
+			}
+			o->max_kept_bytes = v;
 			break;
 		case OPT_MAX_BODY:
 			if (evr_mon_parse_size(optarg, &v) < 0 || v < 256 || v > (64u << 20)) {

@@ -43,6 +43,7 @@
 #define EVR_MON_DEFAULT_PORT 52330
 #define EVR_MON_KEY_BYTES 32
 #define EVR_MON_HASH_BYTES 32			/* SHA-256 */
+#define EVR_MON_MAX_SEGS 8			/* path segments of a request */
 
 /* ---- options (main.c) ---------------------------------------------------- */
 
@@ -57,6 +58,11 @@ struct evr_mon_opts {
 	unsigned max_connections;	/* --max-connections */
 	unsigned max_sessions;		/* --max-sessions: traces and streams at once */
 	unsigned idle_timeout_s;	/* --idle-timeout */
+	unsigned header_timeout_s;	/* --header-timeout: a request's headers, in all */
+	unsigned max_peer_connections;	/* --max-peer-connections: per stranger's address */
+	uint64_t max_trace_size;	/* --max-trace-size: a trace's bytes, and max_size's default */
+	uint64_t trace_ttl_ns;		/* --trace-ttl: a stopped kept trace is forgotten then */
+	uint64_t max_kept_bytes;	/* --max-kept-bytes: stopped kept traces, in all */
 	size_t max_body;		/* --max-body */
 	uint32_t counter_interval_ms;	/* --counter-interval: the hub's sessions */
 	uint32_t history;		/* --history: points kept per counter */
@@ -220,6 +226,106 @@ bool evr_mon_key_check(const uint8_t hash[EVR_MON_HASH_BYTES], const char *key, 
  */
 int evr_mon_peer_is_local_user(int fd);
 
+/*
+ * What the admission policy looks at: one request, as the server sees it.
+ * Strings are the request's headers (NULL: absent), borrowed.
+ */
+struct evr_mon_admit_in {
+	bool is_unix;			/* over the Unix socket (mode 0600) */
+	bool listen_loopback;		/* the TCP listener's address is a loopback one */
+	uint16_t port;			/* the TCP port we listen on */
+	bool no_auth;			/* --no-auth */
+	bool key_ok;			/* Authorization: Bearer carries the key */
+	int local_user;			/* the peer is a local process of our user: 1, else 0 */
+	const char *method, *host, *origin, *referer, *user_agent;
+	const char *sec_fetch_site, *sec_fetch_mode, *content_type;
+};
+
+/*
+ * evr_mon_admit() - may this request go on to its route (docs/monitor.md,
+ * "Who may do what")? The Host is checked on every listener; without the key
+ * only a local process of our user that named a loopback Host (or came over
+ * the Unix socket) gets in; cross-site browser requests and `Origin: null` are
+ * refused; POST bodies must be declared JSON.
+ * Return: 0 admitted, else the HTTP status (421, 403, 401, 415) with a reason
+ * in *@ret_why (NULL for 401, whose answer says what to send).
+ * Context: any thread; pure.
+ */
+unsigned evr_mon_admit(const struct evr_mon_admit_in *in, const char **ret_why);
+
+/* Does the request come from a web browser (Fetch Metadata, Origin, Referer, or a
+ * browser's User-Agent)? Context: any thread; pure. */
+bool evr_mon_from_browser(const struct evr_mon_admit_in *in);
+
+/*
+ * evr_mon_side_effect_ok() - may this GET have side effects (start a trace,
+ * stop threads for their stacks)? Yes with the key, or from a tool that is not
+ * a browser; from a browser only with @token_given equal to the monitor's page
+ * token @token (compared in constant time), which only its own pages carry.
+ */
+bool evr_mon_side_effect_ok(const struct evr_mon_admit_in *in, const char *token_given,
+			    const char token[2 * EVR_MON_KEY_BYTES + 1]);
+
+/* Is @h (@n bytes, no port) "localhost", a 127.x.y.z dotted quad, "::1" or "[::1]"? */
+bool evr_mon_name_is_loopback(const char *h, size_t n);
+/* Is @host a loopback name (or 0.0.0.0, [::]) followed by ":@port"? */
+bool evr_mon_host_is_loopback(const char *host, uint16_t port);
+
+/*
+ * evr_mon_unescape() - percent-decode @s in place (the path, a query key or
+ * value: MHD's unescape callback). Control bytes (NUL included) are replaced
+ * by '?' and reported. Return: 0, or -EILSEQ when there was one; *@ret_len the
+ * new length.
+ */
+int evr_mon_unescape(char *s, size_t *ret_len);
+
+/* ---- connections (conns.c) ---------------------------------------------------- */
+
+/* One connection: MHD's socket context. Fields under evr_mon_conns.lock but
+ * local_user, fd and peer, set before it is published. */
+struct evr_mon_conn {
+	struct evr_mon_conn *prev, *next;
+	int fd;				/* a dup of the socket, to shut it down from elsewhere */
+	bool local_user;		/* a local process of our user (auth.c) */
+	bool stranger;			/* counts against the strangers' limits */
+	bool refused;			/* over a limit: shut down at once */
+	bool bad_bytes;			/* the request's path or query had a control byte */
+	uint8_t peer[16];		/* the peer's address (4 or 16 bytes), for the per-peer limit */
+	uint8_t peer_len;
+	uint64_t deadline_ns;		/* CLOCK_MONOTONIC; shut down then; 0: none */
+};
+
+enum evr_mon_refusal { EVR_MON_REFUSED_PEER, EVR_MON_REFUSED_TOTAL, EVR_MON_TIMED_OUT,
+		       EVR_MON_NR_REFUSALS };
+
+struct evr_mon_ratelog {
+	uint64_t last_s, pending;
+};
+
+struct evr_mon_conns {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool inited, started, stop;
+	struct evr_mon_conn *head;
+	unsigned strangers;
+	uint64_t refused_peer, refused_total, timed_out;
+	struct evr_mon_ratelog log[EVR_MON_NR_REFUSALS];
+};
+
+struct evr_mon;
+/* A new connection on socket @fd: classified, counted, refused (shut down) when over a
+ * limit, given its header deadline. Return: its context, or NULL (no memory). */
+struct evr_mon_conn *evr_mon_conn_open(struct evr_mon *m, int fd);
+void evr_mon_conn_close(struct evr_mon *m, struct evr_mon_conn *c);
+/* @c presented the key: it no longer counts as a stranger's. */
+void evr_mon_conn_authenticated(struct evr_mon *m, struct evr_mon_conn *c);
+/* End @c at @ns (CLOCK_MONOTONIC), or never with 0. */
+void evr_mon_conn_set_deadline(struct evr_mon *m, struct evr_mon_conn *c, uint64_t ns);
+/* The housekeeping thread: deadlines, and kept traces' expiry. Return: 0, -errno. */
+int evr_mon_conns_start(struct evr_mon *m);
+void evr_mon_conns_stop(struct evr_mon *m);
+
 /* ---- the server (server.c) ------------------------------------------------- */
 
 struct evr_mon {
@@ -232,11 +338,13 @@ struct evr_mon {
 	/* Operations running now (traces, streams): at most o.max_sessions. */
 	atomic_uint ops;
 	atomic_uint_fast64_t requests, refused_auth, refused_limit;
+	atomic_uint_fast64_t conversions_abandoned;	/* the client left during one */
 	struct evr_mon_traces *traces;	/* trace.c */
 	uint64_t started_ns;
+	bool listen_loopback;		/* the TCP address is a loopback one */
+	char token[2 * EVR_MON_KEY_BYTES + 1];	/* the page token (random, per run) */
+	struct evr_mon_conns conns;	/* conns.c */
 };
-
-#define EVR_MON_MAX_SEGS 8
 
 /* One HTTP request, from its headers to its answer. */
 struct evr_mon_req {
@@ -251,6 +359,9 @@ struct evr_mon_req {
 	char *segs[EVR_MON_MAX_SEGS];	/* the path's segments, percent-decoded */
 	unsigned nsegs;
 	bool answered;
+	struct evr_mon_conn *conn_ctx;	/* the connection's (conns.c) */
+	bool bad_bytes;			/* a control byte in the path or query: 400 */
+	struct evr_mon_admit_in admit;	/* what admission saw (headers borrowed from MHD) */
 };
 
 /* The value of query parameter @key, or NULL. */
@@ -281,6 +392,15 @@ unsigned evr_mon_status_of(int err);
 /* A problem for attach/session error @err with the library's message @msg. */
 enum MHD_Result evr_mon_send_error(struct evr_mon_req *q, int err, const char *msg);
 
+/*
+ * evr_mon_side_effect_check() - a GET that starts something (a trace, a stacks
+ * snapshot): from a browser it needs the page token (?token=) or the key.
+ * Return: true to go on; false when the 403 was answered (*@ret).
+ */
+bool evr_mon_side_effect_check(struct evr_mon_req *q, enum MHD_Result *ret);
+/* End the request's connection at @ns (CLOCK_MONOTONIC), 0 never (conns.c). */
+void evr_mon_req_deadline(struct evr_mon_req *q, uint64_t ns);
+
 /* Take one of o.max_sessions operation slots. Return: true, or false (full). */
 bool evr_mon_op_get(struct evr_mon *m);
 void evr_mon_op_put(struct evr_mon *m);
@@ -297,6 +417,13 @@ void evr_mon_server_stop(struct evr_mon *m);
 int evr_mon_parse_duration(const char *s, uint64_t *ret_ns);
 /* "4096", "64K", "16M", "1G". Return: 0, -EINVAL. */
 int evr_mon_parse_size(const char *s, uint64_t *ret);
+/*
+ * evr_mon_split_path() - the segments of path @url (empty ones, as a trailing '/'
+ * makes, are dropped), each allocated into @segs. Return: 0 with *@ret_n set;
+ * -E2BIG past EVR_MON_MAX_SEGS, -ENOMEM (nothing allocated then).
+ */
+int evr_mon_split_path(const char *url, char *segs[EVR_MON_MAX_SEGS], unsigned *ret_n);
+void evr_mon_segs_free(char *segs[EVR_MON_MAX_SEGS], unsigned n);
 /* The pid in path segment @s, or -EINVAL. */
 int evr_mon_parse_pid(const char *s, pid_t *ret);
 
@@ -336,6 +463,8 @@ enum MHD_Result evr_mon_route_counter_stream(struct evr_mon_req *q, pid_t pid);
 struct evr_mon_traces;
 int evr_mon_traces_new(struct evr_mon *m, struct evr_mon_traces **ret);
 void evr_mon_traces_free(struct evr_mon_traces *t);
+/* Forget stopped kept traces past --trace-ttl, and the oldest past --max-kept-bytes. */
+void evr_mon_traces_expire(struct evr_mon_traces *t);
 enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid);
 enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid);
 enum MHD_Result evr_mon_route_trace_list(struct evr_mon_req *q);

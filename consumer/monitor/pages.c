@@ -228,9 +228,9 @@ enum MHD_Result evr_mon_page_index(struct evr_mon_req *q)
 		if (!err)
 			err = evr_strbuf_printf(&sb, "</td><td class=\"l\"><a href=\"/ui/processes/%d/"
 						"counters\">counters</a> <a href=\"/ui/processes/%d\">"
-						"process</a> <a href=\"/ui/processes/%d/stacks\">stacks"
-						"</a></td></tr>\n", (int)p->pid, (int)p->pid,
-						(int)p->pid);
+						"process</a> <a href=\"/ui/processes/%d/stacks?token=%s\">"
+						"stacks</a></td></tr>\n", (int)p->pid, (int)p->pid,
+						(int)p->pid, q->m->token);
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (!err)
@@ -260,17 +260,23 @@ static enum MHD_Result page_error(struct evr_mon_req *q, int e, const char *msg)
 	return send_page(q, evr_mon_status_of(e), &sb, err);
 }
 
-static int links(struct evr_strbuf *sb, pid_t pid)
+/*
+ * The links that start something (a trace, a stacks snapshot) carry the page
+ * token: from a browser those GETs need it (evr_mon_side_effect_ok()), and a
+ * page elsewhere cannot read it from ours.
+ */
+static int links(struct evr_strbuf *sb, pid_t pid, const char *token)
 {
 	return evr_strbuf_printf(sb, "<p><a href=\"/ui/processes/%d\">process</a> · "
 				 "<a href=\"/ui/processes/%d/counters\">counters</a> · "
-				 "<a href=\"/ui/processes/%d/stacks\">stacks</a> · "
-				 "<a href=\"/processes/%d/trace?duration=5s\">5 s trace</a> "
-				 "(<a href=\"/processes/%d/trace?duration=5s&amp;format=chrome\">"
-				 "Chrome JSON</a>) · <a href=\"/processes/%d/stream?duration=10s\">"
+				 "<a href=\"/ui/processes/%d/stacks?token=%s\">stacks</a> · "
+				 "<a href=\"/processes/%d/trace?duration=5s&amp;token=%s\">5 s "
+				 "trace</a> (<a href=\"/processes/%d/trace?duration=5s&amp;"
+				 "format=chrome&amp;token=%s\">Chrome JSON</a>) · "
+				 "<a href=\"/processes/%d/stream?duration=10s\">"
 				 "10 s of live events</a> · <a href=\"/processes/%d/counters\">"
-				 "counters JSON</a></p>\n", (int)pid, (int)pid, (int)pid, (int)pid,
-				 (int)pid, (int)pid, (int)pid);
+				 "counters JSON</a></p>\n", (int)pid, (int)pid, (int)pid, token,
+				 (int)pid, token, (int)pid, token, (int)pid, (int)pid);
 }
 
 enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid)
@@ -314,7 +320,7 @@ enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid)
 	if (!err)
 		err = evr_strbuf_append(&sb, "</p>\n", 5);
 	if (!err)
-		err = links(&sb, pid);
+		err = links(&sb, pid, q->m->token);
 	if (!err)
 		err = evr_strbuf_printf(&sb, "<h2>Sessions (%" PRIu32 ")</h2><table><tr><th>id</th>"
 					"<th class=\"l\">client</th><th>client pid</th><th class=\"l\">"
@@ -483,7 +489,7 @@ enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid)
 					"plots show the last %u samples.</p>\n",
 					q->m->o.counter_interval_ms, PLOT_POINTS);
 	if (!err)
-		err = links(&sb, pid);
+		err = links(&sb, pid, q->m->token);
 	if (!err)
 		err = evr_strbuf_printf(&sb, "<div id=\"evr-counters\" class=\"charts\" "
 					"data-pid=\"%d\" data-interval=\"%u\">\n", (int)pid,
@@ -517,7 +523,7 @@ enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, pid_t pid)
 	if (!err)
 		err = evr_strbuf_printf(&sb, "<h1>Process %d: thread stacks</h1>\n", (int)pid);
 	if (!err)
-		err = links(&sb, pid);
+		err = links(&sb, pid, q->m->token);
 	if (!err && body.len)
 		err = evr_strbuf_append(&sb, body.buf, body.len);
 	free(body.buf);

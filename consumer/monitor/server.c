@@ -40,11 +40,6 @@
 #define HEADER_POOL (64u * 1024u)	/* per connection: request line and headers */
 #define THREAD_STACK (512u * 1024u)
 
-/* Per connection: whether its peer is a local process of our user. */
-struct conn_ctx {
-	int local_user;			/* -1: not asked yet, else 0 or 1 */
-};
-
 /* ---- small helpers -------------------------------------------------------------- */
 
 const char *evr_mon_query(struct evr_mon_req *q, const char *key)
@@ -268,54 +263,6 @@ enum MHD_Result evr_mon_send_busy(struct evr_mon_req *q)
 
 /* ---- the gate ------------------------------------------------------------------------ */
 
-static bool host_is_loopback_name(const char *h)
-{
-	return !strcmp(h, "127.0.0.1") || !strcmp(h, "localhost") || !strcmp(h, "::1") ||
-	       !strcmp(h, "[::1]");
-}
-
-/*
- * Listening on loopback, a browser tricked by DNS rebinding sends the
- * attacker's host name: only loopback names and our port are accepted. On
- * other addresses the key guards the door; on the Unix socket the file mode.
- */
-static bool host_ok(struct evr_mon_req *q, bool is_unix)
-{
-	const struct evr_mon *m = q->m;
-	const char *host = evr_mon_header(q, MHD_HTTP_HEADER_HOST);
-	char name[300], want[16];
-	const char *colon;
-
-	if (is_unix || !host_is_loopback_name(m->o.listen_host))
-		return true;
-	if (!host)
-		return false;
-	colon = strrchr(host, ':');
-	if (!colon || (host[0] == '[' && strchr(colon, ']')))
-		return false;	/* the port must be there */
-	snprintf(want, sizeof(want), "%u", m->port);
-	if (strcmp(colon + 1, want))
-		return false;
-	snprintf(name, sizeof(name), "%.*s", (int)(colon - host), host);
-	return host_is_loopback_name(name);
-}
-
-/* A browser page from elsewhere: Sec-Fetch-Site says so, or an Origin not ours. */
-static bool cross_site(struct evr_mon_req *q)
-{
-	const char *site = evr_mon_header(q, "Sec-Fetch-Site");
-	const char *origin = evr_mon_header(q, "Origin");
-	const char *host = evr_mon_header(q, MHD_HTTP_HEADER_HOST);
-
-	if (site && strcmp(site, "same-origin") && strcmp(site, "none"))
-		return true;
-	if (origin && strcmp(origin, "null")) {
-		if (!host || strncmp(origin, "http://", 7) || strcmp(origin + 7, host))
-			return true;
-	}
-	return false;
-}
-
 static bool key_ok(struct evr_mon_req *q)
 {
 	const char *a = evr_mon_header(q, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -328,13 +275,19 @@ static bool key_ok(struct evr_mon_req *q)
 	return evr_mon_key_check(q->m->o.key_hash, a, strlen(a));
 }
 
-static bool authorized(struct evr_mon_req *q, struct conn_ctx *cc)
+bool evr_mon_side_effect_check(struct evr_mon_req *q, enum MHD_Result *ret)
 {
-	if (q->m->o.no_auth || key_ok(q))
+	if (evr_mon_side_effect_ok(&q->admit, evr_mon_query(q, "token"), q->m->token))
 		return true;
-	if (cc->local_user < 0)
-		cc->local_user = evr_mon_peer_is_local_user(evr_mon_client_fd(q)) == 1;
-	return cc->local_user == 1;
+	*ret = evr_mon_send_problem(q, 403, "Forbidden", -EPERM, "from a browser, %s %s needs "
+				    "the token of the monitor's own pages (follow the link on "
+				    "the process's page) or the API key", q->method, q->url);
+	return false;
+}
+
+void evr_mon_req_deadline(struct evr_mon_req *q, uint64_t ns)
+{
+	evr_mon_conn_set_deadline(q->m, q->conn_ctx, ns);
 }
 
 static enum MHD_Result send_unauthorized(struct evr_mon_req *q)
@@ -503,36 +456,11 @@ static enum MHD_Result route(struct evr_mon_req *q)
 	return not_found(q);
 }
 
-/* Split the path into segments; empty ones (a trailing '/') are dropped. */
-static int split_path(struct evr_mon_req *q)
-{
-	char *save = NULL, *tok;
-	char *copy = strdup(q->url);
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (q->nsegs == EVR_MON_MAX_SEGS) {
-			free(copy);
-			return -E2BIG;
-		}
-		q->segs[q->nsegs] = strdup(tok);
-		if (!q->segs[q->nsegs]) {
-			free(copy);
-			return -ENOMEM;
-		}
-		q->nsegs++;
-	}
-	free(copy);
-	return 0;
-}
-
 static void req_free(struct evr_mon_req *q)
 {
 	if (!q)
 		return;
-	for (unsigned i = 0; i < q->nsegs; i++)
-		free(q->segs[i]);
+	evr_mon_segs_free(q->segs, q->nsegs);
 	free(q->body);
 	free(q->url);
 	free(q);
@@ -553,12 +481,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct evr_mon *m = cls;
 	struct evr_mon_req *q = *con_cls;
 	const union MHD_ConnectionInfo *ci;
-	struct conn_ctx *cc;
-	const char *ct;
-	bool is_unix;
+	struct evr_mon_conn *cc;
+	const char *why;
+	unsigned status;
+	bool bad_bytes;
 
 	if (!q) {
 		const char *cl;
+
+		/* The headers are in: no header deadline any more (streams set their own). */
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		cc = ci ? ci->socket_context : NULL;
+		if (cc)
+			evr_mon_conn_set_deadline(m, cc, 0);
 
 		q = calloc(1, sizeof(*q));
 		if (!q)
@@ -568,6 +503,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		q->method = method;
 		q->head = !strcmp(method, "HEAD");
 		q->url = strdup(url);
+		if (cc) {
+			q->bad_bytes = cc->bad_bytes;
+			cc->bad_bytes = false;
+		}
 		*con_cls = q;
 		if (!q->url)
 			return MHD_NO;
@@ -601,30 +540,44 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	(void)version;
+	bad_bytes = q->bad_bytes;
 
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	cc = ci ? ci->socket_context : NULL;
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
-	is_unix = ci && ci->daemon == m->unx;
 	if (!cc)
 		return MHD_NO;
-	if (!host_ok(q, is_unix))
-		return evr_mon_send_problem(q, 421, "Misdirected Request", 0, "Host '%s' is not "
-					    "this monitor's address (only loopback names are "
-					    "accepted on a loopback address)",
-					    evr_mon_header(q, MHD_HTTP_HEADER_HOST) ?: "");
-	if (cross_site(q))
-		return evr_mon_send_problem(q, 403, "Forbidden", -EPERM, "requests from other web "
-					    "sites are refused");
-	if (!authorized(q, cc))
+	q->conn_ctx = cc;
+	q->admit = (struct evr_mon_admit_in){
+		.is_unix = ci && ci->daemon == m->unx,
+		.listen_loopback = m->listen_loopback,
+		.port = m->port,
+		.no_auth = m->o.no_auth,
+		.key_ok = key_ok(q),
+		.local_user = cc->local_user,
+		.method = method,
+		.host = evr_mon_header(q, MHD_HTTP_HEADER_HOST),
+		.origin = evr_mon_header(q, "Origin"),
+		.referer = evr_mon_header(q, MHD_HTTP_HEADER_REFERER),
+		.user_agent = evr_mon_header(q, MHD_HTTP_HEADER_USER_AGENT),
+		.sec_fetch_site = evr_mon_header(q, "Sec-Fetch-Site"),
+		.sec_fetch_mode = evr_mon_header(q, "Sec-Fetch-Mode"),
+		.content_type = evr_mon_header(q, MHD_HTTP_HEADER_CONTENT_TYPE),
+	};
+	status = evr_mon_admit(&q->admit, &why);
+	if (status == 401)
 		return send_unauthorized(q);
+	if (status)
+		return evr_mon_send_problem(q, status, title_of(status), status == 403 ? -EPERM : 0,
+					    "%s", why);
+	if (q->admit.key_ok)
+		evr_mon_conn_authenticated(m, cc);
 	if (q->body_too_big)
 		return too_big(q);
-	ct = evr_mon_header(q, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (!strcmp(method, "POST") && ct && strncasecmp(ct, "application/json", 16))
-		return evr_mon_send_problem(q, 415, "Unsupported Media Type", 0, "POST bodies are "
-					    "JSON: send Content-Type: application/json, not '%s'", ct);
-	if (split_path(q) < 0)
+	if (bad_bytes)
+		return evr_mon_send_problem(q, 400, "Bad Request", -EILSEQ, "the path or a "
+					    "parameter has a control byte (%%00-%%1F, %%7F)");
+	if (evr_mon_split_path(q->url, q->segs, &q->nsegs) < 0)
 		return not_found(q);
 	return route(q);
 }
@@ -632,9 +585,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)conn;
+	struct evr_mon *m = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
 	(void)toe;
+	/* A kept-alive connection has the same time for its next request's headers. */
+	if (ci && ci->socket_context)
+		evr_mon_conn_set_deadline(m, ci->socket_context, evr_mon_now_ns() +
+					  (uint64_t)m->o.header_timeout_s * 1000000000u);
 	req_free(*con_cls);
 	*con_cls = NULL;
 }
@@ -642,18 +601,34 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
-	(void)cls;
-	(void)conn;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		struct conn_ctx *cc = calloc(1, sizeof(*cc));
+	struct evr_mon *m = cls;
 
-		if (cc)
-			cc->local_user = -1;
-		*socket_context = cc;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		*socket_context = evr_mon_conn_open(m, ci ? ci->connect_fd : -1);
 	} else {
-		free(*socket_context);
+		evr_mon_conn_close(m, *socket_context);
 		*socket_context = NULL;
 	}
+}
+
+/*
+ * MHD's unescape callback, for the path and every query key and value: ours,
+ * so that a control byte (%00 above all, which cut the path short) is noticed
+ * and answered 400 instead of routed.
+ */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	size_t n;
+
+	(void)cls;
+	if (evr_mon_unescape(s, &n) < 0 && ci && ci->socket_context)
+		((struct evr_mon_conn *)ci->socket_context)->bad_bytes = true;
+	return n;
 }
 
 __attribute__((format(printf, 2, 0)))
@@ -775,15 +750,25 @@ static struct MHD_Daemon *start_daemon(struct evr_mon *m, int fd)
 				MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, m,
 				MHD_OPTION_STRICT_FOR_CLIENT, 1,
 				MHD_OPTION_END);
 }
 
 int evr_mon_server_start(struct evr_mon *m, char *err, size_t errlen)
 {
-	int fd = -1;
+	uint8_t hash[EVR_MON_HASH_BYTES];
+	int fd = -1, r;
 
 	m->unix_fd = -1;
+	r = evr_mon_key_generate(m->token, hash);
+	if (r == 0)
+		r = evr_mon_conns_start(m);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot start: %s", strerror(-r));
+		return r;
+	}
+	m->listen_loopback = evr_mon_name_is_loopback(m->o.listen_host, strlen(m->o.listen_host));
 	if (m->o.listen_host[0]) {
 		fd = listen_tcp(m, err, errlen);
 		if (fd < 0)
@@ -830,4 +815,6 @@ void evr_mon_server_stop(struct evr_mon *m)
 	if (m->unix_fd >= 0)
 		unlink(m->o.unix_path);
 	m->unix_fd = -1;
+	/* After the daemons: no connection is left to shut down. */
+	evr_mon_conns_stop(m);
 }

@@ -48,6 +48,9 @@ static struct evr_stacks *snapshot(struct evr_mon_req *q, pid_t pid, enum MHD_Re
 						"from 1 to 1024");
 		return NULL;
 	}
+	/* The snapshot stops each thread for a moment: not for a page elsewhere. */
+	if (!evr_mon_side_effect_check(q, ret_mhd))
+		return NULL;
 	if (!evr_mon_op_get(q->m)) {
 		*ret_mhd = evr_mon_send_busy(q);
 		return NULL;

@@ -28,6 +28,7 @@
 #define HEARTBEAT_NS 15000000000ull
 #define BUDGET 4096			/* records per fill */
 #define MAX_NAMES 32
+#define DRAIN_NS 2000000000ull		/* after the duration: what was recorded, at most this */
 
 struct stream {
 	struct evr_mon *m;
@@ -163,8 +164,26 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 	(void)pos;
 	for (;;) {
-		uint64_t now;
+		uint64_t now = evr_mon_now_ns();
 
+		/*
+		 * The deadline before anything else: a session that always has records
+		 * never lets the loop below reach an empty ring, where it used to be
+		 * looked at (a 2 s stream ran for ever).
+		 */
+		if (s->deadline_ns && now >= s->deadline_ns && !s->ended) {
+			if (!s->stopping) {
+				/* Stop: the producer flushes every ring; we drain, then end. */
+				s->stopping = true;
+				s->end_reason = "duration";
+				if (evr_client_stop(s->c, err, sizeof(err)) < 0 &&
+				    evr_client_state(s->c) != EVR_CLIENT_GONE &&
+				    emit_end(s) < 0)
+					return MHD_CONTENT_READER_END_WITH_ERROR;
+			} else if (now >= s->deadline_ns + DRAIN_NS && emit_end(s) < 0) {
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			}
+		}
 		if (s->out_pos < s->out.len) {
 			size_t n = s->out.len - s->out_pos;
 
@@ -185,24 +204,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (s->out.len)
 			continue;
-		now = evr_mon_now_ns();
 		if (evr_client_drained(s->c)) {
 			if (!s->stopping)
 				s->end_reason = evr_client_state(s->c) == EVR_CLIENT_GONE ?
 						"process gone" : "process ended the session";
 			if (emit_end(s) < 0)
 				return MHD_CONTENT_READER_END_WITH_ERROR;
-			continue;
-		}
-		if (s->deadline_ns && now >= s->deadline_ns && !s->stopping) {
-			/* Stop: the producer flushes every ring; we drain, then end. */
-			s->stopping = true;
-			s->end_reason = "duration";
-			if (evr_client_stop(s->c, err, sizeof(err)) < 0 &&
-			    evr_client_state(s->c) != EVR_CLIENT_GONE) {
-				if (emit_end(s) < 0)
-					return MHD_CONTENT_READER_END_WITH_ERROR;
-			}
 			continue;
 		}
 		if (s->sse && now - s->last_send_ns >= HEARTBEAT_NS) {
@@ -370,6 +377,12 @@ static enum MHD_Result start_stream(struct evr_mon_req *q, pid_t pid, bool count
 	 * for it. stream_read() notices a client that leaves by itself.
 	 */
 	MHD_set_connection_option(q->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0);
+	/* A client that does not read never calls stream_read() again: its
+	 * connection (and the session with it) ends an idle timeout after the
+	 * duration and the drain, whatever it does. */
+	if (s->deadline_ns)
+		evr_mon_req_deadline(q, s->deadline_ns + DRAIN_NS +
+				     (uint64_t)q->m->o.idle_timeout_s * 1000000000u);
 	return evr_mon_send(q, 200, r);
 }
 

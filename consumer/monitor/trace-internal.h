@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 enum evr_mon_format {
 	EVR_MON_FMT_EVTRACE,		/* evring's trace format (docs/trace-format.md) */
 	EVR_MON_FMT_CHROME,		/* Chrome trace-event JSON */
@@ -22,6 +24,31 @@ const char *evr_mon_format_ctype(enum evr_mon_format f);
 void evr_mon_trace_filename(pid_t pid, uint64_t realtime_ns, enum evr_mon_format f, char *buf,
 			    size_t len);
 
+/* A trace's parameters (trace-params.c): the query's or the JSON body's. */
+struct evr_mon_tparams {
+	const char *providers;		/* borrowed from the request */
+	uint64_t buffer_size;		/* in all, at most 1G; 0: the producer's default */
+	uint32_t mode;
+	uint32_t counter_ms;
+	uint64_t duration_ns;		/* 0: until stopped (at most --max-duration) */
+	uint64_t max_size;		/* 0: --max-trace-size */
+	enum evr_mon_format format;
+};
+
+/*
+ * evr_mon_tparams_set() - parameter @key = @val into @p (borrowed: @val must live
+ * as long as @p). Return: 0, or -EINVAL with one line in @err naming the parameter
+ * and, for a value over a limit, the limit.
+ */
+int evr_mon_tparams_set(struct evr_mon_tparams *p, const char *key, const char *val, char *err,
+			size_t errlen);
+/*
+ * evr_mon_tparams_from_json() - a JSON object of the same names; numbers are taken
+ * for buffer_size and max_size (bytes), and for duration and counter_interval
+ * (seconds). Strings are borrowed from @body. Return: 0, -EINVAL with @err.
+ */
+int evr_mon_tparams_from_json(json_t *body, struct evr_mon_tparams *p, char *err, size_t errlen);
+
 /* An unnamed read-write file in @dir. Return: the fd, or -errno with @err set. */
 int evr_mon_tmpfile(const char *dir, char *err, size_t errlen);
 
@@ -29,12 +56,14 @@ int evr_mon_tmpfile(const char *dir, char *err, size_t errlen);
  * evr_mon_trace_convert() - the trace in @trace_fd (evring's format, complete)
  * as format @f, in a new file.
  * @top: the directory name inside a CTF tar.
+ * @client_fd: the requesting client's socket, or -1: when it goes away, the
+ *	conversion stops with -ECONNABORTED (checked at each 64 KiB written).
  * @ret_fd: the new file (a dup of @trace_fd for evtrace), positioned anywhere:
  *	send it by size and offset 0.
  * Return: 0, or -errno with one line in @err.
  * Context: any thread; reads @trace_fd with pread only.
  */
 int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdir,
-			  const char *top, int *ret_fd, char *err, size_t errlen);
+			  const char *top, int client_fd, int *ret_fd, char *err, size_t errlen);
 
 #endif /* EVR_MONITOR_TRACE_INTERNAL_H */

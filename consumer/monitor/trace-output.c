@@ -25,6 +25,7 @@
 #include <evring/export.h>
 #include <evring/trace.h>
 
+#include "monitor.h"
 #include "trace-internal.h"
 
 int evr_mon_tmpfile(const char *dir, char *err, size_t errlen)
@@ -57,21 +58,6 @@ const char *evr_mon_format_name(enum evr_mon_format f)
 	case EVR_MON_FMT_CTF: return "ctf";
 	}
 	return "?";
-}
-
-int evr_mon_format_parse(const char *s, enum evr_mon_format *ret)
-{
-	if (!s || !strcmp(s, "evtrace") || !strcmp(s, "evring"))
-		*ret = EVR_MON_FMT_EVTRACE;
-	else if (!strcmp(s, "chrome") || !strcmp(s, "perfetto"))
-		*ret = EVR_MON_FMT_CHROME;
-	else if (!strcmp(s, "jsonl") || !strcmp(s, "ndjson"))
-		*ret = EVR_MON_FMT_JSONL;
-	else if (!strcmp(s, "ctf"))
-		*ret = EVR_MON_FMT_CTF;
-	else
-		return -EINVAL;
-	return 0;
 }
 
 const char *evr_mon_format_ctype(enum evr_mon_format f)
@@ -192,9 +178,39 @@ out:
 
 /* ---- conversion -------------------------------------------------------------------- */
 
-int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdir,
-			  const char *top, int *ret_fd, char *err, size_t errlen)
+/* The converters' output: the file, as long as the client that wants it is there. */
+struct conv_out {
+	int fd, client_fd;
+	bool gone;
+};
+
+static ssize_t conv_write(void *cookie, const char *buf, size_t n)
 {
+	struct conv_out *o = cookie;
+	size_t done = 0;
+
+	if (evr_mon_client_gone(o->client_fd)) {
+		/* A failed write: the converter stops with an error at once. */
+		o->gone = true;
+		errno = ECONNABORTED;
+		return -1;
+	}
+	while (done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return done ? (ssize_t)done : -1;
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdir,
+			  const char *top, int client_fd, int *ret_fd, char *err, size_t errlen)
+{
+	struct conv_out co = { .fd = -1, .client_fd = client_fd };
 	struct evr_convert_stats cs;
 	struct evr_trace_reader *rd = NULL;
 	char dir[4096];
@@ -235,13 +251,10 @@ int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdi
 		if (r < 0)
 			goto out;
 	} else {
-		int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-
-		out = dupfd >= 0 ? fdopen(dupfd, "w") : NULL;
+		co.fd = fd;
+		out = fopencookie(&co, "w", (cookie_io_functions_t){ .write = conv_write });
 		if (!out) {
 			r = -errno;
-			if (dupfd >= 0)
-				close(dupfd);
 			goto out;
 		}
 		setvbuf(out, NULL, _IOFBF, 1u << 16);
@@ -250,6 +263,10 @@ int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdi
 		if (fclose(out) != 0 && r == 0) {
 			r = -errno;
 			snprintf(err, errlen, "cannot write the converted trace: %s", strerror(-r));
+		}
+		if (co.gone) {
+			r = -ECONNABORTED;
+			snprintf(err, errlen, "the client went away");
 		}
 		if (r < 0)
 			goto out;

@@ -49,14 +49,6 @@ enum tstate { T_RECORDING, T_STOPPED, T_FAILED, T_CANCELLED };
 
 static const char *const tstate_name[] = { "recording", "stopped", "failed", "cancelled" };
 
-struct tparams {
-	const char *providers;
-	uint64_t buffer_size;		/* in all; 0: the producer's default */
-	uint32_t mode;
-	uint32_t counter_ms;
-	uint64_t duration_ns;		/* 0: until stopped */
-	enum evr_mon_format format;
-};
 
 struct trace {
 	struct evr_mon_traces *tab;
@@ -69,6 +61,8 @@ struct trace {
 	enum evr_mon_format format;
 	bool streamed;			/* a GET: not kept once answered */
 	uint64_t created_rt, started_mono, duration_ns;
+	uint64_t max_size;		/* the trace stops when its file reaches it */
+	atomic_bool truncated;		/* it did */
 	int fd;				/* the trace file (kept traces), or -1 */
 	/* Under tab->lock. */
 	enum tstate state;
@@ -266,6 +260,9 @@ static json_t *trace_json_locked(const struct trace *t)
 	if (t->stopped_rt)
 		json_object_set_new(o, "stopped_ns", json_integer((json_int_t)t->stopped_rt));
 	json_object_set_new(o, "error", t->err[0] ? evr_mon_jstr(t->err) : json_null());
+	json_object_set_new(o, "max_size", json_integer((json_int_t)t->max_size));
+	json_object_set_new(o, "truncated",
+			    json_boolean(atomic_load_explicit(&t->truncated, memory_order_relaxed)));
 	json_object_set_new(o, "links", json_pack("{s:s, s:s, s:s}", "self", self, "stop", stop,
 						  "trace", data));
 	return o;
@@ -281,116 +278,18 @@ static json_t *trace_json(struct trace *t)
 	return o;
 }
 
-/* ---- parameters -------------------------------------------------------------------------- */
+/* ---- parameters (trace-params.c) ---------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4)))
-static int param_error(char *err, size_t errlen, const char *fmt, ...);
-
-static int param_error(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-
-static int set_duration(const char *name, const char *s, uint64_t *ret, char *err,
-			size_t errlen)
-{
-	if (evr_mon_parse_duration(s, ret) < 0)
-		return param_error(err, errlen, "%s: not a duration (500ms, 10s, 5m, 1h)", name);
-	return 0;
-}
-
-static int set_param(struct tparams *p, const char *key, const char *val, char *err,
-		     size_t errlen)
-{
-	uint64_t v;
-
-	if (!strcmp(key, "providers")) {
-		if (!*val)
-			return param_error(err, errlen, "%s: empty provider list", key);
-		p->providers = val;
-	} else if (!strcmp(key, "buffer_size")) {
-		if (evr_mon_parse_size(val, &p->buffer_size) < 0)
-			return param_error(err, errlen, "%s: not a size (4096, 64K, 16M, 1G)", key);
-	} else if (!strcmp(key, "mode")) {
-		if (!strcmp(val, "discard"))
-			p->mode = EVR_MODE_DISCARD;
-		else if (!strcmp(val, "overwrite"))
-			p->mode = EVR_MODE_OVERWRITE;
-		else
-			return param_error(err, errlen, "%s: discard or overwrite", key);
-	} else if (!strcmp(key, "counter_interval")) {
-		if (set_duration(key, val, &v, err, errlen) < 0)
-			return -EINVAL;
-		if (v < 10000000ull || v > 3600000000000ull)
-			return param_error(err, errlen, "%s: from 10ms to 1h", key);
-		p->counter_ms = (uint32_t)(v / 1000000u);
-	} else if (!strcmp(key, "duration")) {
-		if (set_duration(key, val, &p->duration_ns, err, errlen) < 0)
-			return -EINVAL;
-	} else if (!strcmp(key, "format")) {
-		if (evr_mon_format_parse(val, &p->format) < 0)
-			return param_error(err, errlen, "%s: evtrace, chrome, jsonl or ctf", key);
-	} else {
-		return param_error(err, errlen, "unknown parameter '%s' (providers, buffer_size, "
-				   "mode, counter_interval, duration, format)", key);
-	}
-	return 0;
-}
-
-static int params_from_query(struct evr_mon_req *q, struct tparams *p, char *err, size_t errlen)
+static int params_from_query(struct evr_mon_req *q, struct evr_mon_tparams *p, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "providers", "buffer_size", "mode", "counter_interval",
-					    "duration", "format" };
+					    "duration", "max_size", "format" };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *v = evr_mon_query(q, keys[i]);
 
-		if (v && set_param(p, keys[i], v, err, errlen) < 0)
+		if (v && evr_mon_tparams_set(p, keys[i], v, err, errlen) < 0)
 			return -EINVAL;
-	}
-	return 0;
-}
-
-/*
- * A JSON object of the same names; numbers are taken for buffer_size (bytes),
- * and for duration and counter_interval (seconds). @hold keeps the strings alive.
- */
-static int params_from_json(json_t *body, struct tparams *p, char *err, size_t errlen)
-{
-	const char *key;
-	json_t *v;
-
-	if (!json_is_object(body))
-		return param_error(err, errlen, "%s", "the body must be a JSON object");
-	json_object_foreach(body, key, v) {
-		char num[64];
-		const char *s;
-
-		if (json_is_string(v)) {
-			s = json_string_value(v);
-		} else if (json_is_number(v) && json_number_value(v) >= 0) {
-			double d = json_number_value(v);
-
-			if (!strcmp(key, "duration") || !strcmp(key, "counter_interval"))
-				snprintf(num, sizeof(num), "%.9gs", d);
-			else
-				snprintf(num, sizeof(num), "%.0f", d);
-			s = num;
-		} else {
-			return param_error(err, errlen, "%s: a string (or a non-negative number)",
-					   key);
-		}
-		if (set_param(p, key, s, err, errlen) < 0)
-			return -EINVAL;
-		/* Strings from the body live as long as @body; numbers must be kept. */
-		if (s == num && !strcmp(key, "providers"))
-			return param_error(err, errlen, "%s: a string", key);
 	}
 	return 0;
 }
@@ -424,7 +323,7 @@ static int ring_size_for(uint64_t total, uint32_t nr_rings, uint64_t *ret, char 
  * Attach to @pid and start the session. On failure the error is answered
  * (*ret_mhd) and NULL returned. The new trace holds an operation slot.
  */
-static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct tparams *p,
+static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct evr_mon_tparams *p,
 				  bool streamed, enum MHD_Result *ret_mhd)
 {
 	struct evr_recorder_opts ro = { .client = EVR_MON_NAME };
@@ -436,6 +335,12 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 		*ret_mhd = evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "duration: at most "
 						"%" PRIu64 " s (--max-duration)",
 						q->m->o.max_duration_ns / 1000000000u);
+		return NULL;
+	}
+	if (p->max_size > q->m->o.max_trace_size) {
+		*ret_mhd = evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "max_size: at most "
+						"%" PRIu64 " bytes (--max-trace-size)",
+						q->m->o.max_trace_size);
 		return NULL;
 	}
 	if (!evr_mon_op_get(q->m)) {
@@ -458,6 +363,8 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	t->format = p->format;
 	t->streamed = streamed;
 	t->duration_ns = p->duration_ns;
+	t->max_size = p->max_size ? p->max_size : q->m->o.max_trace_size;
+	atomic_init(&t->truncated, false);
 	t->created_rt = evr_mon_realtime_ns();
 	t->providers = strdup(p->providers ? p->providers : "*");
 	if (!t->providers) {
@@ -498,6 +405,11 @@ static int tick(struct evr_recorder *r, void *arg)
 	pthread_mutex_unlock(&t->tab->lock);
 	if (atomic_load_explicit(&t->stop, memory_order_relaxed))
 		return 1;
+	if (st.bytes >= t->max_size) {
+		/* Checked each tick: the file ends within a tick's worth past it. */
+		atomic_store_explicit(&t->truncated, true, memory_order_relaxed);
+		return 1;
+	}
 	if (t->client_fd >= 0 && evr_mon_client_gone(t->client_fd))
 		return 1;
 	return 0;
@@ -516,8 +428,9 @@ static void record(struct trace *t)
 	char err[512] = "", err2[512] = "";
 	int r1, r2;
 
-	if (t->duration_ns)
-		ro.deadline_ns = t->started_mono + t->duration_ns;
+	/* Without a duration: until stopped, but never past --max-duration. */
+	ro.deadline_ns = t->started_mono + (t->duration_ns ? t->duration_ns
+							   : t->tab->m->o.max_duration_ns);
 	r1 = evr_recorder_run(t->r, &ro, err, sizeof(err));
 	r2 = evr_recorder_stop(t->r, 0, err2, sizeof(err2));
 	evr_recorder_stats(t->r, &st);
@@ -588,18 +501,32 @@ static void add_trace_headers(struct MHD_Response *r, const struct trace *t,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
 }
 
-/* Send the stopped trace @t as format @f (its file converted). */
+/*
+ * Send the stopped trace @t as format @f (its file converted). A conversion is
+ * an operation (one of --max-sessions): @have_slot says the caller holds one
+ * for it, else one is taken here (429 when none is free). It stops when the
+ * client goes away.
+ */
 static enum MHD_Result send_trace_file(struct evr_mon_req *q, struct trace *t,
-				       enum evr_mon_format f)
+				       enum evr_mon_format f, bool have_slot)
 {
 	struct MHD_Response *r;
 	char err[512], top[96], num[32];
 	struct stat st;
 	int fd = -1, e;
 
+	if (!have_slot && f != EVR_MON_FMT_EVTRACE && !evr_mon_op_get(q->m))
+		return evr_mon_send_busy(q);
 	evr_mon_trace_filename(t->pid, t->created_rt, EVR_MON_FMT_EVTRACE, top, sizeof(top));
 	*strrchr(top, '.') = '\0';
-	e = evr_mon_trace_convert(t->fd, f, q->m->o.output_dir, top, &fd, err, sizeof(err));
+	e = evr_mon_trace_convert(t->fd, f, q->m->o.output_dir, top, evr_mon_client_fd(q), &fd,
+				  err, sizeof(err));
+	if (have_slot || f != EVR_MON_FMT_EVTRACE)
+		evr_mon_op_put(q->m);
+	if (e == -ECONNABORTED) {
+		atomic_fetch_add_explicit(&q->m->conversions_abandoned, 1, memory_order_relaxed);
+		return MHD_NO;	/* the client left: nobody to answer */
+	}
 	if (e < 0)
 		return evr_mon_send_problem(q, 500, "Internal Server Error", e, "cannot convert the "
 					    "trace: %s", err);
@@ -697,8 +624,11 @@ static enum MHD_Result trace_stream(struct evr_mon_req *q, struct trace *t)
 		return MHD_NO;
 	}
 	add_trace_headers(r, t, EVR_MON_FMT_EVTRACE);
-	/* Long and maybe quiet: our reader notices a client that leaves. */
+	/* Long and maybe quiet: our reader notices a client that leaves. One that
+	 * stays but does not read is cut an idle timeout after the duration. */
 	MHD_set_connection_option(q->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0);
+	evr_mon_req_deadline(q, t->started_mono + t->duration_ns +
+			     (uint64_t)q->m->o.idle_timeout_s * 1000000000u);
 	return evr_mon_send(q, 200, r);
 fail:
 	snprintf(err, sizeof(err), "%s", strerror(-e));
@@ -726,8 +656,11 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 		goto fail;
 	t->client_fd = evr_mon_client_fd(q);
 	t->started_mono = evr_mon_now_ns();
+	/* The recording's operation slot goes on to the conversion: one operation. */
+	t->slot = false;
 	record(t);
 	if (evr_mon_client_gone(t->client_fd)) {
+		evr_mon_op_put(q->m);
 		table_remove(t->tab, t);
 		trace_put(t);
 		return MHD_NO;	/* nobody to answer */
@@ -736,9 +669,11 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 	e = t->state == T_FAILED ? -EIO : 0;
 	snprintf(err, sizeof(err), "%s", t->err);
 	pthread_mutex_unlock(&t->tab->lock);
-	if (e < 0)
+	if (e < 0) {
+		evr_mon_op_put(q->m);
 		goto fail;
-	ret = send_trace_file(q, t, t->format);
+	}
+	ret = send_trace_file(q, t, t->format, true);
 	table_remove(t->tab, t);
 	trace_put(t);
 	return ret;
@@ -750,13 +685,16 @@ fail:
 
 enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 {
-	struct tparams p = { .duration_ns = 30000000000ull };
+	struct evr_mon_tparams p = { .duration_ns = 30000000000ull };
 	enum MHD_Result ret = MHD_NO;
 	struct trace *t;
 	char err[512];
 
 	if (params_from_query(q, &p, err, sizeof(err)) < 0)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "%s", err);
+	/* It starts a session in the process: not for a page elsewhere. */
+	if (!evr_mon_side_effect_check(q, &ret))
+		return ret;
 	if (!p.duration_ns)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "duration: more than 0 "
 					    "(POST /processes/%d/traces starts one without end)",
@@ -777,7 +715,7 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 
 enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 {
-	struct tparams p = { 0 };
+	struct evr_mon_tparams p = { 0 };
 	enum MHD_Result ret = MHD_NO;
 	struct MHD_Response *r;
 	json_error_t jerr;
@@ -793,7 +731,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 			return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "the body is not "
 						    "JSON: %s (line %d, column %d)", jerr.text,
 						    jerr.line, jerr.column);
-		if (params_from_json(body, &p, err, sizeof(err)) < 0) {
+		if (evr_mon_tparams_from_json(body, &p, err, sizeof(err)) < 0) {
 			json_decref(body);
 			return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "%s", err);
 		}
@@ -914,7 +852,7 @@ static enum MHD_Result send_kept(struct evr_mon_req *q, struct trace *t)
 	if (st == T_FAILED && t->fd < 0)
 		return evr_mon_send_problem(q, 500, "Internal Server Error", -EIO, "trace %s failed: "
 					    "%s", t->ids, err);
-	return send_trace_file(q, t, f);
+	return send_trace_file(q, t, f, false);
 }
 
 enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const char *id)
@@ -986,4 +924,62 @@ enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const char *id
 	trace_put(t);
 	r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	return evr_mon_send(q, 204, r);
+}
+
+/* ---- expiry ----------------------------------------------------------------------------- */
+
+/*
+ * Stopped kept traces are files in --output-dir: forgotten --trace-ttl after
+ * they stopped, and the oldest first while they take more than --max-kept-bytes
+ * together. A recording one is bounded by its max_size and --max-duration.
+ */
+void evr_mon_traces_expire(struct evr_mon_traces *tab)
+{
+	const struct evr_mon_opts *o = &tab->m->o;
+	struct trace *drop[MAX_KEPT];
+	uint64_t now, total = 0;
+	uint32_t nd = 0;
+
+	pthread_mutex_lock(&tab->lock);
+	/* Read under the lock: a trace stopped since would be "stopped in the future". */
+	now = evr_mon_realtime_ns();
+	for (uint32_t i = 0; i < tab->n; i++) {
+		struct trace *t = tab->v[i];
+
+		if (t->streamed || t->state == T_RECORDING)
+			continue;
+		if (t->stopped_rt && now >= t->stopped_rt && now - t->stopped_rt >= o->trace_ttl_ns &&
+		    nd < MAX_KEPT) {
+			trace_ref(t);
+			drop[nd++] = t;
+		} else {
+			total += t->st.bytes;
+		}
+	}
+	while (total > o->max_kept_bytes && nd < MAX_KEPT) {
+		struct trace *old = NULL;
+
+		for (uint32_t i = 0; i < tab->n; i++) {
+			struct trace *t = tab->v[i];
+			bool dropped = false;
+
+			if (t->streamed || t->state == T_RECORDING)
+				continue;
+			for (uint32_t k = 0; k < nd; k++)
+				dropped |= drop[k] == t;
+			if (!dropped && (!old || t->stopped_rt < old->stopped_rt))
+				old = t;
+		}
+		if (!old)
+			break;
+		trace_ref(old);
+		drop[nd++] = old;
+		total -= old->st.bytes < total ? old->st.bytes : total;
+	}
+	pthread_mutex_unlock(&tab->lock);
+	for (uint32_t k = 0; k < nd; k++) {
+		wait_thread(drop[k]);
+		table_remove(tab, drop[k]);
+		trace_put(drop[k]);
+	}
 }

@@ -124,3 +124,40 @@ json_t *evr_mon_jreal(double v)
 		return json_integer((json_int_t)v);
 	return json_real(v);
 }
+
+int evr_mon_split_path(const char *url, char *segs[EVR_MON_MAX_SEGS], unsigned *ret_n)
+{
+	const char *p = url;
+	unsigned n = 0;
+
+	while (*p) {
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if (!len)
+			break;
+		if (n == EVR_MON_MAX_SEGS) {
+			evr_mon_segs_free(segs, n);
+			return -E2BIG;
+		}
+		segs[n] = strndup(p, len);
+		if (!segs[n]) {
+			evr_mon_segs_free(segs, n);
+			return -ENOMEM;
+		}
+		n++;
+		p += len;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+void evr_mon_segs_free(char *segs[EVR_MON_MAX_SEGS], unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		free(segs[i]);
+		segs[i] = NULL;
+	}
+}

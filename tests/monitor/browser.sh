@@ -33,7 +33,13 @@ chrome --virtual-time-budget=5000 --screenshot="$T/shot.png" "$page" >"$T/shot.l
 chrome --virtual-time-budget=5000 --dump-dom "$page" >"$T/dom.html" 2>"$T/dom.log" ||
 	fail "chromium --dump-dom: $(tail -3 "$T/dom.log")"
 python3 "$HERE/check_page.py" "$T/shot.png" "$T/dom.html" || fail "the counters page"
-for p in / "/ui/processes/$PID" "/ui/processes/$PID/stacks"; do
+# The stacks page stops threads: from a browser it needs the token that the process page's
+# link carries (a GET without it is 403), so it is followed from there.
+for p in / "/ui/processes/$PID" stacks; do
+	if [[ $p == stacks ]]; then
+		p=$(grep -o '/ui/processes/'"$PID"'/stacks?token=[0-9a-f]*' "$T/p.html" | head -1)
+		[[ -n $p ]] || fail "the process page has no stacks link with its token"
+	fi
 	chrome --dump-dom "$U$p" >"$T/p.html" 2>"$T/p.log" || fail "chromium $p: $(tail -3 "$T/p.log")"
 	grep -q 'data-status="ok" data-errors="0"' "$T/p.html" || fail "$p: script error"
 done

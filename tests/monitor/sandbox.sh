@@ -60,7 +60,7 @@ curl -sS --max-time 60 -o "$T/post" -X POST -H 'Content-Type: application/json' 
 	-d '{"providers": "MiniRT"}' "$U/processes/$RT/traces"
 id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/post") ||
 	fail "POST /traces: $(cat "$T/post")"
-expect_status 200 "$U/traces/$id/stop" -X POST
+expect_status 200 "$U/traces/$id/stop" -X POST -H "Content-Type: application/json"
 expect_status 200 "$U/traces/$id/trace?format=jsonl"
 expect_status 204 "$U/traces/$id" -X DELETE
 expect_status 200 "$U/processes/$RT/stream?providers=MiniRT&duration=300ms" -N

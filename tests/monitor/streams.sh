@@ -36,5 +36,41 @@ exec {FD}< <(curl -sS -N --max-time 90 "$U/processes/$PID/stream?providers=MiniR
 read -r -t 30 -u "$FD" line || fail "no record within 30 s of a 60 s stream"
 [[ $line == '{"type":"event"'* ]] || fail "first record: $line"
 exec {FD}<&-
+
+# A stream whose session always has records still ends at its duration (issue 26: the deadline
+# was looked at only when the ring was empty, and a 2 s stream of a busy process ran on). A
+# workload as fast as it can go: the stream never finds its rings empty.
+kill "$MON_PID"
+wait "$MON_PID" 2>/dev/null || true
+start_producer workload "$WORKLOAD" --rate 0 --threads 2
+PID=$PROD_PID
+rm -f "$T/monitor.out"
+start_monitor --listen 127.0.0.1:0 --idle-timeout 1s
+curl -sS -N --max-time 120 -o "$T/busy.ndjson" "$U/processes/$PID/stream?providers=Demo&duration=2s" ||
+	fail "the busy 2 s stream did not end: $(tail -c 300 "$T/busy.ndjson")"
+tail -1 "$T/busy.ndjson" | grep -q '^{"type":"end","events":[0-9]*,"lost":[0-9]*,"reason":"duration"}$' ||
+	fail "the busy stream's last line: $(tail -1 "$T/busy.ndjson" | head -c 300)"
+echo "a 2 s stream of a busy process: $(wc -l <"$T/busy.ndjson") lines, ended by its duration"
+
+# A client that asks for a 1 s stream and never reads: its session is released (the
+# connection is cut an idle timeout after the duration), not held for ever.
+nsessions() { curl -sS "$U/processes/$PID/sessions" | grep -o '"id"' | wc -l; }
+wait_for 30 bash -c "[[ \$(curl -sS '$U/processes/$PID/sessions' | grep -o '\"id\"' | wc -l) == 1 ]]"
+port=${U##*:}
+exec {NR}< <(python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(b"GET /processes/%s/stream?providers=Demo&duration=1s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n" % (sys.argv[2].encode(), sys.argv[1].encode()))
+print("sent", flush=True)
+time.sleep(600)' "$port" "$PID")
+NRPID=$!
+KILL_AT_EXIT+=("$NRPID")
+read -r -t 30 -u "$NR" line || fail "the non-reading client did not start"
+wait_for 30 bash -c "(( \$(curl -sS '$U/processes/$PID/sessions' | grep -o '\"id\"' | wc -l) == 2 ))"
+wait_for 120 bash -c "[[ \$(curl -sS '$U/processes/$PID/sessions' | grep -o '\"id\"' | wc -l) == 1 ]]"
+echo "a client that never reads: its session released, $(nsessions) left (the monitor's own)"
+kill "$NRPID"
+exec {NR}<&-
 monitor_alive
 echo PASS

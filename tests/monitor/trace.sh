@@ -67,13 +67,13 @@ C=$(curl -sS "$U/traces" | python3 -c 'import json,sys; print([t["id"] for t in 
 [[ $(curl -sS "$U/traces" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') == 3 ]] ||
 	fail "GET /traces does not list three traces"
 expect_status 409 "$U/traces/$A/trace"
-expect_status 409 "$U/traces/$C/stop" -X POST
+expect_status 409 "$U/traces/$C/stop" -X POST -H "Content-Type: application/json"
 # Stop a and b (the answer is the trace), cancel c (its stream then ends, complete).
-expect_status 200 "$U/traces/$A/stop" -X POST
+expect_status 200 "$U/traces/$A/stop" -X POST -H "Content-Type: application/json"
 check evtrace "$T/body" MiniRT
-expect_status 200 "$U/traces/$B/stop" -X POST
+expect_status 200 "$U/traces/$B/stop" -X POST -H "Content-Type: application/json"
 check jsonl "$T/body" System.Runtime
-expect_status 409 "$U/traces/$A/stop" -X POST
+expect_status 409 "$U/traces/$A/stop" -X POST -H "Content-Type: application/json"
 expect_status 200 "$U/traces/$A/trace?format=chrome"
 check chrome "$T/body" MiniRT
 expect_status 204 "$U/traces/$C" -X DELETE

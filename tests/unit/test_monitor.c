@@ -281,6 +281,60 @@ static void test_evr_mon_metrics_openmetrics(void **state)
 	pthread_mutex_destroy(&h.lock);
 }
 
+/* The admission policy (issue 26): a rebound Host, Origin: null, typeless POSTs. */
+static void test_evr_mon_admit_rebinding_and_csrf(void **state)
+{
+	struct evr_mon_admit_in in = { .listen_loopback = true, .port = 52330, .local_user = 1,
+				       .method = "GET", .host = "127.0.0.1:52330" };
+	const char *why;
+
+	(void)state;
+	assert_int_equal(evr_mon_admit(&in, &why), 0);
+	in.host = "127.0.0.2:52330";
+	assert_int_equal(evr_mon_admit(&in, &why), 0);
+	in.host = "evil.example:52330";
+	assert_int_equal(evr_mon_admit(&in, &why), 421);
+	in.host = "127.0.0.1:52331";
+	assert_int_equal(evr_mon_admit(&in, &why), 421);
+	/* Everywhere with a key: a foreign Host from our own user needs the key. */
+	in.listen_loopback = false;
+	in.host = "evil.example:52330";
+	assert_int_equal(evr_mon_admit(&in, &why), 401);
+	in.key_ok = true;
+	assert_int_equal(evr_mon_admit(&in, &why), 0);
+	in.key_ok = false;
+	in.host = "0.0.0.0:52330";
+	assert_int_equal(evr_mon_admit(&in, &why), 0);
+	in.local_user = 0;
+	assert_int_equal(evr_mon_admit(&in, &why), 401);
+	in.local_user = 1;
+	in.origin = "null";
+	assert_int_equal(evr_mon_admit(&in, &why), 403);
+	in.origin = "http://0.0.0.0:52330";
+	assert_int_equal(evr_mon_admit(&in, &why), 0);
+	in.method = "POST";
+	assert_int_equal(evr_mon_admit(&in, &why), 415);
+	in.content_type = "application/jsonx";
+	assert_int_equal(evr_mon_admit(&in, &why), 415);
+	in.content_type = "application/json; charset=utf-8";
+	assert_int_equal(evr_mon_admit(&in, &why), 0);
+}
+
+static void test_evr_mon_unescape_control_bytes(void **state)
+{
+	char a[] = "/processes/1/stacks%00/counters", b[] = "/a%20b%2fc", c[] = "x%0ay", d[] = "%zz%4";
+	size_t n;
+
+	(void)state;
+	assert_int_equal(evr_mon_unescape(a, &n), -EILSEQ);
+	assert_string_equal(a, "/processes/1/stacks?/counters");
+	assert_int_equal(evr_mon_unescape(b, &n), 0);
+	assert_string_equal(b, "/a b/c");
+	assert_int_equal(evr_mon_unescape(c, &n), -EILSEQ);
+	assert_int_equal(evr_mon_unescape(d, &n), 0);
+	assert_string_equal(d, "%zz%4");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +346,8 @@ int main(void)
 		cmocka_unit_test(test_evr_mon_accepts_openmetrics_negotiation),
 		cmocka_unit_test(test_evr_mon_metrics_openmetrics),
 		cmocka_unit_test(test_evr_mon_counter_fold_monotonic),
+		cmocka_unit_test(test_evr_mon_admit_rebinding_and_csrf),
+		cmocka_unit_test(test_evr_mon_unescape_control_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
