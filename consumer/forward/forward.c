@@ -395,8 +395,11 @@ static int pump(struct fwd *f, struct source *so)
 
 /*
  * Say when a sink starts dropping because its receiver does not keep up, and
- * when it has caught up again (its queue emptied with no new drop): once per
- * episode, so that a stalled receiver is visible while it happens.
+ * when it has caught up again (nothing waits behind the batch in delivery, and
+ * no new drop): once per episode, so that a stalled receiver is visible while
+ * it happens. Not "the queue is empty": a sink that holds what it wrote until
+ * the peer acknowledges it (graphite) keeps a batch in flight for as long as a
+ * steady stream lasts.
  */
 static void watch_outbox(struct fwd *f, uint32_t i)
 {
@@ -410,7 +413,7 @@ static void watch_outbox(struct fwd *f, uint32_t i)
 		f->behind[i] = true;
 		fprintf(stderr, "evring forward: %s: the receiver is not keeping up; dropping, "
 			"counted\n", s->spec.text);
-	} else if (f->behind[i] && os.dropped_full == f->seen_full[i] && os.queued == 0) {
+	} else if (f->behind[i] && os.dropped_full == f->seen_full[i] && os.waiting == 0) {
 		f->behind[i] = false;
 		fprintf(stderr, "evring forward: %s: caught up (%" PRIu64 " dropped so far)\n",
 			s->spec.text, os.dropped_full);

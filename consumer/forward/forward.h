@@ -181,7 +181,8 @@ struct evr_fwd_outbox_stats {
 	uint64_t dropped_full;		/* refused or evicted: the queue was full */
 	uint64_t dropped_close;		/* still queued at the flush deadline */
 	uint64_t dropped_failed;	/* queued or pushed after the sink failed for good */
-	uint64_t queued;		/* now */
+	uint64_t queued;		/* now, the worker's batch included */
+	uint64_t waiting;		/* now, behind the worker's batch */
 };
 void evr_fwd_outbox_stats(struct evr_fwd_outbox *o, struct evr_fwd_outbox_stats *ret);
 

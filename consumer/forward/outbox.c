@@ -375,6 +375,7 @@ void evr_fwd_outbox_stats(struct evr_fwd_outbox *o, struct evr_fwd_outbox_stats 
 					      .dropped_full = o->dropped_full,
 					      .dropped_close = o->dropped_close,
 					      .dropped_failed = o->dropped_failed,
-					      .queued = o->nweight + o->bweight };
+					      .queued = o->nweight + o->bweight,
+					      .waiting = o->nweight };
 	pthread_mutex_unlock(&o->lock);
 }

@@ -465,7 +465,7 @@ enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid)
 	pthread_mutex_lock(&h->lock);
 	p = evr_mon_hub_get_locked(h, pid, true, (int)(2 * q->m->o.counter_interval_ms) + 3000);
 	if (!p || p->state != EVR_MON_LIVE) {
-		char msg[300];
+		char msg[sizeof(p->err) + 64];
 		int e = -ESRCH;
 
 		if (p && p->state == EVR_MON_FAILED) {

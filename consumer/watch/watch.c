@@ -43,7 +43,7 @@ struct evr_watch_job {
 	/* Written by the attach thread before the release store of done. */
 	int ret;
 	struct evr_client *client;	/* also on failure, once connected: its info */
-	char err[256];
+	char err[512];
 	char note[2048];
 	atomic_bool done;
 	atomic_int refs;

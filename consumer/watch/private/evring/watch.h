@@ -90,7 +90,7 @@ struct evr_watch_counter {
 	char name[64];		/* argv[0]'s base name, or exe's; "?" */	\
 	enum evr_watch_state state;						\
 	int errnum;		/* FAILED, EXITED: why, a positive errno */	\
-	char err[256];		/* ... and in words */				\
+	char err[512];		/* ... and in words */				\
 	struct evr_client *client;	/* LIVE: the counters session */	\
 	struct evr_watch_job *job;	/* ATTACHING: the attach thread's */	\
 	ctr_type *ctr;								\
