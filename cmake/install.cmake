@@ -13,7 +13,7 @@ include(CMakePackageConfigHelpers)
 set(EVR_PUBLIC_INCLUDE_DIRS shm/include sessions/include decode/include producer/include)
 set(EVR_INSTALL_TARGETS evring)
 if(EVR_BUILD_CONSUMER)
-  list(APPEND EVR_PUBLIC_INCLUDE_DIRS consumer/include)
+  list(APPEND EVR_PUBLIC_INCLUDE_DIRS consumer/client/include consumer/tracefile/include)
   list(APPEND EVR_INSTALL_TARGETS evring-consumer)
 endif()
 

@@ -40,7 +40,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "trace-internal.h"
+#include "trace-format.h"
 
 #define REPS 5
 #define HDR_BYTES 32

@@ -9,14 +9,14 @@ evr_unit(test_counter_sample LIBS evring-consumer)
 # do not depend on what the library exports.
 foreach(t test_trace test_trace_fuzz)
   evr_unit(${t} LIBS evring-consumer evring-shm evring-proto)
-  target_sources(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib/crc32c.c)
-  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib)
+  target_sources(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/tracefile/crc32c.c)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/tracefile)
 endforeach()
 
 # Clock sync points: the jump rule, and files with SYNC chunks (piecewise
 # conversion, TSC jumps forward and back) built from real ring bytes.
 evr_unit(test_trace_clock LIBS evring-consumer evring-shm evring-proto)
-target_include_directories(test_trace_clock PRIVATE ${PROJECT_SOURCE_DIR}/consumer/lib)
+target_include_directories(test_trace_clock PRIVATE ${PROJECT_SOURCE_DIR}/consumer/common/private)
 
 # The recorder's way back to direct I/O: the disk's rate and the stream's fit.
 evr_unit(test_recorder_io)

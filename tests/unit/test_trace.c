@@ -28,7 +28,8 @@
 #include <cmocka.h>
 
 #include "trace_gen.h"
-#include "trace-internal.h"
+#include "crc32c.h"
+#include "trace-format.h"
 #include "evr-unit.h"
 
 /* ---- CRC-32C ------------------------------------------------------------- */

@@ -17,7 +17,7 @@
 #include <x86intrin.h>
 
 #include "trace_gen.h"
-#include "trace-internal.h"
+#include "evring/clock-sync.h"
 
 static uint64_t abs_diff_u64(uint64_t a, uint64_t b)
 {

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "trace_gen.h"
-#include "trace-internal.h"
+#include "trace-format.h"
 
 struct outcome {
 	int open_rc;

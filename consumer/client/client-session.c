@@ -18,8 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/clock-sync.h>
+
 #include "client-internal.h"
-#include "trace-internal.h"
 
 #define fail evr_client_fail
 

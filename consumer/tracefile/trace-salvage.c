@@ -29,82 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace-internal.h"
+#include "trace-chunk.h"
+#include "trace-salvage.h"
+#include "trace-take.h"
 
 #define RESYNC_BLOCK (64u * 1024u)
-
-void evr_trace_problem(struct evr_trace_reader *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (r->nproblems == EVR_TRACE_PROBLEMS_MAX) {
-		r->problems_dropped++;
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(r->problems[r->nproblems], sizeof(r->problems[0]), fmt, ap);
-	va_end(ap);
-	r->nproblems++;
-}
-
-bool evr_trace_note_repair(struct evr_trace_reader *r, uint64_t off)
-{
-	uint32_t lo = 0, hi = r->nrepaired;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->repaired[mid] == off)
-			return false;
-		if (r->repaired[mid] < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (r->nrepaired == r->repaired_cap) {
-		uint32_t cap = r->repaired_cap ? 2 * r->repaired_cap : 16;
-		uint64_t *n = reallocarray(r->repaired, cap, sizeof(*n));
-
-		if (!n)
-			return true;	/* said twice rather than not at all */
-		r->repaired = n;
-		r->repaired_cap = cap;
-	}
-	memmove(r->repaired + lo + 1, r->repaired + lo, (r->nrepaired - lo) * sizeof(*r->repaired));
-	r->repaired[lo] = off;
-	r->nrepaired++;
-	return true;
-}
-
-bool evr_trace_chunk_hdr_fix(struct evr_trace_chunk_hdr *h)
-{
-	struct evr_trace_chunk_hdr fixed = *h;
-	uint64_t bit;
-	int k = evr_crc32c_fix1(&fixed, EVR_TRACE_CHUNK_HDR_CRC_LEN, fixed.hdr_crc, &bit);
-
-	if (k == 1)
-		((uint8_t *)&fixed)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-	else if (k == 0)
-		fixed.hdr_crc = evr_trace_chunk_hdr_crc(&fixed);
-	else
-		return false;
-	if (!evr_trace_chunk_hdr_ok(&fixed))
-		return false;
-	*h = fixed;
-	return true;
-}
-
-bool evr_trace_repair_hdr(struct evr_trace_reader *r, uint64_t off, struct evr_trace_chunk_hdr *h)
-{
-	if (!evr_trace_chunk_hdr_fix(h))
-		return false;
-	if (!evr_trace_note_repair(r, off + 1))	/* + 1: the header, not the payload */
-		return true;
-	r->repaired_chunks++;
-	evr_trace_problem(r, "chunk header at offset %llu: one flipped bit repaired from its CRC",
-			  (unsigned long long)off);
-	return true;
-}
 
 int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uint64_t *ret_off,
 		     uint32_t *ret_seq)

@@ -31,24 +31,13 @@
 
 #include <evring/consumer.h>
 
+#include "client-internal.h"
+
 #define CONNECT_TIMEOUT_MS 10000
 
 extern char **environ;
 
-static int fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errbuf && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(errbuf, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
+#define fail evr_client_fail
 
 static uint64_t now_ns(void)
 {

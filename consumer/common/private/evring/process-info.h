@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* evr.ProcessInfo to struct evr_process_info, for the client (Hello) and trace files. */
-#ifndef EVR_PROCESS_INTERNAL_H
-#define EVR_PROCESS_INTERNAL_H
+#ifndef EVR_PROCESS_INFO_H
+#define EVR_PROCESS_INFO_H
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,4 +58,4 @@ static inline void evr_process_info_free_strings(struct evr_process_info *pi)
 	free(pi->evring_version);
 }
 
-#endif /* EVR_PROCESS_INTERNAL_H */
+#endif /* EVR_PROCESS_INFO_H */

@@ -24,9 +24,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include <evring/clock-sync.h>
 #include <evring/shm.h>
-
-#include "trace-internal.h"
 
 #define FIRST_RATE_NS	100000000ull	/* the second point, for a first measured rate */
 #define AFTER_JUMP_NS	10000000ull	/* the new segment's second point */

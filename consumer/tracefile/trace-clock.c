@@ -29,7 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace-internal.h"
+#include <evring/clock-sync.h>
+
+#include "trace-clock.h"
+#include "trace-state.h"
 
 int evr_trace_clock_add(struct evr_trace_clock *k, const uint8_t *data, uint32_t len)
 {

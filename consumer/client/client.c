@@ -22,34 +22,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <evring/process-info.h>
 #include <evring/rundir.h>
 
 #include "client-internal.h"
-#include "process-internal.h"
-
-int evr_consumer_pidfd_open(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	/* pidfds are close-on-exec by definition. */
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
-int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errbuf && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(errbuf, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 #define fail evr_client_fail
 

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "trace-internal.h"
+#include "trace-format.h"
 
 struct evr_trace_writer {
 	int fd;

@@ -34,9 +34,27 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace-internal.h"
+#include "trace-chunk.h"
+#include "trace-salvage.h"
+#include "trace-stream.h"
+#include "trace-take.h"
 
 #define EVR_TRACE_STREAM_WINDOW (64u << 20)
+
+/* One EVENTS chunk read from a stream, waiting for its ring to need it. */
+struct evr_trace_qchunk {
+	struct evr_trace_qchunk *next;
+	uint8_t *data;			/* the payload (events record + ring bytes) */
+	uint32_t len;
+	uint32_t npts;			/* sync points read before it */
+	uint64_t off;			/* stream offset of its header */
+};
+
+/* A SYNC point whose ring heads the stream has not delivered yet (watermark). */
+struct evr_trace_wm_point {
+	uint64_t mono_ns;
+	uint64_t *heads;		/* nr_rings */
+};
 
 /* read() exactly @len bytes unless the stream ends. Return: bytes read, -errno. */
 static ssize_t read_full(int fd, void *buf, size_t len)

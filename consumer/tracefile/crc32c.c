@@ -27,7 +27,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "trace-internal.h"
+#include <evring/trace.h>
+
+#include "crc32c.h"
 
 #define CRC32C_POLY 0x82f63b78u
 

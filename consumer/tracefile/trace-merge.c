@@ -30,7 +30,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace-internal.h"
+#include "trace-chunk.h"
+#include "trace-clock.h"
+#include "trace-merge.h"
+#include "trace-salvage.h"
+#include "trace-stream.h"
+
+/*
+ * CLOCK_MONOTONIC ns of raw timestamp @ts of the record at ring position @pos
+ * of @ring. The common case (one segment, the same interval as the ring's last
+ * record) stays inline. Here, with its one caller, rather than in trace-clock.h,
+ * so that the clock's header calls nothing of trace-clock.c.
+ */
+static inline uint64_t evr_trace_ts_ns(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+				       uint64_t ts)
+{
+	const struct evr_trace_clock *k = &r->clk;
+	uint32_t i;
+
+	if (!k->piecewise)
+		return evr_clock_to_mono_ns(&r->session.clock, ts);
+	i = r->rings[ring].clk.pt;
+	if (k->nseg == 1 && ts >= k->pts[i].ts && (i + 1 == k->npts || ts < k->pts[i + 1].ts))
+		return evr_clock_to_mono_ns(&k->lines[i], ts);
+	return evr_trace_clock_convert(r, ring, pos, ts);
+}
+
+/* See evr_trace_clock_check_slow(); the common case (nothing to look at) inline. */
+static inline void evr_trace_clock_check(struct evr_trace_reader *r, uint32_t ring, uint64_t pos,
+					 uint64_t ts)
+{
+	const struct evr_trace_clock *k = &r->clk;
+	uint32_t i;
+
+	if (!k->piecewise)
+		return;
+	i = r->rings[ring].clk.chk;
+	if (i < k->npts && pos < k->heads[(size_t)i * k->nr_rings + ring] && ts <= k->pts[i].ts)
+		return;
+	evr_trace_clock_check_slow(r, ring, pos, ts);
+}
 
 /* ---- one chunk into entries ------------------------------------------------ */
 
