@@ -25,14 +25,15 @@ target_link_options(heap-dlopen PRIVATE -Wl,--no-as-needed)
 add_test(NAME heap_toggle COMMAND heap-toggle 1000)
 set_tests_properties(heap_toggle PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
 
-# Each is `bash tests/heap/NAME.sh EVRING BINDIR [ARGS]`; exit 77 = skipped with the reason.
-foreach(t IN ITEMS sites_pid sites_launch dlopen)
-  string(REGEX REPLACE "_.*" "" script ${t})
-  string(REGEX MATCH "_.*" mode "${t}")
-  string(REPLACE "_" "" mode "${mode}")
-  add_test(NAME heap_${t}
-    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/${script}.sh $<TARGET_FILE:evring-cli>
+# Each is `bash tests/heap/NAME.sh EVRING BINDIR ARG`; exit 77 = skipped with the reason.
+foreach(mode IN ITEMS pid launch)
+  add_test(NAME heap_sites_${mode}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/sites.sh $<TARGET_FILE:evring-cli>
             $<TARGET_FILE_DIR:heap-sites> ${mode})
-  set_tests_properties(heap_${t} PROPERTIES LABELS integration TIMEOUT 300
+  set_tests_properties(heap_sites_${mode} PROPERTIES LABELS integration TIMEOUT 300
     SKIP_RETURN_CODE 77)
 endforeach()
+add_test(NAME heap_dlopen
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/dlopen.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:heap-sites> $<TARGET_FILE:heap-dlopen-lib>)
+set_tests_properties(heap_dlopen PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
