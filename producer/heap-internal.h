@@ -39,6 +39,10 @@ EVR_HIDDEN int evr_heap_got_restore(void);
  * dl_iterate_phdr() call that stops at the first module. */
 EVR_HIDDEN bool evr_heap_got_modules_changed(void);
 
+/* The Heap provider's estimates from its samples: the bytes of the sampled blocks
+ * alive and of all sampled blocks, each as many as it stands for (0 until enabled). */
+EVR_HIDDEN void evr_heap_estimates(double *ret_live, double *ret_allocated);
+
 /* Whether @p is a provider that a session's "*" does not enable (Heap). */
 EVR_HIDDEN bool evr_heap_provider_by_name_only(const struct evr_provider *p);
 

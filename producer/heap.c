@@ -35,8 +35,9 @@
  * lock-free and signal-safe; the only lock, the patcher's, is tried, never
  * waited for, from a hook.
  *
- * Modules loaded after the session started are patched from the next sampled
- * allocation that finds dl_iterate_phdr()'s load count changed. (Hooking
+ * Modules loaded after the session started are patched from a sampled
+ * allocation (every 8th of a thread) that finds dl_iterate_phdr()'s load count
+ * changed. (Hooking
  * dlopen() itself would make libevring its caller, which changes the search
  * path of a dlopen() of a bare name: RUNPATH and $ORIGIN are the caller's.)
  */
@@ -55,6 +56,8 @@
 #define TAB_SIZE (1u << TAB_BITS)
 #define MAX_PROBE 32u
 #define TOMB ((uintptr_t)1)
+#define FILT_BITS 13u
+#define FILT_SIZE (1u << FILT_BITS)
 
 /* Alloc's flags. */
 #define HEAP_F_UNTRACKED 1u	/* its free will not be reported: leave it out of in-use */
@@ -80,13 +83,22 @@ static TLS int64_t tls_left;	/* bytes until this thread's next sample */
 static TLS uint64_t tls_rng;	/* 0: not seeded */
 static TLS uint32_t tls_gen;	/* heap_gen its count was drawn for */
 static TLS uint8_t tls_busy;	/* in the sampled path */
+static TLS uint8_t tls_samples;	/* this thread's samples, modulo 256 */
 
 static _Atomic uint64_t heap_rate = EVR_HEAP_DEFAULT_RATE;
 static _Atomic uint32_t heap_gen = 1;
 static _Atomic bool heap_on;
 
 static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an address */
+/* How many keys of tab each region of addresses has (16 KiB, cache-resident): a free
+ * whose region has none is told apart with one load, never a miss into tab. */
+static _Atomic uint16_t *filt;
 static _Atomic uint64_t live_blocks;
+/* The estimated bytes each key of tab stands for (parallel to it), and the totals of
+ * all sampled blocks: what the Memory provider's counters show (heap-counters.c). */
+static _Atomic uint64_t *tab_w;
+static _Atomic int64_t est_live;
+static _Atomic uint64_t est_allocated;
 
 /* The functions the hooks call, set before any slot points at a hook. */
 static void *(*real_malloc)(size_t);
@@ -106,7 +118,12 @@ static inline uint32_t tab_home(uintptr_t a)
 	return (uint32_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull >> (64u - TAB_BITS));
 }
 
-static bool tab_insert(uintptr_t a)
+static inline uint32_t filt_of(uintptr_t a)
+{
+	return (uint32_t)(((uint64_t)a >> 4) * 0xc2b2ae3d27d4eb4full >> (64u - FILT_BITS));
+}
+
+static bool tab_insert(uintptr_t a, uint64_t w)
 {
 	uint32_t h = tab_home(a);
 
@@ -117,6 +134,12 @@ static bool tab_insert(uintptr_t a)
 		if ((v == 0 || v == TOMB) &&
 		    atomic_compare_exchange_strong_explicit(s, &v, a, memory_order_relaxed,
 							    memory_order_relaxed)) {
+			/* The key's remover reads it after the block was handed out: after this. */
+			atomic_store_explicit(&tab_w[s - tab], w, memory_order_relaxed);
+			atomic_fetch_add_explicit(&est_live, (int64_t)w, memory_order_relaxed);
+			/* Saturates: a region at the top stays "maybe" for good. */
+			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+				atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&live_blocks, 1, memory_order_relaxed);
 			return true;
 		}
@@ -124,20 +147,50 @@ static bool tab_insert(uintptr_t a)
 	return false;
 }
 
+/*
+ * A tombstone that an empty slot follows ends no probe that could find a key
+ * past it: it becomes empty, and so do the tombstones just before it, so that
+ * misses stay short. (An insert racing into the slot after it, found empty
+ * here, could be cut off from its home: that key's free would go unreported,
+ * a sampled block counted in use. Both are rare events, sampled ones.)
+ */
+static void tab_trim(uint32_t i)
+{
+	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)], memory_order_relaxed) == 0) {
+		uintptr_t t = TOMB;
+
+		if (!atomic_compare_exchange_strong_explicit(&tab[i], &t, 0, memory_order_relaxed,
+							     memory_order_relaxed))
+			return;
+		i = (i - 1) & (TAB_SIZE - 1);
+	}
+}
+
 /* Return: whether @a was there (and is now removed). */
 static inline bool tab_remove(uintptr_t a)
 {
 	uint32_t h = tab_home(a);
 
+	if (!atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed))
+		return false;
 	for (uint32_t i = 0; i < MAX_PROBE; i++) {
-		_Atomic uintptr_t *s = &tab[(h + i) & (TAB_SIZE - 1)];
-		uintptr_t v = atomic_load_explicit(s, memory_order_relaxed);
+		uint32_t k = (h + i) & (TAB_SIZE - 1);
+		uintptr_t v = atomic_load_explicit(&tab[k], memory_order_relaxed);
 
-		if (v == a)
-			return atomic_compare_exchange_strong_explicit(s, &v, TOMB,
-								       memory_order_relaxed,
-								       memory_order_relaxed) &&
-			       (atomic_fetch_sub_explicit(&live_blocks, 1, memory_order_relaxed), true);
+		if (v == a) {
+			uint64_t w = atomic_load_explicit(&tab_w[k], memory_order_relaxed);
+
+			if (!atomic_compare_exchange_strong_explicit(&tab[k], &v, TOMB,
+								     memory_order_relaxed,
+								     memory_order_relaxed))
+				return false;
+			atomic_fetch_sub_explicit(&est_live, (int64_t)w, memory_order_relaxed);
+			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+				atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&live_blocks, 1, memory_order_relaxed);
+			tab_trim(k);
+			return true;
+		}
 		if (v == 0)
 			return false;
 	}
@@ -182,7 +235,7 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 {
 	uint64_t rate = atomic_load_explicit(&heap_rate, memory_order_relaxed);
 	uint32_t gen = atomic_load_explicit(&heap_gen, memory_order_relaxed);
-	uint64_t rec[4];
+	uint64_t rec[4], w;
 
 	if (tls_busy)
 		return;
@@ -199,7 +252,8 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 	tls_left = draw(rate);
 	if (!p || !atomic_load_explicit(&heap_on, memory_order_relaxed))
 		goto out;
-	if (EVR_UNLIKELY(evr_heap_got_modules_changed()))
+	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice). */
+	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) && evr_heap_got_modules_changed())
 		repatch();
 	if (!evr_event_enabled(&alloc_ev))
 		goto out;
@@ -207,8 +261,11 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 	rec[1] = n;
 	rec[2] = rate;
 	rec[3] = 0;
+	/* What it stands for (consumers compute the same from the event). */
+	w = (uint64_t)((double)n / -expm1(-(double)(n ? n : 1) / (double)rate));
+	atomic_fetch_add_explicit(&est_allocated, w, memory_order_relaxed);
 	/* Either order works: no other thread can free the block before we return it. */
-	if (!tab_insert((uintptr_t)p))
+	if (!tab_insert((uintptr_t)p, w))
 		rec[3] = HEAP_F_UNTRACKED;
 	(void)evr_event_write(&alloc_ev, rec, sizeof(rec));
 out:
@@ -341,12 +398,15 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 		return;
 	}
 	if (!tab) {
-		void *m = mmap(NULL, TAB_SIZE * sizeof(*tab), PROT_READ | PROT_WRITE,
+		size_t tb = TAB_SIZE * sizeof(*tab);
+		void *m = mmap(NULL, 2 * tb + FILT_SIZE * sizeof(*filt), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 		if (m == MAP_FAILED)
 			return;
 		/* Never unmapped: hooks may look into it at any time after. */
+		tab_w = (_Atomic uint64_t *)((char *)m + tb);
+		filt = (_Atomic uint16_t *)((char *)m + 2 * tb);
 		tab = m;
 	}
 	/*
@@ -377,6 +437,14 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 static struct evr_provider heap_prov = {
 	.name = "Heap", .events = heap_events, .callback = heap_enable,
 };
+
+void evr_heap_estimates(double *ret_live, double *ret_allocated)
+{
+	int64_t l = atomic_load_explicit(&est_live, memory_order_relaxed);
+
+	*ret_live = l > 0 ? (double)l : 0;
+	*ret_allocated = (double)atomic_load_explicit(&est_allocated, memory_order_relaxed);
+}
 
 bool evr_heap_provider_by_name_only(const struct evr_provider *p)
 {
