@@ -428,18 +428,18 @@ static int add_heap(struct pp *p, const struct evr_event_view *v, enum evr_heap_
 }
 
 /*
- * The events first: the Heap provider's (unless @event_stacks), and the other
- * events' stacks when the profile is not of CPU samples. A trace with heap
- * samples makes a heap profile; else CPU samples, else event stacks.
+ * The CPU samples; else, from the events, the Heap provider's samples (unless
+ * @event_stacks) make a heap profile, and without them the events' stacks
+ * make one.
  */
 static int add_trace(struct pp *p, const struct evr_samples *ss, bool event_stacks)
 {
 	struct evr_event_view v;
 	struct evr_heap_rec h;
 	uint64_t pcs[128];
-	int err = 0, n;
+	int err = 0, n = 0;
 
-	while (!err && (n = evr_trace_reader_next(p->r, &v)) == 1) {
+	while (!p->cpu && !err && (n = evr_trace_reader_next(p->r, &v)) == 1) {
 		uint32_t k = v.nframes < 128 ? v.nframes : 128;
 		enum evr_heap_kind hk = event_stacks ? EVR_HEAP_NONE : evr_heap_decode(&v, &h);
 
@@ -447,7 +447,7 @@ static int add_trace(struct pp *p, const struct evr_samples *ss, bool event_stac
 			err = add_heap(p, &v, hk, &h);
 			continue;
 		}
-		if (p->cpu || v.type != EVR_REC_EVENT || !k)
+		if (v.type != EVR_REC_EVENT || !k)
 			continue;
 		memcpy(pcs, v.frames, 8u * k);
 		err = add_stack(p, v.tid, pcs, k, false, v.ts_ns, 1);

@@ -4,7 +4,8 @@
 # (MODE pid) or from its start (MODE launch): alloc_space per site within 15% of the truth
 # (sampling every 16 KiB: the smallest site gets ~640 samples, 4% of relative error per SD),
 # inuse_space with keep_1k and keep_16 and not churn_64k, from evring's own estimate and
-# from `go tool pprof -sample_index=...` reading the file; report's heap section agrees.
+# from `go tool pprof -sample_index=...` reading the file; report's heap section agrees, and
+# the folded stacks of the heap in use.
 source "$(dirname "$0")/lib.sh"
 
 if [[ $MODE == pid ]]; then
@@ -53,6 +54,21 @@ for site, want in truth.items():
 assert b(rows["churn_64k"][2]) < 0.01 * 50 * MiB, f"churn_64k still in use:\n{text}"
 assert abs(b(rows["keep_1k"][2]) - 100 * MiB) <= 15 * MiB, text
 assert "Leak candidates" in text and "keep_1k" in text.split("Leak candidates")[1], text
+PY
+
+# Folded stacks of the heap in use at the end: by leaf, the kept sites, not the freed one.
+"$EVRING" convert "$T/h.evtrace" --format folded -o "$T/h.folded" 2>"$T/fold.err" ||
+	fail "convert --format folded: $(cat "$T/fold.err")"
+python3 - "$T/h.folded" <<'PY'
+import sys
+MiB = 1 << 20
+leaf = {}
+for l in open(sys.argv[1]):
+    stack, n = l.rsplit(" ", 1)
+    leaf[stack.split(";")[-1]] = leaf.get(stack.split(";")[-1], 0) + int(n)
+assert abs(leaf.get("keep_1k", 0) - 100 * MiB) <= 15 * MiB, f"folded in use: {leaf}"
+assert abs(leaf.get("keep_16", 0) - 10 * MiB) <= 1.5 * MiB, f"folded in use: {leaf}"
+assert "churn_64k" not in leaf, f"folded in use: {leaf}"
 PY
 
 ((${#PPROF[@]})) || skip "no pprof reader (go tool pprof: Debian golang-go); evring's report checked"
