@@ -37,3 +37,9 @@ add_test(NAME heap_dlopen
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/dlopen.sh $<TARGET_FILE:evring-cli>
           $<TARGET_FILE_DIR:heap-sites> $<TARGET_FILE:heap-dlopen-lib>)
 set_tests_properties(heap_dlopen PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# Against heaptrack's exact profile (skipped without heaptrack).
+add_test(NAME heap_heaptrack
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/heaptrack.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:heap-sites>)
+set_tests_properties(heap_heaptrack PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
