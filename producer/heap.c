@@ -8,8 +8,10 @@
  * aligned_alloc, posix_memalign, memalign, valloc and reallocarray in every
  * loaded module at the hooks below (heap-got.c); when the last such session
  * ends it puts them back. The hooks stay mapped and keep working, so a thread
- * that entered one before the restore, or a child forked while they were
- * installed (whose sessions are gone), passes straight through.
+ * that entered one before the restore passes straight through. A child forked
+ * while they were in has no session: the registry's fork handler switches the
+ * provider off there, which puts its slots back (the patcher's flag is reset
+ * first, its holder being a thread the child does not have).
  *
  * Sampling (Poisson by bytes, as tcmalloc and Go do): every byte is marked
  * with probability 1/RATE. Each thread counts down the bytes until its next

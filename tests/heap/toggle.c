@@ -5,10 +5,14 @@
  * function (tests/heap.cmake: heap_toggle). Each block is filled with a pattern
  * of its own and checked before it is freed, blocks cross threads, and glibc
  * checks every free: a block freed by the wrong allocator, or freed twice,
- * aborts. At the end the GOT holds libc's malloc again.
+ * aborts. At the end the GOT holds libc's malloc again. Every 50th round forks
+ * while the hooks are in: the child has no session, so its slots are put back
+ * (by libevring's fork handler) and its allocations are its own.
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -134,6 +138,22 @@ int main(int argc, char **argv)
 		if (!heap_test_hooked()) {
 			fprintf(stderr, "round %d: the session is on and malloc is not hooked\n", r);
 			return 1;
+		}
+		if (r % 50 == 25) {
+			pid_t c = fork();
+			int st;
+
+			if (c == 0) {
+				/* No session here: the slots were put back at the fork. */
+				for (int i = 0; i < 100000; i++)
+					free(fill(malloc(16 + (size_t)i % 4000), 16 + (size_t)i % 4000,
+						  (uint8_t)i | 1u));
+				_exit(heap_test_hooked() ? 3 : 0);
+			}
+			if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st)) {
+				fprintf(stderr, "round %d: the forked child failed (%d)\n", r, st);
+				return 1;
+			}
 		}
 		/* Let the workers through the hooks before switching them off. */
 		while (atomic_load(&ops) < last + 200)
