@@ -5,7 +5,8 @@
  * function (tests/heap.cmake: heap_toggle). Each block is filled with a pattern
  * of its own and checked before it is freed, blocks cross threads, and glibc
  * checks every free: a block freed by the wrong allocator, or freed twice,
- * aborts. At the end the GOT holds libc's malloc again. Every 50th round forks
+ * aborts. At the end the GOT holds libc's malloc again. A session of "*" never
+ * puts the hooks in (Heap is enabled by name only). Every 50th round forks
  * while the hooks are in: the child has no session, so its slots are put back
  * (by libevring's fork handler) and its allocations are its own.
  */
@@ -119,6 +120,21 @@ int main(int argc, char **argv)
 	unsigned long last = 0;
 
 	heap_test_skip_sanitizer();
+	{
+		struct evr_session_opts o = { .providers = "*", .ring_size = 64 * 1024 };
+		struct evr_session *s;
+
+		if (evr_session_start(&o, &s, err, sizeof(err)) < 0) {
+			fprintf(stderr, "session '*': %s\n", err);
+			return 1;
+		}
+		if (heap_test_hooked()) {
+			fprintf(stderr, "a session of '*' put the heap hooks in\n");
+			return 1;
+		}
+		evr_session_stop(s);
+		evr_session_free(s);
+	}
 	for (long i = 0; i < THREADS; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)(i + 1)))
 			return 1;
