@@ -33,7 +33,6 @@
  * have been held by a thread that does not exist there: it is reset when the
  * process id changed.
  */
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
@@ -102,22 +101,33 @@ struct dyn {
 	uintptr_t relro_lo, relro_hi;	/* read-only pages after relocation */
 };
 
+/* Whether @info is the module whose code holds @addr (libevring: found by its own
+ * code, not with dladdr(), which takes the loader's other lock, the one dlopen()
+ * takes before that which dl_iterate_phdr() holds). */
+static bool module_holds(const struct dl_phdr_info *info, uintptr_t addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && addr >= lo && addr - lo < ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
 static bool module_skipped(const struct dl_phdr_info *info)
 {
 	const char *n = info->dlpi_name, *b;
-	Dl_info self;
 
+	if (module_holds(info, (uintptr_t)evr_heap_got_patch))
+		return true;
 	if (!n || !*n)
 		return false;	/* the executable */
 	b = strrchr(n, '/');
 	b = b ? b + 1 : n;
-	if (!strncmp(b, "libc.so", 7) || !strncmp(b, "ld-linux", 8) || !strncmp(b, "linux-vdso", 10) ||
-	    !strncmp(b, "linux-gate", 10))
-		return true;
-	if (dladdr((void *)(uintptr_t)evr_heap_got_patch, &self) && self.dli_fbase &&
-	    (uintptr_t)self.dli_fbase == info->dlpi_addr)
-		return true;
-	return false;
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "ld-linux", 8) ||
+	       !strncmp(b, "linux-vdso", 10) || !strncmp(b, "linux-gate", 10);
 }
 
 static uintptr_t dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) v)
