@@ -57,6 +57,8 @@ static uint32_t nslots;
 static _Atomic int patch_lock;
 static pid_t patch_pid;
 static unsigned long long seen_adds, seen_subs;
+/* A pass met a module not relocated yet (a dlopen() on another thread): look again. */
+static bool pending;
 
 static uint64_t hash_name(const char *s)
 {
@@ -99,6 +101,7 @@ struct dyn {
 	const ElfW(Rela) *rela, *jmprel;
 	size_t relasz, jmprelsz;
 	uintptr_t relro_lo, relro_hi;	/* read-only pages after relocation */
+	uintptr_t span;			/* the end of its highest segment, unrelocated */
 };
 
 /* Whether @info is the module whose code holds @addr (libevring: found by its own
@@ -145,6 +148,8 @@ static bool dyn_read(const struct dl_phdr_info *info, struct dyn *d)
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
+		if (ph->p_type == PT_LOAD && ph->p_vaddr + ph->p_memsz > d->span)
+			d->span = ph->p_vaddr + ph->p_memsz;
 		if (ph->p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
 		else if (ph->p_type == PT_GNU_RELRO) {
@@ -206,7 +211,7 @@ struct patch_ctx {
 	const struct evr_heap_sym *syms;
 	uint32_t n;
 	int patched;
-	bool full;
+	bool full, unrelocated;
 };
 
 static const struct evr_heap_sym *match(const struct patch_ctx *c, const struct dyn *d,
@@ -238,6 +243,16 @@ static void patch_table(struct patch_ctx *c, const struct dl_phdr_info *info,
 		slot = (uintptr_t *)(info->dlpi_addr + tab[k].r_offset);
 		if (__atomic_load_n(slot, __ATOMIC_RELAXED) == s->hook)
 			continue;
+		/*
+		 * A module another thread's dlopen() has listed but not relocated yet
+		 * holds link-time values (below its size): the loader will write the
+		 * slot (adding the base to a lazy one) and protect its RELRO after us.
+		 * Left for a later pass.
+		 */
+		if (info->dlpi_addr && *slot < d->span) {
+			c->unrelocated = true;
+			continue;
+		}
 		if (nslots == MAX_SLOTS) {
 			c->full = true;
 			return;
@@ -274,6 +289,7 @@ int evr_heap_got_patch(const struct evr_heap_sym *syms, uint32_t n, bool block)
 	if (!lock_patcher(block))
 		return -EBUSY;
 	dl_iterate_phdr(patch_cb, &c);
+	pending = c.unrelocated;
 	unlock_patcher();
 	return c.full ? -ENOSPC : c.patched;
 }
@@ -334,6 +350,8 @@ bool evr_heap_got_modules_changed(void)
 {
 	bool changed = false;
 
+	if (pending)
+		return true;
 	dl_iterate_phdr(first_cb, &changed);
 	return changed;
 }
