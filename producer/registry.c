@@ -12,6 +12,7 @@
 #include <evring/ring-rseq.h>
 
 #include "producer-internal.h"
+#include "heap-internal.h"
 #include "registry-internal.h"
 #include "stack-internal.h"
 
@@ -362,6 +363,9 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 		const struct evr_session *s = t->slot[i];
 
 		spec[i] = evr_provider_spec_list_find(s->cfg.providers, p->name);
+		/* Heap patches the process when on: by its name only, never by "*". */
+		if (spec[i] && evr_heap_provider_by_name_only(p) && strcmp(spec[i]->name, p->name))
+			spec[i] = NULL;
 		if (!spec[i])
 			continue;
 		pmask |= 1ull << i;

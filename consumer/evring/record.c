@@ -66,6 +66,8 @@ static void usage(FILE *f)
 		"                           (e.g. 1s; at least 10ms; default: no counters)\n"
 		"      --stacks[=DEPTH]     every event carries its thread's call stack, at most\n"
 		"                           DEPTH frames (1-127, default 64)\n"
+		"      --heap[=RATE]        sample heap allocations, one every RATE bytes on\n"
+		"                           average (default 512K), with stacks (docs/memory.md)\n"
 		"      --sample-cpu[=HZ]    also sample the process's threads on the CPU with\n"
 		"                           perf_events, HZ times a second (default 999), with\n"
 		"                           call stacks and context switches\n"
@@ -115,7 +117,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT };
+	       OPT_FORMAT, OPT_HEAP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -128,6 +130,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
 		{ "stacks", optional_argument, NULL, OPT_STACKS },
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
+		{ "heap", optional_argument, NULL, OPT_HEAP },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 		{ "io", required_argument, NULL, OPT_IO },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
@@ -197,6 +200,10 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			o->sample_hz = 999;
 			if (optarg &&
 			    parse_uint_opt("--sample-cpu", optarg, 1, 100000, &o->sample_hz) < 0)
+				return -EINVAL;
+			break;
+		case OPT_HEAP:
+			if (evr_record_heap_parse(optarg, o) < 0)
 				return -EINVAL;
 			break;
 		case OPT_COUNTERS: {
@@ -281,7 +288,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		return -EINVAL;
 	}
 	/* Values that need no process are checked now, not after attaching. */
-	if (evr_record_profiles_apply(o) < 0 || evr_record_check_opts(o) < 0)
+	if (evr_record_profiles_apply(o) < 0 || evr_record_heap_apply(o) < 0 ||
+	    evr_record_check_opts(o) < 0)
 		return -EINVAL;
 	return 1;
 }
@@ -532,7 +540,7 @@ static int sideband_open(struct recorder *r, pid_t pid)
 	char err[512] = "";
 	int ret;
 
-	if (!r->o->stack_depth && !r->o->sample_hz)
+	if (!r->o->stack_depth && !r->o->sample_hz && !r->o->heap_rate)
 		return 0;
 	ret = evr_sideband_new(&so, &r->sb, err, sizeof(err));
 	if (ret < 0) {

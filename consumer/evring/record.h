@@ -42,6 +42,7 @@ struct record_opts {
 	const char *profile;		/* --profile NAME[,NAME...], or NULL */
 	const struct evr_export_format *format;	/* --format, or NULL */
 	char *owned_providers, *owned_output;
+	uint64_t heap_rate;		/* --heap[=RATE]; 0: no heap profile (record-heap.c) */
 	pid_t convert_pid;		/* the --format helper, or 0 */
 	int convert_fd;			/* its go-ahead pipe */
 };
@@ -56,6 +57,12 @@ struct evr_export_format;
  * Each returns 0 or -errno after printing why.
  */
 int evr_record_profiles_apply(struct record_opts *o);
+
+/* record-heap.c: --heap[=RATE] (bytes, with K/M/G), and the Heap provider added to
+ * the providers once the profiles are applied. Return: 0 or -errno after printing why. */
+#define EVR_RECORD_HEAP_DEFAULT_RATE (512u * 1024u)
+int evr_record_heap_parse(const char *arg, struct record_opts *o);
+int evr_record_heap_apply(struct record_opts *o);
 int evr_record_format_parse(const char *s, struct record_opts *o);
 int evr_record_default_output(struct record_opts *o);
 int evr_record_convert_prepare(struct record_opts *o);

@@ -26,6 +26,7 @@
 
 #include "cli.h"
 #include "report-cpu.h"
+#include "report-heap.h"
 
 #define CMD "report"
 #define TOP_FUNCTIONS 20
@@ -482,6 +483,8 @@ static int run(const struct report_opts *o)
 	unsigned width = term_width(o);
 	struct flames fl = { 0 };
 	struct evr_report_cpu cpu = { 0 };
+	struct evr_report_heap heap = { 0 };
+	struct evr_trace_reader *hr = NULL;
 	FILE *html = NULL;
 	char err[512];
 	int ret;
@@ -508,6 +511,10 @@ static int run(const struct report_opts *o)
 		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 		goto out;
 	}
+	/* The heap section reads the events again (Heap's only), from a reader of its own. */
+	if (evr_schema_set_count(evr_trace_reader_schemas(r)) &&
+	    evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &hr) < 0)
+		hr = NULL;	/* no heap section; the rest works */
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, _IOFBF, 1u << 16);
 	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
@@ -524,10 +531,14 @@ static int run(const struct report_opts *o)
 	evr_rpt_sort(&m);
 	if (evr_report_cpu_build(r, fl.sym, fl.ss, &cpu) < 0)
 		goto nomem;
+	if (hr && evr_report_heap_build(hr, fl.sym, &heap) == -ENOMEM)
+		goto nomem;
 	if (o->flags.json) {
 		ret = evr_rpt_json(&sb, &m, r, o->path);
 		if (ret == 0)
 			ret = evr_report_cpu_json(&sb, &cpu, o->functions);
+		if (ret == 0)
+			ret = evr_report_heap_json(&sb, &heap, o->functions);
 		if (ret < 0)
 			goto nomem;
 		fwrite(sb.buf, 1, sb.len, stdout);
@@ -539,6 +550,7 @@ static int run(const struct report_opts *o)
 		print_counters(stdout, &m, width);
 		print_threads(stdout, &m, r, width, o->threads);
 		evr_report_cpu_print(stdout, &cpu, o->functions);
+		evr_report_heap_print(stdout, &heap, o->functions);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		ret = errno ? -errno : -EIO;
@@ -574,6 +586,8 @@ nomem:
 	evr_cli_error(CMD, "out of memory");
 out:
 	evr_report_cpu_fini(&cpu);
+	evr_report_heap_fini(&heap);
+	evr_trace_reader_free(hr);
 	flames_free(&fl);
 	if (html)
 		fclose(html);

@@ -31,6 +31,8 @@
 #include <evring/pprof.pb-c.h>
 #include <evring/trace.h>
 
+#include <evring/heap.h>
+
 #include "symbols-internal.h"
 
 /* ---- a map from byte strings to indexes ----------------------------------------- */
@@ -113,7 +115,9 @@ struct pp_sample {
 	uint64_t *locs;			/* location ids, innermost first */
 	uint32_t nlocs;
 	uint32_t tid;
-	int64_t value[2];
+	int64_t value[4];
+	bool heap;			/* a heap site (pprof-heap.c), not a stack's count */
+	double hv[4];			/* heap: alloc objects, space, in-use objects, space */
 };
 
 struct pp {
@@ -149,6 +153,9 @@ struct pp {
 	uint64_t stacks;		/* stacks added (before aggregation) */
 	uint64_t cpu_ns;		/* their weights */
 	uint64_t first_ns, last_ns;
+	/* Heap profiles: Alloc events seen, the rate of the last, the blocks alive. */
+	uint64_t heap_allocs, heap_rate;
+	struct evr_heap_live *live;
 };
 
 static int grow(void **v, uint32_t *cap, uint32_t n, size_t size)
@@ -302,9 +309,14 @@ static int loc_id(struct pp *p, uint64_t pc, bool is_return, uint64_t *ret)
 	return 0;
 }
 
-/* One stack (@pcs innermost first; @first_is_pc: frame 0 is where the thread was). */
-static int add_stack(struct pp *p, uint32_t tid, const uint64_t *pcs, uint32_t n,
-		     bool first_is_pc, uint64_t time_ns, int64_t weight)
+/*
+ * The sample of one stack (@pcs innermost first; @first_is_pc: frame 0 is where
+ * the thread was) and @key0 (the thread, or HEAP_KEY for a heap site of any
+ * thread), made if new, into @ret_idx.
+ */
+#define HEAP_KEY (1ull << 40)
+static int sample_of(struct pp *p, uint64_t key0, uint32_t tid, const uint64_t *pcs, uint32_t n,
+		     bool first_is_pc, uint32_t *ret_idx)
 {
 	uint64_t *key;
 	uint32_t idx;
@@ -313,7 +325,7 @@ static int add_stack(struct pp *p, uint32_t tid, const uint64_t *pcs, uint32_t n
 	key = malloc(8u * ((size_t)n + 1));
 	if (!key)
 		return -ENOMEM;
-	key[0] = tid;
+	key[0] = key0;
 	for (uint32_t k = 0; k < n && !err; k++)
 		err = loc_id(p, pcs[k], k > 0 || !first_is_pc, &key[k + 1]);
 	if (!err)
@@ -337,12 +349,26 @@ static int add_stack(struct pp *p, uint32_t tid, const uint64_t *pcs, uint32_t n
 		s->locs = key;
 		s->nlocs = n;
 		s->tid = tid;
+		s->heap = key0 == HEAP_KEY;
 		key = NULL;
 	} else if (err < 0) {
 		free(key);
 		return err;
 	}
 	free(key);
+	*ret_idx = idx;
+	return 0;
+}
+
+/* One stack (sample_of()) of @weight. */
+static int add_stack(struct pp *p, uint32_t tid, const uint64_t *pcs, uint32_t n,
+		     bool first_is_pc, uint64_t time_ns, int64_t weight)
+{
+	uint32_t idx;
+	int err = sample_of(p, tid, tid, pcs, n, first_is_pc, &idx);
+
+	if (err)
+		return err;
 	p->samples[idx].value[0] += 1;
 	p->samples[idx].value[1] += weight;
 	p->cpu_ns += (uint64_t)weight;
@@ -353,31 +379,93 @@ static int add_stack(struct pp *p, uint32_t tid, const uint64_t *pcs, uint32_t n
 	return 0;
 }
 
-static int add_trace(struct pp *p, const struct evr_samples *ss)
+/*
+ * An event of the Heap provider: an Alloc adds what it stands for to its site
+ * (its stack, whatever the thread) and becomes a block alive; a Free takes its
+ * block's share out of what the site has in use. A Free of a block the trace
+ * never saw allocated (before the recording, or not sampled) is no one's.
+ */
+static int add_heap(struct pp *p, const struct evr_event_view *v, enum evr_heap_kind k,
+		    const struct evr_heap_rec *h)
+{
+	struct evr_heap_block b;
+	struct pp_sample *s;
+	uint64_t pcs[128];
+	uint32_t idx, n = v->nframes < 128 ? v->nframes : 128;
+	int err;
+
+	if (!p->live && (err = evr_heap_live_new(&p->live)) < 0)
+		return err;
+	/* An address given out again whose free the trace lacks: that block is gone. */
+	if (evr_heap_live_take(p->live, h->address, &b)) {
+		p->samples[b.cookie].hv[2] -= b.objects;
+		p->samples[b.cookie].hv[3] -= b.bytes;
+	}
+	if (k == EVR_HEAP_FREE)
+		return 0;
+	if (n)
+		memcpy(pcs, v->frames, 8u * n);
+	if ((err = sample_of(p, HEAP_KEY, 0, pcs, n, false, &idx)) < 0)
+		return err;
+	s = &p->samples[idx];
+	s->hv[0] += h->objects;
+	s->hv[1] += h->bytes;
+	if (!(h->flags & EVR_HEAP_F_UNTRACKED)) {
+		b = (struct evr_heap_block){ .address = h->address, .size = h->size,
+					     .ts_ns = v->ts_ns, .objects = h->objects,
+					     .bytes = h->bytes, .cookie = idx };
+		s->hv[2] += h->objects;
+		s->hv[3] += h->bytes;
+		if ((err = evr_heap_live_put(p->live, &b)) < 0)
+			return err;
+	}
+	if (!p->heap_allocs++ || v->ts_ns < p->first_ns)
+		p->first_ns = v->ts_ns;
+	if (v->ts_ns > p->last_ns)
+		p->last_ns = v->ts_ns;
+	p->heap_rate = h->rate;
+	return 0;
+}
+
+/*
+ * The CPU samples; else, from the events, the Heap provider's samples (unless
+ * @event_stacks) make a heap profile, and without them the events' stacks
+ * make one.
+ */
+static int add_trace(struct pp *p, const struct evr_samples *ss, bool event_stacks)
 {
 	struct evr_event_view v;
+	struct evr_heap_rec h;
 	uint64_t pcs[128];
-	int err = 0, n;
+	int err = 0, n = 0;
 
-	if (p->cpu) {
-		for (size_t i = 0; i < ss->n && !err; i++) {
-			const struct evr_sample_rec *s = &ss->v[i];
-
-			if (s->type == EVR_SAMPLE_CPU && s->nframes)
-				err = add_stack(p, s->tid, ss->frames + ss->frame_off[i], s->nframes,
-						true, s->time_ns, (int64_t)(s->value ? s->value : 1));
-		}
-		return err;
-	}
-	while (!err && (n = evr_trace_reader_next(p->r, &v)) == 1) {
+	while (!p->cpu && !err && (n = evr_trace_reader_next(p->r, &v)) == 1) {
 		uint32_t k = v.nframes < 128 ? v.nframes : 128;
+		enum evr_heap_kind hk = event_stacks ? EVR_HEAP_NONE : evr_heap_decode(&v, &h);
 
+		if (hk) {
+			err = add_heap(p, &v, hk, &h);
+			continue;
+		}
 		if (v.type != EVR_REC_EVENT || !k)
 			continue;
 		memcpy(pcs, v.frames, 8u * k);
 		err = add_stack(p, v.tid, pcs, k, false, v.ts_ns, 1);
 	}
-	return err ? err : n < 0 ? n : 0;
+	if (!err && n < 0)
+		err = n;
+	if (err || p->heap_allocs) {
+		p->cpu = false;
+		return err;
+	}
+	for (size_t i = 0; p->cpu && i < ss->n && !err; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+
+		if (s->type == EVR_SAMPLE_CPU && s->nframes)
+			err = add_stack(p, s->tid, ss->frames + ss->frame_off[i], s->nframes, true,
+					s->time_ns, (int64_t)(s->value ? s->value : 1));
+	}
+	return err;
 }
 
 /* ---- the message, gzip-compressed ------------------------------------------------- */
@@ -469,7 +557,7 @@ static int value_type(struct pp *p, Evr__Pprof__ValueType *vt, const char *type,
 static int build_and_write(struct pp *p, const char *name, FILE *out)
 {
 	Evr__Pprof__Profile msg = EVR__PPROF__PROFILE__INIT;
-	Evr__Pprof__ValueType vt[3], *vtp[2];
+	Evr__Pprof__ValueType vt[5], *vtp[4];
 	Evr__Pprof__Sample *samples = NULL, **samplep = NULL;
 	Evr__Pprof__Label *labels = NULL, **labelp = NULL;
 	Evr__Pprof__Mapping *maps = NULL, **mapp = NULL;
@@ -480,12 +568,27 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 	const struct evr_process_info *pi = p->r ? evr_trace_reader_process(p->r) : NULL;
 	int64_t k_thread, k_tid, comments[2];
 	char line[512];
-	size_t nmaps = 0;
+	size_t nmaps = 0, nout = 0;
+	bool heap = p->heap_allocs > 0;
+	uint32_t nvt = heap ? 4 : p->cpu ? 2 : 1;
 	int err;
 
-	/* Value types and labels' keys first: their strings join the table. */
-	err = p->cpu ? value_type(p, &vt[0], "samples", "count") : value_type(p, &vt[0], "events",
-									       "count");
+	/* Value types and labels' keys first: their strings join the table. Heap: Go's
+	 * names and order, inuse_space last (what pprof shows by default). */
+	if (heap) {
+		err = value_type(p, &vt[0], "alloc_objects", "count");
+		if (!err)
+			err = value_type(p, &vt[1], "alloc_space", "bytes");
+		if (!err)
+			err = value_type(p, &vt[2], "inuse_objects", "count");
+		if (!err)
+			err = value_type(p, &vt[3], "inuse_space", "bytes");
+		if (!err)
+			err = value_type(p, &vt[4], "space", "bytes");
+	} else {
+		err = p->cpu ? value_type(p, &vt[0], "samples", "count") :
+			       value_type(p, &vt[0], "events", "count");
+	}
 	if (!err && p->cpu)
 		err = value_type(p, &vt[1], "cpu", "nanoseconds");
 	if (!err && p->cpu)
@@ -497,7 +600,8 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 	snprintf(line, sizeof(line), "evring trace %s", name);
 	if (!err)
 		err = str_index(p, line, &comments[0]);
-	snprintf(line, sizeof(line), "%s of process %u%s%s", p->cpu ? "CPU samples" : "event stacks",
+	snprintf(line, sizeof(line), "%s of process %u%s%s",
+		 heap ? "heap samples" : p->cpu ? "CPU samples" : "event stacks",
 		 pi ? pi->pid : 0, pi && pi->exe ? " " : "", pi && pi->exe ? pi->exe : "");
 	if (!err)
 		err = str_index(p, line, &comments[1]);
@@ -522,16 +626,26 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 
 	for (size_t i = 0; i < p->nsamples; i++) {
 		struct pp_sample *s = &p->samples[i];
-		Evr__Pprof__Sample *m = &samples[i];
-		Evr__Pprof__Label *l = &labels[2 * i];
+		Evr__Pprof__Sample *m = &samples[nout];
+		Evr__Pprof__Label *l = &labels[2 * nout];
 		char tn[64];
 		const char *n = evr_trace_reader_thread_name(p->r, s->tid);
 
+		/* A heap profile is of the heap sites only, and they are in no other. */
+		if (s->heap != heap)
+			continue;
 		evr__pprof__sample__init(m);
 		m->n_location_id = s->nlocs;
 		m->location_id = s->locs + 1;		/* after the tid of the key */
-		m->n_value = p->cpu ? 2 : 1;
+		m->n_value = nvt;
 		m->value = s->value;
+		if (heap) {
+			/* Unbiased estimates, rounded; in use never below zero. */
+			for (int k = 0; k < 4; k++)
+				s->value[k] = s->hv[k] > 0 ? (int64_t)(s->hv[k] + 0.5) : 0;
+			samplep[nout++] = m;
+			continue;
+		}
 		snprintf(tn, sizeof(tn), "%s", n ? n : "thread");
 		evr__pprof__label__init(&l[0]);
 		evr__pprof__label__init(&l[1]);
@@ -540,11 +654,11 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 			goto out;
 		l[1].key = k_tid;
 		l[1].num = s->tid;
-		labelp[2 * i] = &l[0];
-		labelp[2 * i + 1] = &l[1];
+		labelp[2 * nout] = &l[0];
+		labelp[2 * nout + 1] = &l[1];
 		m->n_label = 2;
-		m->label = &labelp[2 * i];
-		samplep[i] = m;
+		m->label = &labelp[2 * nout];
+		samplep[nout++] = m;
 	}
 	for (uint32_t i = 0; i < p->nlines; i++)
 		linep[i] = &p->lines[i];
@@ -588,11 +702,11 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 			mapp[b - 1] = t;
 		}
 
-	vtp[0] = &vt[0];
-	vtp[1] = &vt[1];
-	msg.n_sample_type = p->cpu ? 2 : 1;
+	for (uint32_t k = 0; k < 4; k++)
+		vtp[k] = &vt[k];
+	msg.n_sample_type = nvt;
 	msg.sample_type = vtp;
-	msg.n_sample = p->nsamples;
+	msg.n_sample = nout;
 	msg.sample = samplep;
 	msg.n_mapping = nmaps;
 	msg.mapping = mapp;
@@ -607,7 +721,11 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 	if (ses && ses->start_realtime_ns && p->first_ns >= ses->start_mono_ns)
 		msg.time_nanos = (int64_t)(ses->start_realtime_ns + (p->first_ns - ses->start_mono_ns));
 	msg.duration_nanos = (int64_t)(p->last_ns - p->first_ns);
-	if (p->cpu) {
+	if (heap) {
+		/* Go's heap profiles: the period is the sampling rate in bytes. */
+		msg.period_type = &vt[4];
+		msg.period = (int64_t)p->heap_rate;
+	} else if (p->cpu) {
 		/* The period asked for; a trace without its SAMPLER chunk (cut short): the
 		 * mean of the samples' periods. */
 		const struct evr_samples *ss = p->ss;
@@ -677,7 +795,9 @@ int evr_pprof_write(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	}
 	err = str_index(&p, "", &empty);	/* string 0 is "" */
 	if (!err)
-		err = add_trace(&p, ss);
+		err = add_trace(&p, ss, event_stacks);
+	if (!err && p.heap_allocs)
+		p.stacks = p.heap_allocs;
 	if (!err && !p.stacks)
 		err = -ENODATA;
 	if (!err)
@@ -701,5 +821,6 @@ out:
 	kmap_fini(&p.locmap);
 	kmap_fini(&p.funcmap);
 	kmap_fini(&p.samplemap);
+	evr_heap_live_free(p.live);
 	return err;
 }

@@ -22,6 +22,8 @@
 
 #include <evring/trace.h>
 
+#include <evring/heap.h>
+
 #include "symbols-internal.h"
 
 struct pnode {
@@ -612,27 +614,123 @@ int evr_profile_add_event_stack(struct evr_profile *p, struct evr_symbolizer *sy
 	return evr_profile_add(p, thread_label(r, tid, tl, sizeof(tl)), names, n, time_ns, 1);
 }
 
+/* A sampled block alive, for the in-use profile: its thread and stack (malloc'ed). */
+struct heap_stack {
+	uint32_t tid, n;
+	uint64_t frames[];
+};
+
+struct heap_ctx {
+	struct evr_profile *p;
+	struct evr_symbolizer *sym;
+	struct evr_trace_reader *r;
+	struct evr_heap_live *live;
+	uint64_t allocs;
+	int err;
+};
+
+static void heap_add_live(const struct evr_heap_block *b, void *arg)
+{
+	struct heap_ctx *c = arg;
+	const struct heap_stack *hs = (const struct heap_stack *)(uintptr_t)b->cookie;
+	char bufs[128][96];
+	const char *names[128];
+	char tl[64];
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < hs->n && n < 128; k++)
+		n += frame_names(c->sym, hs->frames[k], true, names + n, 128 - n, bufs[n],
+				 sizeof(bufs[n]));
+	if (!c->err && b->bytes >= 0.5)
+		c->err = evr_profile_add(c->p, thread_label(c->r, hs->tid, tl, sizeof(tl)), names, n,
+					 b->ts_ns, (uint64_t)(b->bytes + 0.5));
+}
+
+static void heap_free_stack(const struct evr_heap_block *b, void *arg)
+{
+	(void)arg;
+	free((void *)(uintptr_t)b->cookie);
+}
+
+/* One event of the Heap provider: the blocks alive and their stacks. */
+static int heap_event(struct heap_ctx *c, const struct evr_event_view *v, enum evr_heap_kind k,
+		      const struct evr_heap_rec *h)
+{
+	struct evr_heap_block b;
+	struct heap_stack *hs;
+	uint32_t n = v->nframes < 128 ? v->nframes : 128;
+	int err;
+
+	if (!c->live && (err = evr_heap_live_new(&c->live)) < 0)
+		return err;
+	if (evr_heap_live_take(c->live, h->address, &b))
+		free((void *)(uintptr_t)b.cookie);
+	if (k == EVR_HEAP_FREE)
+		return 0;
+	c->allocs++;
+	if (h->flags & EVR_HEAP_F_UNTRACKED)
+		return 0;
+	hs = malloc(sizeof(*hs) + 8u * n);
+	if (!hs)
+		return -ENOMEM;
+	hs->tid = v->tid;
+	hs->n = n;
+	if (n)
+		memcpy(hs->frames, v->frames, 8u * n);
+	b = (struct evr_heap_block){ .address = h->address, .size = h->size, .ts_ns = v->ts_ns,
+				     .objects = h->objects, .bytes = h->bytes,
+				     .cookie = (uintptr_t)hs };
+	if ((err = evr_heap_live_put(c->live, &b)) < 0)
+		free(hs);
+	return err;
+}
+
+/*
+ * The CPU samples (unless @event_stacks); else, from the events, a trace with
+ * the Heap provider's samples makes a profile of the heap in use at the end, in
+ * bytes (each sampled block alive as many bytes as it stands for, at its
+ * allocation's stack); else the events' stacks.
+ */
 int evr_profile_from_trace(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 			   const struct evr_samples *ss, bool event_stacks,
 			   struct evr_profile **ret)
 {
 	bool cpu = !event_stacks && ss && ss->n;
+	struct heap_ctx hc = { .sym = sym, .r = r };
 	struct evr_profile *p;
 	struct evr_event_view v;
-	int err, n;
+	struct evr_heap_rec h;
+	int err, n = 0;
 
 	err = evr_profile_new(cpu ? "nanoseconds" : "events", &p);
 	if (err)
 		return err;
-	if (cpu) {
+	/* CPU samples are read from @ss alone: @r stays unread (report --html reads it next). */
+	while (!cpu && (n = evr_trace_reader_next(r, &v)) == 1 && !err) {
+		enum evr_heap_kind k = event_stacks ? EVR_HEAP_NONE : evr_heap_decode(&v, &h);
+
+		if (k)
+			err = heap_event(&hc, &v, k, &h);
+		else if (v.type == EVR_REC_EVENT && v.nframes)
+			err = evr_profile_add_event_stack(p, sym, r, v.tid, v.frames, v.nframes,
+							  v.ts_ns);
+	}
+	if (!err && n < 0)
+		err = n;
+	if (!err && hc.allocs) {
+		evr_profile_free(p);
+		p = NULL;
+		err = evr_profile_new("bytes", &p);
+		hc.p = p;
+		if (!err)
+			evr_heap_live_each(hc.live, heap_add_live, &hc);
+		err = err ? err : hc.err;
+	} else if (!err && cpu) {
 		err = evr_profile_add_samples(p, ss, sym, r);
-	} else {
-		while ((n = evr_trace_reader_next(r, &v)) == 1 && !err)
-			if (v.type == EVR_REC_EVENT && v.nframes)
-				err = evr_profile_add_event_stack(p, sym, r, v.tid, v.frames,
-								  v.nframes, v.ts_ns);
-		if (!err && n < 0)
-			err = n;
+	}
+	if (hc.live) {
+		evr_heap_live_each(hc.live, heap_free_stack, NULL);
+		evr_heap_live_free(hc.live);
 	}
 	if (err) {
 		evr_profile_free(p);

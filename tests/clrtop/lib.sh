@@ -62,7 +62,7 @@ tm() {
 	tmux -S "$TMUX_SOCK" "$@"
 }
 
-# tmux_run COMMAND...: run COMMAND in a new 160x50 session; its exit status is written to
+# tmux_run COMMAND...: run COMMAND in a new 160x70 session; its exit status is written to
 # the fifo $T/status when it ends (wait_exit reads it). Each run has a tmux server of its
 # own: a server whose last session just ended may still be exiting.
 TMUX_RUNS=0
@@ -73,7 +73,7 @@ tmux_run() {
 	printf -v cmd '%q ' "$@"
 	rm -f "$T/status"
 	mkfifo "$T/status"
-	tm new-session -d -x 160 -y 50 "env TERM=screen $cmd; echo \$? >$T/status"
+	tm new-session -d -x 160 -y 70 "env TERM=screen $cmd; echo \$? >$T/status"
 }
 
 screen() {

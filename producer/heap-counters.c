@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The built-in "Memory" provider: counters of the process's heap, for clrtop,
+ * /metrics and record --counter-interval (docs/memory.md). Polled on the
+ * counters thread only while a session samples them, so a process no one asks
+ * pays nothing.
+ *
+ * - From the allocator (glibc's mallinfo2(), which walks the arenas under
+ *   their locks: once per tick of the sessions that ask): bytes in use (in
+ *   chunks handed out, mmapped blocks included), bytes free in the arenas,
+ *   bytes in mmapped blocks.
+ * - From the Heap provider's samples, while a session enables it: the
+ *   estimated bytes of the blocks alive that were allocated since, and the
+ *   estimated allocation rate.
+ */
+#include <malloc.h>
+
+#include "heap-internal.h"
+
+static double poll_mallinfo(void *ctx)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	switch ((int)(intptr_t)ctx) {
+	case 0:
+		return (double)(mi.uordblks + mi.hblkhd);
+	case 1:
+		return (double)mi.fordblks;
+	default:
+		return (double)mi.hblkhd;
+	}
+}
+
+static double poll_estimate(void *ctx)
+{
+	double live, allocated;
+
+	evr_heap_estimates(&live, &allocated);
+	return ctx ? allocated : live;
+}
+
+static struct evr_event *const memory_events[] = { NULL };
+static struct evr_provider memory_prov = { .name = "Memory", .events = memory_events };
+
+__attribute__((constructor)) static void memory_provider_init(void)
+{
+	static const struct {
+		const char *name, *display, *unit;
+		uint32_t kind;
+		evr_counter_poll_fn *fn;
+		void *ctx;
+	} defs[] = {
+		{ "heap-in-use", "Heap in use (allocator)", "B", EVR_COUNTER_GAUGE, poll_mallinfo,
+		  (void *)0 },
+		{ "heap-free", "Heap free in arenas", "B", EVR_COUNTER_GAUGE, poll_mallinfo,
+		  (void *)1 },
+		{ "heap-mmapped", "Heap in mmapped blocks", "B", EVR_COUNTER_GAUGE, poll_mallinfo,
+		  (void *)2 },
+		{ "sampled-in-use", "Heap in use (sampled, since Heap was enabled)", "B",
+		  EVR_COUNTER_GAUGE, poll_estimate, NULL },
+		{ "sampled-alloc-rate", "Allocation rate (sampled)", "B/s", EVR_COUNTER_POLL_RATE,
+		  poll_estimate, (void *)1 },
+	};
+	struct evr_counter *c;
+
+	if (evr_provider_register(&memory_prov) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		struct evr_counter_desc d = {
+			.name = defs[i].name,
+			.display_name = defs[i].display,
+			.unit = defs[i].unit,
+			.kind = defs[i].kind,
+			.poll = defs[i].fn,
+			.poll_ctx = defs[i].ctx,
+		};
+
+		/* Owned by the library for the life of the process. */
+		(void)evr_counter_create(&memory_prov, &d, &c);
+	}
+}

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The built-in "Heap" provider: sampled allocations with call stacks, and the
+ * frees of the sampled blocks (docs/memory.md, shared/research/memory.md).
+ *
+ * Nothing happens until a session enables the provider: then the enable
+ * callback points the GOT slots of malloc, calloc, realloc, free,
+ * aligned_alloc, posix_memalign, memalign, valloc and reallocarray in every
+ * loaded module at the hooks below (heap-got.c); when the last such session
+ * ends it puts them back. The hooks stay mapped and keep working, so a thread
+ * that entered one before the restore passes straight through. A child forked
+ * while they were in has no session: the registry's fork handler switches the
+ * provider off there, which puts its slots back (the patcher's flag is reset
+ * first, its holder being a thread the child does not have).
+ *
+ * Sampling (Poisson by bytes, as tcmalloc and Go do): every byte is marked
+ * with probability 1/RATE. Each thread counts down the bytes until its next
+ * mark (tls_left), drawn from an exponential distribution of mean RATE; an
+ * allocation that takes the count below zero is sampled and a fresh count is
+ * drawn. A block of S bytes is thus sampled with probability 1 - exp(-S/RATE),
+ * which consumers divide by (the event carries S and RATE). The hook's cost
+ * when not sampling: the real call, a subtraction and a branch.
+ *
+ * Frees: the addresses of sampled blocks live in a fixed open-addressing hash
+ * (lock-free: insert and remove by compare-and-swap, a removed key becomes a
+ * tombstone that later inserts reuse, probes bounded by MAX_PROBE). A free
+ * looks its address up only while the hash holds something (live_blocks), and
+ * the Free event of a sampled block is written before the real free, so the
+ * address cannot be handed out again and sampled before its Free is written.
+ * A block the hash had no room for is sampled anyway, flagged untracked, and
+ * consumers leave it out of what is in use.
+ *
+ * Reentrancy: the sampled path sets a per-thread flag (initial-exec TLS, which
+ * never allocates): an allocation made while it is set (by the write path's
+ * first use of liburcu on a thread, or by a signal handler that interrupted
+ * the sampled path) passes through unsampled. The hash and the write path are
+ * lock-free and signal-safe; the only lock, the patcher's, is tried, never
+ * waited for, from a hook.
+ *
+ * Modules loaded after the session started are patched from a sampled
+ * allocation (every 8th of a thread) that finds dl_iterate_phdr()'s load count
+ * changed. (Hooking
+ * dlopen() itself would make libevring its caller, which changes the search
+ * path of a dlopen() of a bare name: RUNPATH and $ORIGIN are the caller's.)
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <x86intrin.h>
+
+#include "heap-internal.h"
+
+#define EVR_HEAP_DEFAULT_RATE (512u * 1024u)
+#define TAB_BITS 18u
+#define TAB_SIZE (1u << TAB_BITS)
+#define MAX_PROBE 32u
+#define TOMB ((uintptr_t)1)
+#define FILT_BITS 13u
+#define FILT_SIZE (1u << FILT_BITS)
+
+/* Alloc's flags. */
+#define HEAP_F_UNTRACKED 1u	/* its free will not be reported: leave it out of in-use */
+
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+static const struct evr_field_desc alloc_fields[] = {
+	{ "address", EVR_TYPE_PTR }, { "size", EVR_TYPE_U64 }, { "rate", EVR_TYPE_U64 },
+	{ "flags", EVR_TYPE_U64 },
+};
+static const struct evr_field_desc free_fields[] = { { "address", EVR_TYPE_PTR } };
+static const struct evr_event_desc alloc_desc = {
+	.name = "Alloc", .id = 1, .level = EVR_LEVEL_LOGALWAYS, .nfields = 4, .fields = alloc_fields,
+};
+static const struct evr_event_desc free_desc = {
+	.name = "Free", .id = 2, .level = EVR_LEVEL_LOGALWAYS, .nfields = 1, .fields = free_fields,
+};
+static struct evr_event alloc_ev = { .desc = &alloc_desc };
+static struct evr_event free_ev = { .desc = &free_desc };
+static struct evr_event *const heap_events[] = { &alloc_ev, &free_ev, NULL };
+
+static TLS int64_t tls_left;	/* bytes until this thread's next sample */
+static TLS uint64_t tls_rng;	/* 0: not seeded */
+static TLS uint32_t tls_gen;	/* heap_gen its count was drawn for */
+static TLS uint8_t tls_busy;	/* in the sampled path */
+static TLS uint8_t tls_samples;	/* this thread's samples, modulo 256 */
+
+static _Atomic uint64_t heap_rate = EVR_HEAP_DEFAULT_RATE;
+static _Atomic uint32_t heap_gen = 1;
+static _Atomic bool heap_on;
+
+static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an address */
+/* How many keys of tab each region of addresses has (16 KiB, cache-resident): a free
+ * whose region has none is told apart with one load, never a miss into tab. */
+static _Atomic uint16_t *filt;
+static _Atomic uint64_t live_blocks;
+/* The estimated bytes each key of tab stands for (parallel to it), and the totals of
+ * all sampled blocks: what the Memory provider's counters show (heap-counters.c). */
+static _Atomic uint64_t *tab_w;
+static _Atomic int64_t est_live;
+static _Atomic uint64_t est_allocated;
+
+/* The functions the hooks call, set before any slot points at a hook. */
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void (*real_free)(void *);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_reallocarray)(void *, size_t, size_t);
+
+/* ---- the hash of sampled addresses -------------------------------------------------- */
+
+static inline uint32_t tab_home(uintptr_t a)
+{
+	return (uint32_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull >> (64u - TAB_BITS));
+}
+
+static inline uint32_t filt_of(uintptr_t a)
+{
+	return (uint32_t)(((uint64_t)a >> 4) * 0xc2b2ae3d27d4eb4full >> (64u - FILT_BITS));
+}
+
+static bool tab_insert(uintptr_t a, uint64_t w)
+{
+	uint32_t h = tab_home(a);
+
+	for (uint32_t i = 0; i < MAX_PROBE; i++) {
+		_Atomic uintptr_t *s = &tab[(h + i) & (TAB_SIZE - 1)];
+		uintptr_t v = atomic_load_explicit(s, memory_order_relaxed);
+
+		if ((v == 0 || v == TOMB) &&
+		    atomic_compare_exchange_strong_explicit(s, &v, a, memory_order_relaxed,
+							    memory_order_relaxed)) {
+			/* The key's remover reads it after the block was handed out: after this. */
+			atomic_store_explicit(&tab_w[s - tab], w, memory_order_relaxed);
+			atomic_fetch_add_explicit(&est_live, (int64_t)w, memory_order_relaxed);
+			/* Saturates: a region at the top stays "maybe" for good. */
+			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+				atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&live_blocks, 1, memory_order_relaxed);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A tombstone that an empty slot follows ends no probe that could find a key
+ * past it: it becomes empty, and so do the tombstones just before it, so that
+ * misses stay short. (An insert racing into the slot after it, found empty
+ * here, could be cut off from its home: that key's free would go unreported,
+ * a sampled block counted in use. Both are rare events, sampled ones.)
+ */
+static void tab_trim(uint32_t i)
+{
+	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)], memory_order_relaxed) == 0) {
+		uintptr_t t = TOMB;
+
+		if (!atomic_compare_exchange_strong_explicit(&tab[i], &t, 0, memory_order_relaxed,
+							     memory_order_relaxed))
+			return;
+		i = (i - 1) & (TAB_SIZE - 1);
+	}
+}
+
+/* Return: whether @a was there (and is now removed). */
+static inline bool tab_remove(uintptr_t a)
+{
+	uint32_t h = tab_home(a);
+
+	if (!atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed))
+		return false;
+	for (uint32_t i = 0; i < MAX_PROBE; i++) {
+		uint32_t k = (h + i) & (TAB_SIZE - 1);
+		uintptr_t v = atomic_load_explicit(&tab[k], memory_order_relaxed);
+
+		if (v == a) {
+			uint64_t w = atomic_load_explicit(&tab_w[k], memory_order_relaxed);
+
+			if (!atomic_compare_exchange_strong_explicit(&tab[k], &v, TOMB,
+								     memory_order_relaxed,
+								     memory_order_relaxed))
+				return false;
+			atomic_fetch_sub_explicit(&est_live, (int64_t)w, memory_order_relaxed);
+			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+				atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&live_blocks, 1, memory_order_relaxed);
+			tab_trim(k);
+			return true;
+		}
+		if (v == 0)
+			return false;
+	}
+	return false;
+}
+
+/* ---- sampling ---------------------------------------------------------------------- */
+
+/* An exponential count of mean heap_rate bytes (xorshift64*, inverse CDF). */
+static int64_t draw(uint64_t rate)
+{
+	double u;
+
+	tls_rng ^= tls_rng >> 12;
+	tls_rng ^= tls_rng << 25;
+	tls_rng ^= tls_rng >> 27;
+	/* 53 random bits, never 0: log() stays finite. */
+	u = ((double)((tls_rng * 0x2545f4914f6cdd1dull) >> 11) + 0.5) * 0x1p-53;
+	return (int64_t)(-log(u) * (double)rate) + 1;
+}
+
+static void emit_free(uintptr_t a)
+{
+	uint64_t w = a;
+
+	if (tls_busy)
+		return;
+	tls_busy = 1;
+	if (evr_event_enabled(&free_ev))
+		(void)evr_event_write(&free_ev, &w, sizeof(w));
+	tls_busy = 0;
+}
+
+static void repatch(void);
+
+/*
+ * The count of this thread went below zero after an allocation of @n bytes at
+ * @p (NULL: failed): draw the next count, and sample the block unless this is
+ * the thread's first count for the current rate.
+ */
+static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
+{
+	uint64_t rate = atomic_load_explicit(&heap_rate, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&heap_gen, memory_order_relaxed);
+	uint64_t rec[4], w;
+
+	if (tls_busy)
+		return;
+	tls_busy = 1;
+	if (EVR_UNLIKELY(tls_gen != gen)) {
+		/* First count of the thread (or since the rate changed): not a sample. */
+		if (!tls_rng)
+			tls_rng = (__rdtsc() ^ ((uint64_t)evr_thread_id() << 32)) | 1u;
+		tls_gen = gen;
+		tls_left = draw(rate) - (int64_t)(n > INT64_MAX ? INT64_MAX : n);
+		if (tls_left >= 0)
+			goto out;
+	}
+	tls_left = draw(rate);
+	if (!p || !atomic_load_explicit(&heap_on, memory_order_relaxed))
+		goto out;
+	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice). */
+	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) && evr_heap_got_modules_changed())
+		repatch();
+	if (!evr_event_enabled(&alloc_ev))
+		goto out;
+	rec[0] = (uintptr_t)p;
+	rec[1] = n;
+	rec[2] = rate;
+	rec[3] = 0;
+	/* What it stands for (consumers compute the same from the event). */
+	w = (uint64_t)((double)n / -expm1(-(double)(n ? n : 1) / (double)rate));
+	atomic_fetch_add_explicit(&est_allocated, w, memory_order_relaxed);
+	/* Either order works: no other thread can free the block before we return it. */
+	if (!tab_insert((uintptr_t)p, w))
+		rec[3] = HEAP_F_UNTRACKED;
+	(void)evr_event_write(&alloc_ev, rec, sizeof(rec));
+out:
+	tls_busy = 0;
+}
+
+static inline void *note_alloc(void *p, size_t n)
+{
+	if (EVR_UNLIKELY((tls_left -= (int64_t)(n > INT64_MAX ? INT64_MAX : n)) < 0))
+		sample_alloc(p, n);
+	return p;
+}
+
+static inline void note_free(void *p)
+{
+	if (p && atomic_load_explicit(&live_blocks, memory_order_relaxed) &&
+	    tab_remove((uintptr_t)p))
+		emit_free((uintptr_t)p);
+}
+
+/* ---- the hooks --------------------------------------------------------------------- */
+
+static void *hook_malloc(size_t n)
+{
+	return note_alloc(real_malloc(n), n);
+}
+
+static void *hook_calloc(size_t m, size_t n)
+{
+	size_t t;
+
+	if (__builtin_mul_overflow(m, n, &t))
+		return real_calloc(m, n);
+	return note_alloc(real_calloc(m, n), t);
+}
+
+/* The old block's free comes before the call, for the reason note_free() gives;
+ * a realloc() that fails leaves it allocated but no longer counted. */
+static void *hook_realloc(void *p, size_t n)
+{
+	note_free(p);
+	if (!n && p)
+		return real_realloc(p, n);
+	return note_alloc(real_realloc(p, n), n);
+}
+
+static void *hook_reallocarray(void *p, size_t m, size_t n)
+{
+	size_t t;
+
+	if (__builtin_mul_overflow(m, n, &t))
+		return real_reallocarray(p, m, n);
+	note_free(p);
+	return note_alloc(real_reallocarray(p, m, n), t);
+}
+
+static void hook_free(void *p)
+{
+	note_free(p);
+	real_free(p);
+}
+
+static void *hook_aligned_alloc(size_t a, size_t n)
+{
+	return note_alloc(real_aligned_alloc(a, n), n);
+}
+
+static int hook_posix_memalign(void **ret, size_t a, size_t n)
+{
+	int err = real_posix_memalign(ret, a, n);
+
+	if (!err)
+		note_alloc(*ret, n);
+	return err;
+}
+
+static void *hook_memalign(size_t a, size_t n)
+{
+	return note_alloc(real_memalign(a, n), n);
+}
+
+static void *hook_valloc(size_t n)
+{
+	return note_alloc(real_valloc(n), n);
+}
+
+static const struct evr_heap_sym heap_syms[] = {
+	{ "malloc", (uintptr_t)hook_malloc },
+	{ "calloc", (uintptr_t)hook_calloc },
+	{ "realloc", (uintptr_t)hook_realloc },
+	{ "free", (uintptr_t)hook_free },
+	{ "aligned_alloc", (uintptr_t)hook_aligned_alloc },
+	{ "posix_memalign", (uintptr_t)hook_posix_memalign },
+	{ "memalign", (uintptr_t)hook_memalign },
+	{ "valloc", (uintptr_t)hook_valloc },
+	{ "reallocarray", (uintptr_t)hook_reallocarray },
+};
+#define NSYMS ((uint32_t)(sizeof(heap_syms) / sizeof(heap_syms[0])))
+
+static __attribute__((noinline, cold)) void repatch(void)
+{
+	(void)evr_heap_got_patch(heap_syms, NSYMS, false);
+}
+
+/* ---- the provider ------------------------------------------------------------------ */
+
+static uint64_t rate_arg(const struct evr_provider_spec *args)
+{
+	const char *v = args ? evr_provider_spec_arg(args, "rate") : NULL;
+	char *end;
+	unsigned long long r;
+
+	if (!v)
+		return EVR_HEAP_DEFAULT_RATE;
+	errno = 0;
+	r = strtoull(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || r == 0 || r > (1ull << 40))
+		return EVR_HEAP_DEFAULT_RATE;
+	return r;
+}
+
+/* Context: registry lock (the provider's enable callback). */
+static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uint64_t keywords,
+			const struct evr_provider_spec *args, void *ctx)
+{
+	(void)p, (void)level, (void)keywords, (void)ctx;
+	if (!enabled) {
+		atomic_store_explicit(&heap_on, false, memory_order_relaxed);
+		(void)evr_heap_got_restore();
+		return;
+	}
+	if (!tab) {
+		size_t tb = TAB_SIZE * sizeof(*tab);
+		void *m = mmap(NULL, 2 * tb + FILT_SIZE * sizeof(*filt), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (m == MAP_FAILED)
+			return;
+		/* Never unmapped: hooks may look into it at any time after. */
+		tab_w = (_Atomic uint64_t *)((char *)m + tb);
+		filt = (_Atomic uint16_t *)((char *)m + 2 * tb);
+		tab = m;
+	}
+	/*
+	 * libevring's own references are bound to the program's allocator (its
+	 * GOT is never patched), whichever module defines it. Resolved here, not
+	 * with dlsym(), which would take the loader's lock under the registry
+	 * lock, the reverse of a constructor registering a provider.
+	 */
+	real_malloc = malloc;
+	real_calloc = calloc;
+	real_realloc = realloc;
+	real_free = free;
+	real_aligned_alloc = aligned_alloc;
+	real_posix_memalign = posix_memalign;
+	real_memalign = memalign;
+	real_valloc = valloc;
+	real_reallocarray = reallocarray;
+	if (atomic_load_explicit(&heap_rate, memory_order_relaxed) != rate_arg(args)) {
+		atomic_store_explicit(&heap_rate, rate_arg(args), memory_order_relaxed);
+		atomic_fetch_add_explicit(&heap_gen, 1, memory_order_relaxed);
+	}
+	atomic_store_explicit(&heap_on, true, memory_order_relaxed);
+	/* Release: a thread that jumps to a hook through a slot sees the pointers above. */
+	atomic_thread_fence(memory_order_release);
+	(void)evr_heap_got_patch(heap_syms, NSYMS, true);
+}
+
+static struct evr_provider heap_prov = {
+	.name = "Heap", .events = heap_events, .callback = heap_enable,
+};
+
+void evr_heap_estimates(double *ret_live, double *ret_allocated)
+{
+	int64_t l = atomic_load_explicit(&est_live, memory_order_relaxed);
+
+	*ret_live = l > 0 ? (double)l : 0;
+	*ret_allocated = (double)atomic_load_explicit(&est_allocated, memory_order_relaxed);
+}
+
+bool evr_heap_provider_by_name_only(const struct evr_provider *p)
+{
+	return p == &heap_prov;
+}
+
+__attribute__((constructor)) static void heap_provider_init(void)
+{
+	(void)evr_provider_register(&heap_prov);
+}

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The Heap provider (producer/heap*.c, docs/memory.md): sampled allocations through GOT
+# hooks, with real programs and the real allocator. Built with frame pointers, as
+# docs/stacks.md tells users to build theirs, so that sites are named by their function.
+set(EVR_HEAP_CFLAGS -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_executable(heap-sites heap/sites.c)
+target_compile_options(heap-sites PRIVATE ${EVR_HEAP_CFLAGS})
+target_link_libraries(heap-sites PRIVATE evring evr_warnings ${CMAKE_DL_LIBS})
+
+add_executable(heap-toggle heap/toggle.c)
+target_compile_options(heap-toggle PRIVATE ${EVR_HEAP_CFLAGS})
+target_link_libraries(heap-toggle PRIVATE evring evr_warnings Threads::Threads ${CMAKE_DL_LIBS})
+
+add_library(heap-dlopen-lib MODULE heap/dlopen-lib.c)
+target_compile_options(heap-dlopen-lib PRIVATE ${EVR_HEAP_CFLAGS})
+add_executable(heap-dlopen heap/dlopen.c)
+target_compile_options(heap-dlopen PRIVATE ${EVR_HEAP_CFLAGS})
+target_link_libraries(heap-dlopen PRIVATE evring evr_warnings ${CMAKE_DL_LIBS})
+add_dependencies(heap-dlopen heap-dlopen-lib)
+# They call nothing of libevring: keep it linked, as in a program that has events.
+target_link_options(heap-sites PRIVATE -Wl,--no-as-needed)
+target_link_options(heap-dlopen PRIVATE -Wl,--no-as-needed)
+
+# 1,000 sessions switching the hooks on and off under 4 allocating threads.
+add_test(NAME heap_toggle COMMAND heap-toggle 1000)
+set_tests_properties(heap_toggle PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# Each is `bash tests/heap/NAME.sh EVRING BINDIR ARG`; exit 77 = skipped with the reason.
+foreach(mode IN ITEMS pid launch)
+  add_test(NAME heap_sites_${mode}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/sites.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE_DIR:heap-sites> ${mode})
+  set_tests_properties(heap_sites_${mode} PROPERTIES LABELS integration TIMEOUT 300
+    SKIP_RETURN_CODE 77)
+endforeach()
+add_test(NAME heap_dlopen
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/dlopen.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:heap-sites> $<TARGET_FILE:heap-dlopen-lib>)
+set_tests_properties(heap_dlopen PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# Against heaptrack's exact profile (skipped without heaptrack).
+add_test(NAME heap_heaptrack
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/heaptrack.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:heap-sites>)
+set_tests_properties(heap_heaptrack PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
