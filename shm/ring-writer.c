@@ -10,6 +10,12 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__) && defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>	/* glibc 2.33+ */
+#define EVR_HAVE_PLATFORM_X86 1
+#endif
+#endif
 
 #include <evring/ring-rseq.h>
 
@@ -19,11 +25,22 @@ uint32_t evr_ring_percpu_min = UINT32_MAX;
 uint8_t evr_ring_copy_avx2;
 int evr_rseq_fence_ok;
 
-/* Before any constructor can write an event (priority 101, the first allowed). */
+/*
+ * Before any constructor can write an event (priority 101, the first allowed).
+ * glibc's dynamic loader has already asked the CPU (and the kernel's XSAVE
+ * state) at start: reading its answer costs nothing, where libgcc's
+ * __builtin_cpu_init() runs a dozen CPUIDs again, each a VM exit in a guest
+ * (30-70 us each in a nested one): a program nobody traces pays for every one
+ * at every start (docs/protocol.md, "What a program pays at start-up").
+ */
 __attribute__((constructor(101))) static void copy_width_init(void)
 {
+#ifdef EVR_HAVE_PLATFORM_X86
+	evr_ring_copy_avx2 = CPU_FEATURE_ACTIVE(AVX2);
+#else
 	__builtin_cpu_init();
 	evr_ring_copy_avx2 = __builtin_cpu_supports("avx2") != 0;
+#endif
 }
 
 void evr_rseq_fence_register(void)
