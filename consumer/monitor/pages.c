@@ -89,7 +89,7 @@ static const char app_js[] =
 	"(h - 2));\n"
 	"  }\n"
 	"  var root = document.getElementById('evr-counters');\n"
-	"  if (!root) { status('ok', 'static page'); return; }\n"
+	"  if (!root) { status('ok', ''); return; }\n"
 	"  var pid = root.getAttribute('data-pid');\n"
 	"  var ms = Math.max(500, +root.getAttribute('data-interval') || 1000);\n"
 	"  function refresh() {\n"
@@ -139,14 +139,17 @@ static int head(struct evr_strbuf *sb, const char *title)
 	if (!err)
 		err = evr_strbuf_printf(sb, " - evring monitor</title>"
 					"<link rel=\"stylesheet\" href=\"/ui/style.css\"></head>\n"
-					"<body><nav><a href=\"/\">processes</a><a href=\"/info\">"
-					"info</a><a href=\"/metrics\">metrics</a></nav>\n");
+					"<body><nav><a href=\"/\">processes</a></nav>\n");
 	return err;
 }
 
 static int foot(struct evr_strbuf *sb)
 {
-	return evr_strbuf_printf(sb, "<div id=\"evr-status\" data-status=\"ok\" data-errors=\"0\" "
+	/* The nav is pages only; what programs read (JSON, Prometheus text) is said as such. */
+	return evr_strbuf_printf(sb, "<p class=\"muted\">For programs: <a href=\"/info\">/info"
+				 "</a> (JSON: the routes), <a href=\"/metrics\">/metrics</a> "
+				 "(Prometheus text).</p>\n"
+				 "<div id=\"evr-status\" data-status=\"ok\" data-errors=\"0\" "
 				 "data-updates=\"0\"></div>\n<script src=\"/ui/app.js\"></script>"
 				 "</body></html>\n");
 }
@@ -274,9 +277,8 @@ static int links(struct evr_strbuf *sb, pid_t pid, const char *token)
 				 "trace</a> (<a href=\"/processes/%d/trace?duration=5s&amp;"
 				 "format=chrome&amp;token=%s\">Chrome JSON</a>) · "
 				 "<a href=\"/processes/%d/stream?duration=10s\">"
-				 "10 s of live events</a> · <a href=\"/processes/%d/counters\">"
-				 "counters JSON</a></p>\n", (int)pid, (int)pid, (int)pid, token,
-				 (int)pid, token, (int)pid, token, (int)pid, (int)pid);
+				 "10 s of live events</a> (JSON lines)</p>\n", (int)pid, (int)pid,
+				 (int)pid, token, (int)pid, token, (int)pid, token, (int)pid);
 }
 
 enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid)

@@ -18,6 +18,11 @@
 #define CONTROL_BYTES "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f" \
 	"\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"
 
+/* Every parameter evr_mon_tparams_set() takes: a trace route's query, a POST's body. */
+const char *const evr_mon_trace_params[] = { "providers", "buffer_size", "mode",
+					      "counter_interval", "duration", "max_size", "format",
+					      NULL };
+
 int evr_mon_format_parse(const char *s, enum evr_mon_format *ret)
 {
 	if (!s || !strcmp(s, "evtrace") || !strcmp(s, "evring"))

@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <evring/provider-spec.h>
 #include <evring/recorder.h>
 
 #include "monitor.h"
@@ -68,6 +69,7 @@ struct trace {
 	enum tstate state;
 	struct evr_recorder_stats st;
 	char err[512];
+	char warning[512];		/* set once, before the trace is shared; "" if none */
 	uint64_t stopped_rt;
 	bool stop_answered;		/* POST .../stop answered once */
 	bool has_thread, join_claimed, thread_done;
@@ -260,6 +262,8 @@ static json_t *trace_json_locked(const struct trace *t)
 	if (t->stopped_rt)
 		json_object_set_new(o, "stopped_ns", json_integer((json_int_t)t->stopped_rt));
 	json_object_set_new(o, "error", t->err[0] ? evr_mon_jstr(t->err) : json_null());
+	json_object_set_new(o, "warnings", t->warning[0] ? json_pack("[o]", evr_mon_jstr(t->warning))
+							  : json_array());
 	json_object_set_new(o, "max_size", json_integer((json_int_t)t->max_size));
 	json_object_set_new(o, "truncated",
 			    json_boolean(atomic_load_explicit(&t->truncated, memory_order_relaxed)));
@@ -282,13 +286,10 @@ static json_t *trace_json(struct trace *t)
 
 static int params_from_query(struct evr_mon_req *q, struct evr_mon_tparams *p, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "providers", "buffer_size", "mode", "counter_interval",
-					    "duration", "max_size", "format" };
+	for (const char *const *k = evr_mon_trace_params; *k; k++) {
+		const char *v = evr_mon_query(q, *k);
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *v = evr_mon_query(q, keys[i]);
-
-		if (v && evr_mon_tparams_set(p, keys[i], v, err, errlen) < 0)
+		if (v && evr_mon_tparams_set(p, *k, v, err, errlen) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -323,6 +324,52 @@ static int ring_size_for(uint64_t total, uint32_t nr_rings, uint64_t *ret, char 
  * Attach to @pid and start the session. On failure the error is answered
  * (*ret_mhd) and NULL returned. The new trace holds an operation slot.
  */
+/*
+ * As `evring record` warns (record-check.c): a provider the list names that the
+ * process has no event of records nothing, which is a mistake more often than
+ * not. The warning goes in the answer's headers and the trace's "warnings".
+ */
+static void check_providers(struct trace *t)
+{
+	struct evr_provider_spec_list *spec = NULL;
+	struct evr_schema_set *have = NULL;
+	char err[256], names[256] = "", all[256] = "";
+	size_t used = 0, aused = 0;
+
+	if (evr_provider_spec_parse(t->providers, &spec, err, sizeof(err)) < 0 ||
+	    evr_schema_set_new(&have) < 0 ||
+	    evr_client_list_events(t->c, have, err, sizeof(err)) < 0)
+		goto out;
+	for (uint32_t i = 0; i < evr_schema_set_count(have); i++) {
+		const char *p = evr_schema_set_at(have, i)->provider;
+
+		if (!strstr(all, p) && aused < sizeof(all))
+			aused += (size_t)snprintf(all + aused, sizeof(all) - aused, "%s%s",
+						  aused ? ", " : "", p);
+	}
+	for (size_t k = 0; k < spec->n; k++) {
+		const char *name = spec->v[k].name;
+		bool found = !strcmp(name, "*");
+
+		for (uint32_t i = 0; i < evr_schema_set_count(have) && !found; i++)
+			found = !strcmp(evr_schema_set_at(have, i)->provider, name);
+		if (!found && used < sizeof(names))
+			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+						 used ? ", " : "", name);
+	}
+	if (used)
+		snprintf(t->warning, sizeof(t->warning), "providers: process %d has no provider "
+			 "%s: nothing of it is recorded (%s%s)", (int)t->pid, names,
+			 aused ? "it has: " : "it has no provider at all", all);
+	/* A header's text: no quotes or control bytes (names are the user's). */
+	for (char *c = t->warning; *c; c++)
+		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+			*c = '?';
+out:
+	evr_schema_set_free(have);
+	evr_provider_spec_list_free(spec);
+}
+
 static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct evr_mon_tparams *p,
 				  bool streamed, enum MHD_Result *ret_mhd)
 {
@@ -376,6 +423,7 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	if (r < 0)
 		goto fail;
 	evr_mon_proc_short_name(evr_client_process(t->c), t->pname, sizeof(t->pname));
+	check_providers(t);
 	r = ring_size_for(p->buffer_size, evr_client_process(t->c)->nr_cpus, &ro.attach.ring_size,
 			  err, sizeof(err));
 	if (r < 0)
@@ -488,6 +536,18 @@ static int start_thread(struct trace *t)
 
 /* ---- answering with a trace -------------------------------------------------------------- */
 
+/* The trace's warning, as Warning (RFC 9111's 199, "miscellaneous") and in plain text. */
+static void add_warning(struct MHD_Response *r, const char *warning)
+{
+	char w[600];
+
+	if (!warning[0])
+		return;
+	snprintf(w, sizeof(w), "199 evring-monitor \"%s\"", warning);
+	MHD_add_response_header(r, "Warning", w);
+	MHD_add_response_header(r, "X-Evring-Warning", warning);
+}
+
 static void add_trace_headers(struct MHD_Response *r, const struct trace *t,
 			      enum evr_mon_format f)
 {
@@ -499,6 +559,7 @@ static void add_trace_headers(struct MHD_Response *r, const struct trace *t,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, evr_mon_format_ctype(f));
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+	add_warning(r, t->warning);
 }
 
 /*
@@ -721,7 +782,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 	json_error_t jerr;
 	struct trace *t;
 	json_t *body = NULL, *o;
-	char err[512], loc[64];
+	char err[512], loc[64], warning[512];
 	uint32_t kept;
 	int e;
 
@@ -768,6 +829,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 	}
 	o = trace_json(t);
 	snprintf(loc, sizeof(loc), "/traces/%s", t->ids);
+	snprintf(warning, sizeof(warning), "%s", t->warning);
 	trace_put(t);	/* the table keeps it */
 	{
 		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -783,6 +845,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+	add_warning(r, warning);
 	return evr_mon_send(q, 201, r);
 fail_errno:
 	snprintf(err, sizeof(err), "%s", strerror(-e));
