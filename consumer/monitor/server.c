@@ -201,6 +201,8 @@ unsigned evr_mon_status_of(int err)
 		return MHD_HTTP_BAD_GATEWAY;
 	case -EOPNOTSUPP:
 		return MHD_HTTP_NOT_IMPLEMENTED;
+	case -ENODATA:		/* a profile of a trace without stacks */
+		return MHD_HTTP_UNPROCESSABLE_CONTENT;
 	default:
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
@@ -218,6 +220,7 @@ static const char *title_of(unsigned status)
 	case 413: return "Content Too Large";
 	case 415: return "Unsupported Media Type";
 	case 421: return "Misdirected Request";
+	case 422: return "Unprocessable Content";
 	case 429: return "Too Many Requests";
 	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";

@@ -14,9 +14,16 @@ enum evr_mon_format {
 	EVR_MON_FMT_CHROME,		/* Chrome trace-event JSON */
 	EVR_MON_FMT_JSONL,		/* JSON lines, as evring dump --json */
 	EVR_MON_FMT_CTF,		/* CTF 1.8, a tar of the trace directory */
+	EVR_MON_FMT_FOLDED,		/* folded stacks (profiles: CPU samples or event stacks) */
+	EVR_MON_FMT_SPEEDSCOPE,		/* speedscope JSON */
+	EVR_MON_FMT_PPROF,		/* pprof, gzip'd protobuf */
 };
 
-/* "evtrace", "chrome", "jsonl" (or "ndjson"), "ctf"; NULL: evtrace. Return: 0, -EINVAL. */
+/*
+ * "evtrace" (or "evring"; NULL: evtrace), else a name or alias of libevring-export's
+ * table (evr_export_formats[]: chrome, jsonl, ctf, folded, speedscope, pprof), as
+ * `evring convert --format` takes them; "ndjson" for jsonl. Return: 0, -EINVAL.
+ */
 int evr_mon_format_parse(const char *s, enum evr_mon_format *ret);
 const char *evr_mon_format_name(enum evr_mon_format f);
 const char *evr_mon_format_ctype(enum evr_mon_format f);
@@ -33,6 +40,8 @@ struct evr_mon_tparams {
 	uint64_t duration_ns;		/* 0: until stopped (at most --max-duration) */
 	uint64_t max_size;		/* 0: --max-trace-size */
 	enum evr_mon_format format;
+	uint32_t stack_depth;		/* stacks=N: each event's stack (record --stacks); 0: none */
+	uint32_t sample_hz;		/* sample_cpu=HZ: CPU samples (record --sample-cpu); 0: none */
 };
 
 /*

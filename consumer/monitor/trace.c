@@ -38,6 +38,7 @@
 
 #include <evring/provider-spec.h>
 #include <evring/recorder.h>
+#include <evring/symbols.h>
 
 #include "monitor.h"
 #include "trace-internal.h"
@@ -74,6 +75,9 @@ struct trace {
 	bool stop_answered;		/* POST .../stop answered once */
 	bool has_thread, join_claimed, thread_done;
 	/* The recording's, one thread at a time (see the top of the file). */
+	struct evr_sideband *sb;	/* stacks / sample_cpu: modules, CPU samples; or NULL */
+	bool sb_started;
+	uint32_t sample_hz;
 	struct evr_client *c;
 	struct evr_recorder *r;
 	pthread_t thread;
@@ -117,6 +121,7 @@ static void trace_put(struct trace *t)
 	if (t->slot)
 		evr_mon_op_put(t->tab->m);
 	evr_recorder_free(t->r);
+	evr_sideband_free(t->sb);	/* after the recorder, which borrowed it */
 	evr_client_free(t->c);
 	if (t->fd >= 0)
 		close(t->fd);
@@ -370,6 +375,67 @@ out:
 	evr_provider_spec_list_free(spec);
 }
 
+static int sideband_emit(void *ctx, uint32_t kind, const void *data, size_t len)
+{
+	return evr_trace_writer_chunk(ctx, kind, data, (uint32_t)len);
+}
+
+/* The recorder's side band, as `evring record` runs it: the module map, samples, the perf map. */
+static int sideband_cb(struct evr_recorder *rec, struct evr_trace_writer *w, uint64_t now_ns,
+		       bool final, void *arg)
+{
+	struct trace *t = arg;
+	int ret = 0;
+
+	(void)rec;
+	(void)now_ns;
+	if (!t->sb_started) {
+		t->sb_started = true;
+		ret = evr_sideband_start(t->sb, sideband_emit, w);
+	}
+	if (ret == 0)
+		ret = final ? evr_sideband_finish(t->sb, sideband_emit, w)
+			    : evr_sideband_poll(t->sb, sideband_emit, w);
+	return ret;
+}
+
+/*
+ * stacks, sample_cpu: the process's module map (and with sample_cpu its perf
+ * events, perf_event_paranoid permitting) read in the recording, so that the
+ * stacks resolve and a CPU profile can be taken over HTTP.
+ */
+static int sideband_open(struct trace *t, const struct evr_mon_tparams *p, char *err,
+			 size_t errlen)
+{
+	struct evr_sideband_opts so = { .pid = t->pid, .sample_hz = p->sample_hz };
+	int r;
+
+	if (!p->stack_depth && !p->sample_hz)
+		return 0;
+	r = evr_sideband_new(&so, &t->sb, err, errlen);
+	if (r < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "%s", strerror(-r));
+		return r;
+	}
+	t->sample_hz = p->sample_hz;
+	return 0;
+}
+
+/* Start writing the trace to @fd, with the side band when there is one. */
+static int recorder_start(struct trace *t, int fd, char *err, size_t errlen)
+{
+	int r = evr_recorder_start(t->r, fd, err, errlen);
+
+	if (r < 0 || !t->sb)
+		return r;
+	/* Often enough that a 256 KiB sampling ring per CPU never fills at 999 Hz. */
+	r = evr_recorder_add_sideband(t->r, t->sample_hz ? 100 : 1000, sideband_cb, t);
+	if (r < 0)
+		snprintf(err, errlen, "cannot add the stacks side band: %s", strerror(-r));
+	return r;
+}
+
 static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct evr_mon_tparams *p,
 				  bool streamed, enum MHD_Result *ret_mhd)
 {
@@ -431,7 +497,12 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	ro.attach.providers = t->providers;
 	ro.attach.mode = p->mode;
 	ro.attach.counter_interval_ms = p->counter_ms;
+	ro.attach.stack_depth = p->stack_depth;
 	r = evr_recorder_new(t->c, &ro, &t->r, err, sizeof(err));
+	if (r < 0)
+		goto fail;
+	err[0] = '\0';
+	r = sideband_open(t, p, err, sizeof(err));
 	if (r < 0)
 		goto fail;
 	return t;
@@ -588,6 +659,8 @@ static enum MHD_Result send_trace_file(struct evr_mon_req *q, struct trace *t,
 		atomic_fetch_add_explicit(&q->m->conversions_abandoned, 1, memory_order_relaxed);
 		return MHD_NO;	/* the client left: nobody to answer */
 	}
+	if (e == -ENODATA)	/* a profile of a trace without stacks: the request's fault */
+		return evr_mon_send_problem(q, 422, "Unprocessable Content", e, "%s", err);
 	if (e < 0)
 		return evr_mon_send_problem(q, 500, "Internal Server Error", e, "cannot convert the "
 					    "trace: %s", err);
@@ -670,7 +743,7 @@ static enum MHD_Result trace_stream(struct evr_mon_req *q, struct trace *t)
 	fcntl(t->pipe_w, F_SETPIPE_SZ, PIPE_SIZE);
 	fcntl(t->pipe_r, F_SETFL, O_NONBLOCK);
 	/* The first chunks go into the pipe before the response starts: they fit. */
-	e = evr_recorder_start(t->r, t->pipe_w, err, sizeof(err));
+	e = recorder_start(t, t->pipe_w, err, sizeof(err));
 	if (e < 0)
 		goto fail_msg;
 	t->client_fd = evr_mon_client_fd(q);
@@ -712,7 +785,7 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 		e = t->fd;
 		goto fail;
 	}
-	e = evr_recorder_start(t->r, t->fd, err, sizeof(err));
+	e = recorder_start(t, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
 	t->client_fd = evr_mon_client_fd(q);
@@ -815,7 +888,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 		e = t->fd;
 		goto fail;
 	}
-	e = evr_recorder_start(t->r, t->fd, err, sizeof(err));
+	e = recorder_start(t, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
 	t->started_mono = evr_mon_now_ns();
