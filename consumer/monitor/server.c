@@ -512,7 +512,7 @@ static enum MHD_Result route(struct evr_mon_req *q)
 			return bad_method(q, "GET, HEAD, DELETE");
 		}
 		if (q->nsegs == 3 && is(q, 2, "stop"))
-			return !strcmp(q->method, "POST") ? WITH(P_NONE, evr_mon_route_trace_stop(q,
+			return !strcmp(q->method, "POST") ? WITH(P_DOWNLOAD, evr_mon_route_trace_stop(q,
 								q->segs[1]))
 							  : bad_method(q, "POST");
 		if (q->nsegs == 3 && is(q, 2, "trace"))

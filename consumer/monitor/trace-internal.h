@@ -7,7 +7,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <stdbool.h>
+
 #include <jansson.h>
+
+struct evr_client;
+struct evr_recorder;
+struct evr_sideband;
 
 enum evr_mon_format {
 	EVR_MON_FMT_EVTRACE,		/* evring's trace format (docs/trace-format.md) */
@@ -57,6 +63,30 @@ int evr_mon_tparams_set(struct evr_mon_tparams *p, const char *key, const char *
  * (seconds). Strings are borrowed from @body. Return: 0, -EINVAL with @err.
  */
 int evr_mon_tparams_from_json(json_t *body, struct evr_mon_tparams *p, char *err, size_t errlen);
+
+/* trace-side.c: the side band of stacks= and sample_cpu=, and the providers' warning. */
+struct evr_mon_sideband {
+	struct evr_sideband *sb;	/* NULL: neither asked */
+	bool started;
+	uint32_t sample_hz;
+};
+
+/* stacks (@stack_depth) or sample_cpu (@sample_hz): the side band, before recording.
+ * Return: 0 (nothing when neither), -errno with @err (-EACCES: perf_event_paranoid). */
+int evr_mon_sideband_open(struct evr_mon_sideband *s, pid_t pid, uint32_t stack_depth,
+			  uint32_t sample_hz, char *err, size_t errlen);
+/* evr_recorder_start() with @s's side band added. Return: 0, -errno with @err. */
+int evr_mon_recorder_start(struct evr_recorder *rec, struct evr_mon_sideband *s, int fd,
+			   char *err, size_t errlen);
+/* After evr_recorder_free(), which borrows @s. */
+void evr_mon_sideband_free(struct evr_mon_sideband *s);
+/*
+ * evr_mon_providers_warning() - as `evring record` warns: the providers @providers
+ * names that process @pid has no event of (they record nothing), one line in @buf
+ * fit for a header; "" when none, or when the process cannot say. One round trip.
+ */
+void evr_mon_providers_warning(struct evr_client *c, const char *providers, pid_t pid,
+			       char *buf, size_t len);
 
 /* An unnamed read-write file in @dir. Return: the fd, or -errno with @err set. */
 int evr_mon_tmpfile(const char *dir, char *err, size_t errlen);

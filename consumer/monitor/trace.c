@@ -36,9 +36,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <evring/export.h>
 #include <evring/provider-spec.h>
 #include <evring/recorder.h>
-#include <evring/symbols.h>
 
 #include "monitor.h"
 #include "trace-internal.h"
@@ -75,9 +75,7 @@ struct trace {
 	bool stop_answered;		/* POST .../stop answered once */
 	bool has_thread, join_claimed, thread_done;
 	/* The recording's, one thread at a time (see the top of the file). */
-	struct evr_sideband *sb;	/* stacks / sample_cpu: modules, CPU samples; or NULL */
-	bool sb_started;
-	uint32_t sample_hz;
+	struct evr_mon_sideband sb;	/* stacks / sample_cpu: modules, CPU samples */
 	struct evr_client *c;
 	struct evr_recorder *r;
 	pthread_t thread;
@@ -121,7 +119,7 @@ static void trace_put(struct trace *t)
 	if (t->slot)
 		evr_mon_op_put(t->tab->m);
 	evr_recorder_free(t->r);
-	evr_sideband_free(t->sb);	/* after the recorder, which borrowed it */
+	evr_mon_sideband_free(&t->sb);	/* after the recorder, which borrowed it */
 	evr_client_free(t->c);
 	if (t->fd >= 0)
 		close(t->fd);
@@ -329,113 +327,6 @@ static int ring_size_for(uint64_t total, uint32_t nr_rings, uint64_t *ret, char 
  * Attach to @pid and start the session. On failure the error is answered
  * (*ret_mhd) and NULL returned. The new trace holds an operation slot.
  */
-/*
- * As `evring record` warns (record-check.c): a provider the list names that the
- * process has no event of records nothing, which is a mistake more often than
- * not. The warning goes in the answer's headers and the trace's "warnings".
- */
-static void check_providers(struct trace *t)
-{
-	struct evr_provider_spec_list *spec = NULL;
-	struct evr_schema_set *have = NULL;
-	char err[256], names[256] = "", all[256] = "";
-	size_t used = 0, aused = 0;
-
-	if (evr_provider_spec_parse(t->providers, &spec, err, sizeof(err)) < 0 ||
-	    evr_schema_set_new(&have) < 0 ||
-	    evr_client_list_events(t->c, have, err, sizeof(err)) < 0)
-		goto out;
-	for (uint32_t i = 0; i < evr_schema_set_count(have); i++) {
-		const char *p = evr_schema_set_at(have, i)->provider;
-
-		if (!strstr(all, p) && aused < sizeof(all))
-			aused += (size_t)snprintf(all + aused, sizeof(all) - aused, "%s%s",
-						  aused ? ", " : "", p);
-	}
-	for (size_t k = 0; k < spec->n; k++) {
-		const char *name = spec->v[k].name;
-		bool found = !strcmp(name, "*");
-
-		for (uint32_t i = 0; i < evr_schema_set_count(have) && !found; i++)
-			found = !strcmp(evr_schema_set_at(have, i)->provider, name);
-		if (!found && used < sizeof(names))
-			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
-						 used ? ", " : "", name);
-	}
-	if (used)
-		snprintf(t->warning, sizeof(t->warning), "providers: process %d has no provider "
-			 "%s: nothing of it is recorded (%s%s)", (int)t->pid, names,
-			 aused ? "it has: " : "it has no provider at all", all);
-	/* A header's text: no quotes or control bytes (names are the user's). */
-	for (char *c = t->warning; *c; c++)
-		if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
-			*c = '?';
-out:
-	evr_schema_set_free(have);
-	evr_provider_spec_list_free(spec);
-}
-
-static int sideband_emit(void *ctx, uint32_t kind, const void *data, size_t len)
-{
-	return evr_trace_writer_chunk(ctx, kind, data, (uint32_t)len);
-}
-
-/* The recorder's side band, as `evring record` runs it: the module map, samples, the perf map. */
-static int sideband_cb(struct evr_recorder *rec, struct evr_trace_writer *w, uint64_t now_ns,
-		       bool final, void *arg)
-{
-	struct trace *t = arg;
-	int ret = 0;
-
-	(void)rec;
-	(void)now_ns;
-	if (!t->sb_started) {
-		t->sb_started = true;
-		ret = evr_sideband_start(t->sb, sideband_emit, w);
-	}
-	if (ret == 0)
-		ret = final ? evr_sideband_finish(t->sb, sideband_emit, w)
-			    : evr_sideband_poll(t->sb, sideband_emit, w);
-	return ret;
-}
-
-/*
- * stacks, sample_cpu: the process's module map (and with sample_cpu its perf
- * events, perf_event_paranoid permitting) read in the recording, so that the
- * stacks resolve and a CPU profile can be taken over HTTP.
- */
-static int sideband_open(struct trace *t, const struct evr_mon_tparams *p, char *err,
-			 size_t errlen)
-{
-	struct evr_sideband_opts so = { .pid = t->pid, .sample_hz = p->sample_hz };
-	int r;
-
-	if (!p->stack_depth && !p->sample_hz)
-		return 0;
-	r = evr_sideband_new(&so, &t->sb, err, errlen);
-	if (r < 0) {
-		if (!err[0])
-			snprintf(err, errlen, "%s", strerror(-r));
-		return r;
-	}
-	t->sample_hz = p->sample_hz;
-	return 0;
-}
-
-/* Start writing the trace to @fd, with the side band when there is one. */
-static int recorder_start(struct trace *t, int fd, char *err, size_t errlen)
-{
-	int r = evr_recorder_start(t->r, fd, err, errlen);
-
-	if (r < 0 || !t->sb)
-		return r;
-	/* Often enough that a 256 KiB sampling ring per CPU never fills at 999 Hz. */
-	r = evr_recorder_add_sideband(t->r, t->sample_hz ? 100 : 1000, sideband_cb, t);
-	if (r < 0)
-		snprintf(err, errlen, "cannot add the stacks side band: %s", strerror(-r));
-	return r;
-}
-
 static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct evr_mon_tparams *p,
 				  bool streamed, enum MHD_Result *ret_mhd)
 {
@@ -489,7 +380,7 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	if (r < 0)
 		goto fail;
 	evr_mon_proc_short_name(evr_client_process(t->c), t->pname, sizeof(t->pname));
-	check_providers(t);
+	evr_mon_providers_warning(t->c, t->providers, pid, t->warning, sizeof(t->warning));
 	r = ring_size_for(p->buffer_size, evr_client_process(t->c)->nr_cpus, &ro.attach.ring_size,
 			  err, sizeof(err));
 	if (r < 0)
@@ -502,7 +393,7 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	if (r < 0)
 		goto fail;
 	err[0] = '\0';
-	r = sideband_open(t, p, err, sizeof(err));
+	r = evr_mon_sideband_open(&t->sb, pid, p->stack_depth, p->sample_hz, err, sizeof(err));
 	if (r < 0)
 		goto fail;
 	return t;
@@ -743,7 +634,7 @@ static enum MHD_Result trace_stream(struct evr_mon_req *q, struct trace *t)
 	fcntl(t->pipe_w, F_SETPIPE_SZ, PIPE_SIZE);
 	fcntl(t->pipe_r, F_SETFL, O_NONBLOCK);
 	/* The first chunks go into the pipe before the response starts: they fit. */
-	e = recorder_start(t, t->pipe_w, err, sizeof(err));
+	e = evr_mon_recorder_start(t->r, &t->sb, t->pipe_w, err, sizeof(err));
 	if (e < 0)
 		goto fail_msg;
 	t->client_fd = evr_mon_client_fd(q);
@@ -785,7 +676,7 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 		e = t->fd;
 		goto fail;
 	}
-	e = recorder_start(t, t->fd, err, sizeof(err));
+	e = evr_mon_recorder_start(t->r, &t->sb, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
 	t->client_fd = evr_mon_client_fd(q);
@@ -888,7 +779,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 		e = t->fd;
 		goto fail;
 	}
-	e = recorder_start(t, t->fd, err, sizeof(err));
+	e = evr_mon_recorder_start(t->r, &t->sb, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
 	t->started_mono = evr_mon_now_ns();
@@ -973,11 +864,11 @@ static enum MHD_Result send_kept(struct evr_mon_req *q, struct trace *t)
 {
 	enum evr_mon_format f;
 	enum tstate st;
-	char err[512];
+	char err[512], names[128];
 
 	if (answer_format(q, t, &f) < 0)
-		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "format: evtrace, "
-					    "chrome, jsonl or ctf");
+		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "format: evtrace or %s",
+					    evr_export_format_names(names, sizeof(names)));
 	pthread_mutex_lock(&t->tab->lock);
 	st = t->state;
 	snprintf(err, sizeof(err), "%s", t->err);
