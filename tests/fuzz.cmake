@@ -99,5 +99,5 @@ if(TARGET evring-monitor)
   set(mon ${PROJECT_SOURCE_DIR}/consumer/monitor)
   evr_fuzz_target(monitor_request SOURCES ${mon}/auth.c ${mon}/util.c ${mon}/trace-params.c
     INCLUDES ${mon}
-    LIBS evring-watch evring-consumer PkgConfig::JANSSON PkgConfig::NETTLE PkgConfig::MICROHTTPD m)
+    LIBS evring-watch evring-export evring-consumer PkgConfig::JANSSON PkgConfig::NETTLE PkgConfig::MICROHTTPD m)
 endif()

@@ -250,7 +250,7 @@ static const char script[] =
 	"tip.style.display='block';});"
 	"p.addEventListener('mouseleave',function(){tip.style.display='none';});});"
 	"if(!n){st.setAttribute('data-status','ok');"
-	"st.firstChild.textContent='page script ran without errors';}});})();";
+	"st.firstChild.textContent='';}});})();";
 
 static int td(struct evr_strbuf *sb, const char *cls, const char *s)
 {

@@ -364,6 +364,9 @@ struct evr_mon_req {
 	struct evr_mon_admit_in admit;	/* what admission saw (headers borrowed from MHD) */
 };
 
+/* The query parameters of GET /processes/{pid}/trace (trace-params.c), NULL-ended. */
+extern const char *const evr_mon_trace_params[];
+
 /* The value of query parameter @key, or NULL. */
 const char *evr_mon_query(struct evr_mon_req *q, const char *key);
 /* A request header, or NULL. */

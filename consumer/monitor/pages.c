@@ -27,6 +27,7 @@
 #define PLOT_W 320
 #define PLOT_H 90
 #define PLOT_POINTS 120			/* history points plotted */
+#define AXIS_H 14			/* below the plot: its time scale */
 
 static const char style_css[] =
 	"body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}\n"
@@ -42,6 +43,7 @@ static const char style_css[] =
 	"figcaption b{font-weight:600}svg{display:block}\n"
 	"svg .grid{stroke:#eee}svg .line{fill:none;stroke:#1a73e8;stroke-width:1.5}\n"
 	"svg .area{fill:#1a73e8;fill-opacity:.08;stroke:none}\n"
+	"svg .axis{font-size:10px;fill:#666}svg .tick{stroke:#ccc}\n"
 	"#evr-status{font-size:12px;color:#777;margin-top:1em}\n"
 	"pre{background:#fff;border:1px solid #ddd;padding:8px}\n";
 
@@ -70,8 +72,12 @@ static const char app_js[] =
 	"    if (a >= 1e4) return (v / 1e3).toPrecision(4) + 'k';\n"
 	"    return String(Number.isInteger(v) ? v : parseFloat(v.toPrecision(4)));\n"
 	"  }\n"
+	"  function span(sec) {\n"
+	"    return sec >= 120 ? (sec / 60).toFixed(sec >= 600 ? 0 : 1) + ' min' : "
+	"sec.toFixed(sec >= 10 ? 0 : 1) + ' s';\n"
+	"  }\n"
 	"  function plot(svg, pts) {\n"
-	"    var w = +svg.getAttribute('width'), h = +svg.getAttribute('height');\n"
+	"    var w = +svg.getAttribute('width'), h = +svg.getAttribute('data-h');\n"
 	"    var line = svg.querySelector('.line'), area = svg.querySelector('.area');\n"
 	"    if (!line || pts.length === 0) return;\n"
 	"    var lo = Infinity, hi = -Infinity, t0 = pts[0][0], t1 = pts[pts.length - 1][0];\n"
@@ -85,11 +91,15 @@ static const char app_js[] =
 	"      return x.toFixed(1) + ',' + y.toFixed(1);\n"
 	"    }).join(' ');\n"
 	"    line.setAttribute('points', s);\n"
+	"    function label(c, text) { var e = svg.querySelector('.' + c); "
+	"if (e) e.textContent = text; }\n"
+	"    label('ymax', fmt(hi)); label('ymin', fmt(lo));\n"
+	"    label('t0', '\\u2212' + span((t1 - t0) / 1e9));\n"
 	"    if (area) area.setAttribute('points', '2,' + (h - 2) + ' ' + s + ' ' + (w - 2) + ',' + "
 	"(h - 2));\n"
 	"  }\n"
 	"  var root = document.getElementById('evr-counters');\n"
-	"  if (!root) { status('ok', 'static page'); return; }\n"
+	"  if (!root) { status('ok', ''); return; }\n"
 	"  var pid = root.getAttribute('data-pid');\n"
 	"  var ms = Math.max(500, +root.getAttribute('data-interval') || 1000);\n"
 	"  function refresh() {\n"
@@ -139,14 +149,17 @@ static int head(struct evr_strbuf *sb, const char *title)
 	if (!err)
 		err = evr_strbuf_printf(sb, " - evring monitor</title>"
 					"<link rel=\"stylesheet\" href=\"/ui/style.css\"></head>\n"
-					"<body><nav><a href=\"/\">processes</a><a href=\"/info\">"
-					"info</a><a href=\"/metrics\">metrics</a></nav>\n");
+					"<body><nav><a href=\"/\">processes</a></nav>\n");
 	return err;
 }
 
 static int foot(struct evr_strbuf *sb)
 {
-	return evr_strbuf_printf(sb, "<div id=\"evr-status\" data-status=\"ok\" data-errors=\"0\" "
+	/* The nav is pages only; what programs read (JSON, Prometheus text) is said as such. */
+	return evr_strbuf_printf(sb, "<p class=\"muted\">For programs: <a href=\"/info\">/info"
+				 "</a> (JSON: the routes), <a href=\"/metrics\">/metrics</a> "
+				 "(Prometheus text).</p>\n"
+				 "<div id=\"evr-status\" data-status=\"ok\" data-errors=\"0\" "
 				 "data-updates=\"0\"></div>\n<script src=\"/ui/app.js\"></script>"
 				 "</body></html>\n");
 }
@@ -274,9 +287,8 @@ static int links(struct evr_strbuf *sb, pid_t pid, const char *token)
 				 "trace</a> (<a href=\"/processes/%d/trace?duration=5s&amp;"
 				 "format=chrome&amp;token=%s\">Chrome JSON</a>) · "
 				 "<a href=\"/processes/%d/stream?duration=10s\">"
-				 "10 s of live events</a> · <a href=\"/processes/%d/counters\">"
-				 "counters JSON</a></p>\n", (int)pid, (int)pid, (int)pid, token,
-				 (int)pid, token, (int)pid, token, (int)pid, (int)pid);
+				 "10 s of live events</a> (JSON lines)</p>\n", (int)pid, (int)pid,
+				 (int)pid, token, (int)pid, token, (int)pid, token, (int)pid);
 }
 
 enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid)
@@ -363,6 +375,40 @@ enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid)
 
 /* ---- counters ---------------------------------------------------------------------------- */
 
+/* "12 s", "2.5 min": how far back the plot's left edge is. */
+static void fmt_span(uint64_t ns, char *buf, size_t len)
+{
+	double sec = (double)ns / 1e9;
+
+	if (sec >= 120)
+		snprintf(buf, len, sec >= 600 ? "%.0f min" : "%.1f min", sec / 60);
+	else
+		snprintf(buf, len, sec >= 10 ? "%.0f s" : "%.1f s", sec);
+}
+
+/*
+ * The plot's axes: the value range at its top and bottom left (the plot spans
+ * exactly min to max), and below it the time scale, from how long ago its left
+ * edge is to "now". app.js keeps the labels current (classes ymax, ymin, t0).
+ */
+static int axes(struct evr_strbuf *sb, double lo, double hi, uint64_t span_ns)
+{
+	char a[32], b[32], t[32];
+
+	fmt_num(isfinite(hi) ? hi : NAN, a, sizeof(a));
+	fmt_num(isfinite(lo) ? lo : NAN, b, sizeof(b));
+	fmt_span(span_ns, t, sizeof(t));
+	return evr_strbuf_printf(sb, "<text class=\"axis ymax\" x=\"4\" y=\"12\">%s</text>"
+				 "<text class=\"axis ymin\" x=\"4\" y=\"%d\">%s</text>"
+				 "<line class=\"tick\" x1=\"2\" x2=\"2\" y1=\"%d\" y2=\"%d\"/>"
+				 "<line class=\"tick\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>"
+				 "<text class=\"axis t0\" x=\"2\" y=\"%d\">\xe2\x88\x92%s</text>"
+				 "<text class=\"axis t1\" x=\"%d\" y=\"%d\" text-anchor=\"end\">now"
+				 "</text>", a, PLOT_H - 5, b, PLOT_H - 2, PLOT_H + 2, PLOT_W - 2,
+				 PLOT_W - 2, PLOT_H - 2, PLOT_H + 2, PLOT_H + AXIS_H - 2, t,
+				 PLOT_W - 2, PLOT_H + AXIS_H - 2);
+}
+
 /* One counter's plot: the last PLOT_POINTS points of its history as an SVG polyline. */
 static int plot(struct evr_strbuf *sb, const struct evr_mon_counter *c)
 {
@@ -398,8 +444,8 @@ static int plot(struct evr_strbuf *sb, const struct evr_mon_counter *c)
 		if (evr_strbuf_printf(&pts, "%s%.1f,%.1f", k ? " " : "", x, y) < 0)
 			break;
 	}
-	err = evr_strbuf_printf(sb, "<svg width=\"%d\" height=\"%d\" data-counter=\"", PLOT_W,
-				PLOT_H);
+	err = evr_strbuf_printf(sb, "<svg width=\"%d\" height=\"%d\" data-h=\"%d\" "
+				"data-counter=\"", PLOT_W, PLOT_H + AXIS_H, PLOT_H);
 	if (!err)
 		err = evr_rpt_html_cstr(sb, c->provider);
 	if (!err)
@@ -415,8 +461,12 @@ static int plot(struct evr_strbuf *sb, const struct evr_mon_counter *c)
 		err = evr_strbuf_printf(sb, "2,%d %s %d,%d", PLOT_H - 2, pts.buf, PLOT_W - 2,
 					PLOT_H - 2);
 	if (!err)
-		err = evr_strbuf_printf(sb, "\"/><polyline class=\"line\" points=\"%s\"/></svg>",
+		err = evr_strbuf_printf(sb, "\"/><polyline class=\"line\" points=\"%s\"/>",
 					pts.buf ? pts.buf : "");
+	if (!err)
+		err = axes(sb, lo, hi, t1 - t0);
+	if (!err)
+		err = evr_strbuf_append(sb, "</svg>", 6);
 	free(pts.buf);
 	return err;
 }

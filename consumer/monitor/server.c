@@ -201,6 +201,8 @@ unsigned evr_mon_status_of(int err)
 		return MHD_HTTP_BAD_GATEWAY;
 	case -EOPNOTSUPP:
 		return MHD_HTTP_NOT_IMPLEMENTED;
+	case -ENODATA:		/* a profile of a trace without stacks */
+		return MHD_HTTP_UNPROCESSABLE_CONTENT;
 	default:
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
@@ -218,6 +220,7 @@ static const char *title_of(unsigned status)
 	case 413: return "Content Too Large";
 	case 415: return "Unsupported Media Type";
 	case 421: return "Misdirected Request";
+	case 422: return "Unprocessable Content";
 	case 429: return "Too Many Requests";
 	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
@@ -353,12 +356,82 @@ static enum MHD_Result bad_method(struct evr_mon_req *q, const char *allow)
 	return evr_mon_send(q, 405, r);
 }
 
+/*
+ * The query parameters each route takes. A name outside its route's list is a
+ * 400 naming it: a mistyped `provders=` must not record everything as if it
+ * were absent. `token` (evr_mon_side_effect_ok()) is taken everywhere.
+ */
+static const char *const P_NONE[] = { NULL };
+static const char *const P_PROCESSES[] = { "name", NULL };
+static const char *const P_EVENTS[] = { "provider", NULL };
+static const char *const P_COUNTERS[] = { "interval", "provider", "history", NULL };
+static const char *const P_EVENT_STREAM[] = { "format", "duration", "providers", "events",
+					      NULL };
+static const char *const P_COUNTER_STREAM[] = { "format", "duration", "providers",
+						"interval", NULL };
+static const char *const P_STACKS[] = { "depth", NULL };
+static const char *const P_DOWNLOAD[] = { "format", NULL };
+
+struct unknown_params {
+	const char *const *allowed;
+	struct evr_strbuf names;	/* the unknown ones, ", "-separated */
+	int err;
+};
+
+static enum MHD_Result collect_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
+				       const char *value)
+{
+	struct unknown_params *u = cls;
+
+	(void)kind;
+	(void)value;
+	if (!strcmp(key, "token"))
+		return MHD_YES;
+	for (const char *const *a = u->allowed; *a; a++)
+		if (!strcmp(key, *a))
+			return MHD_YES;
+	if (u->names.len && !u->err)
+		u->err = evr_strbuf_append(&u->names, ", ", 2);
+	if (!u->err)
+		u->err = evr_strbuf_printf(&u->names, "'%s'", key);
+	return MHD_YES;
+}
+
+/* Return: true when every query parameter is one of @allowed; else *@ret is the 400. */
+static bool params_ok(struct evr_mon_req *q, const char *const *allowed, enum MHD_Result *ret)
+{
+	struct unknown_params u = { .allowed = allowed };
+	struct evr_strbuf takes = { 0 };
+	bool ok;
+
+	MHD_get_connection_values(q->conn, MHD_GET_ARGUMENT_KIND, collect_unknown, &u);
+	ok = !u.names.len && !u.err;
+	if (!ok) {
+		for (const char *const *a = allowed; *a && !u.err; a++)
+			u.err = evr_strbuf_printf(&takes, "%s%s", a == allowed ? "" : ", ", *a);
+		if (u.err)
+			*ret = MHD_NO;
+		else
+			*ret = evr_mon_send_problem(q, 400, "Bad Request", -EINVAL,
+						    "unknown parameter %s (%s %s takes %s)",
+						    u.names.buf, q->method, q->url,
+						    takes.len ? takes.buf : "none");
+	}
+	free(u.names.buf);
+	free(takes.buf);
+	return ok;
+}
+
+/* @call, when the query has only parameters of @list. */
+#define WITH(list, call) (params_ok(q, (list), &pret) ? (call) : pret)
+
 /* GET (or HEAD) expected: else 405. Return: true when the method fits. */
 #define ROUTE_GET(q) (strcmp((q)->method, "GET") == 0 || (q)->head)
 
 static enum MHD_Result route_process(struct evr_mon_req *q, unsigned base)
 {
 	bool get = ROUTE_GET(q), post = !strcmp(q->method, "POST");
+	enum MHD_Result pret = MHD_NO;
 	pid_t pid;
 
 	if (evr_mon_parse_pid(q->segs[base], &pid) < 0) {
@@ -375,17 +448,19 @@ static enum MHD_Result route_process(struct evr_mon_req *q, unsigned base)
 		if (!get)
 			return bad_method(q, "GET, HEAD");
 		if (q->nsegs == 3)
-			return evr_mon_page_process(q, pid);
+			return WITH(P_NONE, evr_mon_page_process(q, pid));
 		if (q->nsegs == 4 && is(q, 3, "counters"))
-			return evr_mon_page_counters(q, pid);
+			return WITH(P_NONE, evr_mon_page_counters(q, pid));
 		if (q->nsegs == 4 && is(q, 3, "stacks"))
-			return evr_mon_page_stacks(q, pid);
+			return WITH(P_STACKS, evr_mon_page_stacks(q, pid));
 		return not_found(q);
 	}
 	if (q->nsegs == 2)
-		return get ? evr_mon_route_process(q, pid) : bad_method(q, "GET, HEAD");
+		return get ? WITH(P_NONE, evr_mon_route_process(q, pid)) : bad_method(q, "GET, HEAD");
+	/* Its parameters are the JSON body's (evr_mon_tparams_from_json()). */
 	if (q->nsegs == 3 && is(q, 2, "traces"))
-		return post ? evr_mon_route_trace_start(q, pid) : bad_method(q, "POST");
+		return post ? WITH(P_NONE, evr_mon_route_trace_start(q, pid))
+			    : bad_method(q, "POST");
 	if (!get) {
 		if (q->nsegs == 3 || (q->nsegs == 4 && is(q, 2, "counters")))
 			return bad_method(q, "GET, HEAD");
@@ -393,65 +468,67 @@ static enum MHD_Result route_process(struct evr_mon_req *q, unsigned base)
 	}
 	if (q->nsegs == 3) {
 		if (is(q, 2, "sessions"))
-			return evr_mon_route_sessions(q, pid);
+			return WITH(P_NONE, evr_mon_route_sessions(q, pid));
 		if (is(q, 2, "threads"))
-			return evr_mon_route_threads(q, pid);
+			return WITH(P_NONE, evr_mon_route_threads(q, pid));
 		if (is(q, 2, "events"))
-			return evr_mon_route_schemas(q, pid);
+			return WITH(P_EVENTS, evr_mon_route_schemas(q, pid));
 		if (is(q, 2, "counters"))
-			return evr_mon_route_counters(q, pid, NULL, NULL);
+			return WITH(P_COUNTERS, evr_mon_route_counters(q, pid, NULL, NULL));
 		if (is(q, 2, "stream"))
-			return evr_mon_route_event_stream(q, pid);
+			return WITH(P_EVENT_STREAM, evr_mon_route_event_stream(q, pid));
 		if (is(q, 2, "trace"))
-			return evr_mon_route_trace_get(q, pid);
+			return WITH(evr_mon_trace_params, evr_mon_route_trace_get(q, pid));
 		if (is(q, 2, "stacks"))
-			return evr_mon_route_stacks(q, pid);
+			return WITH(P_STACKS, evr_mon_route_stacks(q, pid));
 	}
 	if (q->nsegs == 4 && is(q, 2, "counters") && is(q, 3, "stream"))
-		return evr_mon_route_counter_stream(q, pid);
+		return WITH(P_COUNTER_STREAM, evr_mon_route_counter_stream(q, pid));
 	if (q->nsegs == 5 && is(q, 2, "counters"))
-		return evr_mon_route_counters(q, pid, q->segs[3], q->segs[4]);
+		return WITH(P_COUNTERS, evr_mon_route_counters(q, pid, q->segs[3], q->segs[4]));
 	return not_found(q);
 }
 
 static enum MHD_Result route(struct evr_mon_req *q)
 {
+	enum MHD_Result pret = MHD_NO;
 	bool get = ROUTE_GET(q);
 
 	if (q->nsegs == 0)
-		return get ? evr_mon_page_index(q) : bad_method(q, "GET, HEAD");
+		return get ? WITH(P_NONE, evr_mon_page_index(q)) : bad_method(q, "GET, HEAD");
 	if (is(q, 0, "processes")) {
 		if (q->nsegs == 1)
-			return get ? evr_mon_route_processes(q) : bad_method(q, "GET, HEAD");
+			return get ? WITH(P_PROCESSES, evr_mon_route_processes(q)) : bad_method(q, "GET, HEAD");
 		return route_process(q, 1);
 	}
 	if (is(q, 0, "traces")) {
 		if (q->nsegs == 1)
-			return get ? evr_mon_route_trace_list(q) : bad_method(q, "GET, HEAD");
+			return get ? WITH(P_NONE, evr_mon_route_trace_list(q)) : bad_method(q, "GET, HEAD");
 		if (q->nsegs == 2) {
 			if (get)
-				return evr_mon_route_trace_one(q, q->segs[1]);
+				return WITH(P_NONE, evr_mon_route_trace_one(q, q->segs[1]));
 			if (!strcmp(q->method, "DELETE"))
-				return evr_mon_route_trace_delete(q, q->segs[1]);
+				return WITH(P_NONE, evr_mon_route_trace_delete(q, q->segs[1]));
 			return bad_method(q, "GET, HEAD, DELETE");
 		}
 		if (q->nsegs == 3 && is(q, 2, "stop"))
-			return !strcmp(q->method, "POST") ? evr_mon_route_trace_stop(q, q->segs[1])
+			return !strcmp(q->method, "POST") ? WITH(P_DOWNLOAD, evr_mon_route_trace_stop(q,
+								q->segs[1]))
 							  : bad_method(q, "POST");
 		if (q->nsegs == 3 && is(q, 2, "trace"))
-			return get ? evr_mon_route_trace_download(q, q->segs[1])
+			return get ? WITH(P_DOWNLOAD, evr_mon_route_trace_download(q, q->segs[1]))
 				   : bad_method(q, "GET, HEAD");
 		return not_found(q);
 	}
 	if (q->nsegs == 1 && is(q, 0, "metrics"))
-		return get ? evr_mon_route_metrics(q) : bad_method(q, "GET, HEAD");
+		return get ? WITH(P_NONE, evr_mon_route_metrics(q)) : bad_method(q, "GET, HEAD");
 	if (q->nsegs == 1 && is(q, 0, "info"))
-		return get ? evr_mon_route_info(q) : bad_method(q, "GET, HEAD");
+		return get ? WITH(P_NONE, evr_mon_route_info(q)) : bad_method(q, "GET, HEAD");
 	if (is(q, 0, "ui")) {
 		if (q->nsegs >= 3 && is(q, 1, "processes"))
 			return route_process(q, 2);
 		if (q->nsegs == 2)
-			return get ? evr_mon_page_asset(q, q->segs[1]) : bad_method(q, "GET, HEAD");
+			return get ? WITH(P_NONE, evr_mon_page_asset(q, q->segs[1])) : bad_method(q, "GET, HEAD");
 	}
 	return not_found(q);
 }

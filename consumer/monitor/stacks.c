@@ -87,6 +87,18 @@ enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, pid_t pid)
 	return ret;
 }
 
+/*
+ * One frame, one line of the thread's <pre>. The newline is markup, not text:
+ * the escaper turns control characters (a newline among them) into U+FFFD, so
+ * it is appended after the escaped text, never escaped with it.
+ */
+static int frame_line(struct evr_strbuf *sb, const char *text)
+{
+	int err = evr_rpt_html_cstr(sb, text);
+
+	return err ? err : evr_strbuf_append(sb, "\n", 1);
+}
+
 /* The stacks as text, close to `evring stacks`, one <pre> per thread. */
 int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
 			enum MHD_Result *ret_mhd)
@@ -117,15 +129,15 @@ int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
 			evr_symbolizer_lookup(st->sym, t->pcs[f], !t->activation[f], &sym);
 			/* As evring stacks prints them: what is inlined there first. */
 			for (uint32_t k = 0; k < sym.ninlined && !err; k++) {
-				snprintf(line, sizeof(line), "#%-2u 0x%016" PRIx64 " %s\n", f,
+				snprintf(line, sizeof(line), "#%-2u 0x%016" PRIx64 " %s", f,
 					 t->pcs[f],
 					 evr_sym_format_inlined(&sym, k, true, buf, sizeof(buf)));
-				err = evr_rpt_html_cstr(sb, line);
+				err = frame_line(sb, line);
 			}
-			snprintf(line, sizeof(line), "#%-2u 0x%016" PRIx64 " %s\n", f, t->pcs[f],
+			snprintf(line, sizeof(line), "#%-2u 0x%016" PRIx64 " %s", f, t->pcs[f],
 				 evr_sym_format(&sym, t->pcs[f], true, buf, sizeof(buf)));
 			if (!err)
-				err = evr_rpt_html_cstr(sb, line);
+				err = frame_line(sb, line);
 		}
 		if (!err)
 			err = evr_strbuf_append(sb, "</pre>\n", 7);

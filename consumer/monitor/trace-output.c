@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <evring/export.h>
+#include <evring/symbols.h>
 #include <evring/trace.h>
 
 #include "monitor.h"
@@ -49,23 +50,14 @@ int evr_mon_tmpfile(const char *dir, char *err, size_t errlen)
 	return fd;
 }
 
-const char *evr_mon_format_name(enum evr_mon_format f)
-{
-	switch (f) {
-	case EVR_MON_FMT_EVTRACE: return "evtrace";
-	case EVR_MON_FMT_CHROME: return "chrome";
-	case EVR_MON_FMT_JSONL: return "jsonl";
-	case EVR_MON_FMT_CTF: return "ctf";
-	}
-	return "?";
-}
-
 const char *evr_mon_format_ctype(enum evr_mon_format f)
 {
 	switch (f) {
 	case EVR_MON_FMT_CHROME: return "application/json";
 	case EVR_MON_FMT_JSONL: return "application/x-ndjson";
 	case EVR_MON_FMT_CTF: return "application/x-tar";
+	case EVR_MON_FMT_SPEEDSCOPE: return "application/json";
+	case EVR_MON_FMT_FOLDED: return "text/plain; charset=utf-8";
 	default: return "application/octet-stream";
 	}
 }
@@ -73,7 +65,9 @@ const char *evr_mon_format_ctype(enum evr_mon_format f)
 void evr_mon_trace_filename(pid_t pid, uint64_t realtime_ns, enum evr_mon_format f, char *buf,
 			    size_t len)
 {
-	static const char *const ext[] = { "evtrace", "json", "jsonl", "ctf.tar" };
+	/* Indexed by enum evr_mon_format; the profiles' as `evring convert` names them. */
+	static const char *const ext[] = { "evtrace", "json", "jsonl", "ctf.tar", "folded",
+					   "speedscope.json", "pb.gz" };
 	time_t t = (time_t)(realtime_ns / 1000000000u);
 	struct tm tm;
 	char when[32] = "trace";
@@ -207,6 +201,51 @@ static ssize_t conv_write(void *cookie, const char *buf, size_t n)
 	return (ssize_t)done;
 }
 
+/*
+ * folded, speedscope, pprof: the profile of the trace's CPU samples (or, without
+ * them, of its events' stacks), symbolized from the binaries its module map
+ * names, as `evring convert` writes them (consumer/symbols/).
+ */
+static int write_profile(struct evr_trace_reader *rd, enum evr_mon_format f, const char *name,
+			 FILE *out, char *err, size_t errlen)
+{
+	struct evr_symbolizer *sym = NULL;
+	struct evr_samples *ss = NULL;
+	struct evr_profile *p = NULL;
+	uint64_t stacks;
+	int r;
+
+	r = evr_symbolizer_from_trace(rd, &sym);
+	if (r == 0)
+		r = evr_samples_load(rd, &ss);
+	if (r == -EBADMSG)	/* a malformed SAMPLES chunk: its samples left out */
+		r = 0;
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the trace's stacks: %s", strerror(-r));
+		goto out;
+	}
+	if (f == EVR_MON_FMT_PPROF) {
+		r = evr_pprof_write(rd, sym, ss, false, name, out, &stacks);
+	} else {
+		r = evr_profile_from_trace(rd, sym, ss, false, &p);
+		if (r == 0 && !evr_profile_total(p))
+			r = -ENODATA;
+		if (r == 0)
+			r = f == EVR_MON_FMT_FOLDED ? evr_profile_write_folded(p, out)
+						    : evr_profile_write_speedscope(p, name, out);
+	}
+	if (r == -ENODATA)
+		snprintf(err, errlen, "the trace has no CPU samples or event stacks to profile "
+			 "(record with sample_cpu or stacks)");
+	else if (r < 0)
+		snprintf(err, errlen, "cannot write the profile: %s", strerror(-r));
+out:
+	evr_profile_free(p);
+	evr_samples_free(ss);
+	evr_symbolizer_free(sym);
+	return r;
+}
+
 int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdir,
 			  const char *top, int client_fd, int *ret_fd, char *err, size_t errlen)
 {
@@ -258,8 +297,12 @@ int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdi
 			goto out;
 		}
 		setvbuf(out, NULL, _IOFBF, 1u << 16);
-		r = f == EVR_MON_FMT_CHROME ? evr_convert_chrome(rd, out, &cs, err, errlen)
-					    : evr_convert_jsonl(rd, out, &cs, err, errlen);
+		if (f == EVR_MON_FMT_CHROME)
+			r = evr_convert_chrome(rd, out, &cs, err, errlen);
+		else if (f == EVR_MON_FMT_JSONL)
+			r = evr_convert_jsonl(rd, out, &cs, err, errlen);
+		else
+			r = write_profile(rd, f, top, out, err, errlen);
 		if (fclose(out) != 0 && r == 0) {
 			r = -errno;
 			snprintf(err, errlen, "cannot write the converted trace: %s", strerror(-r));

@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <evring/consumer.h>
+#include <evring/export.h>
 
 #include "monitor.h"
 #include "trace-internal.h"
@@ -18,19 +20,45 @@
 #define CONTROL_BYTES "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f" \
 	"\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"
 
+/* Every parameter evr_mon_tparams_set() takes: a trace route's query, a POST's body. */
+const char *const evr_mon_trace_params[] = { "providers", "buffer_size", "mode",
+					      "counter_interval", "duration", "max_size", "format",
+					      "stacks", "sample_cpu", NULL };
+
+/* The monitor's formats beside libevring-export's ids: the one table is evr_export_formats[]. */
+static const struct {
+	enum evr_mon_format mon;
+	enum evr_export_format_id id;
+} formats[] = {
+	{ EVR_MON_FMT_CHROME, EVR_EXPORT_CHROME }, { EVR_MON_FMT_JSONL, EVR_EXPORT_JSONL },
+	{ EVR_MON_FMT_CTF, EVR_EXPORT_CTF }, { EVR_MON_FMT_FOLDED, EVR_EXPORT_FOLDED },
+	{ EVR_MON_FMT_SPEEDSCOPE, EVR_EXPORT_SPEEDSCOPE }, { EVR_MON_FMT_PPROF, EVR_EXPORT_PPROF },
+};
+
 int evr_mon_format_parse(const char *s, enum evr_mon_format *ret)
 {
-	if (!s || !strcmp(s, "evtrace") || !strcmp(s, "evring"))
+	const struct evr_export_format *f;
+
+	if (!s || !strcmp(s, "evtrace") || !strcmp(s, "evring")) {
 		*ret = EVR_MON_FMT_EVTRACE;
-	else if (!strcmp(s, "chrome") || !strcmp(s, "perfetto"))
-		*ret = EVR_MON_FMT_CHROME;
-	else if (!strcmp(s, "jsonl") || !strcmp(s, "ndjson"))
-		*ret = EVR_MON_FMT_JSONL;
-	else if (!strcmp(s, "ctf"))
-		*ret = EVR_MON_FMT_CTF;
-	else
-		return -EINVAL;
-	return 0;
+		return 0;
+	}
+	f = evr_export_format_find(!strcmp(s, "ndjson") ? "jsonl" : s);
+	for (size_t i = 0; f && i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (formats[i].id == f->id) {
+			*ret = formats[i].mon;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *evr_mon_format_name(enum evr_mon_format f)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (formats[i].mon == f)
+			return evr_export_format_get(formats[i].id)->name;
+	return "evtrace";
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -94,11 +122,31 @@ int evr_mon_tparams_set(struct evr_mon_tparams *p, const char *key, const char *
 			return -EINVAL;
 		p->duration_ns = v;
 	} else if (!strcmp(key, "format")) {
+		char names[128];
+
 		if (evr_mon_format_parse(val, &p->format) < 0)
-			return param_error(err, errlen, "%s: evtrace, chrome, jsonl or ctf", key);
+			return param_error(err, errlen, "%s: evtrace or %s", key,
+					   evr_export_format_names(names, sizeof(names)));
+	} else if (!strcmp(key, "stacks") || !strcmp(key, "sample_cpu")) {
+		/* As record's --stacks[=DEPTH] and --sample-cpu[=HZ]: "" or 1 means the default. */
+		bool stacks = !strcmp(key, "stacks");
+		unsigned long max = stacks ? 127 : 100000, v2 = stacks ? 64 : 999;
+		char *end;
+
+		if (*val && strcmp(val, "true")) {
+			v2 = strtoul(val, &end, 10);
+			if (end == val || *end || *val == '-' || v2 < 1 || v2 > max)
+				return param_error(err, errlen, "%s: %s from 1 to %lu (or empty: %s)",
+						   key, stacks ? "a depth" : "a rate in Hz", max,
+						   stacks ? "64" : "999");
+		}
+		if (stacks)
+			p->stack_depth = (uint32_t)v2;
+		else
+			p->sample_hz = (uint32_t)v2;
 	} else {
 		return param_error(err, errlen, "unknown parameter '%s' (providers, buffer_size, "
-				   "mode, counter_interval, duration, max_size, format)", key);
+				   "mode, counter_interval, duration, max_size, format, stacks, sample_cpu)", key);
 	}
 	return 0;
 }
@@ -122,6 +170,9 @@ int evr_mon_tparams_from_json(json_t *body, struct evr_mon_tparams *p, char *err
 
 		if (json_is_string(v)) {
 			s = json_string_value(v);
+		} else if (json_is_true(v) && (!strcmp(key, "stacks") ||
+					       !strcmp(key, "sample_cpu"))) {
+			s = "";		/* the default depth or rate */
 		} else if (json_is_number(v) && json_number_value(v) >= 0) {
 			double d = json_number_value(v);
 

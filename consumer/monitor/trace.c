@@ -36,6 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <evring/export.h>
+#include <evring/provider-spec.h>
 #include <evring/recorder.h>
 
 #include "monitor.h"
@@ -68,10 +70,12 @@ struct trace {
 	enum tstate state;
 	struct evr_recorder_stats st;
 	char err[512];
+	char warning[512];		/* set once, before the trace is shared; "" if none */
 	uint64_t stopped_rt;
 	bool stop_answered;		/* POST .../stop answered once */
 	bool has_thread, join_claimed, thread_done;
 	/* The recording's, one thread at a time (see the top of the file). */
+	struct evr_mon_sideband sb;	/* stacks / sample_cpu: modules, CPU samples */
 	struct evr_client *c;
 	struct evr_recorder *r;
 	pthread_t thread;
@@ -115,6 +119,7 @@ static void trace_put(struct trace *t)
 	if (t->slot)
 		evr_mon_op_put(t->tab->m);
 	evr_recorder_free(t->r);
+	evr_mon_sideband_free(&t->sb);	/* after the recorder, which borrowed it */
 	evr_client_free(t->c);
 	if (t->fd >= 0)
 		close(t->fd);
@@ -260,6 +265,8 @@ static json_t *trace_json_locked(const struct trace *t)
 	if (t->stopped_rt)
 		json_object_set_new(o, "stopped_ns", json_integer((json_int_t)t->stopped_rt));
 	json_object_set_new(o, "error", t->err[0] ? evr_mon_jstr(t->err) : json_null());
+	json_object_set_new(o, "warnings", t->warning[0] ? json_pack("[o]", evr_mon_jstr(t->warning))
+							  : json_array());
 	json_object_set_new(o, "max_size", json_integer((json_int_t)t->max_size));
 	json_object_set_new(o, "truncated",
 			    json_boolean(atomic_load_explicit(&t->truncated, memory_order_relaxed)));
@@ -282,13 +289,10 @@ static json_t *trace_json(struct trace *t)
 
 static int params_from_query(struct evr_mon_req *q, struct evr_mon_tparams *p, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "providers", "buffer_size", "mode", "counter_interval",
-					    "duration", "max_size", "format" };
+	for (const char *const *k = evr_mon_trace_params; *k; k++) {
+		const char *v = evr_mon_query(q, *k);
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *v = evr_mon_query(q, keys[i]);
-
-		if (v && evr_mon_tparams_set(p, keys[i], v, err, errlen) < 0)
+		if (v && evr_mon_tparams_set(p, *k, v, err, errlen) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -376,6 +380,7 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	if (r < 0)
 		goto fail;
 	evr_mon_proc_short_name(evr_client_process(t->c), t->pname, sizeof(t->pname));
+	evr_mon_providers_warning(t->c, t->providers, pid, t->warning, sizeof(t->warning));
 	r = ring_size_for(p->buffer_size, evr_client_process(t->c)->nr_cpus, &ro.attach.ring_size,
 			  err, sizeof(err));
 	if (r < 0)
@@ -383,7 +388,12 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 	ro.attach.providers = t->providers;
 	ro.attach.mode = p->mode;
 	ro.attach.counter_interval_ms = p->counter_ms;
+	ro.attach.stack_depth = p->stack_depth;
 	r = evr_recorder_new(t->c, &ro, &t->r, err, sizeof(err));
+	if (r < 0)
+		goto fail;
+	err[0] = '\0';
+	r = evr_mon_sideband_open(&t->sb, pid, p->stack_depth, p->sample_hz, err, sizeof(err));
 	if (r < 0)
 		goto fail;
 	return t;
@@ -488,6 +498,18 @@ static int start_thread(struct trace *t)
 
 /* ---- answering with a trace -------------------------------------------------------------- */
 
+/* The trace's warning, as Warning (RFC 9111's 199, "miscellaneous") and in plain text. */
+static void add_warning(struct MHD_Response *r, const char *warning)
+{
+	char w[600];
+
+	if (!warning[0])
+		return;
+	snprintf(w, sizeof(w), "199 evring-monitor \"%s\"", warning);
+	MHD_add_response_header(r, "Warning", w);
+	MHD_add_response_header(r, "X-Evring-Warning", warning);
+}
+
 static void add_trace_headers(struct MHD_Response *r, const struct trace *t,
 			      enum evr_mon_format f)
 {
@@ -499,6 +521,7 @@ static void add_trace_headers(struct MHD_Response *r, const struct trace *t,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, evr_mon_format_ctype(f));
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+	add_warning(r, t->warning);
 }
 
 /*
@@ -527,6 +550,8 @@ static enum MHD_Result send_trace_file(struct evr_mon_req *q, struct trace *t,
 		atomic_fetch_add_explicit(&q->m->conversions_abandoned, 1, memory_order_relaxed);
 		return MHD_NO;	/* the client left: nobody to answer */
 	}
+	if (e == -ENODATA)	/* a profile of a trace without stacks: the request's fault */
+		return evr_mon_send_problem(q, 422, "Unprocessable Content", e, "%s", err);
 	if (e < 0)
 		return evr_mon_send_problem(q, 500, "Internal Server Error", e, "cannot convert the "
 					    "trace: %s", err);
@@ -609,7 +634,7 @@ static enum MHD_Result trace_stream(struct evr_mon_req *q, struct trace *t)
 	fcntl(t->pipe_w, F_SETPIPE_SZ, PIPE_SIZE);
 	fcntl(t->pipe_r, F_SETFL, O_NONBLOCK);
 	/* The first chunks go into the pipe before the response starts: they fit. */
-	e = evr_recorder_start(t->r, t->pipe_w, err, sizeof(err));
+	e = evr_mon_recorder_start(t->r, &t->sb, t->pipe_w, err, sizeof(err));
 	if (e < 0)
 		goto fail_msg;
 	t->client_fd = evr_mon_client_fd(q);
@@ -651,7 +676,7 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 		e = t->fd;
 		goto fail;
 	}
-	e = evr_recorder_start(t->r, t->fd, err, sizeof(err));
+	e = evr_mon_recorder_start(t->r, &t->sb, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
 	t->client_fd = evr_mon_client_fd(q);
@@ -721,7 +746,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 	json_error_t jerr;
 	struct trace *t;
 	json_t *body = NULL, *o;
-	char err[512], loc[64];
+	char err[512], loc[64], warning[512];
 	uint32_t kept;
 	int e;
 
@@ -754,7 +779,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 		e = t->fd;
 		goto fail;
 	}
-	e = evr_recorder_start(t->r, t->fd, err, sizeof(err));
+	e = evr_mon_recorder_start(t->r, &t->sb, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
 	t->started_mono = evr_mon_now_ns();
@@ -768,6 +793,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 	}
 	o = trace_json(t);
 	snprintf(loc, sizeof(loc), "/traces/%s", t->ids);
+	snprintf(warning, sizeof(warning), "%s", t->warning);
 	trace_put(t);	/* the table keeps it */
 	{
 		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -783,6 +809,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+	add_warning(r, warning);
 	return evr_mon_send(q, 201, r);
 fail_errno:
 	snprintf(err, sizeof(err), "%s", strerror(-e));
@@ -837,11 +864,11 @@ static enum MHD_Result send_kept(struct evr_mon_req *q, struct trace *t)
 {
 	enum evr_mon_format f;
 	enum tstate st;
-	char err[512];
+	char err[512], names[128];
 
 	if (answer_format(q, t, &f) < 0)
-		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "format: evtrace, "
-					    "chrome, jsonl or ctf");
+		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "format: evtrace or %s",
+					    evr_export_format_names(names, sizeof(names)));
 	pthread_mutex_lock(&t->tab->lock);
 	st = t->state;
 	snprintf(err, sizeof(err), "%s", t->err);

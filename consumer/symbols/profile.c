@@ -482,12 +482,37 @@ static void color(const char *name, char *buf, size_t len)
 		 (unsigned)((h >> 16) % 60));
 }
 
+/*
+ * @v of @unit as a person reads it: nanoseconds as "79.1 ms", bytes as "3.2 MiB",
+ * anything else as "1234 samples". A title is read, not parsed (the JSON and
+ * pprof outputs keep the exact figures).
+ */
+static void amount(uint64_t v, const char *unit, char *buf, size_t len)
+{
+	static const char *const ns_units[] = { "ns", "\xc2\xb5s", "ms", "s" };
+	static const char *const b_units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double x = (double)v;
+	unsigned i = 0;
+
+	if (!strcmp(unit, "nanoseconds")) {
+		for (; x >= 1000 && i < 3; i++)
+			x /= 1000;
+		snprintf(buf, len, i && x < 99.95 ? "%.3g %s" : "%.0f %s", x, ns_units[i]);
+	} else if (!strcmp(unit, "bytes")) {
+		for (; x >= 1024 && i < 4; i++)
+			x /= 1024;
+		snprintf(buf, len, i && x < 99.95 ? "%.3g %s" : "%.0f %s", x, b_units[i]);
+	} else {
+		snprintf(buf, len, "%" PRIu64 " %s", v, unit);
+	}
+}
+
 static void draw(FILE *f, const struct evr_profile *p, uint32_t node, double x, uint32_t d,
 		 uint32_t maxd, double width, double scale)
 {
 	double w = (double)p->nodes[node].total * scale;
 	double cx = x;
-	char fill[32];
+	char fill[32], amt[48];
 
 	if (w < 0.3)
 		return;
@@ -498,7 +523,8 @@ static void draw(FILE *f, const struct evr_profile *p, uint32_t node, double x, 
 		color(name, fill, sizeof(fill));
 		fprintf(f, "<g><title>");
 		xml_text(f, name, 4096);
-		fprintf(f, " (%" PRIu64 " %s, %.2f%%)</title>", p->nodes[node].total, p->unit,
+		amount(p->nodes[node].total, p->unit, amt, sizeof(amt));
+		fprintf(f, " (%s, %.2f%%)</title>", amt,
 			100.0 * (double)p->nodes[node].total / (double)p->nodes[0].total);
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
 			x, y, w, FG_ROW - 1, fill);
@@ -521,6 +547,7 @@ int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32
 	uint32_t maxd = depth_of(p, 0, 0);
 	double scale = p->nodes[0].total ? (double)(width - 20) / (double)p->nodes[0].total : 0;
 	uint32_t height = (maxd + 1) * FG_ROW + 40;
+	char amt[48];
 
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flamegraph\" width=\"%u\" "
 		   "height=\"%u\" viewBox=\"0 0 %u %u\" style=\"max-width:100%%;height:auto\" "
@@ -528,7 +555,8 @@ int evr_profile_write_svg(const struct evr_profile *p, const char *title, uint32
 		width, height, width, height, FG_FONT);
 	fprintf(f, "<text x=\"%u\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">", width / 2);
 	xml_text(f, title, 200);
-	fprintf(f, " (%" PRIu64 " %s)</text>\n", p->nodes[0].total, p->unit);
+	amount(p->nodes[0].total, p->unit, amt, sizeof(amt));
+	fprintf(f, " (%s)</text>\n", amt);
 	draw(f, p, 0, 10, 0, maxd, width, scale);
 	fprintf(f, "</svg>\n");
 	return ferror(f) ? -EIO : 0;

@@ -85,7 +85,31 @@ for p in / "/ui/processes/$PID" "/ui/processes/$PID/counters" "/ui/processes/$PI
 	got=$(code_type "$U$p")
 	[[ $got == "200 text/html; charset=utf-8" ]] || fail "$p: $got"
 	grep -q '<script src="/ui/app.js"></script>' "$T/body" || fail "$p: no script"
+	# The nav leads to pages, not to raw JSON; no page says "static page".
+	python3 - "$T/body" <<'PY' || fail "$p: nav or texts"
+import re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+nav = re.search(r"<nav>(.*?)</nav>", html, re.S).group(1)
+hrefs = re.findall(r'href="([^"]*)"', nav)
+assert hrefs and all(h == "/" or h.startswith("/ui/") for h in hrefs), hrefs
+assert "static page" not in html and "without errors" not in html
+assert "counters JSON" not in html
+PY
 done
+# The stacks page: one line per frame ("#N 0x..."), each thread's frames in its own <pre>,
+# and no U+FFFD (a frame's newline must not go through the escaper as a control character).
+expect_status 200 "$U/ui/processes/$PID/stacks?depth=8"
+python3 - "$T/body" "$PID" <<'PY' || fail "the stacks page's frames"
+import re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+assert "\ufffd" not in html, "U+FFFD in the stacks page"
+pres = re.findall(r'<pre>(.*?)</pre>', html, re.S)
+assert len(pres) >= 3, len(pres)
+main = re.search(r'data-tid="%s">.*?<pre>(.*?)</pre>' % sys.argv[2], html, re.S).group(1)
+lines = [l for l in main.split("\n") if l]
+assert len(lines) >= 2, lines
+assert all(re.match(r"#\d+ +0x[0-9a-f]{16} ", l) for l in lines), lines
+PY
 [[ $(code_type "$U/ui/app.js") == "200 text/javascript; charset=utf-8" ]] || fail "app.js"
 [[ $(code_type "$U/ui/style.css") == "200 text/css; charset=utf-8" ]] || fail "style.css"
 curl -sS -D "$T/h" -o /dev/null "$U/"
@@ -123,6 +147,34 @@ expect_status 405 "$U/metrics" -X DELETE
 expect_status 400 "$U/processes/$PID/trace?duration=1s&providers=Bad%20Name"
 grep -q 'contains whitespace' "$T/body" || fail "the bad provider is not named"
 expect_status 400 "$U/processes/$PID/trace?duration=forever"
+# An unknown (mistyped) parameter is a 400 naming it, on every route that takes some and
+# on those that take none; a provider the process does not have records nothing: warned.
+expect_status 400 "$U/processes/$PID/trace?duration=1s&provders=NoSuch"
+grep -q "unknown parameter 'provders'" "$T/body" || fail "provders not named: $(cat "$T/body")"
+expect_status 400 "$U/processes/$PID/stacks?dept=4"
+grep -q "unknown parameter 'dept'" "$T/body" || fail "dept not named: $(cat "$T/body")"
+expect_status 400 "$U/processes?nam=minirt"
+expect_status 400 "$U/info?x=1"
+expect_status 400 "$U/ui/processes/$PID/stacks?depht=3"
+expect_status 200 "$U/processes/$PID/trace?duration=200ms&providers=NoSuch&format=jsonl" \
+	-D "$T/wh"
+grep -qi '^X-Evring-Warning: providers: process [0-9]* has no provider NoSuch' "$T/wh" &&
+	grep -qi '^Warning: 199 evring-monitor "providers: .*NoSuch' "$T/wh" ||
+	fail "no warning for providers=NoSuch: $(cat "$T/wh")"
+expect_status 201 "$U/processes/$PID/traces" -X POST -H 'Content-Type: application/json' \
+	-d '{"providers": "MiniRT,NoSuch"}' -D "$T/wh"
+grep -qi '^X-Evring-Warning: .*no provider NoSuch' "$T/wh" || fail "POST: no warning header"
+python3 - "$T/body" <<'PY' || fail "POST: no warning in the trace: $(cat "$T/body")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["warnings"]) == 1 and "NoSuch" in d["warnings"][0] \
+    and "MiniRT" not in d["warnings"][0].split("(")[0], d
+PY
+id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/body")
+expect_status 204 "$U/traces/$id" -X DELETE
+expect_status 200 "$U/processes/$PID/trace?duration=100ms&providers=MiniRT&format=jsonl" \
+	-D "$T/wh"
+! grep -qi '^X-Evring-Warning' "$T/wh" || fail "a warning for a provider the process has"
 expect_status 400 "$U/processes/$PID/counters?interval=1ms"
 expect_status 415 "$U/processes/$PID/traces" -X POST -d 'providers=MiniRT'
 expect_status 400 "$U/processes/$PID/traces" -X POST -H 'Content-Type: application/json' \

@@ -42,6 +42,7 @@ for p in / "/ui/processes/$PID" stacks; do
 	fi
 	chrome --dump-dom "$U$p" >"$T/p.html" 2>"$T/p.log" || fail "chromium $p: $(tail -3 "$T/p.log")"
 	grep -q 'data-status="ok" data-errors="0"' "$T/p.html" || fail "$p: script error"
+	! grep -q 'static page' "$T/p.html" || fail "$p: says 'static page'"
 done
 grep -q 'class="thread" data-tid="'"$PID"'"' "$T/p.html" || fail "the stacks page has no main thread"
 monitor_alive

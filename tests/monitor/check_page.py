@@ -83,6 +83,17 @@ def main():
     drawn = re.findall(r'<polyline class="line" points="([^"]*)"', dom)
     if sum(1 for p in drawn if p.count(",") >= 2) < len(plots) // 2:
         fail("most plots have fewer than two points")
+    # Axes (issue 28, item 10): each plot says its value range and its time scale, which
+    # the script keeps current ("-24 s" ... "now" below, max and min at the left).
+    svgs = re.findall(r'<svg [^>]*data-counter="[^"]+".*?</svg>', dom, re.S)
+    for svg in svgs:
+        labels = dict(re.findall(r'<text class="axis (\w+)"[^>]*>([^<]*)</text>', svg))
+        if not all(labels.get(k) for k in ("ymax", "ymin", "t0", "t1")):
+            fail("a plot without its axes' labels: %s" % svg[:300])
+        if not re.fullmatch(r"\u2212\d+(\.\d)? (s|min)", labels["t0"]) or labels["t1"] != "now":
+            fail("a plot's time scale: %s" % labels)
+    if len(svgs) != len(plots):
+        fail("%d plots, %d with axes" % (len(plots), len(svgs)))
     w, h, bpp, rows = pixels(sys.argv[1])
     blue = 0
     for row in rows:

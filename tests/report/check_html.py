@@ -49,6 +49,9 @@ def main():
     if 'data-errors="0"' not in attrs or 'data-status="ok"' not in attrs:
         errs = re.findall(r'<div class="evr-error">([^<]*)', dom)
         fail("page script errors: %s (%s)" % (errs, attrs))
+    # Issue 28 item 10: the status says nothing when all is well.
+    if "without errors" in dom or "did not run" in dom:
+        fail("the page shows its script's status: %s" % m.group(0))
     if dom.count("<svg") < 2 or dom.count("<polyline") < 2:
         fail("plots missing")
     for want in ("Events per provider", "Counters", "System.Runtime", "MiniRT",

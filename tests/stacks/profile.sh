@@ -68,6 +68,9 @@ for title in ("CPU flame graph", "Event stacks"):
     assert f"<h2>{title}</h2>" in html, f"no {title} in the report"
 assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph"') == 2
 assert ">spin_hot</text>" in html or ">spin_hot<" in html
+# Flame graph titles in units a person reads ("(79.1 ms)"), not "(79079079 nanoseconds)".
+assert "nanoseconds)" not in html and "nanoseconds," not in html, "raw nanoseconds in a title"
+assert re.search(r"\((\d+(\.\d+)?) (ns|\u00b5s|ms|s)\)</text>", html), "no human time in a title"
 assert not re.search(r"(src|href)=\"https?:", html), "the page fetches something"
 # Chrome JSON: events carry "sf" into stackFrames, CPU samples are top-level "samples".
 c = json.load(open(f"{T}/p.json"))
