@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 		}
 		if (r % 50 == 25) {
 			pid_t c = fork();
-			int st;
+			int st = 0;
 
 			if (c == 0) {
 				/* No session here: the slots were put back at the fork. */

@@ -21,9 +21,11 @@ expect_status 200 "http://127.0.0.1:$port/processes"
 base_t=$(awk '/^Threads:/ {print $2}' "/proc/$MON_PID/status")
 base_f=$(ls "/proc/$MON_PID/fd" | wc -l)
 # Each held connection: a thread, the socket and its dup; plus the owner's request and the
-# refused ones in the moment between their accept and their close.
+# refused ones in the moment between their accept and their close (a loaded machine lets
+# a few dozen of those pile up: 44 fds over the base were seen). Bounded by the peer limit,
+# not by the 200 connections: before the limit, threads and fds grew by 200.
 python3 "$HERE/slowloris.py" "$ADDR" "$port" "$MON_PID" "http://127.0.0.1:$port" 200 0.5 \
-	$((base_t + 2 * PEER + 4)) $((base_f + 4 * PEER + 8)) || fail "slowloris"
+	$((base_t + 2 * PEER + 16)) $((base_f + 4 * PEER + 48)) || fail "slowloris"
 curl -sS "http://127.0.0.1:$port/info" -o "$T/info"
 python3 - "$T/info" "$PEER" <<'PY' || fail "the refusals are not counted: $(cat "$T/info")"
 import json, sys

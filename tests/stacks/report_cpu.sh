@@ -28,6 +28,10 @@ cpu = [r for r in recs if r["type"] == "cpu_sample" and r.get("stack")]
 assert cpu, "no CPU samples"
 
 def fn(frame):
+    # An address in no mapping (a walk that crossed code without frame pointers)
+    # has no "frame", only its "pc".
+    if "frame" not in frame:
+        return frame["pc"]
     return re.sub(r"\+0x[0-9a-f]+( \(.*\))?$", "", frame["frame"])
 
 self_ns, total_ns = {}, {}

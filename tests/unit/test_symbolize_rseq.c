@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "evr-unit.h"
 
 #include <evring/evring.h>
 #include <evring/symbols.h>
@@ -89,6 +90,11 @@ static void test_symbolizer_lookup_rseq_abort(void **state)
 	char err[256];
 
 	(void)state;
+#if defined(__SANITIZE_THREAD__)
+	/* <evring/ring-rseq.h> leaves the rseq path out of a TSan build: such a
+	 * libevring writes through the try-lock path and has no abort handlers. */
+	EVR_SKIP("a TSan build of libevring has no rseq abort handlers");
+#endif
 	/* A reference, so that the program loads libevring.so. */
 	assert_non_null(&evr_provider_register);
 	/* The test links libevring.so (the evring target is always shared). */
@@ -127,5 +133,5 @@ int main(void)
 		cmocka_unit_test(test_symbolizer_lookup_rseq_abort),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return evr_unit_run(tests);
 }
