@@ -17,29 +17,15 @@
  *
  * Each sample's lines are one outbox message, so a sample is sent whole or
  * dropped whole; the outbox drops the oldest samples when the receiver falls
- * behind (the newest values matter most). Before each batch the worker checks
- * whether the receiver closed the connection (it never sends anything), so an
- * idle close costs nothing.
- *
- * What counts as sent. Plaintext carbon acknowledges nothing, and a write()
- * that returned only put the bytes in our kernel's send queue. So a message
- * counts as delivered only once TCP acknowledged all its bytes (the send
- * queue, SIOCOUTQ, no longer holds them); until then it stays at the front of
- * the outbox's batch, and a connection that dies first sends it again, whole,
- * on the next one (carbon discards the partial line of a lost connection; a
- * resent point only overwrites itself). Even acknowledged bytes may never be
- * read: a receiver that closes with unread data, or with SO_LINGER 0, resets
- * the connection and its kernel throws them away. So items acknowledged in the
- * last second or two before a reset (two one-second buckets) are counted
- * "unconfirmed", as dropped; a reset seen later than that, or an orderly close
- * (FIN: the receiver had read everything), confirms them. A receiver that
- * accepts and resets therefore shows as "0 sent", not as everything sent.
- *
- * Back-off: exponential, 100 ms doubling to 10 s, between connection attempts
- * that fail and also after a connection that died without progress; only
- * data confirmed (acknowledged, and the connection outlived its bucket) brings
- * it back to 100 ms. A connect alone does not: a receiver that accepts and
- * resets at once is retried at 100, 200, 400 ms... not ten times a second.
+ * behind (the newest values matter most). The worker keeps one connection,
+ * reconnects with exponential back-off (100 ms doubling to 10 s), and after a
+ * reconnect resends from the first message the receiver did not take whole,
+ * so no half line ever reaches it on a new connection (carbon discards the
+ * partial line of a lost connection; a resent point only overwrites itself).
+ * Points written just before the receiver reset the connection may be lost
+ * without an error: plaintext carbon has no acknowledgement. Before each
+ * batch the worker checks whether the receiver closed the connection (it
+ * never sends anything), so an idle close costs nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,8 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,8 +48,6 @@
 #define CONNECT_TIMEOUT_MS 2000
 #define SNDBUF_BYTES (64 << 10)
 #define EVENT_BUCKETS 256u
-#define ACK_WAIT_MS 100		/* per batch, for the acknowledgement of what was written */
-#define CLOSE_WAIT_MS 1000u	/* at the end, for the receiver's answer to our FIN */
 
 struct ev_count {
 	const struct evr_fwd_source *src;
@@ -85,15 +67,9 @@ struct graphite {
 	uint64_t counts_since_ns;
 	/* The worker's connection. */
 	int fd;
-	uint32_t backoff_ms;		/* the next wait; 100 ms again only on progress */
+	uint32_t backoff_ms;
 	bool said_down;
-	/* Bytes at the front of the batch written on this connection, not yet
-	 * acknowledged (all of them are in the send queue). */
-	size_t inflight;
-	/* Items acknowledged on this connection, per second (the current one and the
-	 * one before): unconfirmed until the connection outlives them. */
-	uint64_t ack_slot, ack_cur, ack_prev;
-	_Atomic uint64_t connects, failures, unconfirmed;
+	_Atomic uint64_t connects, failures;
 };
 
 /* Append @s (@n bytes) reduced to [A-Za-z0-9_-], runs of others as one '_'. */
@@ -329,80 +305,18 @@ static int try_connect(struct graphite *g)
 	return err;
 }
 
-/*
- * The connection's state: 0 up, -ECONNRESET reset (what the receiver had not
- * read is lost), -EPIPE closed in order (it had read everything). The receiver
- * never sends a byte; bytes from one that talks are read and ignored.
- */
-static int conn_state(struct graphite *g)
+/* Did the receiver close or reset the connection? (It never sends a byte.) */
+static bool peer_closed(struct graphite *g)
 {
 	struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
-	socklen_t len = sizeof(int);
-	int err = 0;
-	char c[256];
-	ssize_t n;
+	char c;
 
 	if (poll(&p, 1, 0) <= 0)
-		return 0;
-	if (p.revents & POLLERR) {
-		(void)getsockopt(g->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-		return err == ECONNRESET || !err ? -ECONNRESET : -err;
-	}
-	n = recv(g->fd, c, sizeof(c), MSG_DONTWAIT);
-	if (n > 0)
-		return 0;
-	if (n == 0)
-		return -EPIPE;
-	return errno == EAGAIN || errno == EINTR ? 0 : -ECONNRESET;
-}
-
-/* Items acknowledged now; what has outlived its bucket on a live connection is confirmed. */
-static void acked(struct graphite *g, uint64_t items)
-{
-	uint64_t slot = evr_fwd_now_ns() / 1000000000u;
-
-	if (slot != g->ack_slot) {
-		/* Confirmed: what was acknowledged a second or more ago, connection still up. */
-		uint64_t confirmed = g->ack_prev + (slot == g->ack_slot + 1 ? 0 : g->ack_cur);
-
-		g->ack_prev = slot == g->ack_slot + 1 ? g->ack_cur : 0;
-		g->ack_cur = 0;
-		g->ack_slot = slot;
-		if (confirmed)
-			g->backoff_ms = BACKOFF_MIN_MS;	/* progress */
-	}
-	g->ack_cur += items;
-}
-
-static uint32_t next_backoff(struct graphite *g)
-{
-	uint32_t ms = g->backoff_ms;
-
-	g->backoff_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
-	return ms;
-}
-
-/*
- * The connection is gone (@err: -ECONNRESET, -EPIPE or a send error): what was
- * acknowledged lately is unconfirmed after a reset, what is in flight goes
- * again; wait before the next attempt. Return: true if cancelled meanwhile.
- */
-static bool conn_lost(struct graphite *g, int err, const char *what)
-{
-	uint32_t wait_ms;
-
-	acked(g, 0);		/* roll the buckets: older acknowledgements are confirmed */
-	if (err != -EPIPE)
-		atomic_fetch_add_explicit(&g->unconfirmed, g->ack_cur + g->ack_prev,
-					  memory_order_relaxed);
-	g->ack_cur = g->ack_prev = 0;
-	g->inflight = 0;
-	disconnect(g);
-	wait_ms = next_backoff(g);
-	fprintf(stderr, "evring forward: %s: %s%s%s; reconnecting in %u ms\n", g->s->spec.text,
-		what, err == -EPIPE || err == -ECONNRESET ? "" : ": ",
-		err == -EPIPE || err == -ECONNRESET ? "" : strerror(-err), wait_ms);
-	return evr_fwd_outbox_sleep(g->s->outbox, wait_ms);
+		return false;
+	if (p.revents & (POLLERR | POLLHUP | POLLRDHUP))
+		return true;
+	/* Bytes from a receiver that talks: read and ignore them; EOF is a close. */
+	return recv(g->fd, &c, 1, MSG_DONTWAIT) == 0;
 }
 
 /* Connected, or back off. Return: 0 connected, -EAGAIN not yet, -ECANCELED. */
@@ -410,13 +324,12 @@ static int ensure_connected(struct graphite *g)
 {
 	int r;
 
+	if (g->fd >= 0 && !peer_closed(g))
+		return 0;
 	if (g->fd >= 0) {
-		r = conn_state(g);
-		if (r == 0)
-			return 0;
-		if (conn_lost(g, r, r == -EPIPE ? "the receiver closed the connection" :
-			      "the receiver reset the connection"))
-			return -ECANCELED;
+		disconnect(g);
+		fprintf(stderr, "evring forward: %s: the receiver closed the connection; "
+			"reconnecting\n", g->s->spec.text);
 	}
 	r = try_connect(g);
 	if (r == 0) {
@@ -424,9 +337,7 @@ static int ensure_connected(struct graphite *g)
 		if (g->said_down)
 			fprintf(stderr, "evring forward: %s: connected again\n", g->s->spec.text);
 		g->said_down = false;
-		g->inflight = 0;
-		g->ack_cur = g->ack_prev = 0;
-		g->ack_slot = evr_fwd_now_ns() / 1000000000u;
+		g->backoff_ms = BACKOFF_MIN_MS;
 		return 0;
 	}
 	atomic_fetch_add_explicit(&g->failures, 1, memory_order_relaxed);
@@ -434,29 +345,17 @@ static int ensure_connected(struct graphite *g)
 		fprintf(stderr, "evring forward: %s: cannot connect: %s; retrying\n",
 			g->s->spec.text, strerror(-r));
 	g->said_down = true;
-	if (evr_fwd_outbox_sleep(g->s->outbox, next_backoff(g)))
+	if (evr_fwd_outbox_sleep(g->s->outbox, g->backoff_ms))
 		return -ECANCELED;
+	g->backoff_ms = g->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : g->backoff_ms * 2;
 	return -EAGAIN;
 }
 
-/* Bytes of the batch's front the receiver acknowledged (the rest is in the send queue). */
-static size_t acked_bytes(struct graphite *g)
-{
-	int outq = 0;
-
-	/* Without SIOCOUTQ (not TCP?), what the kernel took is all one can know. */
-	if (ioctl(g->fd, SIOCOUTQ, &outq) < 0 || outq < 0)
-		outq = 0;
-	return (size_t)outq >= g->inflight ? 0 : g->inflight - (size_t)outq;
-}
-
-static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
-		   const uint32_t *weight, uint32_t n)
+static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint32_t n)
 {
 	struct graphite *g = ctx;
-	size_t total = 0, done, bytes = 0;
+	size_t total = 0, done = 0;
 	uint32_t whole = 0;
-	uint64_t items = 0;
 	int r;
 
 	r = ensure_connected(g);
@@ -466,8 +365,7 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
 		return 0;	/* nothing taken; the outbox offers the batch again */
 	for (uint32_t i = 0; i < n; i++)
 		total += len[i];
-	/* What the last call wrote of this batch is in the socket already. */
-	while (g->inflight < total) {
+	while (done < total) {
 		struct pollfd p = { .fd = g->fd, .events = POLLOUT };
 		ssize_t w;
 
@@ -479,44 +377,20 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
 				break;
 			continue;
 		}
-		w = send(g->fd, msg[0] + g->inflight, total - g->inflight,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = send(g->fd, msg[0] + done, total - done, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			r = -errno;
-			if (conn_lost(g, r == -ECONNRESET || r == -EPIPE ? -ECONNRESET : r,
-				      "sending failed"))
-				return -ECANCELED;
-			return 0;
-		}
-		g->inflight += (size_t)w;
-	}
-	/* Delivered: the messages whose every byte was acknowledged. Wait a little
-	 * for the acknowledgement of the first, watching for a reset meanwhile. */
-	for (int waited = 0;; waited += 5) {
-		done = acked_bytes(g);
-		if ((n && done >= len[0]) || waited >= ACK_WAIT_MS ||
-		    evr_fwd_outbox_cancelled(g->s->outbox))
+			fprintf(stderr, "evring forward: %s: sending failed: %s; reconnecting\n",
+				g->s->spec.text, strerror(errno));
+			disconnect(g);
 			break;
-		r = conn_state(g);
-		if (r < 0) {
-			if (conn_lost(g, r, r == -EPIPE ? "the receiver closed the connection" :
-				      "the receiver reset the connection"))
-				return -ECANCELED;
-			return 0;
 		}
-		/* Acknowledgements wake nothing: look again in 5 ms, or at once on a reset. */
-		struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
-
-		(void)poll(&p, 1, 5);
+		done += (size_t)w;
 	}
-	for (; whole < n && bytes + len[whole] <= done; whole++) {
-		bytes += len[whole];
-		items += weight[whole];
-	}
-	g->inflight -= bytes;
-	acked(g, items);
+	/* Messages the receiver got whole; the rest go again, from a line start. */
+	for (total = 0; whole < n && total + len[whole] <= done; whole++)
+		total += len[whole];
 	if (!whole && evr_fwd_outbox_cancelled(g->s->outbox))
 		return -ECANCELED;
 	return (int)whole;
@@ -623,35 +497,6 @@ static int graphite_open(struct evr_fwd_sink *s, char *err, size_t errlen)
 	return 0;
 }
 
-/*
- * At the end, with items acknowledged in the last second or two: close our side
- * (FIN) and wait, up to CLOSE_WAIT_MS, for the receiver's answer. A receiver
- * sees our FIN only after reading everything before it, and then closes in
- * order: its FIN confirms them all. A reset makes them unconfirmed. No answer
- * in time: they count as sent (acknowledged; the receiver is still up).
- */
-static void settle(struct graphite *g)
-{
-	uint64_t end = evr_fwd_now_ns() + CLOSE_WAIT_MS * 1000000ull;
-	int st = conn_state(g);
-
-	acked(g, 0);
-	if (!g->ack_cur && !g->ack_prev)
-		return;
-	if (st == 0 && shutdown(g->fd, SHUT_WR) == 0) {
-		for (uint64_t now = evr_fwd_now_ns(); st == 0 && now < end; now = evr_fwd_now_ns()) {
-			struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
-
-			if (poll(&p, 1, (int)((end - now) / 1000000u) + 1) <= 0)
-				break;
-			st = conn_state(g);
-		}
-	}
-	if (st < 0 && st != -EPIPE)
-		atomic_fetch_add_explicit(&g->unconfirmed, g->ack_cur + g->ack_prev,
-					  memory_order_relaxed);
-}
-
 static void graphite_close(struct evr_fwd_sink *s, uint64_t deadline_ns)
 {
 	struct graphite *g = s->priv;
@@ -664,14 +509,10 @@ static void graphite_close(struct evr_fwd_sink *s, uint64_t deadline_ns)
 		graphite_tick(s, evr_fwd_now_ns());
 	}
 	evr_fwd_outbox_close(s->outbox, deadline_ns);
-	/* The worker is joined: settle what the connection acknowledged lately. */
-	if (g->fd >= 0)
-		settle(g);
 	disconnect(g);
 	/* The worker has been joined: its counts are final. */
 	s->st.connects = atomic_load_explicit(&g->connects, memory_order_relaxed);
 	s->st.connect_failures = atomic_load_explicit(&g->failures, memory_order_relaxed);
-	s->st.unconfirmed = atomic_load_explicit(&g->unconfirmed, memory_order_relaxed);
 	s->priv = NULL;
 	free(g->line.buf);
 	free(g->prefix);
