@@ -52,4 +52,21 @@ EVR_HIDDEN void evr_counters_fork_prepare(void);
 EVR_HIDDEN void evr_counters_fork_parent(void);
 EVR_HIDDEN void evr_counters_fork_child(void);
 
+/* One counter of a built-in provider (Process, Memory): a polled value. */
+struct evr_builtin_counter {
+	const char *name, *display, *unit;
+	uint32_t kind;
+	evr_counter_poll_fn *fn;
+	void *ctx;
+};
+
+/*
+ * evr_builtin_counters_register() - register @prov and create its @n counters
+ * from @defs. The counters are owned by the library for the life of the
+ * process; a provider that cannot be registered gets none.
+ * Context: a library constructor.
+ */
+EVR_HIDDEN void evr_builtin_counters_register(struct evr_provider *prov,
+					      const struct evr_builtin_counter *defs, size_t n);
+
 #endif /* EVR_COUNTERS_INTERNAL_H */

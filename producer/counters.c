@@ -803,6 +803,27 @@ static double poll_fds(void *ctx)
 static struct evr_event *const process_events[] = {NULL};
 static struct evr_provider process_prov = {.name = "Process", .events = process_events};
 
+void evr_builtin_counters_register(struct evr_provider *prov,
+				   const struct evr_builtin_counter *defs, size_t n)
+{
+	struct evr_counter *c;
+
+	if (evr_provider_register(prov) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct evr_counter_desc d = {
+			.name = defs[i].name,
+			.display_name = defs[i].display,
+			.unit = defs[i].unit,
+			.kind = defs[i].kind,
+			.poll = defs[i].fn,
+			.poll_ctx = defs[i].ctx,
+		};
+
+		(void)evr_counter_create(prov, &d, &c);
+	}
+}
+
 struct evr_provider *evr_process_provider(void)
 {
 	return &process_prov;
@@ -810,12 +831,7 @@ struct evr_provider *evr_process_provider(void)
 
 __attribute__((constructor)) static void process_provider_init(void)
 {
-	static const struct {
-		const char *name, *display, *unit;
-		uint32_t kind;
-		evr_counter_poll_fn *fn;
-		void *ctx;
-	} defs[] = {
+	static const struct evr_builtin_counter defs[] = {
 		{"cpu-usage", "CPU usage", "%", EVR_COUNTER_POLL_RATE, poll_cpu, NULL},
 		{"working-set", "Working set", "B", EVR_COUNTER_GAUGE, poll_stat, (void *)24},
 		{"virtual-memory", "Virtual memory", "B", EVR_COUNTER_GAUGE, poll_stat, (void *)23},
@@ -830,21 +846,6 @@ __attribute__((constructor)) static void process_provider_init(void)
 		 (void *)12},
 		{"open-fds", "Open file descriptors", "", EVR_COUNTER_GAUGE, poll_fds, NULL},
 	};
-	struct evr_counter *c;
 
-	if (evr_provider_register(&process_prov) < 0)
-		return;
-	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		struct evr_counter_desc d = {
-			.name = defs[i].name,
-			.display_name = defs[i].display,
-			.unit = defs[i].unit,
-			.kind = defs[i].kind,
-			.poll = defs[i].fn,
-			.poll_ctx = defs[i].ctx,
-		};
-
-		/* Owned by the library for the life of the process. */
-		(void)evr_counter_create(&process_prov, &d, &c);
-	}
+	evr_builtin_counters_register(&process_prov, defs, sizeof(defs) / sizeof(defs[0]));
 }

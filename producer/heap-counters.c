@@ -15,6 +15,7 @@
  */
 #include <malloc.h>
 
+#include "counters-internal.h"
 #include "heap-internal.h"
 
 static double poll_mallinfo(void *ctx)
@@ -44,12 +45,7 @@ static struct evr_provider memory_prov = { .name = "Memory", .events = memory_ev
 
 __attribute__((constructor)) static void memory_provider_init(void)
 {
-	static const struct {
-		const char *name, *display, *unit;
-		uint32_t kind;
-		evr_counter_poll_fn *fn;
-		void *ctx;
-	} defs[] = {
+	static const struct evr_builtin_counter defs[] = {
 		{ "heap-in-use", "Heap in use (allocator)", "B", EVR_COUNTER_GAUGE, poll_mallinfo,
 		  (void *)0 },
 		{ "heap-free", "Heap free in arenas", "B", EVR_COUNTER_GAUGE, poll_mallinfo,
@@ -61,21 +57,6 @@ __attribute__((constructor)) static void memory_provider_init(void)
 		{ "sampled-alloc-rate", "Allocation rate (sampled)", "B/s", EVR_COUNTER_POLL_RATE,
 		  poll_estimate, (void *)1 },
 	};
-	struct evr_counter *c;
 
-	if (evr_provider_register(&memory_prov) < 0)
-		return;
-	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		struct evr_counter_desc d = {
-			.name = defs[i].name,
-			.display_name = defs[i].display,
-			.unit = defs[i].unit,
-			.kind = defs[i].kind,
-			.poll = defs[i].fn,
-			.poll_ctx = defs[i].ctx,
-		};
-
-		/* Owned by the library for the life of the process. */
-		(void)evr_counter_create(&memory_prov, &d, &c);
-	}
+	evr_builtin_counters_register(&memory_prov, defs, sizeof(defs) / sizeof(defs[0]));
 }
