@@ -18,7 +18,8 @@ if(TARGET evring-forward)
   add_executable(evr-forward-producer forward/producer.c)
   target_link_libraries(evr-forward-producer PRIVATE evring evr_warnings Threads::Threads)
   # Real receivers: carbon-cache (graphite-carbon), and clrtop beside it.
-  set(EVR_FORWARD_RECEIVER_TESTS graphite graphite_down journald_socket journald_real)
+  set(EVR_FORWARD_RECEIVER_TESTS graphite graphite_down graphite_reset journald_socket
+    journald_real)
   foreach(t IN LISTS EVR_FORWARD_RECEIVER_TESTS)
     add_test(NAME forward_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/${t}.sh $<TARGET_FILE:evring-cli>

@@ -667,8 +667,9 @@ static void sink_summary(struct evr_fwd_sink *s)
 
 	if (s->outbox) {
 		evr_fwd_outbox_stats(s->outbox, &os);
-		sent = os.delivered - s->st.sent_adjust;
-		dropped = os.dropped_full + os.dropped_close + os.dropped_failed;
+		sent = os.delivered - s->st.sent_adjust - s->st.unconfirmed;
+		dropped = os.dropped_full + os.dropped_close + os.dropped_failed +
+			  s->st.unconfirmed;
 	}
 	dropped += s->st.too_large + s->st.rate_limited;
 #define WHY(cnt, text)                                                                         \
@@ -678,6 +679,7 @@ static void sink_summary(struct evr_fwd_sink *s)
 	WHY(os.dropped_full, "the sink fell behind");
 	WHY(os.dropped_close, "undelivered at exit");
 	WHY(os.dropped_failed, "after the sink failed");
+	WHY(s->st.unconfirmed, "unconfirmed: the connection died under them");
 	WHY(s->st.too_large, "too large");
 	WHY(s->st.rate_limited, "over max-rate");
 	if (s->outbox == NULL && s->st.dropped && n < sizeof(why))

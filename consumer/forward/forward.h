@@ -127,14 +127,15 @@ enum evr_fwd_policy {
 /*
  * The worker's delivery of one batch: @n messages, message i at @msg[i] of
  * @len[i] bytes (each message also ends where the next begins: @msg[0] spans
- * them all, back to back). Called on the worker thread.
+ * them all, back to back), standing for @weight[i] items. Called on the worker
+ * thread.
  * Return: the number of messages delivered (the rest are offered again, first,
  * in the next batch), or -ECANCELED: the outbox is past its closing deadline,
  * or the sink failed for good (evr_fwd_sink_fail()); the worker then stops and
  * everything left is counted as dropped.
  */
 typedef int evr_fwd_deliver_fn(void *ctx, const char *const *msg, const uint32_t *len,
-			       uint32_t n);
+			       const uint32_t *weight, uint32_t n);
 
 /*
  * evr_fwd_outbox_new() - start a worker thread that calls @deliver with what is
@@ -225,6 +226,9 @@ struct evr_fwd_sink_stats {
 	/* Of the outbox's delivered items, those the receiver refused (too large:
 	 * counted in too_large instead). */
 	uint64_t sent_adjust;
+	/* Of the outbox's delivered items, those written on a connection that died
+	 * before the receiver confirmed them (graphite): dropped. */
+	uint64_t unconfirmed;
 	/* Why a sink without an outbox dropped (st.dropped), for the summary. */
 	const char *dropped_why;
 };

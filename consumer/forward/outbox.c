@@ -265,7 +265,7 @@ static void *worker_main(void *arg)
 		}
 		refill_locked(o);
 		pthread_mutex_unlock(&o->lock);
-		r = o->deliver(o->ctx, o->bmsg, o->blens, o->bn);
+		r = o->deliver(o->ctx, o->bmsg, o->blens, o->bweights, o->bn);
 		pthread_mutex_lock(&o->lock);
 		if (r == -ECANCELED) {
 			/* Past the deadline, or the sink failed for good. */

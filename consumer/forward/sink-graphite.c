@@ -17,15 +17,16 @@
  *
  * Each sample's lines are one outbox message, so a sample is sent whole or
  * dropped whole; the outbox drops the oldest samples when the receiver falls
- * behind (the newest values matter most). The worker keeps one connection,
- * reconnects with exponential back-off (100 ms doubling to 10 s), and after a
- * reconnect resends from the first message the receiver did not take whole,
- * so no half line ever reaches it on a new connection (carbon discards the
- * partial line of a lost connection; a resent point only overwrites itself).
- * Points written just before the receiver reset the connection may be lost
- * without an error: plaintext carbon has no acknowledgement. Before each
- * batch the worker checks whether the receiver closed the connection (it
- * never sends anything), so an idle close costs nothing.
+ * behind (the newest values matter most). The worker keeps one connection and
+ * pipelines: it never waits for acknowledgements, but follows them to count
+ * as sent only what the receiver confirmed, and as dropped ("unconfirmed")
+ * what a connection took with it when it died (see "What counts as sent").
+ * After a connection dies it waits (100 ms doubling to 10 s; only confirmed
+ * data resets the back-off, not a connect) and resends from the first
+ * message not written whole, so no half line ever reaches the receiver on a
+ * new connection (carbon discards the partial line of a lost connection).
+ * Before each batch the worker checks whether the receiver closed the
+ * connection (it never sends anything), so an idle close costs nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,9 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include "forward.h"
 
@@ -48,6 +52,21 @@
 #define CONNECT_TIMEOUT_MS 2000
 #define SNDBUF_BYTES (64 << 10)
 #define EVENT_BUCKETS 256u
+/* Sent means confirmed: see "What counts as sent" below. */
+#define CONFIRM_MS 1000u
+#define SLOT_MS 100u
+#define SETTLE_MS 1000
+#define FLIGHTS 256u
+
+struct flight {
+	uint64_t end;			/* bytes of the connection up to its last message */
+	uint64_t items;
+};
+
+struct acked_slot {
+	uint64_t slot;			/* now / SLOT_MS when acknowledged */
+	uint64_t items;
+};
 
 struct ev_count {
 	const struct evr_fwd_source *src;
@@ -69,6 +88,13 @@ struct graphite {
 	int fd;
 	uint32_t backoff_ms;
 	bool said_down;
+	bool progress;			/* data confirmed on this connection */
+	uint64_t written;		/* bytes written on this connection */
+	struct flight flights[FLIGHTS];	/* a FIFO from first_flight */
+	uint32_t first_flight, nflights;
+	struct acked_slot acked[CONFIRM_MS / SLOT_MS + 1];	/* oldest first */
+	uint32_t nacked;
+	uint64_t confirmed, unconfirmed;	/* items; read once the worker is joined */
 	_Atomic uint64_t connects, failures;
 };
 
@@ -252,6 +278,26 @@ static void graphite_tick(struct evr_fwd_sink *s, uint64_t now_ns)
 
 /* ---- the worker: connection, back-off, sending -------------------------------------------- */
 
+/*
+ * What counts as sent. A write() only hands bytes to our kernel, and plaintext
+ * carbon answers nothing; so the worker follows each connection's bytes:
+ *
+ *   written ──(TCP ACK: SIOCOUTQ no longer holds them)──▶ acknowledged
+ *           ──(the connection still up CONFIRM_MS later)──▶ confirmed: sent
+ *
+ * Acknowledged is not read: a receiver that closes with unread data (or with
+ * SO_LINGER 0) resets the connection and its kernel discards what it had
+ * acknowledged. So what a dead connection held, written or acknowledged within
+ * CONFIRM_MS, is counted dropped as "unconfirmed" (the outbox has already let
+ * it go: delivery never waits for acknowledgements, so a receiver with a small
+ * window costs throughput nothing). At exit, what is still in that window is
+ * settled by half-closing and waiting up to SETTLE_MS for the receiver's answer:
+ * its orderly close (it read everything) confirms it, a reset does not.
+ *
+ * The bookkeeping is per batch, not per message: a bounded FIFO of (end offset,
+ * items) for written bytes, coalescing into its last entry when full, and one
+ * bucket of items per SLOT_MS of acknowledgement time.
+ */
 static void disconnect(struct graphite *g)
 {
 	if (g->fd >= 0)
@@ -278,9 +324,9 @@ static int try_connect(struct graphite *g)
 			err = -errno;
 			continue;
 		}
-		/* What the kernel holds unsent is lost without a word if the receiver
-		 * resets the connection, and hides a stalled receiver from the queue's
-		 * accounting: keep it small (autotuning would grow it to megabytes). */
+		/* What the kernel holds unsent hides a stalled receiver from the
+		 * queue's accounting: keep it small (autotuning would grow it to
+		 * megabytes), so the outbox, which says so, does the dropping. */
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ SNDBUF_BYTES }, sizeof(int));
 		if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
 			err = -errno;
@@ -305,39 +351,141 @@ static int try_connect(struct graphite *g)
 	return err;
 }
 
-/* Did the receiver close or reset the connection? (It never sends a byte.) */
-static bool peer_closed(struct graphite *g)
+/*
+ * Did the receiver close or reset the connection? (It never sends a byte.)
+ * Return: NULL if not, else what happened, in words.
+ */
+static const char *peer_closed(struct graphite *g)
 {
 	struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
+	socklen_t len = sizeof(int);
+	int err = 0;
 	char c;
 
 	if (poll(&p, 1, 0) <= 0)
-		return false;
-	if (p.revents & (POLLERR | POLLHUP | POLLRDHUP))
-		return true;
+		return NULL;
+	if (p.revents & POLLERR) {
+		(void)getsockopt(g->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		return err == ECONNRESET || err == EPIPE || !err ?
+			"the receiver reset the connection" : strerror(err);
+	}
+	if (p.revents & (POLLHUP | POLLRDHUP))
+		return "the receiver closed the connection";
 	/* Bytes from a receiver that talks: read and ignore them; EOF is a close. */
-	return recv(g->fd, &c, 1, MSG_DONTWAIT) == 0;
+	return recv(g->fd, &c, 1, MSG_DONTWAIT) == 0 ? "the receiver closed the connection" : NULL;
+}
+
+/* @items whose last byte is the connection's byte @end were written whole. */
+static void track_written(struct graphite *g, uint64_t end, uint64_t items)
+{
+	if (!items)
+		return;
+	if (g->nflights == FLIGHTS) {
+		/* Coarser, never wrong: the last entry now ends later. */
+		struct flight *last = &g->flights[(g->first_flight + FLIGHTS - 1) % FLIGHTS];
+
+		last->end = end;
+		last->items += items;
+		return;
+	}
+	g->flights[(g->first_flight + g->nflights++) % FLIGHTS] =
+		(struct flight){ .end = end, .items = items };
+}
+
+/* Confirm what was acknowledged at least CONFIRM_MS ago (@slot: now). */
+static void confirm_old(struct graphite *g, uint64_t slot)
+{
+	uint32_t k = 0;
+
+	while (k < g->nacked && g->acked[k].slot + CONFIRM_MS / SLOT_MS <= slot) {
+		g->confirmed += g->acked[k].items;
+		k++;
+	}
+	if (!k)
+		return;
+	memmove(g->acked, g->acked + k, (g->nacked - k) * sizeof(g->acked[0]));
+	g->nacked -= k;
+	/* Data confirmed on this connection: the receiver is healthy again. */
+	g->progress = true;
+	g->backoff_ms = BACKOFF_MIN_MS;
+}
+
+/* Move what TCP acknowledged since the last look into the current slot. */
+static void note_acks(struct graphite *g)
+{
+	uint64_t slot = evr_fwd_now_ns() / (SLOT_MS * 1000000u), acked, items = 0;
+	int unacked;
+
+	confirm_old(g, slot);
+	if (g->fd < 0 || !g->nflights || ioctl(g->fd, SIOCOUTQ, &unacked) < 0 || unacked < 0)
+		return;
+	acked = g->written - (uint64_t)unacked;
+	while (g->nflights && g->flights[g->first_flight].end <= acked) {
+		items += g->flights[g->first_flight].items;
+		g->first_flight = (g->first_flight + 1) % FLIGHTS;
+		g->nflights--;
+	}
+	if (!items)
+		return;
+	if (g->nacked && g->acked[g->nacked - 1].slot == slot)
+		g->acked[g->nacked - 1].items += items;
+	else	/* room: confirm_old() left only slots of the last CONFIRM_MS */
+		g->acked[g->nacked++] = (struct acked_slot){ .slot = slot, .items = items };
+}
+
+/* Everything the connection held is lost with it: count it unconfirmed. */
+static void forget_connection(struct graphite *g)
+{
+	for (uint32_t i = 0; i < g->nflights; i++)
+		g->unconfirmed += g->flights[(g->first_flight + i) % FLIGHTS].items;
+	for (uint32_t i = 0; i < g->nacked; i++)
+		g->unconfirmed += g->acked[i].items;
+	g->nflights = g->nacked = 0;
+	g->written = 0;
+	disconnect(g);
+}
+
+/* Wait the back-off, then double it. Return: true if the outbox is cancelled. */
+static bool back_off(struct graphite *g)
+{
+	uint32_t ms = g->backoff_ms;
+
+	g->backoff_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
+	return evr_fwd_outbox_sleep(g->s->outbox, ms);
+}
+
+/*
+ * The connection died (@why): count what it held, say so, and wait before the
+ * next one. The back-off is not reset by a connect, only by confirmed data:
+ * a receiver that accepts and resets is retried at 100, 200, 400 ms...
+ * Return: true if cancelled.
+ */
+static bool connection_lost(struct graphite *g, const char *why)
+{
+	note_acks(g);
+	forget_connection(g);
+	fprintf(stderr, "evring forward: %s: %s; reconnecting in %u ms\n", g->s->spec.text, why,
+		g->backoff_ms);
+	return back_off(g);
 }
 
 /* Connected, or back off. Return: 0 connected, -EAGAIN not yet, -ECANCELED. */
 static int ensure_connected(struct graphite *g)
 {
+	const char *why = g->fd >= 0 ? peer_closed(g) : NULL;
 	int r;
 
-	if (g->fd >= 0 && !peer_closed(g))
+	if (g->fd >= 0 && !why)
 		return 0;
-	if (g->fd >= 0) {
-		disconnect(g);
-		fprintf(stderr, "evring forward: %s: the receiver closed the connection; "
-			"reconnecting\n", g->s->spec.text);
-	}
+	if (g->fd >= 0 && connection_lost(g, why))
+		return -ECANCELED;
 	r = try_connect(g);
 	if (r == 0) {
 		atomic_fetch_add_explicit(&g->connects, 1, memory_order_relaxed);
 		if (g->said_down)
 			fprintf(stderr, "evring forward: %s: connected again\n", g->s->spec.text);
 		g->said_down = false;
-		g->backoff_ms = BACKOFF_MIN_MS;
+		g->progress = false;
 		return 0;
 	}
 	atomic_fetch_add_explicit(&g->failures, 1, memory_order_relaxed);
@@ -345,18 +493,17 @@ static int ensure_connected(struct graphite *g)
 		fprintf(stderr, "evring forward: %s: cannot connect: %s; retrying\n",
 			g->s->spec.text, strerror(-r));
 	g->said_down = true;
-	if (evr_fwd_outbox_sleep(g->s->outbox, g->backoff_ms))
-		return -ECANCELED;
-	g->backoff_ms = g->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : g->backoff_ms * 2;
-	return -EAGAIN;
+	return back_off(g) ? -ECANCELED : -EAGAIN;
 }
 
-static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint32_t n)
+static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
+		   const uint32_t *weight, uint32_t n)
 {
 	struct graphite *g = ctx;
 	size_t total = 0, done = 0;
+	uint64_t items = 0, base;
 	uint32_t whole = 0;
-	int r;
+	int r, err = 0;
 
 	r = ensure_connected(g);
 	if (r == -ECANCELED)
@@ -365,6 +512,7 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint3
 		return 0;	/* nothing taken; the outbox offers the batch again */
 	for (uint32_t i = 0; i < n; i++)
 		total += len[i];
+	base = g->written;
 	while (done < total) {
 		struct pollfd p = { .fd = g->fd, .events = POLLOUT };
 		ssize_t w;
@@ -375,25 +523,84 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint3
 			 * the outbox drop the oldest meanwhile. */
 			if (evr_fwd_outbox_cancelled(g->s->outbox))
 				break;
+			note_acks(g);
 			continue;
 		}
 		w = send(g->fd, msg[0] + done, total - done, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			fprintf(stderr, "evring forward: %s: sending failed: %s; reconnecting\n",
-				g->s->spec.text, strerror(errno));
-			disconnect(g);
+			err = errno;
 			break;
 		}
 		done += (size_t)w;
 	}
-	/* Messages the receiver got whole; the rest go again, from a line start. */
-	for (total = 0; whole < n && total + len[whole] <= done; whole++)
+	g->written = base + done;
+	/* Messages that went out whole; the rest go again, from a line start. */
+	for (total = 0; whole < n && total + len[whole] <= done; whole++) {
 		total += len[whole];
+		items += weight[whole];
+	}
+	track_written(g, base + total, items);
+	note_acks(g);
+	if (err) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "sending failed: %s", strerror(err));
+		if (connection_lost(g, why) && !whole)
+			return -ECANCELED;
+	}
 	if (!whole && evr_fwd_outbox_cancelled(g->s->outbox))
 		return -ECANCELED;
 	return (int)whole;
+}
+
+/*
+ * After the worker stopped: settle what the connection still holds. Half-close
+ * and wait up to SETTLE_MS (and no later than @deadline_ns) for the receiver's
+ * answer: an orderly close means it read everything; a reset loses it all; no
+ * answer confirms what TCP acknowledged and loses what it did not.
+ */
+static void settle_at_exit(struct graphite *g, uint64_t deadline_ns)
+{
+	uint64_t now = evr_fwd_now_ns();
+	int wait_ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000u) : 0;
+	struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
+	char c[64];
+
+	if (g->fd < 0)
+		return;
+	note_acks(g);
+	if (!g->nflights && !g->nacked) {
+		disconnect(g);
+		return;
+	}
+	if (wait_ms > SETTLE_MS)
+		wait_ms = SETTLE_MS;
+	(void)shutdown(g->fd, SHUT_WR);
+	for (;;) {
+		ssize_t n;
+
+		if (poll(&p, 1, wait_ms) <= 0) {
+			note_acks(g);	/* no answer: the acknowledged stand */
+			for (uint32_t i = 0; i < g->nacked; i++)
+				g->confirmed += g->acked[i].items;
+			g->nacked = 0;
+			break;
+		}
+		n = recv(g->fd, c, sizeof(c), MSG_DONTWAIT);
+		if (n > 0)
+			continue;	/* a receiver that talks; wait for its close */
+		if (n == 0) {		/* its orderly close: it read up to our FIN */
+			for (uint32_t i = 0; i < g->nflights; i++)
+				g->confirmed += g->flights[(g->first_flight + i) % FLIGHTS].items;
+			for (uint32_t i = 0; i < g->nacked; i++)
+				g->confirmed += g->acked[i].items;
+			g->nflights = g->nacked = 0;
+		}
+		break;			/* or reset: forget_connection() counts it */
+	}
+	forget_connection(g);
 }
 
 /* ---- the sink -------------------------------------------------------------------------- */
@@ -509,8 +716,9 @@ static void graphite_close(struct evr_fwd_sink *s, uint64_t deadline_ns)
 		graphite_tick(s, evr_fwd_now_ns());
 	}
 	evr_fwd_outbox_close(s->outbox, deadline_ns);
-	disconnect(g);
-	/* The worker has been joined: its counts are final. */
+	/* The worker has been joined: its connection and counts are ours now. */
+	settle_at_exit(g, deadline_ns);
+	s->st.unconfirmed = g->unconfirmed;
 	s->st.connects = atomic_load_explicit(&g->connects, memory_order_relaxed);
 	s->st.connect_failures = atomic_load_explicit(&g->failures, memory_order_relaxed);
 	s->priv = NULL;

@@ -310,12 +310,14 @@ static int ensure_connected(struct journald *j)
 	return -EAGAIN;
 }
 
-static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint32_t n)
+static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
+		   const uint32_t *weight, uint32_t n)
 {
 	struct journald *j = ctx;
 	uint32_t i = 0;
 	int r;
 
+	(void)weight;
 	r = ensure_connected(j);
 	if (r < 0)
 		return r == -ECANCELED ? r : 0;

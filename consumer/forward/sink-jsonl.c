@@ -67,7 +67,8 @@ static int write_all(struct jsonl *j, const char *p, size_t n, size_t *ret_done)
 	return 0;
 }
 
-static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint32_t n)
+static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
+		   const uint32_t *weight, uint32_t n)
 {
 	struct jsonl *j = ctx;
 	const char *path = j->s->spec.arg && strcmp(j->s->spec.arg, "-") ? j->s->spec.arg : "stdout";
@@ -75,6 +76,7 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint3
 	uint32_t whole = 0;
 	int r;
 
+	(void)weight;
 	if (atomic_load_explicit(&j->s->error, memory_order_relaxed))
 		return -ECANCELED;
 	for (uint32_t i = 0; i < n; i++)

@@ -41,7 +41,7 @@ exec {R_FD}<"$T/r.out"
 expect "$R_FD" "^listening\$" "the receiver listening"
 wait_lines "$F" "^evring forward: $SINK: connected again\$" 1 "the forwarder connecting"
 expect "$R_FD" "^reset\$" "the receiver resetting the connection"
-wait_lines "$F" "^evring forward: $SINK: .*reconnecting\$" 1 "the forwarder noticing the reset"
+wait_lines "$F" "^evring forward: $SINK: .*reconnecting in [0-9]+ ms\$" 1 "the forwarder noticing the reset"
 expect "$R_FD" "^line 20 of connection 2\$" "lines on the second connection"
 # Whatever it dropped while the receiver was down, it has caught up by now.
 wait_lines "$F" "$CAUGHT" "$(count_lines "$F" "$BEHIND")" "the forwarder catching up"

@@ -155,11 +155,13 @@ struct sink_state {
 	struct evr_fwd_outbox *o;
 };
 
-static int deliver(void *ctx, const char *const *msg, const uint32_t *len, uint32_t n)
+static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
+		   const uint32_t *weight, uint32_t n)
 {
 	struct sink_state *st = ctx;
 	uint32_t k = st->take && st->take < n ? st->take : n;
 
+	(void)weight;
 	pthread_mutex_lock(&st->lock);
 	while (st->blocked) {
 		struct timespec ts;
