@@ -210,6 +210,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		case OPT_SYSCALLS:
 			o->syscalls = true;
 			o->syscall_list = optarg;
+			if (evr_record_syscalls_parse(optarg) < 0)
+				return -EINVAL;
 			break;
 		case OPT_HEAP:
 			if (evr_record_heap_parse(optarg, o) < 0)

@@ -102,6 +102,8 @@ int evr_record_launch(struct recorder *r);
 
 /* record-syscalls.c: the --syscalls line of the summary (nothing without --syscalls). */
 void evr_record_syscalls_summary(const struct evr_sideband *sb);
+/* --syscalls=LIST: every name known (or a number). Return: 0, -EINVAL (said). */
+int evr_record_syscalls_parse(const char *list);
 
 /* After recording: reap the program if it has ended (bounded wait). */
 void evr_record_child_wait(struct recorder *r);

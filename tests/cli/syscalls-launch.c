@@ -6,10 +6,13 @@
  * system-call tracer's inherited events (tests/cli/syscalls.sh). posix_spawn()
  * (a vfork): no fork handler of libevring runs in the child before the exec,
  * so that the child's calls are the command's own.
- * Usage: evr-syscalls-launch COMMAND [ARGS...]
+ * With --wait, it first prints "ready PID" and waits for a line on its standard
+ * input (the test sends it once `evring record -p PID` said it records).
+ * Usage: evr-syscalls-launch [--wait] COMMAND [ARGS...]
  */
 #include <spawn.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +31,16 @@ int main(int argc, char **argv)
 	int status;
 	pid_t pid;
 
+	if (argc > 1 && !strcmp(argv[1], "--wait")) {
+		char line[64];
+
+		argv++;
+		argc--;
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 4;
+	}
 	if (argc < 2)
 		return 2;
 	if (posix_spawn(&pid, argv[1], NULL, NULL, argv + 1, environ) != 0)
