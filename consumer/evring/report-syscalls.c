@@ -17,22 +17,38 @@
 
 #define CMD "report"
 
-int evr_report_syscalls_build(struct evr_trace_reader *r, struct evr_report_syscalls *ret)
+int evr_cli_syscalls_load(const char *cmd, const char *path, struct evr_trace_reader *r,
+			  struct evr_syscall_set **ret)
+{
+	int err = evr_syscalls_load(r, ret);
+
+	if (err == -ESPIPE) {
+		*ret = NULL;
+		return 0;
+	}
+	if (err == -EBADMSG) {
+		evr_cli_warn(cmd, "%s: a SYSCALLS chunk is malformed; its calls are left out",
+			     evr_cli_trace_name(path));
+		err = 0;
+	}
+	return err;
+}
+
+int evr_report_syscalls_build(struct evr_trace_reader *r, const char *path,
+			      struct evr_report_syscalls *ret)
 {
 	const struct evr_process_info *pi = evr_trace_reader_process(r);
 	struct evr_syscall_set *set = NULL;
 	int err;
 
 	memset(ret, 0, sizeof(*ret));
-	err = evr_syscalls_load(r, &set);
-	if (err == -ESPIPE) {
+	err = evr_cli_syscalls_load(CMD, path, r, &set);
+	if (err < 0)
+		return err;
+	if (!set) {
 		ret->unreadable = true;
 		return 0;
 	}
-	if (err == -EBADMSG)
-		evr_cli_warn(CMD, "a SYSCALLS chunk is malformed; its calls are left out");
-	else if (err < 0)
-		return err;
 	if (pi) {
 		const char *base = pi->exe ? strrchr(pi->exe, '/') : NULL;
 

@@ -31,8 +31,17 @@ struct evr_report_syscalls {
  * reads the file's SYSCALLS chunks through @r). Return: 0, -ENOMEM; a
  * malformed chunk is left out with a warning.
  */
-int evr_report_syscalls_build(struct evr_trace_reader *r, struct evr_report_syscalls *ret);
+int evr_report_syscalls_build(struct evr_trace_reader *r, const char *path,
+			      struct evr_report_syscalls *ret);
 void evr_report_syscalls_fini(struct evr_report_syscalls *s);
+
+/*
+ * The system calls of trace @r (record --syscalls), for a command @cmd
+ * reading @path: a malformed chunk is left out with a warning; @ret is NULL
+ * for a stream (chunks cannot be read ahead). Return: 0, -ENOMEM, -EIO.
+ */
+int evr_cli_syscalls_load(const char *cmd, const char *path, struct evr_trace_reader *r,
+			  struct evr_syscall_set **ret);
 
 /* The text section (nothing when the trace was recorded without --syscalls). */
 void evr_report_syscalls_print(FILE *f, const struct evr_report_syscalls *s);

@@ -514,7 +514,7 @@ static int run(const struct report_opts *o)
 		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 		goto out;
 	}
-	if (evr_report_syscalls_build(r, &sys) < 0)
+	if (evr_report_syscalls_build(r, o->path, &sys) < 0)
 		goto nomem;
 	/* The heap section reads the events again (Heap's only), from a reader of its own. */
 	if (evr_schema_set_count(evr_trace_reader_schemas(r)) &&

@@ -90,6 +90,25 @@ awk -v p="$child" '$1 == "Process" && $2 == p { on = 1; next } /^Process/ { on =
 	END { exit !ok }' "$T/launch.txt" ||
 	fail "the report has no openat line with ENOENT $M for process $child: $(cat "$T/launch.txt")"
 
+# Chrome/Perfetto: one "X" slice per call on the child's thread, with fd/size and errno.
+"$EVRING" convert --format chrome -o "$T/launch.chrome.json" "$T/launch.evtrace" \
+	2>"$T/convert.err" || fail "convert: $(cat "$T/convert.err")"
+grep -qE "[0-9]+ system calls" "$T/convert.err" || fail "convert's summary: $(cat "$T/convert.err")"
+python3 - "$T/launch.chrome.json" "$child" $W $M $F <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+child, w, m, f = map(int, sys.argv[2:])
+sl = [e for e in d["traceEvents"] if e.get("cat") == "syscall" and e["tid"] == child]
+assert all(e["ph"] == "X" and e["pid"] == child and e["dur"] >= 0 for e in sl), sl[:3]
+writes = [e for e in sl if e["name"] == "write"]
+assert len(writes) == w, f"{len(writes)} write slices, expected {w}"
+assert all(e["args"]["size"] == 1 and e["args"]["ret"] == 1 for e in writes), writes[:3]
+assert len({e["args"]["fd"] for e in writes}) == 1, "the writes are not on one fd"
+enoent = [e for e in sl if e["name"] == "openat" and e["args"].get("errno") == "ENOENT"]
+assert len(enoent) == m, f"{len(enoent)} openat slices with ENOENT, expected {m}"
+print(f"chrome: {len(sl)} slices on thread {child}: {len(writes)} write, {len(enoent)} ENOENT")
+PY
+
 # -p PID: a running process (its threads opened one by one), whose child starts later.
 mkfifo "$T/wait.in" "$T/wait.out"
 "$LAUNCH" --wait "$WORK" $W $M $F <"$T/wait.in" >"$T/wait.out" 2>"$T/wait.err" &

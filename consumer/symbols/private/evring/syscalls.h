@@ -132,6 +132,15 @@ struct evr_syscall_stat {
 int evr_syscalls_summary(const struct evr_syscall_set *s, struct evr_syscall_stat **ret,
 			 size_t *n);
 
+#include <stdio.h>
+
+/*
+ * evr_syscalls_chrome_write() - the calls of @ctx (a struct evr_syscall_set) as
+ * Chrome trace events, "ph":"X" slices on their threads' tracks, for
+ * evr_chrome_stacks.write_events. Return: bytes written, or -EIO.
+ */
+long evr_syscalls_chrome_write(void *ctx, FILE *out, bool first);
+
 /* "ENOENT" for errno @e, or its number in @buf. */
 const char *evr_errno_name(int e, char *buf, size_t len);
 
