@@ -575,7 +575,8 @@ static int sideband_open(struct recorder *r, pid_t pid)
 		evr_sideband_set_perf_map_opener(r->sb, open_perf_map, r->broker);
 	}
 	/* Often enough that a 256 KiB sampling ring per CPU never fills at 999 Hz. */
-	ret = evr_recorder_add_sideband(r->rec, r->o->sample_hz || r->o->syscalls ? 100 : 1000,
+	/* System calls come faster: a 4 MiB ring per CPU holds ~30000 (10 ms at ~3 M/s). */
+	ret = evr_recorder_add_sideband(r->rec, r->o->syscalls ? 10 : r->o->sample_hz ? 100 : 1000,
 					sideband_cb, r);
 	if (ret < 0)
 		evr_cli_error(CMD, "cannot add the stacks side band: %s", strerror(-ret));

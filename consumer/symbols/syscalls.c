@@ -39,7 +39,9 @@
 #include "perf-ring-internal.h"
 #include "symbols-internal.h"
 
-#define RING_PAGES 256u			/* 1 MiB per CPU: ~5000 calls, drained every 10 ms */
+/* 4 MiB per CPU: ~30000 calls (~136 bytes each), drained every 10 ms (record.c). Over
+ * perf_event_mlock_kb, which CAP_PERFMON, needed for the tracepoints anyway, lifts. */
+#define RING_PAGES 1024u
 #define CHUNK_BYTES (1u << 20)		/* SYSCALLS chunks are cut at this size */
 #define MAX_NR 4096			/* numbers above are not system calls (x32 has bit 30) */
 #define FILTER_MAX 64			/* calls named in a kernel filter, at most */
@@ -261,7 +263,7 @@ static void attr_init(struct perf_event_attr *a, uint32_t id)
 	a->type = PERF_TYPE_TRACEPOINT;
 	a->config = id;
 	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
 	a->disabled = 1;
 	a->inherit = 1;
 	a->use_clockid = 1;
@@ -429,11 +431,10 @@ static int push_ev(struct evr_syscalls *s, const struct ev *e)
 static int on_rec(void *arg, const uint8_t *rec, const struct perf_event_header *h)
 {
 	struct evr_syscalls *s = arg;
-	/* TID, TIME, CPU, RAW, in that order. */
+	/* TID, TIME, RAW, in that order. */
 	struct {
 		uint32_t pid, tid;
 		uint64_t time;
-		uint32_t cpu, res;
 		uint32_t rawlen;
 	} __attribute__((packed)) f;
 	const uint8_t *raw;
