@@ -240,11 +240,25 @@ static int tp_load(const char *dir, const char *event, const char *argname, stru
 
 static const char *open_hint(int err)
 {
+	static char buf[192];
+	char v[16] = "?";
+	int fd;
+
 	switch (err) {
 	case EACCES:
 	case EPERM:
-		return " (tracepoints need CAP_PERFMON or CAP_SYS_ADMIN, or "
-		       "kernel.perf_event_paranoid -1: run as root)";
+		/* The value the user would change, as it is now. */
+		fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = read(fd, v, sizeof(v) - 1);
+
+			v[n > 0 ? n : 0] = '\0';
+			v[strcspn(v, "\n")] = '\0';
+			close(fd);
+		}
+		snprintf(buf, sizeof(buf), " (tracepoints need CAP_PERFMON or CAP_SYS_ADMIN, or "
+			 "kernel.perf_event_paranoid -1, here %s: run as root)", v[0] ? v : "?");
+		return buf;
 	case ENOENT:
 	case EINVAL:
 		return " (this kernel has no raw_syscalls tracepoints)";

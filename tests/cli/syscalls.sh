@@ -131,4 +131,19 @@ check pid "$T/pid.evtrace" "$pchild" write,openat
 one_line 2 "'nosuchcall' is no system call known here" "$EVRING" record \
 	--syscalls=write,nosuchcall -p "$WL_PID" -o "$T/bad.evtrace"
 [[ ! -e $T/bad.evtrace ]] || fail "a file was left behind by the refused record"
+
+# Without CAP_PERFMON and CAP_SYS_ADMIN (root with both dropped): one error line that names
+# them and the paranoid level, and the program is let go.
+if command -v setpriv >/dev/null && ((EUID == 0)); then
+	st=0
+	setpriv --bounding-set -perfmon,-sys_admin --inh-caps -perfmon,-sys_admin \
+		"$EVRING" record --syscalls -o "$T/nocap.evtrace" -- "$LAUNCH" "$WORK" 1 0 0 \
+		>/dev/null 2>"$T/nocap.err" || st=$?
+	((st == 1)) || fail "record --syscalls without CAP_PERFMON exited with $st: $(cat "$T/nocap.err")"
+	head -1 "$T/nocap.err" | grep -qE "^evring record: cannot trace the system calls of thread \
+[0-9]+ of process [0-9]+: Permission denied \(tracepoints need CAP_PERFMON or CAP_SYS_ADMIN, \
+or kernel.perf_event_paranoid -1, here -?[0-9]+" ||
+		fail "without CAP_PERFMON: $(cat "$T/nocap.err")"
+	echo "ok: $(head -1 "$T/nocap.err")"
+fi
 echo PASS
