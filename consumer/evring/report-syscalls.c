@@ -124,7 +124,7 @@ void evr_report_syscalls_print(FILE *f, const struct evr_report_syscalls *s)
 		}
 		fprintf(f, "  %10" PRIu64 " %8" PRIu64 " %12s %12s %12s  %-24s %s\n", st->count,
 			st->errors, fmt_dur(st->total_ns, b1, sizeof(b1)),
-			fmt_dur(st->count ? st->total_ns / st->count : 0, b2, sizeof(b2)),
+			fmt_dur(st->timed ? st->total_ns / st->timed : 0, b2, sizeof(b2)),
 			fmt_dur(st->max_ns, b3, sizeof(b3)),
 			evr_syscall_name_or_nr(st->nr, s->machine, nb, sizeof(nb)),
 			fmt_errnos(st, eb, sizeof(eb)));
@@ -186,6 +186,7 @@ static int merged(const struct evr_report_syscalls *s, struct evr_syscall_stat *
 			continue;
 		}
 		v[j].count += st->count;
+		v[j].timed += st->timed;
 		v[j].errors += st->errors;
 		v[j].total_ns += st->total_ns;
 		if (st->max_ns > v[j].max_ns)

@@ -229,6 +229,7 @@ int evr_syscalls_summary(const struct evr_syscall_set *s, struct evr_syscall_sta
 		}
 		if (r->flags)
 			continue;	/* no duration */
+		st->timed++;
 		st->total_ns += r->dur_ns;
 		if (r->dur_ns > st->max_ns)
 			st->max_ns = r->dur_ns;

@@ -89,6 +89,8 @@ static void test_syscall_summary(void **state)
 	/* No exit: a call, no time, no error. */
 	assert_int_equal(st[2].nr, SYS_exit_group);
 	assert_int_equal(st[2].count, 1);
+	assert_int_equal(st[2].timed, 0);
+	assert_int_equal(st[1].timed, 4);
 	assert_int_equal(st[2].errors, 0);
 	assert_int_equal(st[2].total_ns, 0);
 	assert_int_equal(st[2].min_ns, 0);

@@ -117,6 +117,7 @@ struct evr_syscall_stat {
 	uint32_t pid;
 	int32_t nr;
 	uint64_t count;
+	uint64_t timed;			/* calls with a duration (entry and exit seen) */
 	uint64_t errors;		/* returns in -4095..-1 */
 	uint64_t total_ns, max_ns, min_ns;
 	uint16_t errnos[EVR_SYSCALL_ERRNOS];	/* the most frequent first */
