@@ -60,3 +60,17 @@ if(TARGET evring-cli AND TARGET clrtop)
             $<TARGET_FILE:workload> $<TARGET_FILE:clrtop>)
   set_tests_properties(cli_help PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+
+# record --syscalls (perf tracepoints; root or CAP_PERFMON, else skipped): a static program
+# with a known number of write()/openat() calls, as its instrumented parent's child, counted
+# exactly and as `strace -c -f` counts them (tests/cli/syscalls.sh).
+add_executable(evr-syscalls-work cli/syscalls-work.c)
+target_link_options(evr-syscalls-work PRIVATE -static)
+target_link_libraries(evr-syscalls-work PRIVATE evr_warnings)
+add_executable(evr-syscalls-launch cli/syscalls-launch.c)
+target_link_libraries(evr-syscalls-launch PRIVATE evring evr_warnings)
+add_test(NAME cli_syscalls
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/syscalls.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE:workload> $<TARGET_FILE:evr-syscalls-launch>
+          $<TARGET_FILE:evr-syscalls-work>)
+set_tests_properties(cli_syscalls PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)

@@ -31,6 +31,8 @@ evr_unit(test_stack LIBS evring)
 
 # Module maps: a process's executable mappings, JIT memory and the vDSO included.
 evr_unit(test_modmap LIBS evring-symbols)
+# System calls' names, summary and Chrome slices (record --syscalls's readers).
+evr_unit(test_syscalls LIBS evring-symbols)
 target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
 
 # A sample in an rseq abort handler of libevring is named by its function (issue 28, item 5).

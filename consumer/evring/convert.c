@@ -20,8 +20,10 @@
 #include <evring/export.h>
 #include <evring/sandbox.h>
 #include <evring/symbols.h>
+#include <evring/syscalls.h>
 
 #include "cli.h"
+#include "report-syscalls.h"
 
 #define CMD "convert"
 
@@ -254,6 +256,7 @@ static int run(const struct convert_opts *o)
 	struct evr_trace_stats st;
 	struct evr_symbolizer *sym = NULL;
 	struct evr_samples *ss = NULL;
+	struct evr_syscall_set *sys = NULL;
 	FILE *out = NULL;
 	char b1[32], b2[32], err[512];
 	uint64_t t0;
@@ -278,6 +281,8 @@ static int run(const struct convert_opts *o)
 				     evr_cli_trace_name(o->path));
 			ret = 0;
 		}
+		if (ret == 0 && o->format == FMT_CHROME)
+			ret = evr_cli_syscalls_load(CMD, o->path, r, &sys);
 		if (ret < 0) {
 			evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 			goto out;
@@ -335,11 +340,17 @@ static int run(const struct convert_opts *o)
 					 sizeof(err));
 		break;
 	case FMT_CHROME:
-		if (sym || (ss && ss->n)) {
-			/* Events' stacks and CPU samples as Chrome's stackFrames and samples. */
+		if (sym || (ss && ss->n) || (sys && sys->n)) {
+			/* Events' stacks and CPU samples as Chrome's stackFrames and samples;
+			 * system calls as slices on their threads. */
 			struct evr_chrome_frames *cf = NULL;
-			struct evr_chrome_stacks sk = { evr_chrome_frames_stack_id,
-							evr_chrome_frames_write, NULL };
+			struct evr_chrome_stacks sk = { .stack_id = evr_chrome_frames_stack_id,
+							.write_frames = evr_chrome_frames_write };
+
+			if (sys && sys->n) {
+				sk.write_events = evr_syscalls_chrome_write;
+				sk.events_ctx = sys;
+			}
 
 			ret = evr_chrome_frames_new(sym, ss, &cf);
 			if (ret == 0) {
@@ -402,6 +413,9 @@ static int run(const struct convert_opts *o)
 
 		if (o->format == FMT_CHROME && ss && cpu_samples(ss))
 			snprintf(extra, sizeof(extra), ", %zu CPU samples", cpu_samples(ss));
+		if (o->format == FMT_CHROME && sys && sys->n)
+			snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+				 ", %zu system calls", sys->n);
 		fprintf(stderr, "evring convert: %" PRIu64 " %s%s, %" PRIu64 " lost, %s of %s "
 			"to %s in %.3f s (%s %s/s)\n", cs.events, unit, extra, cs.lost,
 			evr_fmt_bytes(cs.bytes, b1, sizeof(b1)), format_name(o->format),
@@ -416,6 +430,7 @@ out:
 		evr_cli_error(CMD, "cannot write %s: %s", o->output, strerror(-ret));
 	}
 	evr_samples_free(ss);
+	evr_syscalls_set_free(sys);
 	evr_symbolizer_free(sym);
 	evr_trace_reader_free(r);
 	evr_broker_free(broker);

@@ -71,6 +71,10 @@ static void usage(FILE *f)
 		"      --sample-cpu[=HZ]    also sample the process's threads on the CPU with\n"
 		"                           perf_events, HZ times a second (default 999), with\n"
 		"                           call stacks and context switches\n"
+		"      --syscalls[=LIST]    also record every system call of the process's\n"
+		"                           threads (or those in LIST: write,openat,...) with\n"
+		"                           perf tracepoints: needs root or CAP_PERFMON\n"
+		"                           (docs/syscalls.md)\n"
 		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
 		"                           (default 10s); then it is stopped with SIGTERM\n"
 		"      --io MODE            direct (default: whole packets go to the disk with\n"
@@ -117,7 +121,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT, OPT_HEAP };
+	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -131,6 +135,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "stacks", optional_argument, NULL, OPT_STACKS },
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
 		{ "heap", optional_argument, NULL, OPT_HEAP },
+		{ "syscalls", optional_argument, NULL, OPT_SYSCALLS },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 		{ "io", required_argument, NULL, OPT_IO },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
@@ -200,6 +205,12 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			o->sample_hz = 999;
 			if (optarg &&
 			    parse_uint_opt("--sample-cpu", optarg, 1, 100000, &o->sample_hz) < 0)
+				return -EINVAL;
+			break;
+		case OPT_SYSCALLS:
+			o->syscalls = true;
+			o->syscall_list = optarg;
+			if (evr_record_syscalls_parse(optarg) < 0)
 				return -EINVAL;
 			break;
 		case OPT_HEAP:
@@ -487,6 +498,7 @@ static void summary(struct recorder *r)
 			" lost, %" PRIu64 " context switches\n",
 			t.samples, t.threads, r->o->sample_hz, t.lost, t.switches);
 	}
+	evr_record_syscalls_summary(r->sb);
 	if (st.spans_retracted)
 		fprintf(stderr, "evring record: %" PRIu64 " spans were overwritten while being "
 			"written and were retracted (their events count as lost)\n",
@@ -536,11 +548,13 @@ static int open_perf_map(void *ctx, pid_t pid, uid_t owner)
  */
 static int sideband_open(struct recorder *r, pid_t pid)
 {
-	struct evr_sideband_opts so = { .pid = pid, .sample_hz = r->o->sample_hz };
+	struct evr_sideband_opts so = { .pid = pid, .sample_hz = r->o->sample_hz,
+					.syscalls = r->o->syscalls,
+					.syscall_list = r->o->syscall_list };
 	char err[512] = "";
 	int ret;
 
-	if (!r->o->stack_depth && !r->o->sample_hz && !r->o->heap_rate)
+	if (!r->o->stack_depth && !r->o->sample_hz && !r->o->heap_rate && !r->o->syscalls)
 		return 0;
 	ret = evr_sideband_new(&so, &r->sb, err, sizeof(err));
 	if (ret < 0) {
@@ -561,7 +575,9 @@ static int sideband_open(struct recorder *r, pid_t pid)
 		evr_sideband_set_perf_map_opener(r->sb, open_perf_map, r->broker);
 	}
 	/* Often enough that a 256 KiB sampling ring per CPU never fills at 999 Hz. */
-	ret = evr_recorder_add_sideband(r->rec, r->o->sample_hz ? 100 : 1000, sideband_cb, r);
+	/* System calls come faster: a 4 MiB ring per CPU holds ~30000 (10 ms at ~3 M/s). */
+	ret = evr_recorder_add_sideband(r->rec, r->o->syscalls ? 10 : r->o->sample_hz ? 100 : 1000,
+					sideband_cb, r);
 	if (ret < 0)
 		evr_cli_error(CMD, "cannot add the stacks side band: %s", strerror(-ret));
 	return ret;

@@ -32,6 +32,8 @@ struct record_opts {
 	uint32_t counter_interval_ms;	/* --counter-interval; 0: no counters */
 	uint32_t stack_depth;		/* --stacks[=DEPTH]; 0: no stacks on events */
 	uint32_t sample_hz;		/* --sample-cpu[=HZ]; 0: no CPU sampling */
+	bool syscalls;			/* --syscalls[=LIST] (docs/syscalls.md) */
+	const char *syscall_list;	/* its LIST, or NULL: every call */
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
 	bool buffered_io;		/* --io buffered: no direct I/O */
 	const char *connect_timeout_arg;	/* as typed, for messages */
@@ -97,6 +99,11 @@ struct recorder {
  * Return: 0, or -errno after printing why.
  */
 int evr_record_launch(struct recorder *r);
+
+/* record-syscalls.c: the --syscalls line of the summary (nothing without --syscalls). */
+void evr_record_syscalls_summary(const struct evr_sideband *sb);
+/* --syscalls=LIST: every name known (or a number). Return: 0, -EINVAL (said). */
+int evr_record_syscalls_parse(const char *list);
 
 /* After recording: reap the program if it has ended (bounded wait). */
 void evr_record_child_wait(struct recorder *r);

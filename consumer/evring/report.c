@@ -26,6 +26,7 @@
 
 #include "cli.h"
 #include "report-cpu.h"
+#include "report-syscalls.h"
 #include "report-heap.h"
 
 #define CMD "report"
@@ -48,7 +49,8 @@ static void usage(FILE *f)
 		"                     [--width N] FILE\n"
 		"Summarize trace FILE: process, time span, events per provider and event type,\n"
 		"lost events per CPU, counter statistics, the busiest threads, the CPU samples\n"
-		"and the functions they were in (record --sample-cpu).\n"
+		"and the functions they were in (record --sample-cpu), and per process the\n"
+		"system calls (record --syscalls), as strace -c counts them.\n"
 		"  -j, --json       one JSON object with the same numbers instead of tables\n"
 		"  --html FILE      write a self-contained HTML page with plots to FILE instead\n"
 		"                   of the tables (with --json: both)\n"
@@ -484,6 +486,7 @@ static int run(const struct report_opts *o)
 	struct flames fl = { 0 };
 	struct evr_report_cpu cpu = { 0 };
 	struct evr_report_heap heap = { 0 };
+	struct evr_report_syscalls sys = { 0 };
 	struct evr_trace_reader *hr = NULL;
 	FILE *html = NULL;
 	char err[512];
@@ -511,6 +514,8 @@ static int run(const struct report_opts *o)
 		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path), strerror(-ret));
 		goto out;
 	}
+	if (evr_report_syscalls_build(r, o->path, &sys) < 0)
+		goto nomem;
 	/* The heap section reads the events again (Heap's only), from a reader of its own. */
 	if (evr_schema_set_count(evr_trace_reader_schemas(r)) &&
 	    evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &hr) < 0)
@@ -539,6 +544,8 @@ static int run(const struct report_opts *o)
 			ret = evr_report_cpu_json(&sb, &cpu, o->functions);
 		if (ret == 0)
 			ret = evr_report_heap_json(&sb, &heap, o->functions);
+		if (ret == 0)
+			ret = evr_report_syscalls_json(&sb, &sys);
 		if (ret < 0)
 			goto nomem;
 		fwrite(sb.buf, 1, sb.len, stdout);
@@ -551,6 +558,7 @@ static int run(const struct report_opts *o)
 		print_threads(stdout, &m, r, width, o->threads);
 		evr_report_cpu_print(stdout, &cpu, o->functions);
 		evr_report_heap_print(stdout, &heap, o->functions);
+		evr_report_syscalls_print(stdout, &sys);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		ret = errno ? -errno : -EIO;
@@ -587,6 +595,7 @@ nomem:
 out:
 	evr_report_cpu_fini(&cpu);
 	evr_report_heap_fini(&heap);
+	evr_report_syscalls_fini(&sys);
 	evr_trace_reader_free(hr);
 	flames_free(&fl);
 	if (html)

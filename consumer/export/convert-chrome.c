@@ -1068,7 +1068,19 @@ int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
 			break;
 	if (err < 0)
 		goto out;
-	if ((err = close_open(&c)) < 0 || (err = flush(&c)) < 0 || (err = other_data(&c)) < 0)
+	if ((err = close_open(&c)) < 0 || (err = flush(&c)) < 0)
+		goto out;
+	if (sk && sk->write_events) {
+		long n = sk->write_events(sk->events_ctx, out, c.first);
+
+		if (n < 0) {
+			err = (int)n;
+			goto out;
+		}
+		c.st.bytes += (uint64_t)n;
+		c.first = c.first && !n;
+	}
+	if ((err = other_data(&c)) < 0)
 		goto out;
 	if (fflush(out) != 0 || ferror(out))
 		err = -EIO;

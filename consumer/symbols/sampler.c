@@ -14,70 +14,39 @@
  *   mmap2 with build IDs (new executable mappings), sample_id_all so that they
  *   carry a time. Timestamps use CLOCK_MONOTONIC (use_clockid), which is what
  *   the events' raw timestamps convert to: one timeline.
- * - One event per (thread, CPU) with inherit=1 so that threads created later
- *   are sampled too; the kernel refuses to mmap an inherited per-thread event
- *   opened for any CPU (cpu=-1), hence per CPU. The first event of each CPU
- *   owns a ring; the others write into it (PERF_EVENT_IOC_SET_OUTPUT).
- *
- * Ring protocol (uapi perf_event.h): the kernel writes records at data_head;
- * we load-acquire data_head, read records below it (a record may wrap the end
- * of the ring: it is copied out first), then store-release data_tail, which
- * frees the space. The mapping is writable, so the kernel never overwrites
- * unread data: it drops records and reports them with PERF_RECORD_LOST, which
- * becomes an EVR_SAMPLE_LOST record (exact loss accounting).
+ * - The events: one per (thread, CPU) into one ring per CPU, opened and
+ *   drained by perf-ring.c. A full ring makes the kernel drop records and
+ *   report them with PERF_RECORD_LOST, which becomes an EVR_SAMPLE_LOST record
+ *   (exact loss accounting).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <evring/trace.h>
 
+#include "perf-ring-internal.h"
 #include "sampler-internal.h"
 #include "symbols-internal.h"
 
 #define RING_PAGES 64u			/* data pages per CPU: 256 KiB, within perf_event_mlock_kb */
-#define MAX_FDS 8192u
 #define CHUNK_BYTES (1u << 20)		/* SAMPLES chunks are cut at this size */
-#define REC_MAX 4096u			/* bytes of one perf record we copy out (127 frames fit) */
-
-struct cpu_ring {
-	int cpu;
-	int leader;			/* fd owning the ring, -1 if none */
-	struct perf_event_mmap_page *page;
-	uint8_t *data;
-	uint64_t size;			/* data bytes, a power of two */
-};
+#define REC_MAX 4096u			/* bytes of one perf record (127 frames fit) */
 
 struct evr_sampler {
 	pid_t pid;
 	uint32_t hz;
-	int *fds;
-	uint32_t nfds, capfds;
-	uint32_t *tids;			/* threads opened */
-	uint32_t ntids, captids;
-	struct cpu_ring *rings;
-	uint32_t nrings;
-	size_t page;
+	struct evr_perf_set *events;
 	uint8_t *out;			/* the SAMPLES chunk being filled */
 	size_t outlen;
 	struct evr_modmap *newmods;	/* MMAP2 records since the last drain */
 	struct evr_sampler_rec totals;
 };
-
-static int perf_open(struct perf_event_attr *a, pid_t tid, int cpu)
-{
-	long fd = syscall(SYS_perf_event_open, a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-	return fd < 0 ? -errno : (int)fd;
-}
 
 static void attr_init(struct perf_event_attr *a, uint32_t hz)
 {
@@ -107,29 +76,6 @@ static void attr_init(struct perf_event_attr *a, uint32_t hz)
 	a->wakeup_watermark = (RING_PAGES * 4096u) / 2;
 }
 
-static int push_fd(struct evr_sampler *s, int fd)
-{
-	if (s->nfds == s->capfds) {
-		uint32_t cap = s->capfds ? s->capfds * 2 : 64;
-		int *v = realloc(s->fds, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->fds = v;
-		s->capfds = cap;
-	}
-	s->fds[s->nfds++] = fd;
-	return 0;
-}
-
-static bool have_tid(const struct evr_sampler *s, uint32_t tid)
-{
-	for (uint32_t i = 0; i < s->ntids; i++)
-		if (s->tids[i] == tid)
-			return true;
-	return false;
-}
-
 static const char *open_hint(int err)
 {
 	switch (err) {
@@ -148,110 +94,16 @@ static const char *open_hint(int err)
 	}
 }
 
-/* Open (and enable) thread @tid on every ring. -ESRCH: it exited meanwhile (not an error). */
-static int open_thread(struct evr_sampler *s, uint32_t tid, char *errbuf, size_t errlen)
-{
-	struct perf_event_attr a;
-	int err;
-
-	attr_init(&a, s->hz);
-	for (uint32_t i = 0; i < s->nrings; i++) {
-		struct cpu_ring *r = &s->rings[i];
-		int fd = perf_open(&a, (pid_t)tid, r->cpu);
-
-		if (fd == -ESRCH)
-			return -ESRCH;
-		if (fd == -ENODEV && r->leader < 0)
-			continue;	/* a possible CPU that is offline */
-		if (fd < 0) {
-			snprintf(errbuf, errlen, "cannot sample thread %u of process %d: %s%s", tid,
-				 (int)s->pid, strerror(-fd), open_hint(-fd));
-			return fd;
-		}
-		if (s->nfds >= MAX_FDS || push_fd(s, fd) < 0) {
-			close(fd);
-			snprintf(errbuf, errlen, "too many threads to sample (%u descriptors)", MAX_FDS);
-			return -EMFILE;
-		}
-		if (r->leader < 0) {
-			size_t len = (1 + RING_PAGES) * s->page;
-			void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-			if (m == MAP_FAILED) {
-				err = -errno;
-				snprintf(errbuf, errlen, "cannot map the sampling ring of CPU %d: %s%s",
-					 r->cpu, strerror(-err),
-					 err == -EPERM ? " (over the perf_event_mlock_kb limit)" : "");
-				return err;
-			}
-			r->leader = fd;
-			r->page = m;
-			r->data = (uint8_t *)m + s->page;
-			r->size = RING_PAGES * s->page;
-		} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->leader) < 0) {
-			err = -errno;
-			snprintf(errbuf, errlen, "cannot share the sampling ring of CPU %d: %s",
-				 r->cpu, strerror(-err));
-			return err;
-		}
-		if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-			err = -errno;
-			snprintf(errbuf, errlen, "cannot start sampling: %s", strerror(-err));
-			return err;
-		}
-	}
-	if (s->ntids == s->captids) {
-		uint32_t cap = s->captids ? s->captids * 2 : 64;
-		uint32_t *v = realloc(s->tids, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->tids = v;
-		s->captids = cap;
-	}
-	s->tids[s->ntids++] = tid;
-	return 0;
-}
-
-/* Open every thread not opened yet. Return: threads added, or -errno. */
-static int scan_threads(struct evr_sampler *s, char *errbuf, size_t errlen)
-{
-	char path[64];
-	struct dirent *d;
-	int added = 0, err = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)s->pid);
-	dir = opendir(path);
-	if (!dir) {
-		snprintf(errbuf, errlen, "process %d exited", (int)s->pid);
-		return -ESRCH;
-	}
-	while ((d = readdir(dir))) {
-		char *end;
-		unsigned long tid = strtoul(d->d_name, &end, 10);
-
-		if (*end || !tid || have_tid(s, (uint32_t)tid))
-			continue;
-		err = open_thread(s, (uint32_t)tid, errbuf, errlen);
-		if (err == -ESRCH) {
-			err = 0;
-			continue;
-		}
-		if (err < 0)
-			break;
-		added++;
-	}
-	closedir(dir);
-	return err < 0 ? err : added;
-}
-
 int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
 		    size_t errlen)
 {
+	struct perf_event_attr a;
+	struct evr_perf_set_opts po = {
+		.pid = pid, .attrs = &a, .nattrs = 1, .ring_pages = RING_PAGES,
+		.what = "sample", .hint = open_hint,
+	};
 	struct evr_sampler *s;
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	int err, added;
+	int err;
 
 	if (!hz || hz > 100000) {
 		snprintf(errbuf, errlen, "sampling frequency %u Hz is not within 1-100000", hz);
@@ -266,38 +118,20 @@ int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errb
 		return -ENOMEM;
 	s->pid = pid;
 	s->hz = hz;
-	s->page = (size_t)sysconf(_SC_PAGESIZE);
-	s->nrings = ncpu > 0 ? (uint32_t)ncpu : 1;
-	s->rings = calloc(s->nrings, sizeof(*s->rings));
 	s->out = malloc(CHUNK_BYTES + REC_MAX);
 	err = evr_modmap_new(&s->newmods);
-	if (!s->rings || !s->out || err < 0) {
+	if (!s->out || err < 0) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	for (uint32_t i = 0; i < s->nrings; i++) {
-		s->rings[i].cpu = (int)i;
-		s->rings[i].leader = -1;
-	}
 	s->totals.freq_hz = hz;
 	s->totals.event = 1;
-	/* Twice: threads created while the first pass opened the others. The
-	 * events' inherit flag covers the threads created after that. */
-	for (int pass = 0; pass < 2; pass++) {
-		added = scan_threads(s, errbuf, errlen);
-		if (added < 0) {
-			err = added;
-			goto fail;
-		}
-	}
-	if (!s->ntids) {
-		snprintf(errbuf, errlen, "process %d exited", (int)pid);
-		err = -ESRCH;
+	attr_init(&a, hz);
+	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
+	if (err < 0)
 		goto fail;
-	}
-	for (uint32_t i = 0; i < s->nrings; i++)
-		s->totals.cpus += s->rings[i].leader >= 0;
-	s->totals.threads = s->ntids;
+	s->totals.cpus = evr_perf_set_cpus(s->events);
+	s->totals.threads = evr_perf_set_threads(s->events);
 	*ret = s;
 	return 0;
 fail:
@@ -309,14 +143,7 @@ void evr_sampler_free(struct evr_sampler *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->nfds; i++)
-		close(s->fds[i]);
-	for (uint32_t i = 0; s->rings && i < s->nrings; i++)
-		if (s->rings[i].page)
-			munmap(s->rings[i].page, (1 + RING_PAGES) * s->page);
-	free(s->fds);
-	free(s->tids);
-	free(s->rings);
+	evr_perf_set_free(s->events);
 	free(s->out);
 	evr_modmap_free(s->newmods);
 	free(s);
@@ -327,7 +154,7 @@ void evr_sampler_totals(const struct evr_sampler *s, struct evr_sampler_totals *
 	ret->samples = s->totals.samples;
 	ret->lost = s->totals.lost;
 	ret->switches = s->totals.switches;
-	ret->threads = s->ntids;
+	ret->threads = evr_perf_set_threads(s->events);
 }
 
 /* ---- reading the rings ------------------------------------------------------- */
@@ -523,49 +350,25 @@ static int parse_rec(struct evr_sampler *s, const uint8_t *rec, evr_sideband_emi
 	}
 }
 
-static int drain_ring(struct evr_sampler *s, struct cpu_ring *r, evr_sideband_emit_fn *emit,
-		      void *ctx)
+struct drain_ctx {
+	struct evr_sampler *s;
+	evr_sideband_emit_fn *emit;
+	void *ctx;
+};
+
+static int on_rec(void *arg, const uint8_t *rec, const struct perf_event_header *h)
 {
-	uint8_t rec[REC_MAX];
-	/* Pairs with the kernel's store of data_head after it wrote the records. */
-	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = r->page->data_tail;
-	uint64_t mask = r->size - 1;
-	int err = 0;
+	struct drain_ctx *d = arg;
 
-	while (tail + sizeof(struct perf_event_header) <= head) {
-		struct perf_event_header h;
-		uint64_t off = tail & mask;
-		uint32_t first;
-
-		/* A record may wrap the end of the ring: copy it out in two parts. */
-		first = (uint32_t)(r->size - off < sizeof(h) ? r->size - off : sizeof(h));
-		memcpy(&h, r->data + off, first);
-		memcpy((uint8_t *)&h + first, r->data, sizeof(h) - first);
-		if (h.size < sizeof(h) || tail + h.size > head)
-			break;
-		if (h.size <= REC_MAX) {
-			first = (uint32_t)(r->size - off < h.size ? r->size - off : h.size);
-			memcpy(rec, r->data + off, first);
-			memcpy(rec + first, r->data, h.size - first);
-			err = parse_rec(s, rec, emit, ctx);
-			if (err)
-				break;
-		}
-		tail += h.size;
-	}
-	/* Pairs with the kernel's read of data_tail before it overwrites: we are done with it. */
-	__atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
-	return err;
+	(void)h;
+	return parse_rec(d->s, rec, d->emit, d->ctx);
 }
 
 int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
 {
-	int err = 0;
+	struct drain_ctx d = { .s = s, .emit = emit, .ctx = ctx };
+	int err = evr_perf_set_drain(s->events, on_rec, &d);
 
-	for (uint32_t i = 0; i < s->nrings && !err; i++)
-		if (s->rings[i].page)
-			err = drain_ring(s, &s->rings[i], emit, ctx);
 	if (!err)
 		err = flush_out(s, emit, ctx);
 	if (!err && s->newmods->n) {
@@ -588,7 +391,7 @@ int evr_sampler_finish(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *
 {
 	int err = evr_sampler_drain(s, emit, ctx);
 
-	s->totals.threads = s->ntids;
+	s->totals.threads = evr_perf_set_threads(s->events);
 	if (!err)
 		err = emit(ctx, EVR_CHUNK_SAMPLER, &s->totals, sizeof(s->totals));
 	return err;

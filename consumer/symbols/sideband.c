@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/syscalls.h>
 #include <evring/trace.h>
 #include <evring/untrusted-file.h>
 
@@ -36,6 +37,8 @@ struct evr_sideband {
 	evr_sideband_open_fn *open_perf_map;
 	void *open_ctx;
 	struct evr_sampler *sampler;
+	struct evr_syscalls *syscalls;
+	char syscalls_note[128];
 };
 
 /*
@@ -92,6 +95,12 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 		if (err < 0)
 			goto fail;
 	}
+	if (o->syscalls) {
+		err = evr_syscalls_new(o->pid, o->syscall_list, &sb->syscalls, sb->syscalls_note,
+				       sizeof(sb->syscalls_note), errbuf, errlen);
+		if (err < 0)
+			goto fail;
+	}
 	*ret = sb;
 	return 0;
 fail:
@@ -104,6 +113,7 @@ void evr_sideband_free(struct evr_sideband *sb)
 	if (!sb)
 		return;
 	evr_sampler_free(sb->sampler);
+	evr_syscalls_free(sb->syscalls);
 	evr_modmap_free(sb->mods);
 	if (sb->perf_map_fd >= 0)
 		close(sb->perf_map_fd);
@@ -128,7 +138,11 @@ int evr_sideband_start(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void
 
 int evr_sideband_poll(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void *ctx)
 {
-	return sb->sampler ? evr_sampler_drain(sb->sampler, emit, ctx) : 0;
+	int err = sb->sampler ? evr_sampler_drain(sb->sampler, emit, ctx) : 0;
+
+	if (!err && sb->syscalls)
+		err = evr_syscalls_drain(sb->syscalls, emit, ctx);
+	return err;
 }
 
 /* The perf map's text, read through the descriptor opened before the sandbox. */
@@ -209,6 +223,8 @@ int evr_sideband_finish(struct evr_sideband *sb, evr_sideband_emit_fn *emit, voi
 
 	if (sb->sampler)
 		err = evr_sampler_finish(sb->sampler, emit, ctx);
+	if (!err && sb->syscalls)
+		err = evr_syscalls_finish(sb->syscalls, emit, ctx);
 	if (!err && sb->perf_map_fd < 0)
 		sb->perf_map_fd = open_late_perf_map(sb);
 	if (!err && sb->perf_map_fd >= 0)
@@ -221,4 +237,15 @@ void evr_sideband_totals(const struct evr_sideband *sb, struct evr_sampler_total
 	memset(ret, 0, sizeof(*ret));
 	if (sb->sampler)
 		evr_sampler_totals(sb->sampler, ret);
+}
+
+bool evr_sideband_syscalls(const struct evr_sideband *sb, struct evr_syscall_info_rec *ret,
+			   const char **note)
+{
+	if (!sb->syscalls)
+		return false;
+	evr_syscalls_info(sb->syscalls, ret);
+	if (note)
+		*note = sb->syscalls_note;
+	return true;
 }

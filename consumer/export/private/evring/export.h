@@ -128,6 +128,11 @@ struct evr_chrome_stacks {
 	 * Return: bytes written, or -errno. */
 	long (*write_frames)(void *ctx, FILE *out);
 	void *ctx;
+	/* Optional: more trace events (system calls as "X" slices) written into the
+	 * traceEvents array after the events', each but the first of the array
+	 * preceded by ",\n" (@first: none before them). Return: bytes, or -errno. */
+	long (*write_events)(void *events_ctx, FILE *out, bool first);
+	void *events_ctx;
 };
 
 /* evr_convert_chrome() with the events' stacks (@sk may be NULL: none). */

@@ -452,6 +452,8 @@ typedef int evr_sideband_open_fn(void *ctx, pid_t pid, uid_t owner);
 struct evr_sideband_opts {
 	pid_t pid;
 	uint32_t sample_hz;		/* 0: no CPU sampling */
+	bool syscalls;			/* record the system calls (<evring/syscalls.h>) */
+	const char *syscall_list;	/* with syscalls: "write,openat", NULL: all */
 	/* A perf map that did not exist at evr_sideband_new() is looked for again at
 	 * evr_sideband_finish() (a JIT that starts its map late): through this, or,
 	 * when NULL, by opening it directly (an unconfined recorder). */
@@ -500,6 +502,15 @@ struct evr_sampler_totals {
 
 /* What the sampler did so far. */
 void evr_sideband_totals(const struct evr_sideband *sb, struct evr_sampler_totals *ret);
+
+struct evr_syscall_info_rec;
+
+/*
+ * The system-call tracer's totals (false without evr_sideband_opts.syscalls),
+ * and in @note (when not NULL) a line it had for the user at its start, or "".
+ */
+bool evr_sideband_syscalls(const struct evr_sideband *sb, struct evr_syscall_info_rec *ret,
+			   const char **note);
 
 void evr_sideband_free(struct evr_sideband *sb);
 

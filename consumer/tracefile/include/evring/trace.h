@@ -59,6 +59,8 @@ enum evr_trace_chunk_kind {
 	EVR_CHUNK_SAMPLES = 11,		/* CPU samples, context switches, lost samples */
 	EVR_CHUNK_PERF_MAP = 12,	/* a perf map's text (JIT symbols) */
 	EVR_CHUNK_SAMPLER = 13,		/* the CPU sampler's settings and totals */
+	/* 20, 21: system calls, SYSCALLS and SYSCALL_INFO (consumer/symbols/private/
+	 * evring/syscalls.h, docs/trace-format.md). */
 	/* Zero bytes that align the next chunk's payload for direct I/O; readers
 	 * skip it like any kind they do not know. */
 	EVR_CHUNK_PAD = 16,
