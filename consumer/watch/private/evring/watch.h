@@ -169,6 +169,14 @@ struct evr_watch_opts {
 	uint32_t retry_ms;		/* a listed EXITED/FAILED one: attach anew after; 0 never */
 	uint32_t forget_ms;		/* an EXITED/FAILED one: forgotten after */
 	bool forget_listed;		/* ... even when still listed (then added anew) */
+	/*
+	 * Attach means connect only: no session is started, and a LIVE process's
+	 * client is the owner's to take (in ops->changed, setting p->client to
+	 * NULL: the watch then reads nothing of it, and leaves it LIVE until the
+	 * owner says otherwise). For an owner that starts sessions of its own
+	 * (record --all) and wants only the discovery and the attach threads.
+	 */
+	bool connect_only;
 	const struct evr_watch_ops *ops;
 	const void *spec_arg;		/* ops->spec's @arg */
 	void *user;			/* the owner's */
