@@ -291,7 +291,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		o->program = argv + optind;
 	}
 	if (o->program && (o->pid || o->name || o->all)) {
-		evr_cli_error(CMD, "-- PROGRAM excludes -p, -n and --all");
+		evr_cli_error(CMD, "-- PROGRAM and -p, -n or --all exclude each other");
 		return -EINVAL;
 	}
 	if (evr_record_multi(o)) {

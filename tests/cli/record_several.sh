@@ -15,7 +15,7 @@ PB=$WL_PID FB=$WL_FD
 # What is for one process is refused with one line, before anything is attached.
 one_line 2 "^evring record: --stacks records one process: not with --all or several -p/-n\$" \
 	"$EVRING" record -p "$PA" -p "$PB" --stacks -o "$T/x.evtrace"
-one_line 2 "^evring record: -- PROGRAM excludes -p, -n and --all\$" \
+one_line 2 "^evring record: -- PROGRAM and -p, -n or --all exclude each other\$" \
 	"$EVRING" record --all -o "$T/x.evtrace" -- /bin/true
 [[ ! -e $T/x.evtrace ]] || fail "a refused recording left a file"
 
