@@ -23,10 +23,11 @@
  * recorder on the connected client: one round trip to an agent that just
  * answered its hello.
  *
- * Not confined by seccomp yet: processes that start later are connected to
- * from this process, which the record profile does not allow (the broker
- * would have to attach for us). Side bands (--stacks, --sample-cpu, --heap)
- * are for one process yet.
+ * Confinement, as clrtop's: a broker (forked before any thread) lists the
+ * processes and connects to them; once the named processes are recording and
+ * inotify is armed, seccomp allows waiting, the sockets already open, threads
+ * (the attaches) and mapping the sessions that agents send. Side bands
+ * (--stacks, --sample-cpu, --heap) are for one process yet.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +39,7 @@
 
 #include <evring/consumer.h>
 #include <evring/recorder.h>
+#include <evring/sandbox.h>
 #include <evring/trace.h>
 #include <evring/watch.h>
 
@@ -77,6 +79,7 @@ struct multi {
 	uint32_t n, cap;
 	struct evr_watch watch;
 	bool watching;
+	struct evr_broker *broker;	/* lists and connects once confined; NULL: --no-sandbox */
 	bool failed;		/* the file could not be written: stop */
 	int err;
 };
@@ -296,7 +299,8 @@ static int attach_named(struct multi *m)
 
 		if (proc_find(m, pids[i]))
 			continue;	/* named twice */
-		ret = evr_client_connect(pids[i], EVR_RECORD_CLIENT_NAME, &c, err, sizeof(err));
+		ret = evr_cli_connect(m->broker, pids[i], EVR_RECORD_CLIENT_NAME, &c, err,
+				      sizeof(err));
 		if (ret < 0) {
 			evr_cli_error(CMD, "%s", err);
 			return ret;
@@ -477,10 +481,22 @@ int evr_record_multi_run(const struct record_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);
+	if (!o->flags.no_sandbox) {
+		char err[512];
+
+		/* Forked now: nothing has started a thread yet. */
+		ret = evr_broker_new(NULL, &m.broker, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			goto out;
+		}
+	}
 	if (o->all) {
 		const struct evr_watch_opts wo = {
 			.client_name = EVR_RECORD_CLIENT_NAME,
+			.broker = m.broker,
 			.notify = true,
+			.notify_broker = true,
 			.rescan_ms = RESCAN_MS,
 			.connect_only = true,
 			.ops = &watch_ops,
@@ -496,6 +512,21 @@ int evr_record_multi_run(const struct record_opts *o)
 	ret = attach_named(&m);
 	if (ret < 0)
 		goto out;
+	if (!o->flags.no_sandbox) {
+		struct evr_sandbox_opts so = {
+			.allow = EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_THREADS |
+				 EVR_SANDBOX_SESSIONS,
+		};
+		char err[512];
+
+		ret = evr_sandbox_enter(&so, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			goto out;
+		}
+	}
+	if (o->flags.sandbox_probe)
+		evr_cli_sandbox_probe(CMD);
 	if (m.watching) {
 		/* The processes there now: attached before the first round. */
 		ret = evr_watch_scan(&m.watch);
@@ -517,6 +548,7 @@ out:
 	if (m.created && (!m.mux || (ret < 0 && !m.n)))
 		unlink(o->output);
 	evr_trace_mux_free(m.mux);
+	evr_broker_free(m.broker);
 	if (m.out_fd >= 0 && close(m.out_fd) < 0 && ret == 0) {
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(errno));
 		ret = -EIO;

@@ -592,7 +592,7 @@ int evr_watch_init(struct evr_watch *w, const struct evr_watch_opts *o)
 	    o->ops->counter_size < sizeof(struct evr_watch_counter) || !o->client_name)
 		return -EINVAL;
 	w->o = *o;
-	if (o->notify && !o->broker)
+	if (o->notify && (!o->broker || o->notify_broker))
 		evr_watch_notify_open(w);
 	return 0;
 }

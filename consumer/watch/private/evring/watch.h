@@ -165,6 +165,13 @@ struct evr_watch_opts {
 	struct evr_broker *broker;	/* borrowed: lists and connects for a confined
 					 * tool (<evring/sandbox.h>); NULL: directly */
 	bool notify;			/* inotify on the runtime directories (no broker) */
+	/*
+	 * With a broker too: inotify is opened and armed at evr_watch_init(),
+	 * before the owner confines itself; it only says when to scan (the
+	 * listing stays the broker's). Directories made later are found by the
+	 * rescans, as a confined owner cannot watch them.
+	 */
+	bool notify_broker;
 	uint32_t rescan_ms;		/* evr_watch_scan_due(): at least this often */
 	uint32_t retry_ms;		/* a listed EXITED/FAILED one: attach anew after; 0 never */
 	uint32_t forget_ms;		/* an EXITED/FAILED one: forgotten after */
