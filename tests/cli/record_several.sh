@@ -7,6 +7,13 @@
 source "$(dirname "$0")/lib.sh"
 need_python
 
+# Confined once recording (a broker connects for it). Before the workloads: --all would
+# attach to them.
+"$EVRING" record --all --duration 1ms --debug-sandbox-probe -o "$T/p.evtrace" 2>"$T/p.err" ||
+	fail "record --all --debug-sandbox-probe: $(cat "$T/p.err")"
+grep -q "^evring record: sandbox probe: open(/etc/passwd): Operation not permitted" "$T/p.err" ||
+	fail "record --all is not confined: $(cat "$T/p.err")"
+
 start_workload a --events 5000 --threads 2 --wait-sessions 1
 PA=$WL_PID FA=$WL_FD
 start_workload b --events 3000 --threads 1 --wait-sessions 1
@@ -18,11 +25,6 @@ one_line 2 "^evring record: --stacks records one process: not with --all or seve
 one_line 2 "^evring record: -- PROGRAM and -p, -n or --all exclude each other\$" \
 	"$EVRING" record --all -o "$T/x.evtrace" -- /bin/true
 [[ ! -e $T/x.evtrace ]] || fail "a refused recording left a file"
-# Confined once recording (a broker connects for it).
-"$EVRING" record --all --duration 1ms --debug-sandbox-probe -o "$T/p.evtrace" 2>"$T/p.err" ||
-	fail "record --all --debug-sandbox-probe: $(cat "$T/p.err")"
-grep -q "^evring record: sandbox probe: open(/etc/passwd): Operation not permitted" "$T/p.err" ||
-	fail "record --all is not confined: $(cat "$T/p.err")"
 
 "$EVRING" record -p "$PA" -p "$PB" --buffer-size 64M -o "$T/ab.evtrace" 2>"$T/rec.err" ||
 	fail "record -p -p: $(cat "$T/rec.err")"
