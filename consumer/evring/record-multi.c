@@ -141,22 +141,45 @@ static uint64_t ring_size_for(const struct record_opts *o, uint32_t nr_rings)
 	return p2;
 }
 
+/* The session every process gets (its ring size depends on its CPUs). */
+static struct evr_attach_opts attach_opts(const struct record_opts *o, struct evr_client *c)
+{
+	const struct evr_process_info *pi = evr_client_process(c);
+
+	return (struct evr_attach_opts){
+		.providers = o->providers,
+		.mode = o->mode,
+		.counter_interval_ms = o->counter_interval_ms,
+		.ring_size = ring_size_for(o, pi->nr_cpus),
+	};
+}
+
 /*
- * Start recording process @c (connected, no session yet; ours from now on).
+ * The watch's attach thread, once connected: start the session there. A
+ * session start waits for the agent (its memory made, the enable masks
+ * recomputed: about 10 ms here); processes found together start side by side
+ * instead of one after the other in the loop. @arg: the record_opts, alive as
+ * long as the program.
+ */
+static int watch_start(const void *arg, struct evr_client *c, char *err, size_t errlen)
+{
+	const struct evr_attach_opts ao = attach_opts(arg, c);
+
+	return evr_client_start(c, &ao, err, errlen);
+}
+
+/*
+ * Start recording process @c (connected; its session started when @started,
+ * else not yet; ours from now on).
  * Return: 0; -errno after printing why (the process is then not recorded; a
  * write error stops everything).
  */
-static int proc_start(struct multi *m, pid_t pid, struct evr_client *c)
+static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool started)
 {
-	const struct evr_process_info *pi = evr_client_process(c);
 	struct evr_recorder_opts ro = {
-		.attach = {
-			.providers = m->o->providers,
-			.mode = m->o->mode,
-			.counter_interval_ms = m->o->counter_interval_ms,
-			.ring_size = ring_size_for(m->o, pi->nr_cpus),
-		},
+		.attach = attach_opts(m->o, c),
 		.client = EVR_RECORD_CLIENT_NAME,
+		.flags = started ? EVR_RECORDER_SESSION_STARTED : 0,
 		.log = log_warning,
 		.mux = m->mux,
 	};
@@ -182,7 +205,7 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c)
 	}
 	p->pid = pid;
 	p->c = c;
-	evr_watch_short_name(pi, p->name, sizeof(p->name));
+	evr_watch_short_name(evr_client_process(c), p->name, sizeof(p->name));
 	ro.log_arg = p;
 	ret = evr_recorder_new(c, &ro, &p->rec, err, sizeof(err));
 	if (ret == 0)
@@ -222,7 +245,7 @@ static void watch_changed(struct evr_watch *w, struct evr_watch_proc *wp,
 
 		wp->client = NULL;	/* ours now: the watch reads nothing of it */
 		if (!proc_find(m, wp->pid))
-			(void)proc_start(m, wp->pid, c);
+			(void)proc_start(m, wp->pid, c, true);
 		else
 			evr_client_free(c);
 	} else if (ch->to == EVR_WATCH_FAILED && ch->from == EVR_WATCH_ATTACHING) {
@@ -232,6 +255,7 @@ static void watch_changed(struct evr_watch *w, struct evr_watch_proc *wp,
 
 static const struct evr_watch_ops watch_ops = {
 	EVR_WATCH_OPS_SIZES(struct evr_watch_proc, struct evr_watch_counter),
+	.start = watch_start,
 	.changed = watch_changed,
 };
 
@@ -305,7 +329,7 @@ static int attach_named(struct multi *m)
 			evr_cli_error(CMD, "%s", err);
 			return ret;
 		}
-		ret = proc_start(m, pids[i], c);
+		ret = proc_start(m, pids[i], c, false);
 		if (ret < 0)
 			return ret;
 		if (m->watching)	/* --all too: the watch must not attach it again */
@@ -500,6 +524,7 @@ int evr_record_multi_run(const struct record_opts *o)
 			.rescan_ms = RESCAN_MS,
 			.connect_only = true,
 			.ops = &watch_ops,
+			.spec_arg = o,
 		};
 
 		ret = evr_watch_init(&m.watch, &wo);

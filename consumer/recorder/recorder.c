@@ -541,7 +541,7 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 		     struct evr_recorder **ret, char *errbuf, size_t errlen)
 {
 	struct evr_recorder *r;
-	int err;
+	int err = 0;
 
 	if (!c || !opts || !ret || !opts->attach.providers)
 		return -EINVAL;
@@ -564,7 +564,10 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 		copy_msg(errbuf, errlen, "out of memory");
 		goto fail;
 	}
-	err = evr_client_start(c, &opts->attach, errbuf, errlen);
+	if (!(opts->flags & EVR_RECORDER_SESSION_STARTED))
+		err = evr_client_start(c, &opts->attach, errbuf, errlen);
+	else if (!evr_client_shm(c))
+		err = -EINVAL;		/* no session to take */
 	if (err < 0)
 		goto fail;
 	/* The validated count: the header itself stays writable by the producer. */

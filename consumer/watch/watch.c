@@ -41,6 +41,7 @@ struct evr_watch_job {
 		    char *err, size_t errlen);
 	const void *spec_arg;		/* borrowed */
 	bool connect_only;
+	int (*start)(const void *arg, struct evr_client *c, char *err, size_t errlen);
 	/* Written by the attach thread before the release store of done. */
 	int ret;
 	struct evr_client *client;	/* also on failure, once connected: its info */
@@ -110,7 +111,11 @@ static void job_attach(struct evr_watch_job *j)
 		      : evr_client_connect(j->pid, j->client_name, &j->client, j->err,
 					   sizeof(j->err));
 	if (r == 0 && j->connect_only) {
-		j->ret = 0;
+		if (j->start)
+			r = j->start(j->spec_arg, j->client, j->err, sizeof(j->err));
+		if (r == -ENOMEM && !j->err[0])
+			snprintf(j->err, sizeof(j->err), "out of memory");
+		j->ret = r;
 		return;
 	}
 	if (r == 0)
@@ -152,6 +157,7 @@ static struct evr_watch_job *job_new(const struct evr_watch *w, pid_t pid, int r
 	j->spec = w->o.ops->spec;
 	j->spec_arg = w->o.spec_arg;
 	j->connect_only = w->o.connect_only;
+	j->start = w->o.ops->start;
 	atomic_init(&j->refs, refs);
 	atomic_init(&j->done, false);
 	return j;

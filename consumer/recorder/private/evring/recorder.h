@@ -65,6 +65,13 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  * or every flush_ms. Elsewhere the output is written as without it.
  */
 #define EVR_RECORDER_DIRECT_IO		0x2u
+/*
+ * The caller started the client's session already (evr_client_start() with
+ * opts->attach, on a thread of its own, say: a session start waits for the
+ * agent, and a recorder of many processes starts theirs side by side):
+ * evr_recorder_new() takes it as it is.
+ */
+#define EVR_RECORDER_SESSION_STARTED	0x100u
 
 struct evr_recorder_opts {
 	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */
