@@ -323,6 +323,18 @@ static int attach_named(struct multi *m)
 
 		if (proc_find(m, pids[i]))
 			continue;	/* named twice */
+		if (m->watching) {
+			/* --all too: through the watch, which then knows it (attached
+			 * here, at once: an error is the user's). */
+			ret = evr_watch_add(&m->watch, pids[i], true, err, sizeof(err), NULL);
+			if (ret < 0) {
+				evr_cli_error(CMD, "%s", err);
+				return ret;
+			}
+			if (!proc_find(m, pids[i]))
+				return m->err ? m->err : -EIO;	/* proc_start() said why */
+			continue;
+		}
 		ret = evr_cli_connect(m->broker, pids[i], EVR_RECORD_CLIENT_NAME, &c, err,
 				      sizeof(err));
 		if (ret < 0) {
@@ -332,8 +344,6 @@ static int attach_named(struct multi *m)
 		ret = proc_start(m, pids[i], c, false);
 		if (ret < 0)
 			return ret;
-		if (m->watching)	/* --all too: the watch must not attach it again */
-			(void)evr_watch_add(&m->watch, pids[i], false, NULL, 0, NULL);
 	}
 	return 0;
 }

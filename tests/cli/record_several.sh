@@ -40,6 +40,16 @@ grep -qE "^evring record: [0-9]+ events, .* 2 processes, file " "$T/rec.err" || 
 "$EVRING" dump --pid "$PB" "$T/ab.evtrace" >"$T/b.txt" || fail "dump --pid"
 one_line 1 "^evring dump: .*ab.evtrace: no process 1 in the trace \(its processes: $PA, $PB\)\$" \
 	"$EVRING" dump --pid 1 "$T/ab.evtrace"
+# From a pipe: said in one line (the processes' chunks are kept apart in a file only).
+st=0
+cat "$T/ab.evtrace" | "$EVRING" dump - >/dev/null 2>"$T/pipe.err" || st=$?
+[[ $st == 1 ]] && grep -q "several processes (format 2) is read from a file, not a pipe" \
+	"$T/pipe.err" || fail "dump - of a pipe: status $st: $(cat "$T/pipe.err")"
+# report copies a pipe into a file first, and reads it.
+cat "$T/ab.evtrace" | "$EVRING" report --json - >"$T/r2.json" || fail "report - from a pipe"
+cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"])' "$T/r2.json") \
+	<(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"])' "$T/r.json") ||
+	fail "report from a pipe differs"
 
 python3 - "$T" "$PA" "$EA" "$PB" "$EB" <<'PY'
 import json, re, sys
