@@ -505,18 +505,24 @@ static const struct evr_trace_proc *proc_entry(const struct evr_trace_reader *r)
 static void print_proc_table(FILE *f, struct evr_trace_reader *const *rs, const struct evr_rpt *ms,
 			     uint32_t n, uint64_t t0)
 {
-	fprintf(f, "Processes (%u)\n  %7s %7s %-16s %10s %10s %-9s %10s %8s  %s\n", n, "PID", "PPID",
-		"NAME", "FROM (s)", "TO (s)", "END", "EVENTS", "LOST", "COMMAND");
+	fprintf(f, "Processes (%u; STARTED: the process's start, UTC; FROM, TO: its recording, "
+		"seconds after the first began)\n  %7s %7s %-16s %-8s %8s %8s %-9s %10s %8s  %s\n", n,
+		"PID", "PPID", "NAME", "STARTED", "FROM", "TO", "END", "EVENTS", "LOST", "COMMAND");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct evr_trace_proc *p = proc_entry(rs[i]);
-		char from[24] = "?", to[24] = "?";
+		char from[24] = "?", to[24] = "?", started[16] = "?";
+		time_t st = p ? (time_t)(p->start_realtime_ns / 1000000000u) : 0;
+		struct tm tm;
 
+		/* UTC: the local zone would need /etc/localtime, closed to the sandbox. */
+		if (st && gmtime_r(&st, &tm))
+			strftime(started, sizeof(started), "%H:%M:%S", &tm);
 		if (p && p->attach_ns >= t0)
 			snprintf(from, sizeof(from), "%.3f", (double)(p->attach_ns - t0) / 1e9);
 		if (p && p->end_ns >= t0)
 			snprintf(to, sizeof(to), "%.3f", (double)(p->end_ns - t0) / 1e9);
-		fprintf(f, "  %7u %7u %-16s %10s %10s %-9s %10" PRIu64 " %8" PRIu64 "  %s\n",
-			evr_cli_trace_pid(rs[i]), p ? p->ppid : 0, p ? p->name : "?", from, to,
+		fprintf(f, "  %7u %7u %-16s %-8s %8s %8s %-9s %10" PRIu64 " %8" PRIu64 "  %s\n",
+			evr_cli_trace_pid(rs[i]), p ? p->ppid : 0, p ? p->name : "?", started, from, to,
 			proc_end_name(p ? p->end : 0), ms[i].events, ms[i].lost,
 			p && p->cmdline ? p->cmdline : "");
 	}
