@@ -371,7 +371,10 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		snprintf(r->truncated_why, sizeof(r->truncated_why), "no END chunk of the file: "
 			 "the recording of its processes did not finish");
 	}
-	if (!r->truncated && !r->has_end && !r->end_damaged) {
+	/* A finished file of several processes with nothing in this stream (none
+	 * was attached) was not cut. */
+	if (!r->truncated && !r->has_end && !r->end_damaged &&
+	    !(r->multi && !r->chunks && r->has_file_end)) {
 		r->truncated = true;
 		snprintf(r->truncated_why, sizeof(r->truncated_why), "no END chunk: the recording "
 			 "did not finish, or the file was cut at a chunk boundary");
@@ -447,7 +450,8 @@ int evr_trace_reader_open_fd_stream(int fd, uint32_t stream, struct evr_trace_re
 	r->fd = fd;
 	r->want = (uint16_t)stream;
 	err = open_common(r, errbuf, errlen);
-	if (!err && r->multi && r->want > r->max_stream && !r->has_session) {
+	/* The first process by default: a file of none (nothing attached) opens empty. */
+	if (!err && r->multi && stream && r->want > r->max_stream && !r->has_session) {
 		evr_trace_set_err(errbuf, errlen, "the file has no process stream %u", stream);
 		err = -ENOENT;
 	}

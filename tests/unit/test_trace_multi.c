@@ -273,6 +273,36 @@ static void test_trace_multi_damage_stays_in_its_stream(void **state)
 	close(fd);
 }
 
+/* A recording that attached to nothing: a finished, empty file of no process. */
+static void test_trace_multi_no_process(void **state)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC);
+	struct evr_trace_end e = {0};
+	const struct evr_trace_proc *p;
+	struct evr_trace_reader *r;
+	struct evr_trace_stats st;
+	struct evr_event_view v;
+	struct evr_trace_mux *m;
+	uint32_t n = 1;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(evr_trace_mux_new(fd, &m), 0);
+	assert_int_equal(evr_trace_mux_end(m, &e), 0);
+	evr_trace_mux_free(m);
+	assert_int_equal(evr_trace_reader_open_fd(fd, &r, err, sizeof(err)), 0);
+	assert_true(evr_trace_reader_procs(r, &p, &n));
+	assert_int_equal(n, 0);
+	assert_null(evr_trace_reader_session(r));
+	assert_int_equal(evr_trace_reader_next(r, &v), 0);
+	evr_trace_reader_stats(r, &st);
+	assert_false(st.truncated);
+	evr_trace_reader_free(r);
+	/* Asked for by number, a process that is not there is an error. */
+	assert_int_equal(evr_trace_reader_open_fd_stream(fd, 1, &r, err, sizeof(err)), -ENOENT);
+	close(fd);
+}
+
 /* A reader that knows format 1 only sees version 2: newer, refused cleanly. */
 static void test_trace_multi_header_is_version_2(void **state)
 {
@@ -293,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_trace_multi_process_table),
 		cmocka_unit_test(test_trace_multi_no_file_end),
 		cmocka_unit_test(test_trace_multi_damage_stays_in_its_stream),
+		cmocka_unit_test(test_trace_multi_no_process),
 		cmocka_unit_test(test_trace_multi_header_is_version_2),
 	};
 
