@@ -35,6 +35,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <evring/consumer.h>
@@ -476,6 +477,10 @@ static int run_loop(struct multi *m)
 		e.lost += st.lost;
 	}
 	if (!m->failed) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		e.end_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		e.end_mono_ns = evr_now_ns();
 		e.flags = stop_signal ? EVR_TRACE_END_INTERRUPTED : 0;
 		ret = evr_trace_mux_end(m->mux, &e);
