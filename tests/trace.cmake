@@ -13,6 +13,9 @@ foreach(t test_trace test_trace_fuzz)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/consumer/tracefile)
 endforeach()
 
+# Several processes in one file (format 2): streams read apart, the process table.
+evr_unit(test_trace_multi LIBS evring-consumer)
+
 # Clock sync points: the jump rule, and files with SYNC chunks (piecewise
 # conversion, TSC jumps forward and back) built from real ring bytes.
 evr_unit(test_trace_clock LIBS evring-consumer evring-shm evring-proto)

@@ -89,14 +89,22 @@ static int open_error(const char *cmd, const char *path, int r, const char *err)
 int evr_cli_trace_open(const char *cmd, const char *path, uint32_t flags,
 		       struct evr_trace_reader **ret)
 {
+	return evr_cli_trace_open_stream(cmd, path, 0, flags, ret);
+}
+
+int evr_cli_trace_open_stream(const char *cmd, const char *path, uint32_t stream, uint32_t flags,
+			      struct evr_trace_reader **ret)
+{
 	char err[512];
 	int r, fd = STDIN_FILENO;
 
 	if (strcmp(path, "-") != 0) {
-		r = evr_trace_reader_open(path, ret, err, sizeof(err));
+		r = evr_trace_reader_open_stream(path, stream, ret, err, sizeof(err));
 		return r == 0 ? 0 : open_error(cmd, path, r, err);
 	}
-	if (flags & EVR_CLI_TRACE_FILE) {
+	if (spool_fd >= 0) {
+		fd = spool_fd;
+	} else if (flags & EVR_CLI_TRACE_FILE) {
 		struct stat st;
 
 		/* Redirected from a file, stdin is one already; a pipe is copied. */
@@ -108,7 +116,9 @@ int evr_cli_trace_open(const char *cmd, const char *path, uint32_t flags,
 			fd = spool_fd;
 		}
 	}
-	r = evr_trace_reader_open_fd(fd, ret, err, sizeof(err));
+	/* A file of several processes from a pipe that is read as a stream: the
+	 * reader says to save it first (the subcommands that copy a pipe read it). */
+	r = evr_trace_reader_open_fd_stream(fd, stream, ret, err, sizeof(err));
 	return r == 0 ? 0 : open_error(cmd, path, r, err);
 }
 
@@ -142,4 +152,78 @@ void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_
 		evr_cli_warn(cmd, "%s: the TSC of ring %u's CPU ran %" PRIu64 " ns ahead of the "
 			     "recorder's: events of different CPUs may be out of order by that much",
 			     path, st.cpu_skew_ring, st.cpu_skew_ns);
+}
+
+uint32_t evr_cli_trace_pid(const struct evr_trace_reader *r)
+{
+	const struct evr_process_info *pi = evr_trace_reader_process(r);
+	const struct evr_trace_proc *procs;
+	uint32_t n, s = evr_trace_reader_stream(r);
+
+	if (pi)
+		return pi->pid;
+	/* No PROCESS chunk (cut before it): the table may know. */
+	(void)evr_trace_reader_procs(r, &procs, &n);
+	for (uint32_t i = 0; i < n; i++)
+		if (procs[i].stream == s)
+			return procs[i].pid;
+	return 0;
+}
+
+int evr_cli_trace_procs(const char *cmd, const char *path, struct evr_trace_reader *r0,
+			uint32_t flags, pid_t pid, struct evr_trace_reader ***ret, uint32_t *ret_n)
+{
+	const struct evr_trace_proc *procs;
+	struct evr_trace_reader **v;
+	uint32_t n, k = 0;
+	int err;
+
+	if (!evr_trace_reader_procs(r0, &procs, &n)) {
+		if (pid && evr_cli_trace_pid(r0) != (uint32_t)pid) {
+			evr_cli_error(cmd, "%s: no process %d: the trace is of process %u",
+				      evr_cli_trace_name(path), (int)pid, evr_cli_trace_pid(r0));
+			return -ESRCH;
+		}
+		procs = NULL;
+		n = 1;
+	}
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t stream = procs ? procs[i].stream : 0;
+
+		if (procs && pid && procs[i].pid != (uint32_t)pid)
+			continue;
+		if (procs && procs[i].end == EVR_TRACE_PROC_FAILED && !procs[i].attach_ns)
+			continue;	/* never recorded: nothing to read */
+		if (!procs || stream == evr_trace_reader_stream(r0)) {
+			v[k++] = r0;
+			continue;
+		}
+		err = evr_cli_trace_open_stream(cmd, path, stream, flags, &v[k]);
+		if (err < 0) {
+			for (uint32_t j = 0; j < k; j++)
+				if (v[j] != r0)
+					evr_trace_reader_free(v[j]);
+			free(v);
+			return err;
+		}
+		k++;
+	}
+	if (!k && pid) {
+		char list[256] = "";
+		size_t used = 0;
+
+		for (uint32_t i = 0; i < n && used < sizeof(list) - 16; i++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%u",
+						 i ? ", " : "", procs[i].pid);
+		evr_cli_error(cmd, "%s: no process %d in the trace (its processes: %s)",
+			      evr_cli_trace_name(path), (int)pid, list);
+		free(v);
+		return -ESRCH;
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
 }

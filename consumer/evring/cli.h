@@ -159,6 +159,29 @@ struct evr_trace_stats;
 int evr_cli_trace_open(const char *cmd, const char *path, uint32_t flags,
 		       struct evr_trace_reader **ret);
 
+/*
+ * evr_cli_trace_open() for process @stream of a file of several processes
+ * (evr_trace_reader_open_stream(); 0: the first, or the one of a single-process
+ * file). "-" opens the copy a first evr_cli_trace_open() made, if it made one.
+ */
+int evr_cli_trace_open_stream(const char *cmd, const char *path, uint32_t stream, uint32_t flags,
+			      struct evr_trace_reader **ret);
+
+/*
+ * The readers of the processes of the trace that @r0 (opened by
+ * evr_cli_trace_open()) reads: one per process of a file of several processes,
+ * in stream order (@r0 itself for the first, whichever it is), only those of
+ * @pid unless 0; for a single-process file @r0 alone, or none when @pid is not
+ * its process. @ret: malloc'ed array, *@ret_n readers; free the readers other
+ * than @r0 with evr_trace_reader_free() and the array with free().
+ * Return: 0, or -errno after printing why (-ESRCH: no such process in the file).
+ */
+int evr_cli_trace_procs(const char *cmd, const char *path, struct evr_trace_reader *r0,
+			uint32_t flags, pid_t pid, struct evr_trace_reader ***ret, uint32_t *ret_n);
+
+/* The pid of the process @r reads, or 0 when unknown. */
+uint32_t evr_cli_trace_pid(const struct evr_trace_reader *r);
+
 /* @path as messages name it: "stdin" for "-". */
 const char *evr_cli_trace_name(const char *path);
 

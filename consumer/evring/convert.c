@@ -39,6 +39,7 @@ struct convert_opts {
 	struct evr_cli_flags flags;	/* --no-sandbox */
 	bool quiet;
 	bool event_stacks;		/* --event-stacks */
+	pid_t pid;			/* --pid: one process of a trace of several; 0: all */
 };
 
 static void usage(FILE *f)
@@ -54,6 +55,8 @@ static void usage(FILE *f)
 		"      --event-stacks   folded/speedscope/pprof: the events' stacks (record --stacks)\n"
 		"                       instead of the CPU samples (the default when there are none)\n"
 		"  -o, --output OUTPUT  the directory (ctf) or file to write; '-' or none: stdout\n"
+		"      --pid PID        only process PID of a trace of several (record --all);\n"
+		"                       folded/speedscope/pprof make one profile per process\n"
 		"  -q, --quiet          no summary line on stderr\n"
 		"  --no-sandbox         do not confine evring with seccomp\n"
 		"The summary on stderr counts what was written: events (chrome, jsonl, ctf), CPU\n"
@@ -82,6 +85,7 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "event-stacks", no_argument, NULL, 'E' },
+		{ "pid", required_argument, NULL, 'P' },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -105,6 +109,19 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 		case 'E':
 			o->event_stacks = true;
 			continue;
+		case 'P': {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v <= 0 || v > 0x3fffffff) {
+				evr_cli_error(CMD, "--pid: '%s' is not a process id", optarg);
+				return -EINVAL;
+			}
+			o->pid = (pid_t)v;
+			continue;
+		}
 		}
 		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
 		if (r <= 0)
@@ -247,6 +264,181 @@ static int ctf_create(void *ctx, const char *name)
 	return evr_broker_create(ctx, name, err, sizeof(err));
 }
 
+/* ---- several processes ---------------------------------------------------------- */
+
+/*
+ * JSON lines of several processes: their events merged in time order (as
+ * evring dump --json shows them), each object with the process's "pid" first.
+ */
+static int jsonl_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
+		       FILE *out, struct evr_convert_stats *cs, char *err, size_t errlen)
+{
+	struct evr_event_view *v = calloc(n ? n : 1, sizeof(*v));
+	int *st = calloc(n ? n : 1, sizeof(*st));
+	struct evr_strbuf sb = { 0 };
+	int ret = 0;
+
+	if (!v || !st) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		st[i] = evr_trace_reader_next(rs[i], &v[i]);
+	for (;;) {
+		int64_t k = -1;
+
+		for (uint32_t i = 0; i < n; i++) {
+			if (st[i] < 0) {
+				snprintf(err, errlen, "%s", evr_trace_reader_errmsg(rs[i]));
+				ret = st[i];
+				goto out;
+			}
+			if (st[i] == 1 && (k < 0 || v[i].ts_ns < v[k].ts_ns))
+				k = i;
+		}
+		if (k < 0)
+			break;
+		sb.len = 0;
+		ret = evr_event_to_json(&v[k], &sb);
+		if (ret < 0)
+			goto out;
+		if (v[k].type == EVR_REC_LOST)
+			cs->lost = evr_trace_lost_add(cs->lost, v[k].lost);
+		else
+			cs->events++;
+		if (sb.len && sb.buf[0] == '{') {
+			int w = fprintf(out, "{\"pid\":%u,%.*s\n", pids[k], (int)(sb.len - 1),
+					sb.buf + 1);
+
+			if (w < 0) {
+				ret = -EIO;
+				goto out;
+			}
+			cs->bytes += (uint64_t)w;
+		}
+		st[k] = evr_trace_reader_next(rs[k], &v[k]);
+	}
+	if (fflush(out) != 0 || ferror(out))
+		ret = -EIO;
+out:
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (ret == -EIO)
+		snprintf(err, errlen, "cannot write the output: %s", strerror(errno ? errno : EIO));
+	free(sb.buf);
+	free(v);
+	free(st);
+	return ret;
+}
+
+/*
+ * CTF of several processes: one CTF trace per process, in OUTPUT/PID/
+ * (babeltrace2 reads a directory of traces, each with its own metadata and
+ * clock). Not confined: the writer creates the directories and files itself.
+ */
+static int ctf_procs(const struct convert_opts *o, struct evr_trace_reader *const *rs,
+		     const uint32_t *pids, uint32_t n, struct evr_convert_stats *cs, char *err,
+		     size_t errlen)
+{
+	char dir[4096];
+	int ret = evr_convert_ctf_prepare(o->output, err, errlen);
+
+	for (uint32_t i = 0; i < n && ret == 0; i++) {
+		struct evr_convert_stats one = { 0 };
+
+		snprintf(dir, sizeof(dir), "%s/%u", o->output, pids[i]);
+		ret = evr_convert_ctf(rs[i], dir, &one, err, errlen);
+		cs->events += one.events;
+		cs->lost = evr_trace_lost_add(cs->lost, one.lost);
+		cs->bytes += one.bytes;
+		cs->undecodable += one.undecodable;
+	}
+	return ret;
+}
+
+static int run_procs(const struct convert_opts *o, struct evr_trace_reader *r0)
+{
+	struct evr_trace_reader **rs = NULL;
+	struct evr_convert_stats cs = { 0 };
+	bool to_stdout = !o->output || !strcmp(o->output, "-");
+	uint32_t *pids = NULL, n = 0;
+	FILE *out = NULL;
+	char err[512], b[32];
+	int ret;
+
+	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE || o->format == FMT_PPROF) {
+		const struct evr_trace_proc *procs;
+		char list[256] = "";
+		size_t used = 0;
+
+		(void)evr_trace_reader_procs(r0, &procs, &n);
+		for (uint32_t i = 0; i < n && used < sizeof(list) - 16; i++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%u",
+						 i ? ", " : "", procs[i].pid);
+		evr_cli_error(CMD, "%s: a profile is of one process: choose one with --pid (the "
+			      "trace has %s)", evr_cli_trace_name(o->path), list);
+		return -EINVAL;
+	}
+	ret = evr_cli_trace_procs(CMD, o->path, r0, EVR_CLI_TRACE_FILE, 0, &rs, &n);
+	if (ret < 0)
+		return ret;
+	pids = calloc(n ? n : 1, sizeof(*pids));
+	if (!pids) {
+		ret = -ENOMEM;
+		evr_cli_error(CMD, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		pids[i] = evr_cli_trace_pid(rs[i]);
+	if (o->format == FMT_CTF) {
+		ret = ctf_procs(o, rs, pids, n, &cs, err, sizeof(err));
+	} else {
+		if (to_stdout) {
+			out = stdout;
+		} else {
+			int fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+			if (fd < 0 || !(out = fdopen(fd, "w"))) {
+				ret = -errno;
+				if (fd >= 0)
+					close(fd);
+				evr_cli_error(CMD, "cannot create %s: %s", o->output, strerror(-ret));
+				goto out;
+			}
+		}
+		setvbuf(out, NULL, _IOFBF, 1u << 16);
+		ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+		if (ret < 0)
+			goto out;
+		if (o->format == FMT_CHROME)
+			ret = evr_convert_chrome_procs(rs, pids, n, out, &cs, err, sizeof(err));
+		else
+			ret = jsonl_procs(rs, pids, n, out, &cs, err, sizeof(err));
+	}
+	if (ret < 0) {
+		evr_cli_error(CMD, "%s", err);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		evr_cli_trace_warnings(CMD, o->path, rs[i]);
+	if (!o->quiet)
+		fprintf(stderr, "evring convert: %" PRIu64 " events of %u processes, %" PRIu64
+			" lost, %s of %s to %s\n", cs.events, n, cs.lost,
+			evr_fmt_bytes(cs.bytes, b, sizeof(b)), format_name(o->format),
+			to_stdout ? "stdout" : o->output);
+out:
+	if (out && out != stdout && fclose(out) != 0 && ret == 0) {
+		ret = -errno;
+		evr_cli_error(CMD, "cannot write %s: %s", o->output, strerror(-ret));
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (rs[i] != r0)
+			evr_trace_reader_free(rs[i]);
+	free(rs);
+	free(pids);
+	return ret;
+}
+
 static int run(const struct convert_opts *o)
 {
 	struct evr_broker *broker = NULL;
@@ -268,6 +460,27 @@ static int run(const struct convert_opts *o)
 				 &r);
 	if (ret < 0)
 		return ret;
+	if (evr_trace_reader_procs(r, NULL, NULL) || o->pid) {
+		struct evr_trace_reader **rs = NULL;
+		uint32_t n = 0;
+
+		if (!o->pid) {
+			ret = run_procs(o, r);
+			goto out;
+		}
+		/* --pid: that process's stream, converted as a trace of its own. */
+		ret = evr_cli_trace_procs(CMD, o->path, r, EVR_CLI_TRACE_FILE, o->pid, &rs, &n);
+		if (ret < 0)
+			goto out;
+		for (uint32_t i = 1; i < n; i++)	/* a pid recorded twice: the first */
+			if (rs[i] != r)
+				evr_trace_reader_free(rs[i]);
+		if (rs[0] != r) {
+			evr_trace_reader_free(r);
+			r = rs[0];
+		}
+		free(rs);
+	}
 	if (o->format == FMT_FOLDED || o->format == FMT_SPEEDSCOPE || o->format == FMT_PPROF ||
 	    o->format == FMT_CHROME) {
 		/* Before the sandbox: the binaries the stacks point into are opened now. */

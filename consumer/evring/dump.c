@@ -28,14 +28,17 @@ struct dump_opts {
 	const char *path;
 	struct evr_cli_flags flags;	/* --json, --no-sandbox */
 	bool absolute;
+	pid_t pid;			/* --pid: that process only; 0: every one */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring dump [--json] [--absolute] [--no-sandbox] FILE\n"
+		"Usage: evring dump [--json] [--absolute] [--pid PID] [--no-sandbox] FILE\n"
 		"Print every event of trace FILE in timestamp order.\n"
 		"  --json         one JSON object per line (see docs/cli.md)\n"
+		"  --pid PID      only process PID's events (a trace of several processes:\n"
+		"                 record --all, or several -p)\n"
 		"  --absolute     wall-clock time (seconds.nanoseconds since the epoch) instead of\n"
 		"                 the time since the first event\n"
 		"  --no-sandbox   do not confine evring with seccomp once the file is open\n");
@@ -43,10 +46,11 @@ static void usage(FILE *f)
 
 static int parse_argv(int argc, char **argv, struct dump_opts *o)
 {
-	enum { OPT_ABSOLUTE = EVR_OPT_FIRST_OWN };
+	enum { OPT_ABSOLUTE = EVR_OPT_FIRST_OWN, OPT_PID };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "absolute", no_argument, NULL, OPT_ABSOLUTE },
+		{ "pid", required_argument, NULL, OPT_PID },
 		EVR_CLI_LONGOPTS_SANDBOX,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -57,6 +61,19 @@ static int parse_argv(int argc, char **argv, struct dump_opts *o)
 	while ((c = getopt_long(argc, argv, "+:jh", longopts, NULL)) != -1) {
 		if (c == OPT_ABSOLUTE) {
 			o->absolute = true;
+			continue;
+		}
+		if (c == OPT_PID) {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v <= 0 || v > 0x3fffffff) {
+				evr_cli_error(CMD, "--pid: '%s' is not a process id", optarg);
+				return -EINVAL;
+			}
+			o->pid = (pid_t)v;
 			continue;
 		}
 		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
@@ -302,6 +319,114 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 		put_frame_text(stdout, sym, fr[k], k > 0);
 }
 
+/* ---- several processes ---------------------------------------------------------- */
+
+/* One process of a trace of several, its next view waiting to be merged. */
+struct dproc {
+	struct evr_trace_reader *r;
+	uint32_t pid;
+	int64_t mono_to_real;
+	struct evr_event_view v;
+	int st;			/* of the last next(): 1 v is waiting, 0 done, < 0 error */
+};
+
+/*
+ * Every process's events merged in time order (each reader gives its own in
+ * order; the smallest head goes next: a linear pick, as processes are few
+ * next to events), each line with its pid. Samples and symbols belong to a
+ * single process's side bands, which a recording of several does not have.
+ */
+static int dump_procs(const struct dump_opts *o, struct dproc *d, uint32_t n)
+{
+	struct evr_strbuf sb = { 0 };
+	uint64_t t0 = UINT64_MAX;
+	int ret = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct evr_trace_session *sess = evr_trace_reader_session(d[i].r);
+
+		if (sess)
+			d[i].mono_to_real = (int64_t)(sess->clock.real_base - sess->clock.mono_base);
+		d[i].st = evr_trace_reader_next(d[i].r, &d[i].v);
+		if (d[i].st == 1 && d[i].v.ts_ns < t0)
+			t0 = d[i].v.ts_ns;
+	}
+	for (;;) {
+		struct dproc *p = NULL;
+
+		for (uint32_t i = 0; i < n; i++) {
+			if (d[i].st < 0) {
+				fflush(stdout);
+				evr_cli_error(CMD, "%s: process %u: %s", evr_cli_trace_name(o->path),
+					      d[i].pid, d[i].st == -ENOMEM ? "out of memory" :
+					      evr_trace_reader_errmsg(d[i].r));
+				ret = d[i].st;
+				goto out;
+			}
+			if (d[i].st == 1 && (!p || d[i].v.ts_ns < p->v.ts_ns))
+				p = &d[i];
+		}
+		if (!p)
+			break;
+		if (o->flags.json) {
+			sb.len = 0;
+			ret = evr_event_to_json(&p->v, &sb);
+			if (ret < 0)
+				goto out;
+			/* The process first, as a field of the object. */
+			if (sb.len && sb.buf[0] == '{')
+				printf("{\"pid\":%u,%.*s\n", p->pid, (int)(sb.len - 1), sb.buf + 1);
+		} else {
+			put_time(stdout, o, &p->v, t0, p->mono_to_real);
+			printf(" pid=%u", p->pid);
+			put_text(stdout, &p->v);
+		}
+		p->st = evr_trace_reader_next(p->r, &p->v);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		ret = errno ? -errno : -EIO;
+		evr_cli_error(CMD, "cannot write the output: %s", strerror(-ret));
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		evr_cli_trace_warnings(CMD, o->path, d[i].r);
+out:
+	free(sb.buf);
+	return ret;
+}
+
+static int run_procs(const struct dump_opts *o, struct evr_trace_reader *r0)
+{
+	struct evr_trace_reader **rs = NULL;
+	struct dproc *d = NULL;
+	uint32_t n = 0;
+	int ret;
+
+	ret = evr_cli_trace_procs(CMD, o->path, r0, 0, o->pid, &rs, &n);
+	if (ret < 0)
+		return ret;
+	d = calloc(n ? n : 1, sizeof(*d));
+	if (!d) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		d[i].r = rs[i];
+		d[i].pid = evr_cli_trace_pid(rs[i]);
+	}
+	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
+	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+	if (ret == 0)
+		ret = dump_procs(o, d, n);
+out:
+	for (uint32_t i = 0; i < n; i++)
+		if (rs[i] != r0)
+			evr_trace_reader_free(rs[i]);
+	free(rs);
+	free(d);
+	return ret;
+}
+
 static int run(const struct dump_opts *o)
 {
 	struct evr_trace_reader *r = NULL;
@@ -320,6 +445,16 @@ static int run(const struct dump_opts *o)
 	ret = evr_cli_trace_open(CMD, o->path, 0, &r);
 	if (ret < 0)
 		return ret;
+	if (evr_trace_reader_procs(r, NULL, NULL)) {
+		ret = run_procs(o, r);
+		goto out;
+	}
+	if (o->pid && evr_cli_trace_pid(r) != (uint32_t)o->pid) {
+		evr_cli_error(CMD, "%s: no process %d: the trace is of process %u",
+			      evr_cli_trace_name(o->path), (int)o->pid, evr_cli_trace_pid(r));
+		ret = -ESRCH;
+		goto out;
+	}
 	evr_trace_reader_stats(r, &st);
 	/* A stream is read once, as it comes: the module maps and CPU samples that
 	 * a file offers up front go by (said at the end if there were any). */

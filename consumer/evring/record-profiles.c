@@ -158,7 +158,11 @@ static void process_name(const struct record_opts *o, char *buf, size_t len)
 	const char *s = NULL;
 	char comm[64] = "";
 
-	if (o->program) {
+	if (o->all) {
+		s = "all";
+	} else if (o->npids + o->nnames > 1) {
+		s = "processes";
+	} else if (o->program) {
 		s = strrchr(o->program[0], '/');
 		s = s ? s + 1 : o->program[0];
 	} else if (o->name) {

@@ -44,11 +44,14 @@ static void on_stop_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring record -p PID | -n NAME [OPTIONS]\n"
+		"Usage: evring record -p PID | -n NAME | --all [OPTIONS]\n"
 		"       evring record [OPTIONS] -- PROGRAM [ARGS...]\n"
-		"Record events of a running process, or of PROGRAM from its first event.\n"
-		"  -p, --pid PID            attach to process PID (no restart needed)\n"
+		"Record events of running processes, or of PROGRAM from its first event.\n"
+		"  -p, --pid PID            attach to process PID (no restart needed); repeat\n"
+		"                           -p and -n to record several processes in one file\n"
 		"  -n, --name NAME          attach to the one process named NAME\n"
+		"      --all                every process of yours with libevring's agent, and\n"
+		"                           those that start while recording, in one file\n"
 		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
 		"  -o, --output FILE        trace file to write (default: PROCNAME_YYYYMMDD_HHMMSS\n"
 		"                           .evtrace, never an existing file; -: stdout)\n"
@@ -121,11 +124,12 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS };
+	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
 		{ "name", required_argument, NULL, 'n' },
+		{ "all", no_argument, NULL, OPT_ALL },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, OPT_DURATION },
@@ -160,13 +164,26 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
 			if (parse_pid(longindex < 0 ? "-p" : optname, optarg, &o->pid) < 0)
 				return -EINVAL;
+			if (o->npids == sizeof(o->pids) / sizeof(o->pids[0])) {
+				evr_cli_error(CMD, "-p: at most 64 processes (use --all for more)");
+				return -EINVAL;
+			}
+			o->pids[o->npids++] = o->pid;
 			break;
 		case 'n':
 			if (!*optarg) {
 				evr_cli_error(CMD, "--name: empty process name");
 				return -EINVAL;
 			}
+			if (o->nnames == sizeof(o->names) / sizeof(o->names[0])) {
+				evr_cli_error(CMD, "-n: at most 64 names");
+				return -EINVAL;
+			}
 			o->name = optarg;
+			o->names[o->nnames++] = optarg;
+			break;
+		case OPT_ALL:
+			o->all = true;
 			break;
 		case OPT_PROVIDERS:
 			if (!*optarg) {
@@ -284,13 +301,28 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		}
 		o->program = argv + optind;
 	}
-	if ((o->pid != 0) + (o->name != NULL) + (o->program != NULL) > 1) {
-		evr_cli_error(CMD, "-p, -n and -- PROGRAM exclude each other");
+	if (o->program && (o->pid || o->name || o->all)) {
+		evr_cli_error(CMD, "-- PROGRAM and -p, -n or --all exclude each other");
 		return -EINVAL;
 	}
-	if (!o->pid && !o->name && !o->program) {
-		evr_cli_error(CMD, "say what to record: -p PID, -n NAME or -- PROGRAM [ARGS...] "
-			      "(try evring record --help)");
+	if (evr_record_multi(o)) {
+		/* Per-process side bands and their sandbox are for one process yet. */
+		const char *one = o->stack_depth ? "--stacks" : o->sample_hz ? "--sample-cpu" :
+				  o->heap_rate ? "--heap" : o->syscalls ? "--syscalls" : NULL;
+
+		if (one) {
+			evr_cli_error(CMD, "%s records one process: not with --all or several -p/-n",
+				      one);
+			return -EINVAL;
+		}
+	} else if ((o->pid != 0) + (o->name != NULL) > 1) {
+		evr_cli_error(CMD, "-p and -n name one process each: give both to record several, "
+			      "or use --all");
+		return -EINVAL;
+	}
+	if (!o->pid && !o->name && !o->program && !o->all) {
+		evr_cli_error(CMD, "say what to record: -p PID, -n NAME, --all or -- PROGRAM "
+			      "[ARGS...] (try evring record --help)");
 		return -EINVAL;
 	}
 	if (o->connect_timeout_arg && !o->program) {
@@ -624,10 +656,15 @@ static int start_recording(struct recorder *r)
 
 static int open_output(struct recorder *r)
 {
+	return evr_record_open_output(r->o, &r->out_fd, &r->created);
+}
+
+int evr_record_open_output(const struct record_opts *o, int *ret_fd, bool *ret_created)
+{
 	struct stat st;
 	int fd;
 
-	if (strcmp(r->o->output, "-") == 0) {
+	if (strcmp(o->output, "-") == 0) {
 		/* The trace is binary: a terminal would show garbage, and lose it. */
 		if (isatty(STDOUT_FILENO)) {
 			evr_cli_error(CMD, "-o -: stdout is a terminal; pipe it (evring record -o - "
@@ -651,20 +688,20 @@ static int open_output(struct recorder *r)
 			evr_cli_error(CMD, "cannot set up stdout: %s", strerror(err));
 			return -err;
 		}
-		r->out_fd = fd;
+		*ret_fd = fd;
 		return 0;
 	}
 	/* A file we create and then fail to fill is removed; an existing one is
 	 * overwritten, like any recorder's output. */
-	r->created = stat(r->o->output, &st) < 0;
-	fd = open(r->o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	*ret_created = stat(o->output, &st) < 0;
+	fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		int err = errno;
 
-		evr_cli_error(CMD, "cannot open output %s: %s", r->o->output, strerror(err));
+		evr_cli_error(CMD, "cannot open output %s: %s", o->output, strerror(err));
 		return -err;
 	}
-	r->out_fd = fd;
+	*ret_fd = fd;
 	return 0;
 }
 
@@ -807,7 +844,8 @@ int evr_cmd_record(int argc, char **argv)
 	struct record_opts o = { .convert_fd = -1 };
 	int ret = parse_argv(argc, argv, &o);
 
-	if (ret > 0 && o.name)
+	/* Several processes: their names are resolved by record-multi.c. */
+	if (ret > 0 && o.name && !evr_record_multi(&o))
 		ret = evr_cli_pid_of_name(CMD, o.name, &o.pid);
 	if (ret > 0)
 		ret = evr_record_default_output(&o) ?: 1;
@@ -819,7 +857,7 @@ int evr_cmd_record(int argc, char **argv)
 	else if (ret <= 0)
 		ret = evr_cli_exit_status(ret);
 	else {
-		int r = run(&o);
+		int r = evr_record_multi(&o) ? evr_record_multi_run(&o) : run(&o);
 
 		/* --format: the trace is converted if it was recorded (even if cut short). */
 		r = evr_record_convert_finish(&o, r == 0) < 0 && r == 0 ? -EIO : r;

@@ -47,7 +47,30 @@ struct record_opts {
 	uint64_t heap_rate;		/* --heap[=RATE]; 0: no heap profile (record-heap.c) */
 	pid_t convert_pid;		/* the --format helper, or 0 */
 	int convert_fd;			/* its go-ahead pipe */
+	/* Several processes in one file (record-multi.c): every -p and -n, --all. */
+	pid_t pids[64];
+	uint32_t npids;
+	const char *names[64];
+	uint32_t nnames;
+	bool all;			/* --all: every process with an agent, late ones too */
 };
+
+/* More than one process, or --all: a file of several processes (record-multi.c). */
+static inline bool evr_record_multi(const struct record_opts *o)
+{
+	return o->all || o->npids + o->nnames > 1;
+}
+
+/*
+ * record-multi.c: record every process @o selects into one file of several
+ * processes (format 2), draining all their sessions in one loop on this thread.
+ * Return: 0, or -errno after printing why.
+ */
+int evr_record_multi_run(const struct record_opts *o);
+
+/* record.c: open @o's output into *@ret_fd (-o -: a copy of stdout). @ret_created:
+ * the file was made here. Return: 0, or -errno after printing why. */
+int evr_record_open_output(const struct record_opts *o, int *ret_fd, bool *ret_created);
 
 struct evr_export_format;
 

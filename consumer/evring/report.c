@@ -477,6 +477,210 @@ static int flames_html(struct flames *fl, struct evr_strbuf *sb)
 	return ret;
 }
 
+/* ---- several processes --------------------------------------------------------------- */
+
+static const char *proc_end_name(uint32_t end)
+{
+	switch (end) {
+	case EVR_TRACE_PROC_EXITED: return "exited";
+	case EVR_TRACE_PROC_DIED: return "died";
+	case EVR_TRACE_PROC_DETACHED: return "ran on";
+	case EVR_TRACE_PROC_FAILED: return "failed";
+	}
+	return "cut short";
+}
+
+/* The process table's entry of the stream @r reads, or NULL. */
+static const struct evr_trace_proc *proc_entry(const struct evr_trace_reader *r)
+{
+	const struct evr_trace_proc *procs;
+	uint32_t n, s = evr_trace_reader_stream(r);
+
+	(void)evr_trace_reader_procs(r, &procs, &n);
+	for (uint32_t i = 0; i < n; i++)
+		if (procs[i].stream == s)
+			return &procs[i];
+	return NULL;
+}
+
+/* ps for the trace: who was recorded, from when to when, how it ended. */
+static void print_proc_table(FILE *f, struct evr_trace_reader *const *rs, const struct evr_rpt *ms,
+			     uint32_t n, uint64_t t0)
+{
+	fprintf(f, "Processes (%u; STARTED: the process's start, UTC; FROM, TO: its recording, "
+		"seconds after the first began)\n  %7s %7s %-16s %-8s %8s %8s %-9s %10s %8s  %s\n", n,
+		"PID", "PPID", "NAME", "STARTED", "FROM", "TO", "END", "EVENTS", "LOST", "COMMAND");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct evr_trace_proc *p = proc_entry(rs[i]);
+		char from[24] = "?", to[24] = "?", started[16] = "?";
+		time_t st = p ? (time_t)(p->start_realtime_ns / 1000000000u) : 0;
+		struct tm tm;
+
+		/* UTC: the local zone would need /etc/localtime, closed to the sandbox. */
+		if (st && gmtime_r(&st, &tm))
+			strftime(started, sizeof(started), "%H:%M:%S", &tm);
+		if (p && p->attach_ns >= t0)
+			snprintf(from, sizeof(from), "%.3f", (double)(p->attach_ns - t0) / 1e9);
+		if (p && p->end_ns >= t0)
+			snprintf(to, sizeof(to), "%.3f", (double)(p->end_ns - t0) / 1e9);
+		fprintf(f, "  %7u %7u %-16s %-8s %8s %8s %-9s %10" PRIu64 " %8" PRIu64 "  %s\n",
+			evr_cli_trace_pid(rs[i]), p ? p->ppid : 0, p ? p->name : "?", started, from, to,
+			proc_end_name(p ? p->end : 0), ms[i].events, ms[i].lost,
+			p && p->cmdline ? p->cmdline : "");
+	}
+}
+
+/* One process's report object, with its line of the process table added. */
+static int proc_json(struct evr_strbuf *sb, const struct evr_rpt *m, struct evr_trace_reader *r,
+		     const char *path)
+{
+	const struct evr_trace_proc *p = proc_entry(r);
+	struct evr_strbuf one = { 0 };
+	int err = evr_rpt_json(&one, m, r, path);
+
+	/* evr_rpt_json() closes its object with "}\n": reopen it. */
+	if (!err && (one.len < 2 || memcmp(one.buf + one.len - 2, "}\n", 2)))
+		err = -EINVAL;
+	if (!err)
+		err = evr_strbuf_append(sb, one.buf, one.len - 2);
+	if (!err)
+		err = evr_strbuf_printf(sb, ",\"stream\":%u,\"pid\":%u,\"ppid\":%u,\"name\":",
+					evr_trace_reader_stream(r), evr_cli_trace_pid(r),
+					p ? p->ppid : 0);
+	if (!err)
+		err = evr_strbuf_json_string(sb, p ? p->name : "", p ? strlen(p->name) : 0);
+	if (!err)
+		err = evr_strbuf_append(sb, ",\"cmdline\":", 11);
+	if (!err)
+		err = evr_strbuf_json_string(sb, p && p->cmdline ? p->cmdline : "",
+					     p && p->cmdline ? strlen(p->cmdline) : 0);
+	if (!err)
+		err = evr_strbuf_printf(sb, ",\"start_realtime_ns\":%" PRIu64 ",\"attach_ns\":%"
+					PRIu64 ",\"end_ns\":%" PRIu64 ",\"end\":\"%s\"}",
+					p ? p->start_realtime_ns : 0, p ? p->attach_ns : 0,
+					p ? p->end_ns : 0, proc_end_name(p ? p->end : 0));
+	free(one.buf);
+	return err;
+}
+
+/*
+ * A trace of several processes: the process table, a section per process (as
+ * for a single one, without the CPU and heap sections: a recording of several
+ * has no side bands), and the totals. --json: {"file", "processes": [each
+ * process's report object plus its table line], "totals"}.
+ */
+static int run_procs(const struct report_opts *o, struct evr_trace_reader *r0)
+{
+	struct evr_trace_reader **rs = NULL;
+	struct evr_strbuf sb = { 0 };
+	struct evr_rpt *ms = NULL;
+	uint64_t events = 0, lost = 0, t0 = UINT64_MAX, t1 = 0;
+	unsigned width = term_width(o);
+	uint32_t n = 0;
+	char err[512];
+	int ret;
+
+	if (o->html) {
+		evr_cli_error(CMD, "--html shows one process: this trace has several (use --json)");
+		return -EINVAL;
+	}
+	ret = evr_cli_trace_procs(CMD, o->path, r0, EVR_CLI_TRACE_FILE, 0, &rs, &n);
+	if (ret < 0)
+		return ret;
+	ms = calloc(n ? n : 1, sizeof(*ms));
+	if (!ms)
+		goto nomem;
+	setvbuf(stdout, NULL, _IOFBF, 1u << 16);
+	ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+	if (ret < 0)
+		goto out;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct evr_trace_proc *p = proc_entry(rs[i]);
+
+		ret = evr_rpt_build(rs[i], &ms[i], err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s: process %u: %s", evr_cli_trace_name(o->path),
+				      evr_cli_trace_pid(rs[i]), err);
+			goto out;
+		}
+		evr_rpt_sort(&ms[i]);
+		events += ms[i].events;
+		lost += ms[i].lost;
+		if (p && p->attach_ns && p->attach_ns < t0)
+			t0 = p->attach_ns;
+		if (ms[i].events + ms[i].lost && ms[i].first_ts < t0)
+			t0 = ms[i].first_ts;
+		if (ms[i].last_ts > t1)
+			t1 = ms[i].last_ts;
+	}
+	if (o->flags.json) {
+		ret = evr_strbuf_append(&sb, "{\"file\":", 8);
+		if (!ret)
+			ret = evr_strbuf_json_string(&sb, o->path, strlen(o->path));
+		if (!ret)
+			ret = evr_strbuf_append(&sb, ",\"processes\":[", 14);
+		for (uint32_t i = 0; i < n && !ret; i++) {
+			if (i)
+				ret = evr_strbuf_append(&sb, ",", 1);
+			if (!ret)
+				ret = proc_json(&sb, &ms[i], rs[i], o->path);
+		}
+		if (!ret)
+			ret = evr_strbuf_printf(&sb, "],\"totals\":{\"processes\":%u,\"events\":%"
+						PRIu64 ",\"lost\":%" PRIu64 "}}\n", n, events, lost);
+		if (ret < 0)
+			goto nomem;
+		fwrite(sb.buf, 1, sb.len, stdout);
+	} else {
+		struct evr_trace_stats st;
+		char b[32];
+
+		evr_trace_reader_stats(r0, &st);
+		fprintf(stdout, "Trace     %s (%s%s), %u processes\n\n", o->path,
+			evr_fmt_bytes(st.file_size, b, sizeof(b)), st.truncated ? ", truncated" : "",
+			n);
+		print_proc_table(stdout, rs, ms, n, t0 == UINT64_MAX ? 0 : t0);
+		for (uint32_t i = 0; i < n; i++) {
+			const struct evr_trace_proc *p = proc_entry(rs[i]);
+
+			fprintf(stdout, "\n=== Process %u (%s), stream %u ===\n",
+				evr_cli_trace_pid(rs[i]), p ? p->name : "?",
+				evr_trace_reader_stream(rs[i]));
+			print_head(stdout, &ms[i], o->path);
+			print_providers(stdout, &ms[i], width);
+			print_lost(stdout, &ms[i]);
+			print_counters(stdout, &ms[i], width);
+			print_threads(stdout, &ms[i], rs[i], width, o->threads);
+		}
+		fprintf(stdout, "\n=== Totals ===\nEvents    %" PRIu64 " in %u processes, %" PRIu64
+			" lost (%.2f%% of events), %.3f s from first to last event\n", events, n,
+			lost, pct(lost, events + lost),
+			t1 > t0 && t0 != UINT64_MAX ? (double)(t1 - t0) / 1e9 : 0.0);
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		ret = errno ? -errno : -EIO;
+		evr_cli_error(CMD, "cannot write the output: %s", strerror(-ret));
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		evr_cli_trace_warnings(CMD, o->path, rs[i]);
+	ret = 0;
+	goto out;
+nomem:
+	evr_cli_error(CMD, "out of memory");
+	ret = -ENOMEM;
+out:
+	for (uint32_t i = 0; ms && i < n; i++)
+		evr_rpt_fini(&ms[i]);
+	free(ms);
+	for (uint32_t i = 0; i < n; i++)
+		if (rs[i] != r0)
+			evr_trace_reader_free(rs[i]);
+	free(rs);
+	free(sb.buf);
+	return ret;
+}
+
 static int run(const struct report_opts *o)
 {
 	struct evr_trace_reader *r = NULL;
@@ -497,6 +701,10 @@ static int run(const struct report_opts *o)
 	ret = evr_cli_trace_open(CMD, o->path, EVR_CLI_TRACE_FILE, &r);
 	if (ret < 0)
 		return ret;
+	if (evr_trace_reader_procs(r, NULL, NULL)) {
+		ret = run_procs(o, r);
+		goto out;
+	}
 	if (o->html) {
 		int fd = open(o->html, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 

@@ -1041,35 +1041,81 @@ int evr_convert_chrome(struct evr_trace_reader *r, FILE *out, struct evr_convert
 	return evr_convert_chrome_stacks(r, out, NULL, ret, errbuf, errlen);
 }
 
+/* Free what one process's conversion allocated. */
+static void chrome_fini(struct chrome *c)
+{
+	for (uint32_t i = 0; i < c->nthreads; i++) {
+		free(c->threadv[i]->stack);
+		free(c->threadv[i]->top_of);
+		free(c->threadv[i]->too_deep);
+		free(c->threadv[i]);
+	}
+	free(c->threadv);
+	for (uint32_t i = 0; i < c->ntypes; i++) {
+		free(c->typev[i].stem);
+		for (int k = 0; k < 3; k++)
+			free(c->typev[i].pre[k].buf);
+		free(c->typev[i].fnames.buf);
+		free(c->typev[i].fname_end);
+	}
+	free(c->typev);
+	free(c->by_rid);
+	evr_rpt_map_fini(&c->types);
+	evr_rpt_map_fini(&c->threads);
+	free(c->sb.buf);
+}
+
+/* Every record of one process (c->r), after the file's opening: its metadata,
+ * events, and the slices it left open. */
+static int chrome_body(struct chrome *c)
+{
+	struct evr_event_view v;
+	int err = chrome_types(c);
+
+	if (err < 0)
+		return err;
+	if ((err = process_records(c)) < 0)
+		return err;
+	while ((err = evr_trace_reader_next(c->r, &v)) == 1)
+		if ((err = record(c, &v)) < 0)
+			break;
+	if (err < 0)
+		return err;
+	if ((err = close_open(c)) < 0)
+		return err;
+	return flush(c);
+}
+
+static void chrome_fail(struct evr_trace_reader *r, int err, char *errbuf, size_t errlen)
+{
+	if (err == -ENOMEM)
+		evr_export_fail(errbuf, errlen, err, "out of memory");
+	else if (err == -EIO)
+		evr_export_fail(errbuf, errlen, err, "cannot write the output: %s",
+				strerror(errno ? errno : EIO));
+	else if (err < 0)
+		evr_export_fail(errbuf, errlen, err, "%s", evr_trace_reader_errmsg(r));
+}
+
 int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
 			      const struct evr_chrome_stacks *sk, struct evr_convert_stats *ret,
 			      char *errbuf, size_t errlen)
 {
 	const struct evr_process_info *p = evr_trace_reader_process(r);
 	struct chrome c = { .out = out, .r = r, .first = true, .sk = sk };
-	struct evr_event_view v;
 	int err;
 
 	/* Chrome needs a pid: the traced one; 0 when the file does not say (otherData
 	 * then says "pid": null rather than making one up). */
 	c.pid = p ? p->pid : 0;
-	err = chrome_types(&c);
-	if (err < 0)
-		goto out;
 	if (fputs("{\"traceEvents\":[", out) == EOF) {
 		err = -EIO;
 		goto out;
 	}
 	c.st.bytes = 16;
-	if ((err = process_records(&c)) < 0)
+	if ((err = chrome_body(&c)) < 0)
 		goto out;
-	while ((err = evr_trace_reader_next(r, &v)) == 1)
-		if ((err = record(&c, &v)) < 0)
-			break;
-	if (err < 0)
-		goto out;
-	if ((err = close_open(&c)) < 0 || (err = flush(&c)) < 0)
-		goto out;
+	/* What the caller adds to the events (system calls as slices), before otherData. */
 	if (sk && sk->write_events) {
 		long n = sk->write_events(sk->events_ctx, out, c.first);
 
@@ -1085,34 +1131,79 @@ int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
 	if (fflush(out) != 0 || ferror(out))
 		err = -EIO;
 out:
-	if (err == -ENOMEM)
-		evr_export_fail(errbuf, errlen, err, "out of memory");
-	else if (err == -EIO)
-		evr_export_fail(errbuf, errlen, err, "cannot write the output: %s",
-				strerror(errno ? errno : EIO));
-	else if (err < 0)
-		evr_export_fail(errbuf, errlen, err, "%s", evr_trace_reader_errmsg(r));
-	for (uint32_t i = 0; i < c.nthreads; i++) {
-		free(c.threadv[i]->stack);
-		free(c.threadv[i]->top_of);
-		free(c.threadv[i]->too_deep);
-		free(c.threadv[i]);
-	}
-	free(c.threadv);
-	for (uint32_t i = 0; i < c.ntypes; i++) {
-		free(c.typev[i].stem);
-		for (int k = 0; k < 3; k++)
-			free(c.typev[i].pre[k].buf);
-		free(c.typev[i].fnames.buf);
-		free(c.typev[i].fname_end);
-	}
-	free(c.typev);
-	free(c.by_rid);
-	evr_rpt_map_fini(&c.types);
-	evr_rpt_map_fini(&c.threads);
-	free(c.sb.buf);
+	chrome_fail(r, err, errbuf, errlen);
+	chrome_fini(&c);
 	if (err < 0)
 		return err;
 	*ret = c.st;
+	return 0;
+}
+
+/*
+ * Several processes: each one's records in turn, with its own pid, so that a
+ * viewer groups each process's threads under it (Perfetto: a process track
+ * group each). Their times are all CLOCK_MONOTONIC: one timeline. Viewers sort
+ * the records; the file need not interleave them.
+ */
+int evr_convert_chrome_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
+			     FILE *out, struct evr_convert_stats *ret, char *errbuf, size_t errlen)
+{
+	struct evr_convert_stats sum = { .bytes = 16 };
+	struct evr_strbuf sb = { 0 };
+	uint64_t counters = 0, closed_late = 0, synth = 0;
+	bool first = true, truncated = false;
+	int err = 0;
+
+	if (fputs("{\"traceEvents\":[", out) == EOF) {
+		chrome_fail(NULL, -EIO, errbuf, errlen);
+		return -EIO;
+	}
+	for (uint32_t i = 0; i < n && !err; i++) {
+		struct chrome c = { .out = out, .r = rs[i], .first = first, .pid = pids[i] };
+		struct evr_trace_stats st;
+
+		err = chrome_body(&c);
+		if (err < 0)
+			chrome_fail(rs[i], err, errbuf, errlen);
+		first = c.first;
+		sum.events += c.st.events;
+		sum.lost = evr_trace_lost_add(sum.lost, c.st.lost);
+		sum.bytes += c.st.bytes;
+		sum.crossed += c.st.crossed;
+		sum.too_deep += c.st.too_deep;
+		sum.undecodable += c.st.undecodable;
+		counters += c.counters;
+		closed_late += c.closed_late;
+		synth += c.synthetic;
+		evr_trace_reader_stats(rs[i], &st);
+		truncated |= st.truncated;
+		chrome_fini(&c);
+	}
+	if (err < 0)
+		return err;
+	err = evr_strbuf_printf(&sb, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{"
+				"\"generator\":\"evring convert\",\"clock\":\"CLOCK_MONOTONIC\","
+				"\"ts_unit\":\"us\",\"events\":%" PRIu64 ",\"lost\":%" PRIu64
+				",\"counter_samples\":%" PRIu64 ",\"truncated\":%s"
+				",\"approximations\":{\"crossed\":%" PRIu64 ",\"too_deep\":%" PRIu64
+				",\"closed_late\":%" PRIu64 ",\"split_records\":%" PRIu64
+				",\"split_max\":%u,\"depth_max\":%u},\"pids\":[", sum.events,
+				sum.lost, counters, truncated ? "true" : "false", sum.crossed,
+				sum.too_deep, closed_late, synth, SPLIT_MAX, DEPTH_MAX);
+	for (uint32_t i = 0; i < n && !err; i++)
+		err = evr_strbuf_printf(&sb, "%s%" PRIu32, i ? "," : "", pids[i]);
+	if (!err)
+		err = evr_strbuf_append(&sb, "]}}\n", 4);
+	if (!err && fwrite(sb.buf, 1, sb.len, out) != sb.len)
+		err = -EIO;
+	if (!err && (fflush(out) != 0 || ferror(out)))
+		err = -EIO;
+	sum.bytes += sb.len;
+	free(sb.buf);
+	if (err < 0) {
+		chrome_fail(NULL, err, errbuf, errlen);
+		return err;
+	}
+	*ret = sum;
 	return 0;
 }

@@ -56,6 +56,8 @@ struct sideband {
 struct evr_recorder {
 	struct evr_client *c;
 	struct evr_trace_writer *w;
+	struct evr_trace_mux *mux;	/* borrowed: write a stream of it, not a file of our own */
+	uint32_t stream;		/* ... this one */
 	char *providers;
 	char *client;
 	uint32_t flags;
@@ -539,7 +541,7 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 		     struct evr_recorder **ret, char *errbuf, size_t errlen)
 {
 	struct evr_recorder *r;
-	int err;
+	int err = 0;
 
 	if (!c || !opts || !ret || !opts->attach.providers)
 		return -EINVAL;
@@ -550,6 +552,7 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 	}
 	r->c = c;
 	r->flags = opts->flags;
+	r->mux = opts->mux;
 	r->flush_ns = (uint64_t)(opts->flush_ms ? opts->flush_ms : FLUSH_MS_DEFAULT) * 1000000u;
 	r->log = opts->log;
 	r->log_arg = opts->log_arg;
@@ -561,7 +564,10 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 		copy_msg(errbuf, errlen, "out of memory");
 		goto fail;
 	}
-	err = evr_client_start(c, &opts->attach, errbuf, errlen);
+	if (!(opts->flags & EVR_RECORDER_SESSION_STARTED))
+		err = evr_client_start(c, &opts->attach, errbuf, errlen);
+	else if (!evr_client_shm(c))
+		err = -EINVAL;		/* no session to take */
 	if (err < 0)
 		goto fail;
 	/* The validated count: the header itself stays writable by the producer. */
@@ -587,15 +593,18 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 	struct evr_trace_session s = { 0 };
 	int ret;
 
-	if (!r || fd < 0 || r->w || r->err)
+	if (!r || (fd < 0 && !r->mux) || r->w || r->err)
 		return -EINVAL;
 	pi = evr_client_process(r->c);
 	h = evr_client_shm(r->c);
 	/* Overwrite mode checks a span after writing it, and retracts it if the
 	 * writers reached it meanwhile: that needs it written at once. */
-	ret = evr_trace_writer_new_flags(fd, (r->flags & EVR_RECORDER_DIRECT_IO) &&
-					 h->mode == EVR_MODE_DISCARD ? EVR_TRACE_WRITER_DIRECT : 0,
-					 &r->w);
+	if (r->mux)
+		ret = evr_trace_mux_stream(r->mux, &r->stream, &r->w);
+	else
+		ret = evr_trace_writer_new_flags(fd, (r->flags & EVR_RECORDER_DIRECT_IO) &&
+						 h->mode == EVR_MODE_DISCARD ?
+						 EVR_TRACE_WRITER_DIRECT : 0, &r->w);
 	/* Rings too small to hold a disk's stall of a fast stream start through
 	 * the page cache, and go direct once a calm second shows they hold it
 	 * (adapt_io(); the file system's answer is known either way). */
@@ -810,6 +819,38 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
 		/* -EINTR (a signal) and timeouts just end the round. */
 		(void)evr_recorder_wait(r, (int)((until - now + 999999) / 1000000u));
 	}
+}
+
+int evr_recorder_step(struct evr_recorder *r, char *errbuf, size_t errlen)
+{
+	enum evr_client_state st;
+	int n;
+
+	if (!r || !r->w)
+		return -EINVAL;
+	if (r->stop != EVR_RECORDER_RUNNING)
+		return 0;
+	/* As evr_recorder_run(): the state first, what was published before it changed is read. */
+	st = evr_client_state(r->c);
+	n = evr_recorder_pump(r, errbuf, errlen);
+	if (n < 0 || n == (int)SPANS_PER_PUMP)
+		return n;
+	if (st == EVR_CLIENT_ENDED || st == EVR_CLIENT_GONE) {
+		if (!r->end_ns)
+			r->end_ns = mono_ns();
+		r->stop = st == EVR_CLIENT_GONE ? EVR_RECORDER_STOP_GONE : EVR_RECORDER_STOP_ENDED;
+	}
+	return n;
+}
+
+uint64_t evr_recorder_due_ns(const struct evr_recorder *r)
+{
+	return r && r->w ? next_due(r) : UINT64_MAX;
+}
+
+uint32_t evr_recorder_stream(const struct evr_recorder *r)
+{
+	return r ? r->stream : 0;
 }
 
 /* Stop the session (it flushes every ring), then take what is left. */

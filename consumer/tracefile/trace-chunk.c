@@ -76,6 +76,7 @@ const char *evr_trace_kind_name(uint32_t kind)
 	case EVR_CHUNK_THREADS: return "THREADS";
 	case EVR_CHUNK_SYNC: return "SYNC";
 	case EVR_CHUNK_PAD: return "PAD";
+	case EVR_CHUNK_PROCS: return "PROCS";
 	default: return "unknown";
 	}
 }

@@ -105,6 +105,120 @@ static int scan_events(struct evr_trace_reader *r, uint64_t off, const struct ev
 	return ring_add_chunk(&r->rings[rec.ring], off);
 }
 
+/* The table entry of @stream, made if new. Return: NULL out of memory. */
+static struct evr_trace_proc *proc_of(struct evr_trace_reader *r, uint32_t stream)
+{
+	struct evr_trace_proc *p;
+
+	for (uint32_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].stream == stream)
+			return &r->procs[i];
+	if (r->nprocs == r->procs_cap) {
+		uint32_t cap = r->procs_cap ? 2 * r->procs_cap : 16;
+
+		p = realloc(r->procs, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		r->procs = p;
+		r->procs_cap = cap;
+	}
+	p = &r->procs[r->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->stream = stream;
+	return p;
+}
+
+/*
+ * A PROCS chunk (format 2, stream 0): lines of the process table. A line that
+ * does not fit is the end of the chunk's use (the CRC held: the writer made it
+ * so; the lines before it stand).
+ */
+static int take_procs(struct evr_trace_reader *r, const uint8_t *buf, uint32_t len)
+{
+	uint32_t at = 0;
+
+	while (len - at >= sizeof(struct evr_trace_proc_rec)) {
+		struct evr_trace_proc_rec rec;
+		struct evr_trace_proc *p;
+		uint64_t span;
+		const char *str;
+
+		memcpy(&rec, buf + at, sizeof(rec));
+		span = evr_align8(sizeof(rec) + (uint64_t)rec.name_len + rec.cmdline_len);
+		if (span > len - at || !rec.stream || rec.stream > UINT16_MAX)
+			break;
+		str = (const char *)buf + at + sizeof(rec);
+		p = proc_of(r, rec.stream);
+		if (!p)
+			return -ENOMEM;
+		if (rec.what == EVR_TRACE_PROC_ATTACHED) {
+			char *cmd = malloc((size_t)rec.cmdline_len + 1);
+
+			if (!cmd)
+				return -ENOMEM;
+			p->pid = rec.pid;
+			p->ppid = rec.ppid;
+			p->attach_ns = rec.time_ns;
+			p->start_realtime_ns = rec.start_realtime_ns;
+			snprintf(p->name, sizeof(p->name), "%.*s", (int)rec.name_len, str);
+			/* argv is NUL-separated in the file: spaces for people. */
+			for (uint32_t i = 0; i < rec.cmdline_len; i++) {
+				char c = str[rec.name_len + i];
+
+				cmd[i] = c == '\0' ? ' ' : c;
+			}
+			cmd[rec.cmdline_len] = '\0';
+			free(p->cmdline);
+			p->cmdline = cmd;
+		} else if (rec.what >= EVR_TRACE_PROC_EXITED && rec.what <= EVR_TRACE_PROC_FAILED) {
+			p->end = rec.what;
+			p->end_ns = rec.time_ns;
+			if (!p->pid)
+				p->pid = rec.pid;
+			if (rec.what == EVR_TRACE_PROC_FAILED) {
+				free(p->why);
+				p->why = strndup(str + rec.name_len, rec.cmdline_len);
+				if (!p->why)
+					return -ENOMEM;
+			}
+		}
+		at += (uint32_t)span;
+	}
+	return 0;
+}
+
+/*
+ * Format 2: a chunk of another stream than the one read (its header and
+ * length checked). Stream 0's process table and END are taken; the rest is
+ * another process's business.
+ */
+static int scan_other(struct evr_trace_reader *r, uint64_t off, const struct evr_trace_chunk_hdr *h,
+		      uint8_t **buf, uint32_t *cap)
+{
+	uint32_t len = 0;
+	const char *why;
+	int err;
+
+	r->other_chunks++;
+	if (h->flags > r->max_stream)
+		r->max_stream = h->flags;
+	if (h->flags != 0 || (h->kind != EVR_CHUNK_PROCS && h->kind != EVR_CHUNK_END))
+		return 0;
+	err = evr_trace_load_chunk(r, off, h->kind, buf, cap, &len, &why);
+	if (err == -EBADMSG) {
+		evr_trace_problem(r, "the process table's chunk (%s) at offset %llu is damaged: %s",
+				  evr_trace_kind_name(h->kind), (unsigned long long)off, why);
+		return 0;
+	}
+	if (err)
+		return err;
+	if (h->kind == EVR_CHUNK_END) {
+		r->has_file_end = true;
+		return 0;
+	}
+	return take_procs(r, *buf, len);
+}
+
 static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 {
 	uint64_t off = r->hdr_size;
@@ -161,6 +275,27 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 				off = next;
 				continue;
 			}
+		}
+		if (r->multi && h.flags != r->want) {
+			/* Another stream's chunk: whole, or the file is cut here. */
+			if (!evr_trace_chunk_len_ok(h.kind, h.len)) {
+				evr_trace_stop_at(r, off, "chunk (%s) of impossible length %u",
+						  evr_trace_kind_name(h.kind), h.len);
+				break;
+			}
+			if (avail - EVR_TRACE_CHUNK_HDR_SIZE < h.len) {
+				evr_trace_stop_at(r, off, "the file ends inside a chunk (%s, %u of %u "
+						  "bytes)", evr_trace_kind_name(h.kind),
+						  (uint32_t)(avail - EVR_TRACE_CHUNK_HDR_SIZE), h.len);
+				break;
+			}
+			err = scan_other(r, off, &h, &buf, &cap);
+			if (err)
+				goto out;
+			span = evr_trace_chunk_span(h.len);
+			off = avail < span ? r->file_size : off + span;
+			r->good_end = off;
+			continue;
 		}
 		if (h.seq != seq) {
 			if (h.seq < seq) {
@@ -230,7 +365,16 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		off += span;
 		r->good_end = off;
 	}
-	if (!r->truncated && !r->has_end && !r->end_damaged) {
+	if (r->multi && !r->truncated && r->has_end && !r->has_file_end) {
+		/* This process's recording ended; the file's did not. */
+		r->truncated = true;
+		snprintf(r->truncated_why, sizeof(r->truncated_why), "no END chunk of the file: "
+			 "the recording of its processes did not finish");
+	}
+	/* A finished file of several processes with nothing in this stream (none
+	 * was attached) was not cut. */
+	if (!r->truncated && !r->has_end && !r->end_damaged &&
+	    !(r->multi && !r->chunks && r->has_file_end)) {
 		r->truncated = true;
 		snprintf(r->truncated_why, sizeof(r->truncated_why), "no END chunk: the recording "
 			 "did not finish, or the file was cut at a chunk boundary");
@@ -242,6 +386,8 @@ out:
 }
 
 /* ---- open / close ------------------------------------------------------------ */
+
+static int proc_cmp(const void *a, const void *b);
 
 static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 {
@@ -277,6 +423,8 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		return err;
 	err = scan(r, errbuf, errlen);
 	evr_trace_threads_finish(r);
+	if (r->nprocs > 1)
+		qsort(r->procs, r->nprocs, sizeof(*r->procs), proc_cmp);
 	if (!err && r->has_session)
 		err = evr_trace_clock_build(&r->clk, &r->session.clock);
 	if (err == -ENOMEM)
@@ -286,12 +434,13 @@ static int open_common(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 	return err;
 }
 
-int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf, size_t errlen)
+int evr_trace_reader_open_fd_stream(int fd, uint32_t stream, struct evr_trace_reader **ret,
+				    char *errbuf, size_t errlen)
 {
 	struct evr_trace_reader *r;
 	int err;
 
-	if (fd < 0 || !ret)
+	if (fd < 0 || !ret || stream > UINT16_MAX)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -299,7 +448,13 @@ int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf
 		return -ENOMEM;
 	}
 	r->fd = fd;
+	r->want = (uint16_t)stream;
 	err = open_common(r, errbuf, errlen);
+	/* The first process by default: a file of none (nothing attached) opens empty. */
+	if (!err && r->multi && stream && r->want > r->max_stream && !r->has_session) {
+		evr_trace_set_err(errbuf, errlen, "the file has no process stream %u", stream);
+		err = -ENOENT;
+	}
 	if (err) {
 		evr_trace_reader_free(r);
 		return err;
@@ -308,8 +463,19 @@ int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf
 	return 0;
 }
 
+int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf, size_t errlen)
+{
+	return evr_trace_reader_open_fd_stream(fd, 0, ret, errbuf, errlen);
+}
+
 int evr_trace_reader_open(const char *path, struct evr_trace_reader **ret, char *errbuf,
 			  size_t errlen)
+{
+	return evr_trace_reader_open_stream(path, 0, ret, errbuf, errlen);
+}
+
+int evr_trace_reader_open_stream(const char *path, uint32_t stream,
+				 struct evr_trace_reader **ret, char *errbuf, size_t errlen)
 {
 	struct evr_trace_reader *r = NULL;
 	int fd, err;
@@ -322,7 +488,7 @@ int evr_trace_reader_open(const char *path, struct evr_trace_reader **ret, char 
 		evr_trace_set_err(errbuf, errlen, "cannot open %s: %s", path, strerror(-err));
 		return err;
 	}
-	err = evr_trace_reader_open_fd(fd, &r, errbuf, errlen);
+	err = evr_trace_reader_open_fd_stream(fd, stream, &r, errbuf, errlen);
 	if (err) {
 		close(fd);
 		return err;
@@ -350,9 +516,36 @@ void evr_trace_reader_free(struct evr_trace_reader *r)
 		free(r->threads[i].name);
 	free(r->threads);
 	free(r->cbuf);
+	for (uint32_t i = 0; i < r->nprocs; i++) {
+		free(r->procs[i].cmdline);
+		free(r->procs[i].why);
+	}
+	free(r->procs);
 	if (r->own_fd)
 		close(r->fd);
 	free(r);
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct evr_trace_proc *x = a, *y = b;
+
+	return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
+bool evr_trace_reader_procs(const struct evr_trace_reader *r, const struct evr_trace_proc **ret,
+			    uint32_t *ret_n)
+{
+	if (ret)
+		*ret = r ? r->procs : NULL;
+	if (ret_n)
+		*ret_n = r ? r->nprocs : 0;
+	return r && r->multi;
+}
+
+uint32_t evr_trace_reader_stream(const struct evr_trace_reader *r)
+{
+	return r && r->multi ? r->want : 0;
 }
 
 const struct evr_process_info *evr_trace_reader_process(const struct evr_trace_reader *r)
@@ -468,8 +661,10 @@ int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, 
 			return err;
 		hdr_good = (evr_trace_chunk_hdr_ok(&h) || evr_trace_chunk_hdr_fix(&h)) &&
 			   evr_trace_chunk_len_ok(h.kind, h.len);
-		/* Chunks of other kinds: the header only (its length was checked at open). */
-		if (!kind || h.kind == kind || !hdr_good)
+		/* Chunks of other kinds, or of other processes (format 2): the header
+		 * only (its length was checked at open). */
+		if ((!kind || h.kind == kind || !hdr_good) &&
+		    (!r->multi || !hdr_good || h.flags == r->want))
 			break;
 		off += evr_trace_chunk_span(h.len);
 		*pos = off;

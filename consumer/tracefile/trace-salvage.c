@@ -59,8 +59,16 @@ int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uin
 			if (magic != EVR_TRACE_CHUNK_MAGIC)
 				continue;
 			memcpy(&h, buf + i, sizeof(h));
-			if (!evr_trace_chunk_hdr_ok(&h) || h.seq < seq ||
-			    !evr_trace_chunk_len_ok(h.kind, h.len))
+			if (!evr_trace_chunk_hdr_ok(&h) || !evr_trace_chunk_len_ok(h.kind, h.len))
+				continue;
+			/* Another process's chunk (format 2) has numbers of its own. */
+			if (r->multi && h.flags != r->want) {
+				*ret_off = at + i;
+				*ret_seq = seq;
+				free(buf);
+				return 1;
+			}
+			if (h.seq < seq)
 				continue;
 			*ret_off = at + i;
 			*ret_seq = h.seq;

@@ -77,6 +77,14 @@ struct evr_trace_skip {
 struct evr_trace_reader {
 	int fd;
 	bool own_fd;
+	/* Format 2: several processes; this reader reads stream want of them. */
+	bool multi;
+	uint16_t want;
+	struct evr_trace_proc *procs;	/* the process table (stream 0), by stream */
+	uint32_t nprocs, procs_cap;
+	uint32_t max_stream;		/* the highest stream number seen */
+	bool has_file_end;		/* stream 0's END: the recording finished */
+	uint64_t other_chunks;		/* chunks of other streams passed over */
 	uint64_t file_size;
 	uint32_t hdr_size;
 	/* Scan results. */

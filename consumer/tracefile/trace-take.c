@@ -48,7 +48,7 @@ int evr_trace_check_file_hdr(struct evr_trace_reader *r, struct evr_trace_file_h
 			EVR_ABI_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	if (fh->version != EVR_TRACE_VERSION || fh->abi_version != EVR_ABI_VERSION ||
+	if (fh->version < EVR_TRACE_VERSION_ONE || fh->abi_version != EVR_ABI_VERSION ||
 	    fh->hdr_size < sizeof(*fh) || fh->hdr_size > 4096 || (fh->hdr_size & 7u) ||
 	    fh->hdr_size > r->file_size) {
 		evr_trace_set_err(errbuf, errlen, "corrupt trace file header (version %u, ABI %u, size %u)",
@@ -56,6 +56,17 @@ int evr_trace_check_file_hdr(struct evr_trace_reader *r, struct evr_trace_file_h
 		return -EBADMSG;
 	}
 	r->hdr_size = fh->hdr_size;
+	r->multi = fh->version == EVR_TRACE_VERSION_MULTI;
+	if (r->multi && r->stream) {
+		/* Each process's chunks would have to be kept apart while they pass. */
+		evr_trace_set_err(errbuf, errlen, "a trace of several processes (format 2) is read "
+				  "from a file, not a pipe: save it to a file first");
+		return -EOPNOTSUPP;
+	}
+	if (!r->multi)
+		r->want = 0;		/* version 1: chunk headers carry 0, the one process */
+	else if (!r->want)
+		r->want = 1;		/* the first process, unless one was asked for */
 	return evr_schema_set_new(&r->schemas);
 }
 

@@ -40,8 +40,19 @@
 
 #include "trace-format.h"
 
+/* Version 2: the file that several streams write (trace.h). */
+struct evr_trace_mux {
+	int fd;
+	int err;			/* sticky: the first write error of any stream */
+	uint64_t off;			/* bytes in the file (whole chunks) */
+	uint32_t nstreams;		/* streams handed out */
+	struct evr_trace_writer *w0;	/* stream 0: the process table and the END */
+};
+
 struct evr_trace_writer {
 	int fd;
+	struct evr_trace_mux *mux;	/* a stream of a version 2 file, or NULL */
+	uint16_t stream;		/* its number, in every chunk header */
 	int err;			/* sticky: the first write error, or 0 */
 	uint64_t off;			/* bytes written (whole chunks) */
 	uint32_t seq;			/* next chunk's number */
@@ -133,6 +144,7 @@ static void chunk_hdr(const struct evr_trace_writer *w, uint32_t kind, uint32_t 
 	memset(h, 0, sizeof(*h));
 	h->magic = EVR_TRACE_CHUNK_MAGIC;
 	h->kind = (uint16_t)kind;
+	h->flags = w->stream;
 	h->len = len;
 	h->seq = w->seq;
 	h->data_crc = crc;
@@ -340,10 +352,14 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 	err = w->direct ? stage_iov(w, iov, n + 1) : write_all(w->fd, iov, n + 1);
 	if (err) {
 		w->err = err;
+		if (w->mux)
+			w->mux->err = err;	/* a partial chunk ends the file for every stream */
 		return err;
 	}
 	w->off += evr_trace_chunk_span((uint32_t)len);
 	w->seq++;
+	if (w->mux)
+		w->mux->off = w->off;
 	return 0;
 }
 
@@ -365,11 +381,25 @@ static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct i
 	return send_chunk(w, kind, iov, n, len, crc);
 }
 
+/* The file header of a new trace file of @version. */
+static void file_hdr(struct evr_trace_file_hdr *fh, uint32_t version)
+{
+	struct timespec ts;
+
+	memset(fh, 0, sizeof(*fh));
+	memcpy(fh->magic, EVR_TRACE_MAGIC, sizeof(fh->magic));
+	fh->version = version;
+	fh->hdr_size = EVR_TRACE_FILE_HDR_SIZE;
+	fh->abi_version = EVR_ABI_VERSION;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fh->created_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	fh->crc = evr_crc32c(0, fh, EVR_TRACE_FILE_HDR_CRC_LEN);
+}
+
 int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer **ret)
 {
 	struct evr_trace_file_hdr fh;
 	struct evr_trace_writer *w;
-	struct timespec ts;
 	struct iovec iov;
 	int err;
 
@@ -380,14 +410,8 @@ int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer *
 		return -ENOMEM;
 	w->fd = fd;
 	w->last_events_off = UINT64_MAX;
-	memset(&fh, 0, sizeof(fh));
-	memcpy(fh.magic, EVR_TRACE_MAGIC, sizeof(fh.magic));
-	fh.version = EVR_TRACE_VERSION;
-	fh.hdr_size = EVR_TRACE_FILE_HDR_SIZE;
-	fh.abi_version = EVR_ABI_VERSION;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	fh.created_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	fh.crc = evr_crc32c(0, &fh, EVR_TRACE_FILE_HDR_CRC_LEN);
+	/* A single process: version 1, which every reader reads. */
+	file_hdr(&fh, EVR_TRACE_VERSION_ONE);
 	iov = (struct iovec){.iov_base = &fh, .iov_len = sizeof(fh)};
 	if ((flags & EVR_TRACE_WRITER_DIRECT) && direct_setup(w, fd)) {
 		/* The header and a PAD chunk, written now: a file system that
@@ -506,10 +530,19 @@ void evr_trace_writer_free(struct evr_trace_writer *w)
 	free(w);
 }
 
-static int writer_usable(const struct evr_trace_writer *w)
+/*
+ * Can @w write? A stream of a mux starts each chunk where the file ends now,
+ * whoever wrote last: its offsets (DISCARD, END) are the file's.
+ */
+static int writer_usable(struct evr_trace_writer *w)
 {
 	if (!w || w->ended)
 		return -EINVAL;
+	if (w->mux) {
+		if (w->mux->err && !w->err)
+			w->err = w->mux->err;
+		w->off = w->mux->off;
+	}
 	return w->err;
 }
 
@@ -843,4 +876,146 @@ uint64_t evr_trace_writer_chunks(const struct evr_trace_writer *w)
 int evr_trace_writer_error(const struct evr_trace_writer *w)
 {
 	return w ? w->err : -EINVAL;
+}
+
+/* ---- several processes in one file (version 2) -------------------------------------- */
+
+/*
+ * Why streams share the file rather than each having its own: one file to
+ * copy and open, and one recorder thread writes every chunk whole with one
+ * writev(), so chunks of different streams never interleave byte-wise and the
+ * file stays readable up to its last whole chunk, as a version 1 file does.
+ * Each stream keeps its own chunk numbers (readers check each stream's
+ * sequence apart) and takes its offsets from the mux (writer_usable()).
+ */
+static struct evr_trace_writer *mux_writer(struct evr_trace_mux *m, uint16_t stream)
+{
+	struct evr_trace_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->fd = m->fd;
+	w->mux = m;
+	w->stream = stream;
+	w->off = m->off;
+	w->last_events_off = UINT64_MAX;
+	return w;
+}
+
+int evr_trace_mux_new(int fd, struct evr_trace_mux **ret)
+{
+	struct evr_trace_file_hdr fh;
+	struct evr_trace_mux *m;
+	struct iovec iov = { .iov_base = &fh, .iov_len = sizeof(fh) };
+	int err;
+
+	if (fd < 0 || !ret)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fd = fd;
+	file_hdr(&fh, EVR_TRACE_VERSION_MULTI);
+	err = write_all(fd, &iov, 1);
+	if (!err) {
+		m->off = sizeof(fh);
+		m->w0 = mux_writer(m, 0);
+		if (!m->w0)
+			err = -ENOMEM;
+	}
+	if (err) {
+		evr_trace_mux_free(m);
+		return err;
+	}
+	*ret = m;
+	return 0;
+}
+
+int evr_trace_mux_stream(struct evr_trace_mux *m, uint32_t *ret_stream,
+			 struct evr_trace_writer **ret)
+{
+	struct evr_trace_writer *w;
+
+	if (!m || !ret || !ret_stream)
+		return -EINVAL;
+	if (m->err)
+		return m->err;
+	if (m->nstreams >= UINT16_MAX)
+		return -ENOSPC;
+	w = mux_writer(m, (uint16_t)(m->nstreams + 1));
+	if (!w)
+		return -ENOMEM;
+	m->nstreams++;
+	*ret_stream = m->nstreams;
+	*ret = w;
+	return 0;
+}
+
+int evr_trace_mux_proc(struct evr_trace_mux *m, const struct evr_trace_proc_rec *rec,
+		       const char *name, uint32_t argc, char *const *argv)
+{
+	struct evr_trace_proc_rec r;
+	size_t nlen = name ? strnlen(name, 255) : 0, clen = 0, need;
+	uint8_t *buf, *p;
+	int err;
+
+	if (!m || !rec || (argc && !argv))
+		return -EINVAL;
+	for (uint32_t i = 0; i < argc; i++)
+		clen += (argv[i] ? strlen(argv[i]) : 0) + (i ? 1 : 0);
+	if (clen > 65536)
+		clen = 65536;	/* a command line that long is cut: it is for people */
+	need = evr_align8(sizeof(r) + nlen + clen);
+	buf = calloc(1, need);
+	if (!buf)
+		return -ENOMEM;
+	r = *rec;
+	r.name_len = (uint16_t)nlen;
+	r.cmdline_len = (uint32_t)clen;
+	r.reserved = 0;
+	memcpy(buf, &r, sizeof(r));
+	p = buf + sizeof(r);
+	memcpy(p, name, nlen);
+	p += nlen;
+	for (uint32_t i = 0, left = (uint32_t)clen; i < argc && left; i++) {
+		size_t l = argv[i] ? strlen(argv[i]) : 0;
+
+		if (i) {
+			*p++ = '\0';
+			left--;
+		}
+		if (l > left)
+			l = left;
+		memcpy(p, argv[i], l);
+		p += l;
+		left -= (uint32_t)l;
+	}
+	err = evr_trace_writer_chunk(m->w0, EVR_CHUNK_PROCS, buf, (uint32_t)need);
+	free(buf);
+	return err;
+}
+
+int evr_trace_mux_end(struct evr_trace_mux *m, const struct evr_trace_end *e)
+{
+	if (!m)
+		return -EINVAL;
+	return evr_trace_writer_end(m->w0, e);
+}
+
+uint64_t evr_trace_mux_bytes(const struct evr_trace_mux *m)
+{
+	return m ? m->off : 0;
+}
+
+int evr_trace_mux_error(const struct evr_trace_mux *m)
+{
+	return m ? m->err : -EINVAL;
+}
+
+void evr_trace_mux_free(struct evr_trace_mux *m)
+{
+	if (!m)
+		return;
+	evr_trace_writer_free(m->w0);
+	free(m);
 }

@@ -40,6 +40,8 @@ struct evr_watch_job {
 	int (*spec)(const void *arg, struct evr_client *c, char **ret, char *note, size_t notelen,
 		    char *err, size_t errlen);
 	const void *spec_arg;		/* borrowed */
+	bool connect_only;
+	int (*start)(const void *arg, struct evr_client *c, char *err, size_t errlen);
 	/* Written by the attach thread before the release store of done. */
 	int ret;
 	struct evr_client *client;	/* also on failure, once connected: its info */
@@ -108,6 +110,14 @@ static void job_attach(struct evr_watch_job *j)
 					  sizeof(j->err))
 		      : evr_client_connect(j->pid, j->client_name, &j->client, j->err,
 					   sizeof(j->err));
+	if (r == 0 && j->connect_only) {
+		if (j->start)
+			r = j->start(j->spec_arg, j->client, j->err, sizeof(j->err));
+		if (r == -ENOMEM && !j->err[0])
+			snprintf(j->err, sizeof(j->err), "out of memory");
+		j->ret = r;
+		return;
+	}
 	if (r == 0)
 		r = j->spec ? j->spec(j->spec_arg, j->client, &spec, j->note, sizeof(j->note), j->err,
 				      sizeof(j->err))
@@ -146,6 +156,8 @@ static struct evr_watch_job *job_new(const struct evr_watch *w, pid_t pid, int r
 	j->ring_size = w->o.ring_size;
 	j->spec = w->o.ops->spec;
 	j->spec_arg = w->o.spec_arg;
+	j->connect_only = w->o.connect_only;
+	j->start = w->o.ops->start;
 	atomic_init(&j->refs, refs);
 	atomic_init(&j->done, false);
 	return j;
@@ -569,7 +581,8 @@ bool evr_watch_poll(struct evr_watch *w)
 
 		if (p->state == EVR_WATCH_ATTACHING)
 			changed |= take_job(w, p);
-		if (p->state == EVR_WATCH_LIVE)
+		/* connect_only: the owner took the client. */
+		if (p->state == EVR_WATCH_LIVE && p->client)
 			changed |= drain(w, p);
 	}
 	return changed;
@@ -585,7 +598,7 @@ int evr_watch_init(struct evr_watch *w, const struct evr_watch_opts *o)
 	    o->ops->counter_size < sizeof(struct evr_watch_counter) || !o->client_name)
 		return -EINVAL;
 	w->o = *o;
-	if (o->notify && !o->broker)
+	if (o->notify && (!o->broker || o->notify_broker))
 		evr_watch_notify_open(w);
 	return 0;
 }

@@ -322,7 +322,7 @@ static void test_trace_fuzz_random_bytes(void **state)
 			buf[i] = (uint8_t)gen_rnd(&s);
 		if (len >= 64 && iter % 2) {
 			/* A valid file header, random chunks behind it. */
-			struct evr_trace_file_hdr fh = {.version = EVR_TRACE_VERSION, .hdr_size = 64,
+			struct evr_trace_file_hdr fh = {.version = EVR_TRACE_VERSION_ONE, .hdr_size = 64,
 							.abi_version = EVR_ABI_VERSION};
 
 			memcpy(fh.magic, EVR_TRACE_MAGIC, 8);
@@ -579,7 +579,7 @@ static void test_trace_fuzz_random_valid_crc_chunks(void **state)
 
 	(void)state;
 	for (int iter = 0; iter < 3000; iter++) {
-		struct evr_trace_file_hdr fh = {.version = EVR_TRACE_VERSION, .hdr_size = 64,
+		struct evr_trace_file_hdr fh = {.version = EVR_TRACE_VERSION_ONE, .hdr_size = 64,
 						.abi_version = EVR_ABI_VERSION};
 		struct fbuf f = {0};
 		uint32_t nchunks = rnd_between(&s, 0, 25);

@@ -141,6 +141,16 @@ int evr_convert_chrome_stacks(struct evr_trace_reader *r, FILE *out,
 			      char *errbuf, size_t errlen);
 
 /**
+ * evr_convert_chrome_procs() - several processes (a trace of several: one
+ * reader per process, evr_trace_reader_open_stream()) into one Chrome JSON
+ * file, each process under its pid (@pids[i] for @rs[i]: a process track
+ * group each in Perfetto). otherData lists the pids and sums the counts.
+ * Return: 0, or -errno with a one-line reason in @err.
+ */
+int evr_convert_chrome_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
+			     FILE *out, struct evr_convert_stats *ret, char *err, size_t errlen);
+
+/**
  * evr_convert_jsonl() - one JSON object per event and line, exactly as
  * `evring dump --json` prints them (evr_event_to_json()).
  * Return: 0, or -errno with a one-line reason in @err.

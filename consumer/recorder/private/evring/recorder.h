@@ -65,6 +65,13 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  * or every flush_ms. Elsewhere the output is written as without it.
  */
 #define EVR_RECORDER_DIRECT_IO		0x2u
+/*
+ * The caller started the client's session already (evr_client_start() with
+ * opts->attach, on a thread of its own, say: a session start waits for the
+ * agent, and a recorder of many processes starts theirs side by side):
+ * evr_recorder_new() takes it as it is.
+ */
+#define EVR_RECORDER_SESSION_STARTED	0x100u
 
 struct evr_recorder_opts {
 	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */
@@ -80,6 +87,13 @@ struct evr_recorder_opts {
 	uint32_t flush_ms;
 	evr_recorder_log_fn *log;	/* warnings; NULL: dropped */
 	void *log_arg;
+	/*
+	 * Record into a stream of this file of several processes (format 2)
+	 * instead of a file of one's own: evr_recorder_start() then takes no fd
+	 * (pass -1), and flags' EVR_RECORDER_DIRECT_IO does not apply. Borrowed:
+	 * it must outlive the recorder.
+	 */
+	struct evr_trace_mux *mux;
 };
 
 /* Why the recording stopped (evr_recorder_stats.stop). */
@@ -203,6 +217,27 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
  * Context: the recorder's thread; one round trip to the agent.
  */
 int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen);
+
+/**
+ * evr_recorder_step() - one round of evr_recorder_run() without its waiting,
+ * for a caller that drains several recorders in one loop: pump, and once the
+ * producer ended the session or died and everything it published is written,
+ * stop (evr_recorder_stats.stop says why; evr_recorder_stop() then finishes).
+ * Return: the spans written (0: nothing was ready; call again before
+ * waiting when it returned 256), or -errno as evr_recorder_pump().
+ * Context: the recorder's thread.
+ */
+int evr_recorder_step(struct evr_recorder *r, char *errbuf, size_t errlen);
+
+/*
+ * CLOCK_MONOTONIC when the recorder has something of its own to do (a flush,
+ * a sync point, thread names, a side band): the latest a caller's wait may
+ * end. Context: the recorder's thread.
+ */
+uint64_t evr_recorder_due_ns(const struct evr_recorder *r);
+
+/* The stream of evr_recorder_opts.mux the recorder writes (0: none). */
+uint32_t evr_recorder_stream(const struct evr_recorder *r);
 
 /* Copy the figures so far into @ret. Context: the recorder's thread. */
 void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats *ret);

@@ -28,7 +28,16 @@ extern "C" {
 /* ---- the file format ------------------------------------------------------ */
 
 #define EVR_TRACE_MAGIC		"EVRTRACE"	/* 8 bytes, no NUL */
-#define EVR_TRACE_VERSION	1u
+#define EVR_TRACE_VERSION	2u	/* the newest this reader knows */
+#define EVR_TRACE_VERSION_ONE	1u	/* one process: what a single recording writes */
+/*
+ * Version 2: several processes in one file (evr_trace_mux). Each process is a
+ * stream of chunks that reads exactly like a version 1 file; the chunk
+ * header's 16-bit field says which stream (0: the file's own chunks, the
+ * process table and the file's END). Readers of version 1 refuse such a file
+ * as newer, which is right: they would mix the processes.
+ */
+#define EVR_TRACE_VERSION_MULTI	2u
 #define EVR_TRACE_CHUNK_MAGIC	0x43525645u	/* "EVRC" */
 #define EVR_TRACE_CHUNK_MAX	((16u << 20) + 4096u)	/* payload bytes of any chunk */
 
@@ -64,13 +73,16 @@ enum evr_trace_chunk_kind {
 	/* Zero bytes that align the next chunk's payload for direct I/O; readers
 	 * skip it like any kind they do not know. */
 	EVR_CHUNK_PAD = 16,
+	/* Version 2, stream 0: the process table (struct evr_trace_proc_rec, repeated). */
+	EVR_CHUNK_PROCS = 17,
 };
 
 /* Chunks start 8-byte aligned; the next one at offset + 24 + align8(len). */
 struct evr_trace_chunk_hdr {
 	uint32_t magic;			/* EVR_TRACE_CHUNK_MAGIC */
 	uint16_t kind;			/* enum evr_trace_chunk_kind; readers skip unknown kinds */
-	uint16_t flags;			/* 0 */
+	uint16_t flags;			/* version 1: 0; version 2: the stream (0: the file's
+					 * own chunks, n: the n-th process attached) */
 	uint32_t len;			/* payload bytes, padding not included */
 	uint32_t seq;			/* 0 for the first chunk, +1 per chunk */
 	uint32_t data_crc;		/* CRC-32C of the len payload bytes */
@@ -153,6 +165,34 @@ struct evr_trace_end_rec {
 	uint64_t bytes;			/* file bytes before this chunk */
 };
 
+/*
+ * A line of the process table of a version 2 file (PROCS chunks of stream 0):
+ * what happened to the process of @stream, and when. An ATTACHED line comes
+ * before the stream's first chunk and names the process; later lines say how
+ * its recording ended. Readers take the last line of each kind per stream.
+ */
+enum evr_trace_proc_what {
+	EVR_TRACE_PROC_ATTACHED = 1,	/* recording started: pid, ppid, start, name, cmdline */
+	EVR_TRACE_PROC_EXITED = 2,	/* it ended its session (a normal exit) */
+	EVR_TRACE_PROC_DIED = 3,	/* it died (or exited without ending its session) */
+	EVR_TRACE_PROC_DETACHED = 4,	/* the recording stopped while it ran */
+	EVR_TRACE_PROC_FAILED = 5,	/* recording it failed (cmdline: why); no stream data after */
+};
+
+struct evr_trace_proc_rec {
+	uint32_t stream;		/* 1..65535 */
+	uint32_t pid;
+	uint32_t ppid;
+	uint16_t what;			/* enum evr_trace_proc_what */
+	uint16_t name_len;		/* then the name (comm-like, argv[0]'s base name) */
+	uint64_t time_ns;		/* CLOCK_MONOTONIC when it happened */
+	uint64_t start_realtime_ns;	/* ATTACHED: the process's start; else 0 */
+	uint32_t cmdline_len;		/* then the command line: argv, NUL between */
+	uint32_t reserved;		/* 0 */
+	/* name, cmdline, zero padding to a multiple of 8 */
+};
+
+EVR_STATIC_ASSERT(sizeof(struct evr_trace_proc_rec) == 40, "process table layout");
 EVR_STATIC_ASSERT(sizeof(struct evr_trace_file_hdr) == 64, "file header layout");
 EVR_STATIC_ASSERT(sizeof(struct evr_trace_chunk_hdr) == 24, "chunk header layout");
 EVR_STATIC_ASSERT(sizeof(struct evr_trace_session_rec) == 104, "session record layout");
@@ -403,6 +443,56 @@ uint64_t evr_trace_writer_chunks(const struct evr_trace_writer *w);
 /* The write error that broke the writer (sticky), or 0. Context: the writer's thread. */
 int evr_trace_writer_error(const struct evr_trace_writer *w);
 
+/* ---- several processes in one file (version 2) -------------------------------- */
+
+struct evr_trace_mux;
+
+/**
+ * evr_trace_mux_new() - start a version 2 trace on @fd: the file header. Its
+ * streams (evr_trace_mux_stream()) then write into the same file, one whole
+ * chunk at a time, each as a version 1 trace would (process, session,
+ * events..., its own END), tagged with its stream number.
+ * @fd: as for evr_trace_writer_new(); borrowed. Written with plain buffered
+ *      writes (no direct I/O: the streams' chunks interleave).
+ * @ret: free with evr_trace_mux_free() after every stream writer.
+ * Return: 0, -EINVAL, -ENOMEM, or a write error.
+ * Context: one thread for the mux and all its writers.
+ */
+int evr_trace_mux_new(int fd, struct evr_trace_mux **ret);
+
+/**
+ * evr_trace_mux_stream() - a writer for the next stream (1, 2, ...: the
+ * number goes to *@ret_stream). It writes no file header. A write error of
+ * any stream breaks them all (the file then ends in a partial chunk).
+ * @ret: free with evr_trace_writer_free() before the mux.
+ * Return: 0, -ENOSPC (65535 streams), -ENOMEM, or the mux's write error.
+ */
+int evr_trace_mux_stream(struct evr_trace_mux *m, uint32_t *ret_stream,
+			 struct evr_trace_writer **ret);
+
+/**
+ * evr_trace_mux_proc() - a line of the process table (a PROCS chunk in stream 0).
+ * @argv: @argc strings for the command line (ATTACHED), or NULL.
+ * @name: NULL: "".
+ * Return: 0, -EINVAL, or a write error.
+ */
+int evr_trace_mux_proc(struct evr_trace_mux *m, const struct evr_trace_proc_rec *rec,
+		       const char *name, uint32_t argc, char *const *argv);
+
+/**
+ * evr_trace_mux_end() - the file's own END chunk (stream 0), after every
+ * stream's: @e holds the totals of all streams.
+ * Return: 0, -EINVAL, or a write error.
+ */
+int evr_trace_mux_end(struct evr_trace_mux *m, const struct evr_trace_end *e);
+
+/* Bytes in the file so far; the sticky write error or 0. */
+uint64_t evr_trace_mux_bytes(const struct evr_trace_mux *m);
+int evr_trace_mux_error(const struct evr_trace_mux *m);
+
+/* Accepts NULL. Does not close the fd. */
+void evr_trace_mux_free(struct evr_trace_mux *m);
+
 /* ---- clock sync points, taken by a recorder --------------------------------- */
 
 /*
@@ -502,6 +592,47 @@ struct evr_trace_reader;
 int evr_trace_reader_open(const char *path, struct evr_trace_reader **ret, char *errbuf,
 			  size_t errlen);
 int evr_trace_reader_open_fd(int fd, struct evr_trace_reader **ret, char *errbuf, size_t errlen);
+
+/**
+ * evr_trace_reader_open_stream() / _open_fd_stream() - open process @stream
+ * (1, 2, ...: evr_trace_proc.stream) of a file of several processes (format
+ * 2). The reader then reads that process as if it were the only one of the
+ * file: everything below applies to it alone. evr_trace_reader_open() reads
+ * the first process (stream 1) of such a file, and the one process of a
+ * format 1 file, where @stream is ignored. The process table is read either
+ * way (evr_trace_reader_procs()).
+ * Return: as evr_trace_reader_open(); -EOPNOTSUPP for a format 2 trace read
+ * from a pipe (its processes' chunks are kept apart only in a file).
+ */
+int evr_trace_reader_open_stream(const char *path, uint32_t stream,
+				 struct evr_trace_reader **ret, char *errbuf, size_t errlen);
+int evr_trace_reader_open_fd_stream(int fd, uint32_t stream, struct evr_trace_reader **ret,
+				    char *errbuf, size_t errlen);
+
+/* A process of a format 2 file, from its process table (PROCS chunks). */
+struct evr_trace_proc {
+	uint32_t stream;		/* for evr_trace_reader_open_stream() */
+	uint32_t pid, ppid;
+	uint32_t end;			/* enum evr_trace_proc_what of how its recording
+					 * ended; 0: the file says nothing (cut short) */
+	uint64_t attach_ns;		/* CLOCK_MONOTONIC when recording it began */
+	uint64_t end_ns;		/* ... and when it ended (0: unknown) */
+	uint64_t start_realtime_ns;	/* the process's start */
+	char name[64];
+	char *cmdline;			/* argv joined with spaces; "" when unknown */
+	char *why;			/* EVR_TRACE_PROC_FAILED: the reason; else NULL */
+};
+
+/*
+ * evr_trace_reader_procs() - the processes of a format 2 file in stream
+ * order, or none (*@ret_n 0) for a format 1 file. Borrowed until free.
+ * Return: true for a format 2 file (several processes).
+ */
+bool evr_trace_reader_procs(const struct evr_trace_reader *r, const struct evr_trace_proc **ret,
+			    uint32_t *ret_n);
+
+/* The stream this reader reads: 0 for a format 1 file. */
+uint32_t evr_trace_reader_stream(const struct evr_trace_reader *r);
 
 /* Accepts NULL. Does not close an fd given to evr_trace_reader_open_fd().
  * Context: the reader's thread. */

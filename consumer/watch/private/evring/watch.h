@@ -134,6 +134,12 @@ struct evr_watch_ops {
 	 */
 	int (*spec)(const void *arg, struct evr_client *c, char **ret, char *note, size_t notelen,
 		    char *err, size_t errlen);
+	/*
+	 * With opts.connect_only: start the session on the attach thread, once
+	 * connected (NULL: none; the owner starts it). Return: 0, or -errno with
+	 * a line in @err. Context: an attach thread; @arg is opts.spec_arg.
+	 */
+	int (*start)(const void *arg, struct evr_client *c, char *err, size_t errlen);
 	/* @p's state changed (@ch says how). */
 	void (*changed)(struct evr_watch *w, struct evr_watch_proc *p,
 			const struct evr_watch_change *ch);
@@ -165,10 +171,25 @@ struct evr_watch_opts {
 	struct evr_broker *broker;	/* borrowed: lists and connects for a confined
 					 * tool (<evring/sandbox.h>); NULL: directly */
 	bool notify;			/* inotify on the runtime directories (no broker) */
+	/*
+	 * With a broker too: inotify is opened and armed at evr_watch_init(),
+	 * before the owner confines itself; it only says when to scan (the
+	 * listing stays the broker's). Directories made later are found by the
+	 * rescans, as a confined owner cannot watch them.
+	 */
+	bool notify_broker;
 	uint32_t rescan_ms;		/* evr_watch_scan_due(): at least this often */
 	uint32_t retry_ms;		/* a listed EXITED/FAILED one: attach anew after; 0 never */
 	uint32_t forget_ms;		/* an EXITED/FAILED one: forgotten after */
 	bool forget_listed;		/* ... even when still listed (then added anew) */
+	/*
+	 * Attach means connect only (and ops->start, if set): no counters
+	 * session is started, and a LIVE process's client is the owner's to take (in ops->changed, setting p->client to
+	 * NULL: the watch then reads nothing of it, and leaves it LIVE until the
+	 * owner says otherwise). For an owner that starts sessions of its own
+	 * (record --all) and wants only the discovery and the attach threads.
+	 */
+	bool connect_only;
 	const struct evr_watch_ops *ops;
 	const void *spec_arg;		/* ops->spec's @arg */
 	void *user;			/* the owner's */

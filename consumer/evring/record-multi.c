@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * evring record with several processes: -p A -p B -n NAME, or --all (every
+ * process of this user that runs libevring's agent, including those that start
+ * while recording). One file of several processes (format 2, docs/trace-
+ * format.md): each process is a stream of its own, written by a recorder of
+ * its own (<evring/recorder.h>), with its own PROCESS, SESSION, clock sync
+ * points, threads, losses and END; the file's stream 0 is its process table
+ * (pid, name, command line, start, how its recording ended).
+ *
+ * One thread, one loop, whatever the number of processes: every round steps
+ * each recorder (evr_recorder_step(): pump what its producer published,
+ * notice that it ended or died), and sleeps in poll() only when no recorder
+ * had anything, for at most DRAIN_MS or until the earliest recorder's own
+ * deadline. A thread per process would buy lower latency per process at the
+ * price of a lock around the shared file and N stacks; the rings are sized to
+ * hold far more than a DRAIN_MS pause (32 MiB per ring by default).
+ *
+ * Discovery is the watch's (consumer/watch/): inotify on the runtime
+ * directories says a socket appeared, a scan lists the processes, and an attach
+ * thread per new process connects (a stopped or slow process never holds up
+ * the loop); connect_only leaves the session to us. The loop then starts the
+ * recorder on the connected client: one round trip to an agent that just
+ * answered its hello.
+ *
+ * Confinement, as clrtop's: a broker (forked before any thread) lists the
+ * processes and connects to them; once the named processes are recording and
+ * inotify is armed, seccomp allows waiting, the sockets already open, threads
+ * (the attaches) and mapping the sessions that agents send. Side bands
+ * (--stacks, --sample-cpu, --heap) are for one process yet.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <evring/consumer.h>
+#include <evring/recorder.h>
+#include <evring/sandbox.h>
+#include <evring/trace.h>
+#include <evring/watch.h>
+
+#include "cli.h"
+#include "record.h"
+
+#define CMD "record"
+#define DRAIN_MS 10		/* the longest the loop sleeps while every ring is calm */
+#define RESCAN_MS 1000		/* --all: list the processes anyway this often */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	if (stop_signal)
+		_exit(128 + sig);
+	stop_signal = sig;
+}
+
+/* A process being recorded, or that was. */
+struct mproc {
+	pid_t pid;
+	char name[64];
+	struct evr_client *c;
+	struct evr_recorder *rec;
+	uint32_t stream;
+	bool finished;		/* evr_recorder_stop() was called */
+	enum evr_trace_proc_what how;	/* how its recording ended */
+};
+
+struct multi {
+	const struct record_opts *o;
+	int out_fd;
+	bool created;
+	struct evr_trace_mux *mux;
+	struct mproc **procs;	/* each its own allocation: recorders keep a pointer */
+	uint32_t n, cap;
+	struct evr_watch watch;
+	bool watching;
+	struct evr_broker *broker;	/* lists and connects once confined; NULL: --no-sandbox */
+	bool failed;		/* the file could not be written: stop */
+	int err;
+};
+
+static struct multi *the_multi;	/* for the watch's hook: one recording per program */
+
+static void log_warning(void *arg, const char *msg)
+{
+	const struct mproc *p = arg;
+
+	evr_cli_warn(CMD, "process %d: %s", (int)p->pid, msg);
+}
+
+static struct mproc *proc_find(struct multi *m, pid_t pid)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		if (m->procs[i]->pid == pid)
+			return m->procs[i];
+	return NULL;
+}
+
+/* A line of the process table, now. */
+static int table_line(struct multi *m, const struct mproc *p, enum evr_trace_proc_what what,
+		      const char *why)
+{
+	const struct evr_process_info *pi = p->c ? evr_client_process(p->c) : NULL;
+	struct evr_trace_proc_rec rec = {
+		.stream = p->stream, .pid = (uint32_t)p->pid, .what = (uint16_t)what,
+		.time_ns = evr_now_ns(),
+	};
+	char *argv1[1] = { (char *)why };
+	int err;
+
+	if (what == EVR_TRACE_PROC_ATTACHED && pi) {
+		rec.ppid = pi->ppid;
+		rec.start_realtime_ns = pi->start_realtime_ns;
+		err = evr_trace_mux_proc(m->mux, &rec, p->name, pi->argc, pi->argv);
+	} else {
+		err = evr_trace_mux_proc(m->mux, &rec, p->name, why ? 1 : 0, why ? argv1 : NULL);
+	}
+	if (err < 0) {
+		evr_cli_error(CMD, "cannot write %s: %s", m->o->output_name, strerror(-err));
+		m->failed = true;
+		m->err = err;
+	}
+	return err;
+}
+
+/* --buffer-size in all, for one process of @nr_cpus rings (as record.c does for one). */
+static uint64_t ring_size_for(const struct record_opts *o, uint32_t nr_rings)
+{
+	uint64_t per, p2 = 1;
+
+	if (!o->buffer_size)
+		return 0;
+	per = o->buffer_size / (nr_rings ? nr_rings : 1);
+	while (p2 <= per / 2)
+		p2 *= 2;
+	return p2;
+}
+
+/* The session every process gets (its ring size depends on its CPUs). */
+static struct evr_attach_opts attach_opts(const struct record_opts *o, struct evr_client *c)
+{
+	const struct evr_process_info *pi = evr_client_process(c);
+
+	return (struct evr_attach_opts){
+		.providers = o->providers,
+		.mode = o->mode,
+		.counter_interval_ms = o->counter_interval_ms,
+		.ring_size = ring_size_for(o, pi->nr_cpus),
+	};
+}
+
+/*
+ * The watch's attach thread, once connected: start the session there. A
+ * session start waits for the agent (its memory made, the enable masks
+ * recomputed: about 10 ms here); processes found together start side by side
+ * instead of one after the other in the loop. @arg: the record_opts, alive as
+ * long as the program.
+ */
+static int watch_start(const void *arg, struct evr_client *c, char *err, size_t errlen)
+{
+	const struct evr_attach_opts ao = attach_opts(arg, c);
+
+	return evr_client_start(c, &ao, err, errlen);
+}
+
+/*
+ * Start recording process @c (connected; its session started when @started,
+ * else not yet; ours from now on).
+ * Return: 0; -errno after printing why (the process is then not recorded; a
+ * write error stops everything).
+ */
+static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool started)
+{
+	struct evr_recorder_opts ro = {
+		.attach = attach_opts(m->o, c),
+		.client = EVR_RECORD_CLIENT_NAME,
+		.flags = started ? EVR_RECORDER_SESSION_STARTED : 0,
+		.log = log_warning,
+		.mux = m->mux,
+	};
+	struct mproc *p;
+	char err[512];
+	int ret;
+
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? 2 * m->cap : 16;
+		struct mproc **np = realloc(m->procs, cap * sizeof(*np));
+
+		if (!np) {
+			evr_client_free(c);
+			return -ENOMEM;
+		}
+		m->procs = np;
+		m->cap = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		evr_client_free(c);
+		return -ENOMEM;
+	}
+	p->pid = pid;
+	p->c = c;
+	evr_watch_short_name(evr_client_process(c), p->name, sizeof(p->name));
+	ro.log_arg = p;
+	ret = evr_recorder_new(c, &ro, &p->rec, err, sizeof(err));
+	if (ret == 0)
+		ret = evr_recorder_start(p->rec, -1, err, sizeof(err));
+	if (ret < 0) {
+		struct evr_recorder_stats st;
+
+		evr_recorder_stats(p->rec, &st);
+		evr_cli_warn(CMD, "process %d (%s) is not recorded: %s", (int)pid, p->name, err);
+		if (st.write_failed) {
+			m->failed = true;
+			m->err = ret;
+		}
+		evr_recorder_free(p->rec);
+		evr_client_free(c);
+		free(p);
+		return ret;
+	}
+	p->stream = evr_recorder_stream(p->rec);
+	m->procs[m->n++] = p;
+	(void)table_line(m, p, EVR_TRACE_PROC_ATTACHED, NULL);
+	/* Tests wait for this line: the process's session runs. */
+	fprintf(stderr, "evring record: + process %d (%s), stream %u\n", (int)pid, p->name,
+		p->stream);
+	return 0;
+}
+
+/* The watch's news (connect_only): a process connected, or could not be. */
+static void watch_changed(struct evr_watch *w, struct evr_watch_proc *wp,
+			  const struct evr_watch_change *ch)
+{
+	struct multi *m = the_multi;
+
+	(void)w;
+	if (ch->to == EVR_WATCH_LIVE && wp->client) {
+		struct evr_client *c = wp->client;
+
+		wp->client = NULL;	/* ours now: the watch reads nothing of it */
+		if (!proc_find(m, wp->pid))
+			(void)proc_start(m, wp->pid, c, true);
+		else
+			evr_client_free(c);
+	} else if (ch->to == EVR_WATCH_FAILED && ch->from == EVR_WATCH_ATTACHING) {
+		evr_cli_warn(CMD, "process %d is not recorded: %s", (int)wp->pid, wp->err);
+	}
+}
+
+static const struct evr_watch_ops watch_ops = {
+	EVR_WATCH_OPS_SIZES(struct evr_watch_proc, struct evr_watch_counter),
+	.start = watch_start,
+	.changed = watch_changed,
+};
+
+/* Finish @p's stream: its END chunk, and the table's line on how it ended. */
+static void proc_finish(struct multi *m, struct mproc *p, bool interrupted)
+{
+	struct evr_recorder_stats st;
+	char err[512];
+	int ret;
+
+	if (p->finished)
+		return;
+	p->finished = true;
+	ret = evr_recorder_stop(p->rec, interrupted ? EVR_TRACE_END_INTERRUPTED : 0, err,
+				sizeof(err));
+	evr_recorder_stats(p->rec, &st);
+	if (ret < 0) {
+		evr_cli_error(CMD, "process %d: %s", (int)p->pid, err);
+		if (st.write_failed) {
+			m->failed = true;
+			m->err = ret;
+		}
+	}
+	switch (st.stop) {
+	case EVR_RECORDER_STOP_ENDED:
+		p->how = EVR_TRACE_PROC_EXITED;
+		break;
+	case EVR_RECORDER_STOP_GONE:
+		p->how = EVR_TRACE_PROC_DIED;
+		break;
+	case EVR_RECORDER_STOP_ERROR:
+	case EVR_RECORDER_RUNNING:
+		p->how = EVR_TRACE_PROC_FAILED;
+		break;
+	default:
+		p->how = EVR_TRACE_PROC_DETACHED;
+	}
+	if (!m->failed)
+		(void)table_line(m, p, p->how, p->how == EVR_TRACE_PROC_FAILED ? err : NULL);
+	if (p->how == EVR_TRACE_PROC_EXITED || p->how == EVR_TRACE_PROC_DIED)
+		fprintf(stderr, "evring record: - process %d (%s) %s: %" PRIu64 " events, %"
+			PRIu64 " lost\n", (int)p->pid, p->name,
+			p->how == EVR_TRACE_PROC_EXITED ? "exited" : "died", st.events, st.lost);
+}
+
+/* Attach to the processes named on the command line (each must be there). */
+static int attach_named(struct multi *m)
+{
+	const struct record_opts *o = m->o;
+	pid_t pids[128];
+	uint32_t n = 0;
+	char err[512];
+	int ret;
+
+	for (uint32_t i = 0; i < o->npids; i++)
+		pids[n++] = o->pids[i];
+	for (uint32_t i = 0; i < o->nnames; i++) {
+		ret = evr_cli_pid_of_name(CMD, o->names[i], &pids[n]);
+		if (ret < 0)
+			return ret;
+		n++;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct evr_client *c;
+
+		if (proc_find(m, pids[i]))
+			continue;	/* named twice */
+		if (m->watching) {
+			/* --all too: through the watch, which then knows it (attached
+			 * here, at once: an error is the user's). */
+			ret = evr_watch_add(&m->watch, pids[i], true, err, sizeof(err), NULL);
+			if (ret < 0) {
+				evr_cli_error(CMD, "%s", err);
+				return ret;
+			}
+			if (!proc_find(m, pids[i]))
+				return m->err ? m->err : -EIO;	/* proc_start() said why */
+			continue;
+		}
+		ret = evr_cli_connect(m->broker, pids[i], EVR_RECORD_CLIENT_NAME, &c, err,
+				      sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			return ret;
+		}
+		ret = proc_start(m, pids[i], c, false);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int live_count(const struct multi *m)
+{
+	int k = 0;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		k += !m->procs[i]->finished;
+	return k;
+}
+
+/* Step every live recorder once. Return: spans written in all. */
+static int step_all(struct multi *m)
+{
+	int work = 0;
+
+	for (uint32_t i = 0; i < m->n && !m->failed; i++) {
+		struct mproc *p = m->procs[i];
+		struct evr_recorder_stats st;
+		char err[512];
+		int n;
+
+		if (p->finished)
+			continue;
+		n = evr_recorder_step(p->rec, err, sizeof(err));
+		if (n < 0) {
+			evr_cli_error(CMD, "process %d: %s", (int)p->pid, err);
+			evr_recorder_stats(p->rec, &st);
+			if (st.write_failed) {
+				m->failed = true;
+				m->err = n;
+			}
+			proc_finish(m, p, false);
+			continue;
+		}
+		work += n;
+		evr_recorder_stats(p->rec, &st);
+		if (st.stop != EVR_RECORDER_RUNNING)
+			proc_finish(m, p, false);
+	}
+	return work;
+}
+
+/* Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS. */
+static void wait_round(struct multi *m, uint64_t deadline_ns)
+{
+	uint64_t now = evr_now_ns(), until = now + DRAIN_MS * 1000000ull;
+	struct pollfd pfd = { .fd = m->watching ? evr_watch_fd(&m->watch) : -1,
+			      .events = POLLIN };
+
+	for (uint32_t i = 0; i < m->n; i++) {
+		uint64_t due;
+
+		if (m->procs[i]->finished)
+			continue;
+		due = evr_recorder_due_ns(m->procs[i]->rec);
+		if (due < until)
+			until = due;
+	}
+	if (deadline_ns && deadline_ns < until)
+		until = deadline_ns;
+	if (until <= now)
+		return;
+	(void)poll(&pfd, 1, (int)((until - now + 999999) / 1000000u));
+}
+
+static void summary(struct multi *m, uint64_t t0, uint64_t t1)
+{
+	uint64_t events = 0, lost = 0;
+	double secs = (double)(t1 - t0) / 1e9;
+	char by[32];
+
+	for (uint32_t i = 0; i < m->n; i++) {
+		struct mproc *p = m->procs[i];
+		struct evr_recorder_stats st;
+		static const char *const how[] = {
+			[EVR_TRACE_PROC_EXITED] = "exited", [EVR_TRACE_PROC_DIED] = "died",
+			[EVR_TRACE_PROC_DETACHED] = "runs on", [EVR_TRACE_PROC_FAILED] = "failed",
+		};
+
+		evr_recorder_stats(p->rec, &st);
+		events += st.events;
+		lost += st.lost;
+		fprintf(stderr, "evring record:   process %d (%s), stream %u: %" PRIu64 " events, %"
+			PRIu64 " lost, %s\n", (int)p->pid, p->name, p->stream, st.events, st.lost,
+			p->how < sizeof(how) / sizeof(how[0]) && how[p->how] ? how[p->how] : "?");
+	}
+	fprintf(stderr, "evring record: %" PRIu64 " events, %s, %" PRIu64 " lost, %.2f s, "
+		"%u processes, file %s\n", events,
+		evr_fmt_bytes(evr_trace_mux_bytes(m->mux), by, sizeof(by)), lost, secs, m->n,
+		m->o->output_name);
+}
+
+static int run_loop(struct multi *m)
+{
+	const struct record_opts *o = m->o;
+	uint64_t t0 = evr_now_ns(), deadline = o->duration_ns ? t0 + o->duration_ns : 0;
+	struct evr_trace_end e = { 0 };
+	int ret = 0;
+
+	fprintf(stderr, "evring record: recording %s into %s (Ctrl-C to stop)\n",
+		o->all ? "every process with an agent" : "the processes named", o->output_name);
+	while (!stop_signal && !m->failed) {
+		int work;
+
+		if (deadline && evr_now_ns() >= deadline)
+			break;
+		if (m->watching) {
+			if (evr_watch_scan_due(&m->watch, evr_now_ns()))
+				(void)evr_watch_scan(&m->watch);
+			/* Takes finished attaches: watch_changed() starts their recorders. */
+			(void)evr_watch_poll(&m->watch);
+		}
+		work = step_all(m);
+		/* Without --all, the recording ends with the last process. */
+		if (!m->watching && !live_count(m))
+			break;
+		if (!work)
+			wait_round(m, deadline);
+	}
+	for (uint32_t i = 0; i < m->n; i++)
+		proc_finish(m, m->procs[i], stop_signal != 0);
+	for (uint32_t i = 0; i < m->n; i++) {
+		struct evr_recorder_stats st;
+
+		evr_recorder_stats(m->procs[i]->rec, &st);
+		e.events += st.events;
+		e.lost += st.lost;
+	}
+	if (!m->failed) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		e.end_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		e.end_mono_ns = evr_now_ns();
+		e.flags = stop_signal ? EVR_TRACE_END_INTERRUPTED : 0;
+		ret = evr_trace_mux_end(m->mux, &e);
+		if (ret < 0) {
+			evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
+			m->err = ret;
+		}
+	}
+	summary(m, t0, evr_now_ns());
+	return m->err;
+}
+
+int evr_record_multi_run(const struct record_opts *o)
+{
+	struct multi m = { .o = o, .out_fd = -1 };
+	struct sigaction sa = { .sa_handler = on_stop };
+	int ret;
+
+	if (o->stack_depth || o->sample_hz || o->heap_rate || o->syscalls) {
+		evr_cli_error(CMD, "stacks, CPU samples, heap profiles and system calls record one "
+			      "process: not with --all or several -p/-n");
+		return -EINVAL;
+	}
+	the_multi = &m;
+	ret = evr_record_open_output(o, &m.out_fd, &m.created);
+	if (ret < 0)
+		return ret;
+	ret = evr_trace_mux_new(m.out_fd, &m.mux);
+	if (ret < 0) {
+		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
+		goto out;
+	}
+	/* No SA_RESTART: a signal ends the poll() at once. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+	if (!o->flags.no_sandbox) {
+		char err[512];
+
+		/* Forked now: nothing has started a thread yet. */
+		ret = evr_broker_new(NULL, &m.broker, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			goto out;
+		}
+	}
+	if (o->all) {
+		const struct evr_watch_opts wo = {
+			.client_name = EVR_RECORD_CLIENT_NAME,
+			.broker = m.broker,
+			.notify = true,
+			.notify_broker = true,
+			.rescan_ms = RESCAN_MS,
+			.connect_only = true,
+			.ops = &watch_ops,
+			.spec_arg = o,
+		};
+
+		ret = evr_watch_init(&m.watch, &wo);
+		if (ret < 0) {
+			evr_cli_error(CMD, "cannot watch for processes: %s", strerror(-ret));
+			goto out;
+		}
+		m.watching = true;
+	}
+	ret = attach_named(&m);
+	if (ret < 0)
+		goto out;
+	if (!o->flags.no_sandbox) {
+		struct evr_sandbox_opts so = {
+			.allow = EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_THREADS |
+				 EVR_SANDBOX_SESSIONS,
+		};
+		char err[512];
+
+		ret = evr_sandbox_enter(&so, err, sizeof(err));
+		if (ret < 0) {
+			evr_cli_error(CMD, "%s", err);
+			goto out;
+		}
+	}
+	if (o->flags.sandbox_probe)
+		evr_cli_sandbox_probe(CMD);
+	if (m.watching) {
+		/* The processes there now: attached before the first round. */
+		ret = evr_watch_scan(&m.watch);
+		if (ret < 0) {
+			evr_cli_error(CMD, "cannot list the processes: %s", strerror(-ret));
+			goto out;
+		}
+	}
+	ret = run_loop(&m);
+out:
+	if (m.watching)
+		evr_watch_fini(&m.watch);
+	for (uint32_t i = 0; i < m.n; i++) {
+		evr_recorder_free(m.procs[i]->rec);
+		evr_client_free(m.procs[i]->c);
+		free(m.procs[i]);
+	}
+	free(m.procs);
+	if (m.created && (!m.mux || (ret < 0 && !m.n)))
+		unlink(o->output);
+	evr_trace_mux_free(m.mux);
+	evr_broker_free(m.broker);
+	if (m.out_fd >= 0 && close(m.out_fd) < 0 && ret == 0) {
+		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(errno));
+		ret = -EIO;
+	}
+	the_multi = NULL;
+	return ret;
+}
