@@ -131,6 +131,8 @@ unsigned evr_mon_route_match(const struct evr_mon_route *tab, size_t n, const ch
 		if (!fits(tab[i].pattern, segs, nsegs, NULL))
 			continue;
 		if (method_fits(tab[i].method, method)) {
+			/* Lines of the path before it had other methods: no Allow to say. */
+			ret->allow[0] = '\0';
 			ret->route = &tab[i];
 			fits(tab[i].pattern, segs, nsegs, &ret->args);
 			return 0;

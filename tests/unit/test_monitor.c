@@ -404,6 +404,7 @@ static void test_evr_mon_route_match_405_allow(void **state)
 	assert_int_equal(match("DELETE", "/traces/t1", &mt), 0);
 	assert_ptr_equal(mt.route, &tab[6]);
 	assert_string_equal(mt.args.id, "t1");
+	assert_string_equal(mt.allow, "");	/* the GET line before it: no Allow when found */
 	assert_int_equal(match("GET", "/traces/t1", &mt), 0);
 	assert_ptr_equal(mt.route, &tab[5]);
 	assert_int_equal(match("GET", "/ui/app.js", &mt), 0);
