@@ -94,10 +94,12 @@ if(TARGET evring-export AND EVR_FUZZ_JANSSON_FOUND)
 endif()
 
 # The monitor's request handling without a socket (consumer/monitor/: the unescape callback,
-# path segments, the admission policy, a trace's parameters), with its pure sources.
+# path segments, the route matcher, the admission policy, a trace's parameters), with its
+# pure sources.
 if(TARGET evring-monitor)
   set(mon ${PROJECT_SOURCE_DIR}/consumer/monitor)
   evr_fuzz_target(monitor_request SOURCES ${mon}/auth.c ${mon}/util.c ${mon}/trace-params.c
+    ${mon}/router.c
     INCLUDES ${mon}
     LIBS evring-watch evring-export evring-consumer PkgConfig::JANSSON PkgConfig::NETTLE PkgConfig::MICROHTTPD m)
 endif()

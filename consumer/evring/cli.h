@@ -102,6 +102,38 @@ int evr_cli_exit_status(int err);
 int evr_cli_run_status(int err);
 
 /*
+ * The steps of a subcommand after its parse_argv(), for evr_cli_main(). Each
+ * takes the subcommand's options struct (its own type: a step is a small
+ * adapter beside the entry function that calls the file's static function).
+ */
+struct evr_cli_steps {
+	/*
+	 * What the options still need from the system before the work (-n NAME's
+	 * pid, an output's default name); NULL: nothing. Return: 0, or -errno
+	 * after printing why: -EINVAL a usage error (options that do not go
+	 * together), any other a failure.
+	 */
+	int (*prepare)(void *opts);
+	/* The work. Return: 0, or -errno after printing why: a failure, even -EINVAL. */
+	int (*run)(void *opts);
+	/* Frees what parsing and prepare() left in the options, whatever happened; or NULL. */
+	void (*fini)(void *opts);
+};
+
+/**
+ * evr_cli_main() - the tail of every evr_cmd_*(): prepare and run after the
+ * command line was read, and the exit status of whichever step ended it.
+ * @parsed: what parse_argv() returned: > 0 go on, 0 done (--help printed),
+ *          -EINVAL a usage error, another -errno a failure.
+ * @steps: the subcommand's steps; @opts: its options, given to each.
+ *
+ * One rule for every subcommand: parsing and prepare() end in EVR_EXIT_USAGE
+ * for -EINVAL (evr_cli_exit_status()), run() never does (evr_cli_run_status()).
+ * Return: the exit status.
+ */
+int evr_cli_main(int parsed, const struct evr_cli_steps *steps, void *opts);
+
+/*
  * Option values. Each returns 0 or -EINVAL after printing one line that names
  * @opt and the accepted forms.
  *  duration: "500ms", "30s", "5m", "2h", or a bare number of seconds.

@@ -326,15 +326,24 @@ out:
 	return ret;
 }
 
+/* -n NAME: its pid, for evr_cli_main(). */
+static int cli_prepare(void *arg)
+{
+	struct providers_opts *o = arg;
+
+	return o->name ? evr_cli_pid_of_name(CMD, o->name, &o->pid) : 0;
+}
+
+/* run() for evr_cli_main(). */
+static int cli_run(void *o)
+{
+	return run(o);
+}
+
 int evr_cmd_providers(int argc, char **argv)
 {
+	static const struct evr_cli_steps steps = { .prepare = cli_prepare, .run = cli_run };
 	struct providers_opts o = { 0 };
-	int ret = parse_argv(argc, argv, &o);
 
-	if (ret > 0 && o.name)
-		ret = evr_cli_pid_of_name(CMD, o.name, &o.pid);
-	if (ret <= 0)
-		return ret == 0 ? EVR_EXIT_OK : o.name && ret != -EINVAL ? EVR_EXIT_FAILURE
-									 : evr_cli_exit_status(ret);
-	return evr_cli_run_status(run(&o));
+	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);
 }

@@ -233,10 +233,16 @@ static int run(const struct ps_opts *o)
 	return 0;
 }
 
+/* run() for evr_cli_main(). */
+static int cli_run(void *o)
+{
+	return run(o);
+}
+
 int evr_cmd_ps(int argc, char **argv)
 {
+	static const struct evr_cli_steps steps = { .run = cli_run };
 	struct ps_opts o = { 0 };
-	int ret = parse_argv(argc, argv, &o);
 
-	return evr_cli_exit_status(ret <= 0 ? ret : run(&o));
+	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);
 }

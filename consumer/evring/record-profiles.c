@@ -306,15 +306,25 @@ int evr_record_convert_finish(struct record_opts *o, bool recorded)
 	return 0;
 }
 
-int evr_cmd_profiles(int argc, char **argv)
+/* The list, for evr_cli_main(). */
+static int profiles_run(void *opts)
 {
-	(void)argv;
-	if (argc > 1 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
-		evr_cli_error("profiles", "takes no arguments (evring profiles)");
-		return EVR_EXIT_USAGE;
-	}
+	(void)opts;
 	printf("Profiles of evring record --profile NAME[,NAME...] (options given too win;\n"
 	       "--providers adds to them):\n");
 	evr_record_profiles_print(stdout, "  ");
-	return EVR_EXIT_OK;
+	return 0;
+}
+
+int evr_cmd_profiles(int argc, char **argv)
+{
+	static const struct evr_cli_steps steps = { .run = profiles_run };
+	int parsed = 1;
+
+	/* No options: --help is the list itself. */
+	if (argc > 1 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
+		evr_cli_error("profiles", "takes no arguments (evring profiles)");
+		parsed = -EINVAL;
+	}
+	return evr_cli_main(parsed, &steps, NULL);
 }

@@ -839,32 +839,43 @@ out:
 	return ret;
 }
 
+/* -n NAME's pid (one process), the default output, --format's converter (evr_cli_main()). */
+static int cli_prepare(void *arg)
+{
+	struct record_opts *o = arg;
+	/* Several processes: their names are resolved by record-multi.c. */
+	int r = o->name && !evr_record_multi(o) ? evr_cli_pid_of_name(CMD, o->name, &o->pid) : 0;
+
+	if (r >= 0)
+		r = evr_record_default_output(o);
+	if (r >= 0)
+		r = evr_record_convert_prepare(o);
+	return r;
+}
+
+static int cli_run(void *arg)
+{
+	struct record_opts *o = arg;
+	int r = evr_record_multi(o) ? evr_record_multi_run(o) : run(o);
+
+	/* --format: the trace is converted if it was recorded (even if cut short). */
+	return evr_record_convert_finish(o, r == 0) < 0 && r == 0 ? -EIO : r;
+}
+
+static void cli_fini(void *arg)
+{
+	struct record_opts *o = arg;
+
+	evr_provider_spec_list_free(o->spec);
+	free(o->owned_providers);
+	free(o->owned_output);
+}
+
 int evr_cmd_record(int argc, char **argv)
 {
+	static const struct evr_cli_steps steps = { .prepare = cli_prepare, .run = cli_run,
+						    .fini = cli_fini };
 	struct record_opts o = { .convert_fd = -1 };
-	int ret = parse_argv(argc, argv, &o);
 
-	/* Several processes: their names are resolved by record-multi.c. */
-	if (ret > 0 && o.name && !evr_record_multi(&o))
-		ret = evr_cli_pid_of_name(CMD, o.name, &o.pid);
-	if (ret > 0)
-		ret = evr_record_default_output(&o) ?: 1;
-	if (ret > 0)
-		ret = evr_record_convert_prepare(&o) ?: 1;
-	/* Past option parsing, -EINVAL is the process refusing something, not usage. */
-	if (ret < 0 && o.name)
-		ret = evr_cli_run_status(ret);
-	else if (ret <= 0)
-		ret = evr_cli_exit_status(ret);
-	else {
-		int r = evr_record_multi(&o) ? evr_record_multi_run(&o) : run(&o);
-
-		/* --format: the trace is converted if it was recorded (even if cut short). */
-		r = evr_record_convert_finish(&o, r == 0) < 0 && r == 0 ? -EIO : r;
-		ret = evr_cli_run_status(r);
-	}
-	evr_provider_spec_list_free(o.spec);
-	free(o.owned_providers);
-	free(o.owned_output);
-	return ret;
+	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);
 }

@@ -814,10 +814,16 @@ out:
 	return ret;
 }
 
+/* run() for evr_cli_main(). */
+static int cli_run(void *o)
+{
+	return run(o);
+}
+
 int evr_cmd_report(int argc, char **argv)
 {
+	static const struct evr_cli_steps steps = { .run = cli_run };
 	struct report_opts o = { 0 };
-	int ret = parse_argv(argc, argv, &o);
 
-	return ret <= 0 ? evr_cli_exit_status(ret) : evr_cli_run_status(run(&o));
+	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);
 }

@@ -198,12 +198,16 @@ static int run(const struct stacks_opts *o)
 	return ret;
 }
 
+/* run() for evr_cli_main(). */
+static int cli_run(void *o)
+{
+	return run(o);
+}
+
 int evr_cmd_stacks(int argc, char **argv)
 {
+	static const struct evr_cli_steps steps = { .run = cli_run };
 	struct stacks_opts o = { 0 };
-	int r = parse_argv(argc, argv, &o);
 
-	if (r <= 0)
-		return r == 0 ? EVR_EXIT_OK : evr_cli_exit_status(r);
-	return evr_cli_run_status(run(&o));
+	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "monitor.h"
+#include "http.h"
 
 #define ATTACH_WAIT_MS 3000		/* a fresh process: its first attach and samples */
 
@@ -154,7 +154,7 @@ int evr_mon_pid_of_name(const char *name, pid_t *ret, char *err, size_t errlen)
 	return n == 0 ? -ESRCH : n > 1 ? -ENOTUNIQ : 0;
 }
 
-enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q)
+enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
 	struct evr_mon_hub *h = &q->m->hub;
 	const char *name = evr_mon_query(q, "name");
@@ -249,8 +249,9 @@ static json_t *threads_json(struct evr_client *c, char *err, size_t errlen, int 
 	return a;
 }
 
-enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	const struct evr_process_info *pi;
 	struct evr_client *c = NULL;
 	enum MHD_Result ret = MHD_NO;
@@ -285,8 +286,9 @@ out:
 	return ret;
 }
 
-enum MHD_Result evr_mon_route_sessions(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_sessions(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	struct evr_client *c = NULL;
 	enum MHD_Result ret = MHD_NO;
 	char err[512];
@@ -301,8 +303,9 @@ enum MHD_Result evr_mon_route_sessions(struct evr_mon_req *q, pid_t pid)
 	return ret;
 }
 
-enum MHD_Result evr_mon_route_threads(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_threads(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	struct evr_client *c = NULL;
 	enum MHD_Result ret = MHD_NO;
 	char err[512];
@@ -317,8 +320,9 @@ enum MHD_Result evr_mon_route_threads(struct evr_mon_req *q, pid_t pid)
 	return ret;
 }
 
-enum MHD_Result evr_mon_route_schemas(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_schemas(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	const char *provider = evr_mon_query(q, "provider");
 	struct evr_schema_set *set = NULL;
 	struct evr_client *c = NULL;
@@ -504,9 +508,11 @@ out:
 	return ret;
 }
 
-enum MHD_Result evr_mon_route_counters(struct evr_mon_req *q, pid_t pid, const char *provider,
-				       const char *name)
+/* Both /counters and /counters/{provider}/{name} (one counter, with its history). */
+enum MHD_Result evr_mon_route_counters(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
+	const char *provider = args->provider, *name = args->name;
 	struct evr_mon_hub *h = &q->m->hub;
 	const char *iv = evr_mon_query(q, "interval");
 	const char *only = evr_mon_query(q, "provider");
@@ -558,7 +564,7 @@ enum MHD_Result evr_mon_route_counters(struct evr_mon_req *q, pid_t pid, const c
 
 /* ---- the rest ---------------------------------------------------------------------------- */
 
-enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q)
+enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
 	bool om = evr_mon_accepts_openmetrics(evr_mon_header(q, MHD_HTTP_HEADER_ACCEPT));
 	struct evr_strbuf sb = { 0 };
@@ -581,25 +587,10 @@ enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q)
 	return evr_mon_send(q, 200, r);
 }
 
-static const char *const routes[] = {
-	"GET /info", "GET /metrics", "GET /processes?name=NAME", "GET /processes/{pid}",
-	"GET /processes/{pid}/sessions", "GET /processes/{pid}/threads",
-	"GET /processes/{pid}/events?provider=P",
-	"GET /processes/{pid}/counters?interval=T&history=N&provider=P",
-	"GET /processes/{pid}/counters/{provider}/{name}?history=N",
-	"GET /processes/{pid}/counters/stream?interval=T&providers=P,Q&duration=T",
-	"GET /processes/{pid}/stream?providers=SPEC&events=A,B&duration=T",
-	"GET /processes/{pid}/trace?duration=T&providers=SPEC&format=evtrace|chrome|jsonl|ctf",
-	"POST /processes/{pid}/traces", "GET /processes/{pid}/stacks?depth=N", "GET /traces",
-	"GET /traces/{id}", "POST /traces/{id}/stop", "GET /traces/{id}/trace?format=F",
-	"DELETE /traces/{id}", "GET /", "GET /ui/processes/{pid}",
-	"GET /ui/processes/{pid}/counters", "GET /ui/processes/{pid}/stacks",
-};
-
-enum MHD_Result evr_mon_route_info(struct evr_mon_req *q)
+json_t *evr_mon_info_json(struct evr_mon_req *q)
 {
 	const struct evr_mon *m = q->m;
-	json_t *o, *r = json_array();
+	json_t *o;
 
 	o = json_pack("{s:s, s:s, s:o, s:{s:b, s:b, s:s}, s:{s:i, s:i, s:i, s:I, s:I}, s:i, s:i, "
 		      "s:i, s:i, s:I, s:I}",
@@ -617,8 +608,6 @@ enum MHD_Result evr_mon_route_info(struct evr_mon_req *q)
 		      "requests", (json_int_t)atomic_load_explicit(&m->requests,
 								   memory_order_relaxed),
 		      "uptime_ns", (json_int_t)(evr_mon_now_ns() - m->started_ns));
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]) && r; i++)
-		json_array_append_new(r, json_string(routes[i]));
 	if (o) {
 		struct evr_mon_conns *cs = &q->m->conns;
 		json_t *l = json_object_get(o, "limits");
@@ -644,9 +633,6 @@ enum MHD_Result evr_mon_route_info(struct evr_mon_req *q)
 		pthread_mutex_unlock(&cs->lock);
 		json_object_set_new(o, "conversions_abandoned", json_integer((json_int_t)
 			atomic_load_explicit(&m->conversions_abandoned, memory_order_relaxed)));
-		json_object_set_new(o, "routes", r);
-	} else {
-		json_decref(r);
 	}
-	return evr_mon_send_json(q, 200, o);
+	return o;
 }

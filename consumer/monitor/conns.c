@@ -20,7 +20,7 @@
  * their socket: through a dup of it, kept until MHD says the connection is
  * closed, so the number can never belong to another file by then. Streams set
  * a deadline too (their duration, plus the idle timeout for a client that does
- * not read). The same thread expires kept traces (trace.c).
+ * not read). The same thread runs its owner's chore (main.c: kept traces' expiry).
  *
  * Everything here is under conns_lock; the callbacks run on MHD's threads.
  */
@@ -185,8 +185,8 @@ static void *housekeeper(void *arg)
 				shutdown(c->fd, SHUT_RDWR);
 		}
 		pthread_mutex_unlock(&cs->lock);
-		if (m->traces)
-			evr_mon_traces_expire(m->traces);
+		if (cs->chore)
+			cs->chore(m);
 		pthread_mutex_lock(&cs->lock);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += TICK_MS * 1000000L;

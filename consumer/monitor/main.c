@@ -436,6 +436,13 @@ static int sandbox_enter(char *err, size_t errlen)
 	return evr_sandbox_enter(&so, err, errlen);
 }
 
+/* The housekeeping thread's chore (conns.c): kept traces past their time or the bytes. */
+static void expire_traces(struct evr_mon *m)
+{
+	if (m->traces)
+		evr_mon_traces_expire(m->traces);
+}
+
 static int run(struct evr_mon *m)
 {
 	sigset_t set;
@@ -461,6 +468,7 @@ static int run(struct evr_mon *m)
 		error("cannot set up traces: %s", strerror(-r));
 		goto out;
 	}
+	m->conns.chore = expire_traces;
 	r = evr_mon_hub_start(&m->hub);
 	if (r < 0) {
 		error("cannot start the counter hub: %s", strerror(-r));

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * evring monitor: an HTTP controller beside running programs (dotnet-monitor
- * for libevring processes). One header for the whole tool:
+ * for libevring processes). The header of the whole tool; its HTTP side
+ * (a request, responses, the route table and the handlers) is in http.h:
  *
  *   main.c     options, start-up, the listening URL line, signals, shutdown
- *   server.c   libmicrohttpd: accept, limits, the Host/Origin/auth gate,
- *              request bodies, routing, responses and problem+json errors
+ *   server.c   libmicrohttpd glue: sockets, daemons, limits, the Host/Origin/
+ *              auth gate and request bodies; each request goes to routes.c
+ *   routes.c   the route table and its dispatch (router.c: the matcher)
+ *   http.c     request values, responses, problem+json errors, admission glue
  *   auth.c     API keys (generated, stored hashed), the peer's uid
+ *   conns.c    connections: per-peer limits, deadlines, the housekeeping thread
  *   hub.c      the counter hub: a counters-only session on every process,
  *              kept alive between requests, with history (a view of the
  *              watch, consumer/watch/)
@@ -302,6 +306,9 @@ struct evr_mon_ratelog {
 	uint64_t last_s, pending;
 };
 
+struct evr_mon;
+typedef void evr_mon_chore_fn(struct evr_mon *m);
+
 struct evr_mon_conns {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -311,9 +318,14 @@ struct evr_mon_conns {
 	unsigned strangers;
 	uint64_t refused_peer, refused_total, timed_out;
 	struct evr_mon_ratelog log[EVR_MON_NR_REFUSALS];
+	/*
+	 * Run by the housekeeping thread each tick, without the lock: the owner's
+	 * periodic work (main.c: kept traces' expiry), so that conns.c, below the
+	 * routes, calls none of them. Set before evr_mon_conns_start(); NULL: none.
+	 */
+	evr_mon_chore_fn *chore;
 };
 
-struct evr_mon;
 /* A new connection on socket @fd: classified, counted, refused (shut down) when over a
  * limit, given its header deadline. Return: its context, or NULL (no memory). */
 struct evr_mon_conn *evr_mon_conn_open(struct evr_mon *m, int fd);
@@ -322,11 +334,11 @@ void evr_mon_conn_close(struct evr_mon *m, struct evr_mon_conn *c);
 void evr_mon_conn_authenticated(struct evr_mon *m, struct evr_mon_conn *c);
 /* End @c at @ns (CLOCK_MONOTONIC), or never with 0. */
 void evr_mon_conn_set_deadline(struct evr_mon *m, struct evr_mon_conn *c, uint64_t ns);
-/* The housekeeping thread: deadlines, and kept traces' expiry. Return: 0, -errno. */
+/* The housekeeping thread: deadlines, and conns.chore. Return: 0, -errno. */
 int evr_mon_conns_start(struct evr_mon *m);
 void evr_mon_conns_stop(struct evr_mon *m);
 
-/* ---- the server (server.c) ------------------------------------------------- */
+/* ---- the monitor (its state; server.c serves it) --------------------------------- */
 
 struct evr_mon {
 	struct evr_mon_opts o;
@@ -346,69 +358,8 @@ struct evr_mon {
 	struct evr_mon_conns conns;	/* conns.c */
 };
 
-/* One HTTP request, from its headers to its answer. */
-struct evr_mon_req {
-	struct evr_mon *m;
-	struct MHD_Connection *conn;
-	const char *method;		/* "GET", ... (MHD's strings) */
-	char *url;			/* the path, copied */
-	char *body;			/* the request body, NUL-terminated, or NULL */
-	size_t body_len;
-	bool body_too_big;
-	bool head;			/* HEAD: as GET without the body */
-	char *segs[EVR_MON_MAX_SEGS];	/* the path's segments, percent-decoded */
-	unsigned nsegs;
-	bool answered;
-	struct evr_mon_conn *conn_ctx;	/* the connection's (conns.c) */
-	bool bad_bytes;			/* a control byte in the path or query: 400 */
-	struct evr_mon_admit_in admit;	/* what admission saw (headers borrowed from MHD) */
-};
-
 /* The query parameters of GET /processes/{pid}/trace (trace-params.c), NULL-ended. */
 extern const char *const evr_mon_trace_params[];
-
-/* The value of query parameter @key, or NULL. */
-const char *evr_mon_query(struct evr_mon_req *q, const char *key);
-/* A request header, or NULL. */
-const char *evr_mon_header(struct evr_mon_req *q, const char *name);
-/* The connection's socket, for noticing a client that went away. */
-int evr_mon_client_fd(struct evr_mon_req *q);
-/* Has the client closed its side (or reset)? Never blocks. */
-bool evr_mon_client_gone(int fd);
-
-/* Queue @r (adding the common headers) and drop our reference. */
-enum MHD_Result evr_mon_send(struct evr_mon_req *q, unsigned status, struct MHD_Response *r);
-/* @j (stolen) as application/json. */
-enum MHD_Result evr_mon_send_json(struct evr_mon_req *q, unsigned status, json_t *j);
-/* @len bytes of @buf (copied) as @ctype. */
-enum MHD_Result evr_mon_send_buf(struct evr_mon_req *q, unsigned status, const char *ctype,
-				 const void *buf, size_t len);
-/*
- * An RFC 9457 problem: application/problem+json {type, title, status, detail,
- * instance, errno?}. @err: a negative errno whose name goes into "errno", or 0.
- */
-__attribute__((format(printf, 5, 6)))
-enum MHD_Result evr_mon_send_problem(struct evr_mon_req *q, unsigned status, const char *title,
-				     int err, const char *fmt, ...);
-/* The HTTP status for an attach or session error -errno from libevring-consumer. */
-unsigned evr_mon_status_of(int err);
-/* A problem for attach/session error @err with the library's message @msg. */
-enum MHD_Result evr_mon_send_error(struct evr_mon_req *q, int err, const char *msg);
-
-/*
- * evr_mon_side_effect_check() - a GET that starts something (a trace, a stacks
- * snapshot): from a browser it needs the page token (?token=) or the key.
- * Return: true to go on; false when the 403 was answered (*@ret).
- */
-bool evr_mon_side_effect_check(struct evr_mon_req *q, enum MHD_Result *ret);
-/* End the request's connection at @ns (CLOCK_MONOTONIC), 0 never (conns.c). */
-void evr_mon_req_deadline(struct evr_mon_req *q, uint64_t ns);
-
-/* Take one of o.max_sessions operation slots. Return: true, or false (full). */
-bool evr_mon_op_get(struct evr_mon *m);
-void evr_mon_op_put(struct evr_mon *m);
-/* 429 with Retry-After when the slots are full. */
-enum MHD_Result evr_mon_send_busy(struct evr_mon_req *q);
 
 /* Start and stop the daemons. Return: 0, or -errno with one line in @err. */
 int evr_mon_server_start(struct evr_mon *m, char *err, size_t errlen);
@@ -440,48 +391,12 @@ json_t *evr_mon_counter_json(const struct evr_mon_counter *c, uint32_t history);
 /* A counter sample as JSON (the counter stream's records). */
 json_t *evr_mon_sample_json(pid_t pid, const struct evr_counter_sample *s);
 
-/* ---- routes ---------------------------------------------------------------------- */
-
-enum MHD_Result evr_mon_route_info(struct evr_mon_req *q);
-enum MHD_Result evr_mon_route_processes(struct evr_mon_req *q);
-enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_sessions(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_threads(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_schemas(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_counters(struct evr_mon_req *q, pid_t pid, const char *provider,
-				       const char *name);
-enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q);
-
-/* stacks.c */
-enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, pid_t pid);
-/* The stacks of @pid as HTML into @sb; on failure the error is answered (*@ret_mhd). */
-int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
-			enum MHD_Result *ret_mhd);
-
-/* stream.c */
-enum MHD_Result evr_mon_route_event_stream(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_counter_stream(struct evr_mon_req *q, pid_t pid);
-
 /* trace.c */
 struct evr_mon_traces;
 int evr_mon_traces_new(struct evr_mon *m, struct evr_mon_traces **ret);
 void evr_mon_traces_free(struct evr_mon_traces *t);
 /* Forget stopped kept traces past --trace-ttl, and the oldest past --max-kept-bytes. */
 void evr_mon_traces_expire(struct evr_mon_traces *t);
-enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_route_trace_list(struct evr_mon_req *q);
-enum MHD_Result evr_mon_route_trace_one(struct evr_mon_req *q, const char *id);
-enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const char *id);
-enum MHD_Result evr_mon_route_trace_download(struct evr_mon_req *q, const char *id);
-enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const char *id);
-
-/* pages.c */
-enum MHD_Result evr_mon_page_index(struct evr_mon_req *q);
-enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, pid_t pid);
-enum MHD_Result evr_mon_page_asset(struct evr_mon_req *q, const char *name);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
 uint64_t evr_mon_now_ns(void);

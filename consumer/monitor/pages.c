@@ -22,7 +22,7 @@
 
 #include <evring/export.h>
 
-#include "monitor.h"
+#include "http.h"
 
 #define PLOT_W 320
 #define PLOT_H 90
@@ -126,8 +126,10 @@ static const char app_js[] =
 	"  setTimeout(refresh, ms);\n"
 	"})();\n";
 
-enum MHD_Result evr_mon_page_asset(struct evr_mon_req *q, const char *name)
+enum MHD_Result evr_mon_page_asset(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	const char *name = args->asset;
+
 	if (!strcmp(name, "app.js"))
 		return evr_mon_send_buf(q, 200, "text/javascript; charset=utf-8", app_js,
 					sizeof(app_js) - 1);
@@ -198,7 +200,7 @@ static void fmt_num(double v, char *buf, size_t len)
 
 /* ---- the index ---------------------------------------------------------------------- */
 
-enum MHD_Result evr_mon_page_index(struct evr_mon_req *q)
+enum MHD_Result evr_mon_page_index(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
 	struct evr_mon_hub *h = &q->m->hub;
 	struct evr_strbuf sb = { 0 };
@@ -291,8 +293,9 @@ static int links(struct evr_strbuf *sb, pid_t pid, const char *token)
 				 (int)pid, token, (int)pid, token, (int)pid, token, (int)pid);
 }
 
-enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_page_process(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	const struct evr_process_info *pi;
 	struct evr_session_info *sv = NULL;
 	struct evr_thread_info *tv = NULL;
@@ -504,8 +507,9 @@ static int counter_figure(struct evr_strbuf *sb, const struct evr_mon_counter *c
 	return err;
 }
 
-enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	struct evr_mon_hub *h = &q->m->hub;
 	struct evr_strbuf sb = { 0 };
 	struct evr_mon_proc *p;
@@ -556,8 +560,9 @@ enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid)
 	return send_page(q, 200, &sb, err);
 }
 
-enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	enum MHD_Result ret = MHD_NO;
 	struct evr_strbuf body = { 0 }, sb = { 0 };
 	char title[64];

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The HTTP side of evring monitor, on libmicrohttpd (no parser of our own).
+ * The HTTP side of evring monitor, on libmicrohttpd (no parser of our own):
+ * the glue alone. What a request is answered with is below (http.c), which
+ * route answers it beside (routes.c); nothing there calls back here.
  *
  * One thread per connection (MHD_USE_THREAD_PER_CONNECTION): a route may
  * block while it waits for a session's records or a trace's duration, and a
@@ -25,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,503 +36,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "monitor.h"
+#include "http.h"
 
 #define HEADER_POOL (64u * 1024u)	/* per connection: request line and headers */
 #define THREAD_STACK (512u * 1024u)
-
-/* ---- small helpers -------------------------------------------------------------- */
-
-const char *evr_mon_query(struct evr_mon_req *q, const char *key)
-{
-	return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-const char *evr_mon_header(struct evr_mon_req *q, const char *name)
-{
-	return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
-}
-
-int evr_mon_client_fd(struct evr_mon_req *q)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-	return ci ? ci->connect_fd : -1;
-}
-
-bool evr_mon_client_gone(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
-
-	/* POLLIN alone is the client sending more (a pipelined request): not gone. */
-	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-bool evr_mon_op_get(struct evr_mon *m)
-{
-	unsigned cur = atomic_load_explicit(&m->ops, memory_order_relaxed);
-
-	/* Relaxed: the count orders nothing else, it only bounds the work. */
-	do {
-		if (cur >= m->o.max_sessions)
-			return false;
-	} while (!atomic_compare_exchange_weak_explicit(&m->ops, &cur, cur + 1,
-							memory_order_relaxed, memory_order_relaxed));
-	return true;
-}
-
-void evr_mon_op_put(struct evr_mon *m)
-{
-	atomic_fetch_sub_explicit(&m->ops, 1, memory_order_relaxed);
-}
-
-/* ---- responses --------------------------------------------------------------------- */
-
-enum MHD_Result evr_mon_send(struct evr_mon_req *q, unsigned status, struct MHD_Response *r)
-{
-	const char *ct;
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	ct = MHD_get_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (ct && !strncmp(ct, "text/html", 9)) {
-		/* Pages load only their own script and style; nothing may frame them. */
-		MHD_add_response_header(r, "Content-Security-Policy",
-					"default-src 'self'; img-src 'self' data:; "
-					"frame-ancestors 'none'; form-action 'self'");
-		MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	}
-	ret = MHD_queue_response(q->conn, status, r);
-	MHD_destroy_response(r);
-	q->answered = true;
-	return ret;
-}
-
-enum MHD_Result evr_mon_send_buf(struct evr_mon_req *q, unsigned status, const char *ctype,
-				 const void *buf, size_t len)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)buf,
-								  MHD_RESPMEM_MUST_COPY);
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	return evr_mon_send(q, status, r);
-}
-
-static enum MHD_Result send_json_ct(struct evr_mon_req *q, unsigned status, json_t *j,
-				    const char *ctype)
-{
-	struct MHD_Response *r;
-	char *s;
-	size_t n;
-
-	if (!j)
-		return MHD_NO;
-	s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	json_decref(j);
-	if (!s)
-		return MHD_NO;
-	n = strlen(s);
-	/* A newline at the end: friendlier to curl in a terminal and to line tools. */
-	s[n] = '\n';
-	r = MHD_create_response_from_buffer(n + 1, s, MHD_RESPMEM_MUST_COPY);
-	free(s);
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	return evr_mon_send(q, status, r);
-}
-
-enum MHD_Result evr_mon_send_json(struct evr_mon_req *q, unsigned status, json_t *j)
-{
-	return send_json_ct(q, status, j, "application/json");
-}
-
-__attribute__((format(printf, 5, 0)))
-static enum MHD_Result problem_v(struct evr_mon_req *q, unsigned status, const char *title,
-				 int err, const char *fmt, va_list ap)
-{
-	char detail[768];
-	json_t *j;
-
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	j = json_pack("{s:s, s:s, s:i, s:o, s:o}", "type", "about:blank", "title", title,
-		      "status", (int)status, "detail", evr_mon_jstr(detail), "instance",
-		      evr_mon_jstr(q->url ? q->url : "/"));
-	if (j && err < 0) {
-		const char *name = strerrorname_np(-err);
-
-		if (name)
-			json_object_set_new(j, "errno", json_string(name));
-	}
-	return send_json_ct(q, status, j, "application/problem+json");
-}
-
-enum MHD_Result evr_mon_send_problem(struct evr_mon_req *q, unsigned status, const char *title,
-				     int err, const char *fmt, ...)
-{
-	enum MHD_Result r;
-	va_list ap;
-
-	va_start(ap, fmt);
-	r = problem_v(q, status, title, err, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-unsigned evr_mon_status_of(int err)
-{
-	switch (err) {
-	case -ESRCH: case -ENOENT:
-		return MHD_HTTP_NOT_FOUND;
-	case -EACCES: case -EPERM:
-		return MHD_HTTP_FORBIDDEN;
-	case -EINVAL:
-		return MHD_HTTP_BAD_REQUEST;
-	case -EBUSY: case -EUSERS: case -EAGAIN:
-		return MHD_HTTP_SERVICE_UNAVAILABLE;
-	case -ETIMEDOUT:
-		return MHD_HTTP_GATEWAY_TIMEOUT;
-	case -ECONNREFUSED: case -ECONNRESET: case -EPROTO: case -EPIPE: case -EBADMSG:
-		return MHD_HTTP_BAD_GATEWAY;
-	case -EOPNOTSUPP:
-		return MHD_HTTP_NOT_IMPLEMENTED;
-	case -ENODATA:		/* a profile of a trace without stacks */
-		return MHD_HTTP_UNPROCESSABLE_CONTENT;
-	default:
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
-}
-
-static const char *title_of(unsigned status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 413: return "Content Too Large";
-	case 415: return "Unsupported Media Type";
-	case 421: return "Misdirected Request";
-	case 422: return "Unprocessable Content";
-	case 429: return "Too Many Requests";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "Internal Server Error";
-	}
-}
-
-enum MHD_Result evr_mon_send_error(struct evr_mon_req *q, int err, const char *msg)
-{
-	unsigned st = evr_mon_status_of(err);
-
-	return evr_mon_send_problem(q, st, title_of(st), err, "%s",
-				    msg && *msg ? msg : strerror(-err));
-}
-
-enum MHD_Result evr_mon_send_busy(struct evr_mon_req *q)
-{
-	char detail[256];
-	json_t *j;
-	struct MHD_Response *r;
-	char *s;
-
-	atomic_fetch_add_explicit(&q->m->refused_limit, 1, memory_order_relaxed);
-	snprintf(detail, sizeof(detail), "the monitor already runs %u traces and streams, its "
-		 "limit (--max-sessions); retry when one ends", q->m->o.max_sessions);
-	j = json_pack("{s:s, s:s, s:i, s:s, s:o, s:s}", "type", "about:blank", "title",
-		      "Too Many Requests", "status", 429, "detail", detail, "instance",
-		      evr_mon_jstr(q->url), "errno", "EBUSY");
-	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!s)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_COPY);
-	free(s);
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-	return evr_mon_send(q, 429, r);
-}
-
-/* ---- the gate ------------------------------------------------------------------------ */
-
-static bool key_ok(struct evr_mon_req *q)
-{
-	const char *a = evr_mon_header(q, MHD_HTTP_HEADER_AUTHORIZATION);
-
-	if (!q->m->o.has_key || !a || strncasecmp(a, "Bearer ", 7))
-		return false;
-	a += 7;
-	while (*a == ' ')
-		a++;
-	return evr_mon_key_check(q->m->o.key_hash, a, strlen(a));
-}
-
-bool evr_mon_side_effect_check(struct evr_mon_req *q, enum MHD_Result *ret)
-{
-	if (evr_mon_side_effect_ok(&q->admit, evr_mon_query(q, "token"), q->m->token))
-		return true;
-	*ret = evr_mon_send_problem(q, 403, "Forbidden", -EPERM, "from a browser, %s %s needs "
-				    "the token of the monitor's own pages (follow the link on "
-				    "the process's page) or the API key", q->method, q->url);
-	return false;
-}
-
-void evr_mon_req_deadline(struct evr_mon_req *q, uint64_t ns)
-{
-	evr_mon_conn_set_deadline(q->m, q->conn_ctx, ns);
-}
-
-static enum MHD_Result send_unauthorized(struct evr_mon_req *q)
-{
-	struct MHD_Response *r;
-	json_t *j;
-	char *s;
-
-	atomic_fetch_add_explicit(&q->m->refused_auth, 1, memory_order_relaxed);
-	j = json_pack("{s:s, s:s, s:i, s:s, s:o}", "type", "about:blank", "title", "Unauthorized",
-		      "status", 401, "detail",
-		      q->m->o.has_key ?
-		      "send the monitor's API key as 'Authorization: Bearer KEY' (only local "
-		      "processes of the monitor's user get in without it)" :
-		      "this monitor has no API key (--key-hash): only local processes of its "
-		      "user may use it",
-		      "instance", evr_mon_jstr(q->url));
-	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!s)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_COPY);
-	free(s);
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-				"Bearer realm=\"evring monitor\"");
-	return evr_mon_send(q, 401, r);
-}
-
-/* ---- routing --------------------------------------------------------------------------- */
-
-static bool is(const struct evr_mon_req *q, unsigned i, const char *s)
-{
-	return i < q->nsegs && !strcmp(q->segs[i], s);
-}
-
-static enum MHD_Result not_found(struct evr_mon_req *q)
-{
-	return evr_mon_send_problem(q, 404, "Not Found", 0, "no route %s %s (GET /info lists "
-				    "them; docs/monitor.md describes each)", q->method, q->url);
-}
-
-static enum MHD_Result bad_method(struct evr_mon_req *q, const char *allow)
-{
-	struct MHD_Response *r;
-	char *s;
-	json_t *j = json_pack("{s:s, s:s, s:i, s:o, s:o}", "type", "about:blank", "title",
-			      "Method Not Allowed", "status", 405, "detail",
-			      evr_mon_jstr(q->method), "instance", evr_mon_jstr(q->url));
-
-	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!s)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_COPY);
-	free(s);
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	return evr_mon_send(q, 405, r);
-}
-
-/*
- * The query parameters each route takes. A name outside its route's list is a
- * 400 naming it: a mistyped `provders=` must not record everything as if it
- * were absent. `token` (evr_mon_side_effect_ok()) is taken everywhere.
- */
-static const char *const P_NONE[] = { NULL };
-static const char *const P_PROCESSES[] = { "name", NULL };
-static const char *const P_EVENTS[] = { "provider", NULL };
-static const char *const P_COUNTERS[] = { "interval", "provider", "history", NULL };
-static const char *const P_EVENT_STREAM[] = { "format", "duration", "providers", "events",
-					      NULL };
-static const char *const P_COUNTER_STREAM[] = { "format", "duration", "providers",
-						"interval", NULL };
-static const char *const P_STACKS[] = { "depth", NULL };
-static const char *const P_DOWNLOAD[] = { "format", NULL };
-
-struct unknown_params {
-	const char *const *allowed;
-	struct evr_strbuf names;	/* the unknown ones, ", "-separated */
-	int err;
-};
-
-static enum MHD_Result collect_unknown(void *cls, enum MHD_ValueKind kind, const char *key,
-				       const char *value)
-{
-	struct unknown_params *u = cls;
-
-	(void)kind;
-	(void)value;
-	if (!strcmp(key, "token"))
-		return MHD_YES;
-	for (const char *const *a = u->allowed; *a; a++)
-		if (!strcmp(key, *a))
-			return MHD_YES;
-	if (u->names.len && !u->err)
-		u->err = evr_strbuf_append(&u->names, ", ", 2);
-	if (!u->err)
-		u->err = evr_strbuf_printf(&u->names, "'%s'", key);
-	return MHD_YES;
-}
-
-/* Return: true when every query parameter is one of @allowed; else *@ret is the 400. */
-static bool params_ok(struct evr_mon_req *q, const char *const *allowed, enum MHD_Result *ret)
-{
-	struct unknown_params u = { .allowed = allowed };
-	struct evr_strbuf takes = { 0 };
-	bool ok;
-
-	MHD_get_connection_values(q->conn, MHD_GET_ARGUMENT_KIND, collect_unknown, &u);
-	ok = !u.names.len && !u.err;
-	if (!ok) {
-		for (const char *const *a = allowed; *a && !u.err; a++)
-			u.err = evr_strbuf_printf(&takes, "%s%s", a == allowed ? "" : ", ", *a);
-		if (u.err)
-			*ret = MHD_NO;
-		else
-			*ret = evr_mon_send_problem(q, 400, "Bad Request", -EINVAL,
-						    "unknown parameter %s (%s %s takes %s)",
-						    u.names.buf, q->method, q->url,
-						    takes.len ? takes.buf : "none");
-	}
-	free(u.names.buf);
-	free(takes.buf);
-	return ok;
-}
-
-/* @call, when the query has only parameters of @list. */
-#define WITH(list, call) (params_ok(q, (list), &pret) ? (call) : pret)
-
-/* GET (or HEAD) expected: else 405. Return: true when the method fits. */
-#define ROUTE_GET(q) (strcmp((q)->method, "GET") == 0 || (q)->head)
-
-static enum MHD_Result route_process(struct evr_mon_req *q, unsigned base)
-{
-	bool get = ROUTE_GET(q), post = !strcmp(q->method, "POST");
-	enum MHD_Result pret = MHD_NO;
-	pid_t pid;
-
-	if (evr_mon_parse_pid(q->segs[base], &pid) < 0) {
-		/* A name instead of a pid: the one process of that name. */
-		char err[512];
-		int r = evr_mon_pid_of_name(q->segs[base], &pid, err, sizeof(err));
-
-		if (r == -ENOTUNIQ)
-			return evr_mon_send_problem(q, 409, "Conflict", r, "%s", err);
-		if (r < 0)
-			return evr_mon_send_problem(q, 404, "Not Found", r, "%s", err);
-	}
-	if (base == 2) {	/* /ui/processes/{pid}[/...] */
-		if (!get)
-			return bad_method(q, "GET, HEAD");
-		if (q->nsegs == 3)
-			return WITH(P_NONE, evr_mon_page_process(q, pid));
-		if (q->nsegs == 4 && is(q, 3, "counters"))
-			return WITH(P_NONE, evr_mon_page_counters(q, pid));
-		if (q->nsegs == 4 && is(q, 3, "stacks"))
-			return WITH(P_STACKS, evr_mon_page_stacks(q, pid));
-		return not_found(q);
-	}
-	if (q->nsegs == 2)
-		return get ? WITH(P_NONE, evr_mon_route_process(q, pid)) : bad_method(q, "GET, HEAD");
-	/* Its parameters are the JSON body's (evr_mon_tparams_from_json()). */
-	if (q->nsegs == 3 && is(q, 2, "traces"))
-		return post ? WITH(P_NONE, evr_mon_route_trace_start(q, pid))
-			    : bad_method(q, "POST");
-	if (!get) {
-		if (q->nsegs == 3 || (q->nsegs == 4 && is(q, 2, "counters")))
-			return bad_method(q, "GET, HEAD");
-		return not_found(q);
-	}
-	if (q->nsegs == 3) {
-		if (is(q, 2, "sessions"))
-			return WITH(P_NONE, evr_mon_route_sessions(q, pid));
-		if (is(q, 2, "threads"))
-			return WITH(P_NONE, evr_mon_route_threads(q, pid));
-		if (is(q, 2, "events"))
-			return WITH(P_EVENTS, evr_mon_route_schemas(q, pid));
-		if (is(q, 2, "counters"))
-			return WITH(P_COUNTERS, evr_mon_route_counters(q, pid, NULL, NULL));
-		if (is(q, 2, "stream"))
-			return WITH(P_EVENT_STREAM, evr_mon_route_event_stream(q, pid));
-		if (is(q, 2, "trace"))
-			return WITH(evr_mon_trace_params, evr_mon_route_trace_get(q, pid));
-		if (is(q, 2, "stacks"))
-			return WITH(P_STACKS, evr_mon_route_stacks(q, pid));
-	}
-	if (q->nsegs == 4 && is(q, 2, "counters") && is(q, 3, "stream"))
-		return WITH(P_COUNTER_STREAM, evr_mon_route_counter_stream(q, pid));
-	if (q->nsegs == 5 && is(q, 2, "counters"))
-		return WITH(P_COUNTERS, evr_mon_route_counters(q, pid, q->segs[3], q->segs[4]));
-	return not_found(q);
-}
-
-static enum MHD_Result route(struct evr_mon_req *q)
-{
-	enum MHD_Result pret = MHD_NO;
-	bool get = ROUTE_GET(q);
-
-	if (q->nsegs == 0)
-		return get ? WITH(P_NONE, evr_mon_page_index(q)) : bad_method(q, "GET, HEAD");
-	if (is(q, 0, "processes")) {
-		if (q->nsegs == 1)
-			return get ? WITH(P_PROCESSES, evr_mon_route_processes(q)) : bad_method(q, "GET, HEAD");
-		return route_process(q, 1);
-	}
-	if (is(q, 0, "traces")) {
-		if (q->nsegs == 1)
-			return get ? WITH(P_NONE, evr_mon_route_trace_list(q)) : bad_method(q, "GET, HEAD");
-		if (q->nsegs == 2) {
-			if (get)
-				return WITH(P_NONE, evr_mon_route_trace_one(q, q->segs[1]));
-			if (!strcmp(q->method, "DELETE"))
-				return WITH(P_NONE, evr_mon_route_trace_delete(q, q->segs[1]));
-			return bad_method(q, "GET, HEAD, DELETE");
-		}
-		if (q->nsegs == 3 && is(q, 2, "stop"))
-			return !strcmp(q->method, "POST") ? WITH(P_DOWNLOAD, evr_mon_route_trace_stop(q,
-								q->segs[1]))
-							  : bad_method(q, "POST");
-		if (q->nsegs == 3 && is(q, 2, "trace"))
-			return get ? WITH(P_DOWNLOAD, evr_mon_route_trace_download(q, q->segs[1]))
-				   : bad_method(q, "GET, HEAD");
-		return not_found(q);
-	}
-	if (q->nsegs == 1 && is(q, 0, "metrics"))
-		return get ? WITH(P_NONE, evr_mon_route_metrics(q)) : bad_method(q, "GET, HEAD");
-	if (q->nsegs == 1 && is(q, 0, "info"))
-		return get ? WITH(P_NONE, evr_mon_route_info(q)) : bad_method(q, "GET, HEAD");
-	if (is(q, 0, "ui")) {
-		if (q->nsegs >= 3 && is(q, 1, "processes"))
-			return route_process(q, 2);
-		if (q->nsegs == 2)
-			return get ? WITH(P_NONE, evr_mon_page_asset(q, q->segs[1])) : bad_method(q, "GET, HEAD");
-	}
-	return not_found(q);
-}
 
 static void req_free(struct evr_mon_req *q)
 {
@@ -625,28 +133,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!cc)
 		return MHD_NO;
 	q->conn_ctx = cc;
-	q->admit = (struct evr_mon_admit_in){
-		.is_unix = ci && ci->daemon == m->unx,
-		.listen_loopback = m->listen_loopback,
-		.port = m->port,
-		.no_auth = m->o.no_auth,
-		.key_ok = key_ok(q),
-		.local_user = cc->local_user,
-		.method = method,
-		.host = evr_mon_header(q, MHD_HTTP_HEADER_HOST),
-		.origin = evr_mon_header(q, "Origin"),
-		.referer = evr_mon_header(q, MHD_HTTP_HEADER_REFERER),
-		.user_agent = evr_mon_header(q, MHD_HTTP_HEADER_USER_AGENT),
-		.sec_fetch_site = evr_mon_header(q, "Sec-Fetch-Site"),
-		.sec_fetch_mode = evr_mon_header(q, "Sec-Fetch-Mode"),
-		.content_type = evr_mon_header(q, MHD_HTTP_HEADER_CONTENT_TYPE),
-	};
-	status = evr_mon_admit(&q->admit, &why);
+	status = evr_mon_req_admit(q, ci && ci->daemon == m->unx, cc->local_user, &why);
 	if (status == 401)
-		return send_unauthorized(q);
+		return evr_mon_send_unauthorized(q);
 	if (status)
-		return evr_mon_send_problem(q, status, title_of(status), status == 403 ? -EPERM : 0,
-					    "%s", why);
+		return evr_mon_send_problem(q, status, evr_mon_status_title(status),
+					    status == 403 ? -EPERM : 0, "%s", why);
 	if (q->admit.key_ok)
 		evr_mon_conn_authenticated(m, cc);
 	if (q->body_too_big)
@@ -654,9 +146,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (bad_bytes)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EILSEQ, "the path or a "
 					    "parameter has a control byte (%%00-%%1F, %%7F)");
-	if (evr_mon_split_path(q->url, q->segs, &q->nsegs) < 0)
-		return not_found(q);
-	return route(q);
+	return evr_mon_route(q);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -838,6 +328,10 @@ int evr_mon_server_start(struct evr_mon *m, char *err, size_t errlen)
 	int fd = -1, r;
 
 	m->unix_fd = -1;
+	/* A malformed line of the route table is the build's fault: say so, serve nothing. */
+	r = evr_mon_routes_valid(err, errlen);
+	if (r < 0)
+		return r;
 	r = evr_mon_key_generate(m->token, hash);
 	if (r == 0)
 		r = evr_mon_conns_start(m);

@@ -15,7 +15,7 @@
 #include <evring/export.h>
 #include <evring/symbols.h>
 
-#include "monitor.h"
+#include "http.h"
 
 #define DEPTH_DEFAULT 64
 
@@ -64,8 +64,9 @@ static struct evr_stacks *snapshot(struct evr_mon_req *q, pid_t pid, enum MHD_Re
 	return st;
 }
 
-enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	enum MHD_Result ret = MHD_NO;
 	struct evr_stacks *st = snapshot(q, pid, &ret);
 	struct evr_strbuf sb = { 0 };

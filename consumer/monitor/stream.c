@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "monitor.h"
+#include "http.h"
 
 #define SLICE_MS 100
 #define HEARTBEAT_NS 15000000000ull
@@ -386,12 +386,12 @@ static enum MHD_Result start_stream(struct evr_mon_req *q, pid_t pid, bool count
 	return evr_mon_send(q, 200, r);
 }
 
-enum MHD_Result evr_mon_route_event_stream(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_event_stream(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
-	return start_stream(q, pid, false);
+	return start_stream(q, args->pid, false);
 }
 
-enum MHD_Result evr_mon_route_counter_stream(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_counter_stream(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
-	return start_stream(q, pid, true);
+	return start_stream(q, args->pid, true);
 }

@@ -26,7 +26,7 @@
 #include <evring/symbols.h>
 #include <evring/trace.h>
 
-#include "monitor.h"
+#include "http.h"
 #include "trace-internal.h"
 
 int evr_mon_tmpfile(const char *dir, char *err, size_t errlen)

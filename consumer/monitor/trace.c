@@ -40,7 +40,7 @@
 #include <evring/provider-spec.h>
 #include <evring/recorder.h>
 
-#include "monitor.h"
+#include "http.h"
 #include "trace-internal.h"
 
 #define TICK_MS 50
@@ -708,8 +708,9 @@ fail:
 	return evr_mon_send_problem(q, 500, "Internal Server Error", e, "the trace failed: %s", err);
 }
 
-enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	struct evr_mon_tparams p = { .duration_ns = 30000000000ull };
 	enum MHD_Result ret = MHD_NO;
 	struct trace *t;
@@ -738,8 +739,9 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, pid_t pid)
 
 /* ---- kept traces -------------------------------------------------------------------------- */
 
-enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, pid_t pid)
+enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	pid_t pid = args->pid;
 	struct evr_mon_tparams p = { 0 };
 	enum MHD_Result ret = MHD_NO;
 	struct MHD_Response *r;
@@ -819,7 +821,7 @@ fail:
 				    err);
 }
 
-enum MHD_Result evr_mon_route_trace_list(struct evr_mon_req *q)
+enum MHD_Result evr_mon_route_trace_list(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
 	struct evr_mon_traces *tab = q->m->traces;
 	json_t *a = json_array();
@@ -839,8 +841,9 @@ static enum MHD_Result unknown(struct evr_mon_req *q, const char *id)
 				    "lists them)", id);
 }
 
-enum MHD_Result evr_mon_route_trace_one(struct evr_mon_req *q, const char *id)
+enum MHD_Result evr_mon_route_trace_one(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	const char *id = args->id;
 	struct trace *t = table_find(q->m->traces, id);
 	json_t *o;
 
@@ -882,8 +885,9 @@ static enum MHD_Result send_kept(struct evr_mon_req *q, struct trace *t)
 	return send_trace_file(q, t, f, false);
 }
 
-enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const char *id)
+enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	const char *id = args->id;
 	struct trace *t = table_find(q->m->traces, id);
 	enum MHD_Result ret;
 	bool again;
@@ -913,8 +917,9 @@ enum MHD_Result evr_mon_route_trace_stop(struct evr_mon_req *q, const char *id)
 	return ret;
 }
 
-enum MHD_Result evr_mon_route_trace_download(struct evr_mon_req *q, const char *id)
+enum MHD_Result evr_mon_route_trace_download(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	const char *id = args->id;
 	struct trace *t = table_find(q->m->traces, id);
 	enum MHD_Result ret;
 
@@ -930,8 +935,9 @@ enum MHD_Result evr_mon_route_trace_download(struct evr_mon_req *q, const char *
 	return ret;
 }
 
-enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const char *id)
+enum MHD_Result evr_mon_route_trace_delete(struct evr_mon_req *q, const struct evr_mon_args *args)
 {
+	const char *id = args->id;
 	struct trace *t = table_find(q->m->traces, id);
 	struct MHD_Response *r;
 

@@ -4,8 +4,9 @@
  * and beside libmicrohttpd's parser (consumer/monitor/): the percent-decoding of
  * the path and of every query key and value (MHD's unescape callback), the
  * path's segments, the admission policy on the headers (Host, Origin, Fetch
- * Metadata, Content-Type, key, peer), the side-effect token rule, and a trace's
- * parameters from the query and from a JSON body, as the routes take them.
+ * Metadata, Content-Type, key, peer), the side-effect token rule, the route
+ * matcher (router.c) on the method and segments, and a trace's parameters from
+ * the query and from a JSON body, as the routes take them.
  *
  * Input: a control byte (bit 0 Unix socket, 1 loopback listener, 2 --no-auth,
  * 3 key given, 4 peer is our user; bits 5-7 pick the port), then a request as
@@ -18,6 +19,9 @@
  * comes from our user with a loopback Host (or the Unix socket); on a loopback
  * listener an admitted TCP request named a loopback Host; Origin: null, a
  * cross-site Sec-Fetch-Site and a POST not declared JSON are never admitted;
+ * a matched route has the method (HEAD for GET) and its captures are segments
+ * of the path, a 405's Allow names each method once and never the one asked,
+ * a 404 names none, and HEAD is answered as GET;
  * a side-effect GET allowed from a browser without the key carried the token;
  * accepted parameters keep their limits (buffer_size <= 1G, max_size >= 4K),
  * and every refusal is one line naming what it refused.
@@ -25,7 +29,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "monitor.h"
+#include "http.h"
 #include "trace-internal.h"
 
 #include "fuzz.h"
@@ -97,7 +101,86 @@ static void check_params(struct evr_mon_tparams *p)
 	fuzz_check(p->format <= EVR_MON_FMT_CTF);
 }
 
-static void check_path(const char *path)
+/* The monitor's table in shape (routes.c's needs its handlers): literals, captures, methods. */
+static enum MHD_Result no_handler(struct evr_mon_req *q, const struct evr_mon_args *a)
+{
+	(void)q;
+	(void)a;
+	return MHD_NO;
+}
+
+static const char *const no_params[] = { NULL };
+
+static const struct evr_mon_route routes[] = {
+	{ "GET", "/", no_handler, no_params, NULL },
+	{ "GET", "/processes/{pid}", no_handler, no_params, NULL },
+	{ "POST", "/processes/{pid}/traces", no_handler, no_params, NULL },
+	{ "GET", "/processes/{pid}/counters/{provider}/{name}", no_handler, no_params, NULL },
+	{ "GET", "/processes/{pid}/counters/stream", no_handler, no_params, NULL },
+	{ "GET", "/traces/{id}", no_handler, no_params, NULL },
+	{ "DELETE", "/traces/{id}", no_handler, no_params, NULL },
+	{ "POST", "/traces/{id}/stop", no_handler, no_params, NULL },
+	{ "GET", "/ui/processes/{pid}", no_handler, no_params, NULL },
+	{ "GET", "/ui/{asset}", no_handler, no_params, NULL },
+};
+
+static bool is_seg(const char *s, char *const *segs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (s == segs[i])
+			return true;
+	return false;
+}
+
+/* A 405's Allow: known methods, each once, not @method (HEAD asks as GET). */
+static void check_allow(const char *allow, const char *method)
+{
+	char copy[EVR_MON_ALLOW_MAX], *tok, *save = NULL;
+	const char *seen[8];
+	unsigned n = 0;
+
+	fuzz_check(allow[0] && strlen(allow) < sizeof(copy));
+	memcpy(copy, allow, strlen(allow) + 1);
+	for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		fuzz_check(!strcmp(tok, "GET") || !strcmp(tok, "HEAD") || !strcmp(tok, "POST") ||
+			   !strcmp(tok, "DELETE"));
+		fuzz_check(strcmp(tok, method) && (strcmp(method, "HEAD") || strcmp(tok, "GET")));
+		for (unsigned i = 0; i < n; i++)
+			fuzz_check(strcmp(seen[i], tok));
+		fuzz_check(n < 8);
+		seen[n++] = tok;
+	}
+}
+
+static void check_route(const char *method, char *const *segs, unsigned n)
+{
+	const size_t nr = sizeof(routes) / sizeof(routes[0]);
+	struct evr_mon_match mt, head;
+	unsigned st = evr_mon_route_match(routes, nr, method, segs, n, &mt);
+	const struct evr_mon_args *a = &mt.args;
+
+	if (st == 0) {
+		fuzz_check(mt.route && !mt.allow[0]);
+		fuzz_check(!strcmp(mt.route->method, method) ||
+			   (!strcmp(method, "HEAD") && !strcmp(mt.route->method, "GET")));
+		fuzz_check(!a->pid_name || (is_seg(a->pid_name, segs, n) && a->pid == 0));
+		fuzz_check(!a->id || is_seg(a->id, segs, n));
+		fuzz_check(!a->provider || is_seg(a->provider, segs, n));
+		fuzz_check(!a->name || is_seg(a->name, segs, n));
+		fuzz_check(!a->asset || is_seg(a->asset, segs, n));
+	} else if (st == 405) {
+		fuzz_check(!mt.route);
+		check_allow(mt.allow, method);
+	} else {
+		fuzz_check(st == 404 && !mt.route && !mt.allow[0]);
+	}
+	if (!strcmp(method, "GET")) {
+		fuzz_check(evr_mon_route_match(routes, nr, "HEAD", segs, n, &head) == st);
+		fuzz_check(head.route == mt.route && !strcmp(head.allow, mt.allow));
+	}
+}
+
+static void check_path(const char *method, const char *path)
 {
 	char *segs[EVR_MON_MAX_SEGS], *copy = strdup(path), *tok, *save = NULL;
 	unsigned n = 0, want = 0;
@@ -116,6 +199,7 @@ static void check_path(const char *path)
 		want++;
 	}
 	fuzz_check(want == n);
+	check_route(method, segs, n);
 	free(copy);
 	evr_mon_segs_free(segs, n);
 }
@@ -161,7 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (query)
 			*query++ = '\0';
 		decode(target);
-		check_path(target);
+		check_path(in.method, target);
 		/* The query: key=value&..., each decoded, the trace's parameters taken. */
 		for (char *kv, *qs = NULL; query && (kv = strtok_r(query, "&", &qs)); query = NULL) {
 			char *val = strchr(kv, '=');

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The monitor's pure parts (consumer/monitor/metrics.c, auth.c, util.c): Prometheus
+ * The monitor's pure parts (consumer/monitor/metrics.c, auth.c, util.c, router.c): Prometheus
  * family names and types from counter names, units and kinds (what promtool's lint would
- * reject never comes out); API key hashing and checking; request parameter parsers.
+ * reject never comes out); API key hashing and checking; request parameter parsers; the
+ * route matcher (404, 405 and its Allow, typed captures) and the table check.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "monitor.h"
+#include "http.h"
 
 static void name_is(const char *provider, const char *name, const char *unit, uint32_t kind,
 		    const char *want, enum evr_mon_mtype type, double scale)
@@ -335,6 +336,130 @@ static void test_evr_mon_unescape_control_bytes(void **state)
 	assert_string_equal(d, "%zz%4");
 }
 
+/* Handlers only to be told apart: the matcher never calls them. */
+static enum MHD_Result h_a(struct evr_mon_req *q, const struct evr_mon_args *a)
+{
+	(void)q;
+	(void)a;
+	return MHD_YES;
+}
+
+static enum MHD_Result h_b(struct evr_mon_req *q, const struct evr_mon_args *a)
+{
+	(void)q;
+	(void)a;
+	return MHD_NO;
+}
+
+static const char *const no_params[] = { NULL };
+
+static const struct evr_mon_route tab[] = {
+	{ "GET", "/", h_a, no_params, NULL },
+	{ "GET", "/processes/{pid}", h_a, no_params, NULL },
+	{ "POST", "/processes/{pid}/traces", h_b, no_params, NULL },
+	{ "GET", "/processes/{pid}/counters/{provider}/{name}", h_a, no_params, NULL },
+	{ "GET", "/processes/{pid}/counters/stream", h_b, no_params, NULL },
+	{ "GET", "/traces/{id}", h_a, no_params, NULL },
+	{ "DELETE", "/traces/{id}", h_b, no_params, NULL },
+	{ "GET", "/traces/{id}", h_b, no_params, NULL },	/* never reached: the first fits */
+	{ "GET", "/ui/{asset}", h_a, no_params, NULL },
+};
+
+/* The last match's segments: its captures point into them until the next match. */
+static char *kept[EVR_MON_MAX_SEGS];
+static unsigned nkept;
+
+/* Match @method against @path, split as the server splits it. */
+static unsigned match(const char *method, const char *path, struct evr_mon_match *mt)
+{
+	evr_mon_segs_free(kept, nkept);
+	nkept = 0;
+	assert_int_equal(evr_mon_split_path(path, kept, &nkept), 0);
+	return evr_mon_route_match(tab, sizeof(tab) / sizeof(tab[0]), method, kept, nkept, mt);
+}
+
+static void test_evr_mon_route_match_405_allow(void **state)
+{
+	struct evr_mon_match mt;
+
+	(void)state;
+	/* Found, HEAD as GET, typed {pid}: a number, or a name left for the caller. */
+	assert_int_equal(match("GET", "/", &mt), 0);
+	assert_ptr_equal(mt.route, &tab[0]);
+	assert_int_equal(match("HEAD", "/processes/42", &mt), 0);
+	assert_ptr_equal(mt.route, &tab[1]);
+	assert_int_equal(mt.args.pid, 42);
+	assert_null(mt.args.pid_name);
+	assert_int_equal(match("GET", "/processes/minirt/", &mt), 0);
+	assert_int_equal(mt.args.pid, 0);
+	assert_string_equal(mt.args.pid_name, "minirt");
+	assert_int_equal(match("GET", "/processes/7/counters/Process/threads", &mt), 0);
+	assert_ptr_equal(mt.route, &tab[3]);
+	assert_int_equal(mt.args.pid, 7);
+	assert_string_equal(mt.args.provider, "Process");
+	assert_string_equal(mt.args.name, "threads");
+	assert_int_equal(match("GET", "/processes/7/counters/stream", &mt), 0);
+	assert_ptr_equal(mt.route, &tab[4]);
+	assert_null(mt.args.provider);
+	assert_int_equal(match("DELETE", "/traces/t1", &mt), 0);
+	assert_ptr_equal(mt.route, &tab[6]);
+	assert_string_equal(mt.args.id, "t1");
+	assert_string_equal(mt.allow, "");	/* the GET line before it: no Allow when found */
+	assert_int_equal(match("GET", "/traces/t1", &mt), 0);
+	assert_ptr_equal(mt.route, &tab[5]);
+	assert_int_equal(match("GET", "/ui/app.js", &mt), 0);
+	assert_string_equal(mt.args.asset, "app.js");
+
+	/* A path with routes but not this method: 405, Allow each of its methods once. */
+	assert_int_equal(match("POST", "/processes/7/counters/Process/threads", &mt), 405);
+	assert_null(mt.route);
+	assert_string_equal(mt.allow, "GET, HEAD");
+	assert_int_equal(match("GET", "/processes/7/traces", &mt), 405);
+	assert_string_equal(mt.allow, "POST");
+	assert_int_equal(match("HEAD", "/processes/7/traces", &mt), 405);
+	assert_string_equal(mt.allow, "POST");
+	assert_int_equal(match("PUT", "/traces/t1", &mt), 405);
+	assert_string_equal(mt.allow, "GET, HEAD, DELETE");
+	assert_int_equal(match("DELETE", "/processes/minirt", &mt), 405);
+	assert_string_equal(mt.allow, "GET, HEAD");
+
+	/* No pattern fits the path: 404 whatever the method, an empty Allow. */
+	assert_int_equal(match("GET", "/processes/7/nothing", &mt), 404);
+	assert_string_equal(mt.allow, "");
+	assert_int_equal(match("POST", "/processes/7/nothing", &mt), 404);
+	assert_int_equal(match("GET", "/processes", &mt), 404);
+	assert_int_equal(match("GET", "/processes/7/counters/Process", &mt), 404);
+	assert_int_equal(match("GET", "/processes/7/counters/Process/threads/x", &mt), 404);
+	assert_int_equal(match("GET", "/ui", &mt), 404);
+	evr_mon_segs_free(kept, nkept);
+	nkept = 0;
+}
+
+static void test_evr_mon_routes_check_malformed(void **state)
+{
+	static const struct evr_mon_route bad_cap[] = {
+		{ "GET", "/processes/{pid}/heap/{what}", h_a, no_params, NULL } };
+	static const struct evr_mon_route bad_method[] = { { "FETCH", "/x", h_a, no_params, NULL } };
+	static const struct evr_mon_route no_slash[] = { { "GET", "x", h_a, no_params, NULL } };
+	static const struct evr_mon_route no_handler[] = { { "GET", "/x", NULL, no_params, NULL } };
+	static const struct evr_mon_route too_long[] = {
+		{ "GET", "/1/2/3/4/5/6/7/8/9", h_a, no_params, NULL } };
+	static const struct evr_mon_route brace[] = { { "GET", "/a{pid}", h_a, no_params, NULL } };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(evr_mon_routes_check(tab, sizeof(tab) / sizeof(tab[0]), err,
+					      sizeof(err)), 0);
+	assert_int_equal(evr_mon_routes_check(bad_cap, 1, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "route 0 (GET /processes/{pid}/heap/{what}): a capture"));
+	assert_int_equal(evr_mon_routes_check(bad_method, 1, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown method"));
+	assert_int_equal(evr_mon_routes_check(no_slash, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(evr_mon_routes_check(no_handler, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(evr_mon_routes_check(too_long, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(evr_mon_routes_check(brace, 1, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +473,8 @@ int main(void)
 		cmocka_unit_test(test_evr_mon_counter_fold_monotonic),
 		cmocka_unit_test(test_evr_mon_admit_rebinding_and_csrf),
 		cmocka_unit_test(test_evr_mon_unescape_control_bytes),
+		cmocka_unit_test(test_evr_mon_route_match_405_allow),
+		cmocka_unit_test(test_evr_mon_routes_check_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
