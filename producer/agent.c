@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,29 @@ void evr_agent_resume_constructor(void)
 	resume_done = true;
 	pthread_cond_broadcast(&resume_cond);
 	pthread_mutex_unlock(&resume_lock);
+}
+
+/* ---- built-in providers ------------------------------------------------------- */
+
+static _Atomic bool builtins_done;
+
+void evr_builtin_providers_ensure_locked(void)
+{
+	if (atomic_load_explicit(&builtins_done, memory_order_acquire))
+		return;
+	evr_process_provider_register();
+	evr_memory_provider_register();
+	evr_heap_provider_register();
+	atomic_store_explicit(&builtins_done, true, memory_order_release);
+}
+
+void evr_builtin_providers_ensure(void)
+{
+	if (atomic_load_explicit(&builtins_done, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&agent.lock);
+	evr_builtin_providers_ensure_locked();
+	pthread_mutex_unlock(&agent.lock);
 }
 
 /* ---- runtime directory ------------------------------------------------------- */
@@ -561,12 +585,21 @@ static void *agent_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;
 
-			if (tag == &tag_stop)
+			if (tag == &tag_stop) {
 				stop = true;
-			else if (tag == &tag_listen)
+				continue;
+			}
+			/* A consumer came: before it can list or enable anything. */
+			evr_builtin_providers_ensure_locked();
+			if (tag == &tag_listen)
 				accept_clients();
 			else
 				conn_event(tag, evs[i].events);
+		}
+		if (stop) {
+			/* The destructor tears down the rest: no clock read at exit. */
+			pthread_mutex_unlock(&agent.lock);
+			break;
 		}
 		next = pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), false);
 		populating = populate_some(EVR_AGENT_POPULATE_SLICE);

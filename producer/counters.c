@@ -811,10 +811,11 @@ void evr_builtin_counters_register(struct evr_provider *prov,
 
 struct evr_provider *evr_process_provider(void)
 {
+	evr_builtin_providers_ensure();
 	return &process_prov;
 }
 
-__attribute__((constructor)) static void process_provider_init(void)
+void evr_process_provider_register(void)
 {
 	static const struct evr_builtin_counter defs[] = {
 		{"cpu-usage", "CPU usage", "%", EVR_COUNTER_POLL_RATE, poll_cpu, NULL},

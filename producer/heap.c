@@ -453,7 +453,7 @@ bool evr_heap_provider_by_name_only(const struct evr_provider *p)
 	return p == &heap_prov;
 }
 
-__attribute__((constructor)) static void heap_provider_init(void)
+void evr_heap_provider_register(void)
 {
 	(void)evr_provider_register(&heap_prov);
 }
