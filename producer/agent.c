@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,12 +86,46 @@ static bool resume_done;
 /* epoll tags for the two fds that are not connections. */
 static int tag_listen, tag_stop;
 
+/*
+ * At exit, an agent that serves nobody is left asleep instead of woken and joined
+ * (agent_library_fini()): the wake-up, the thread's exit and the join, across CPUs,
+ * were a third of what the agent cost a program nobody traces (docs/protocol.md). Set
+ * by the destructor; the agent, which looks under the agent lock after every wake-up,
+ * then touches nothing more. agent_outside: the agent is in evr_usdt_poll(), outside
+ * the lock (seq_cst, both: the destructor or the agent sees the other's flag).
+ */
+static _Atomic bool agent_left;
+static _Atomic bool agent_outside;
+
 void evr_agent_resume_constructor(void)
 {
 	pthread_mutex_lock(&resume_lock);
 	resume_done = true;
 	pthread_cond_broadcast(&resume_cond);
 	pthread_mutex_unlock(&resume_lock);
+}
+
+/* ---- built-in providers ------------------------------------------------------- */
+
+static _Atomic bool builtins_done;
+
+void evr_builtin_providers_ensure_locked(void)
+{
+	if (atomic_load_explicit(&builtins_done, memory_order_acquire))
+		return;
+	evr_process_provider_register();
+	evr_memory_provider_register();
+	evr_heap_provider_register();
+	atomic_store_explicit(&builtins_done, true, memory_order_release);
+}
+
+void evr_builtin_providers_ensure(void)
+{
+	if (atomic_load_explicit(&builtins_done, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&agent.lock);
+	evr_builtin_providers_ensure_locked();
+	pthread_mutex_unlock(&agent.lock);
 }
 
 /* ---- runtime directory ------------------------------------------------------- */
@@ -516,7 +551,7 @@ static void accept_clients(void)
 static void *agent_main(void *arg)
 {
 	struct epoll_event evs[32];
-	bool stop = false;
+	bool stop = false, left = false;
 
 	uint64_t next = UINT64_MAX;
 	bool populating = false;
@@ -558,23 +593,55 @@ static void *agent_main(void *arg)
 			break;
 		}
 		pthread_mutex_lock(&agent.lock);
+		if ((left = atomic_load(&agent_left)))
+			break;	/* with the lock: the destructor does not wait for it */
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;
 
-			if (tag == &tag_stop)
+			if (tag == &tag_stop) {
 				stop = true;
-			else if (tag == &tag_listen)
+				continue;
+			}
+			/* A consumer came: before it can list or enable anything. */
+			evr_builtin_providers_ensure_locked();
+			if (tag == &tag_listen)
 				accept_clients();
 			else
 				conn_event(tag, evs[i].events);
+		}
+		if (stop) {
+			/* The destructor tears down the rest: no clock read at exit. */
+			pthread_mutex_unlock(&agent.lock);
+			break;
 		}
 		next = pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), false);
 		populating = populate_some(EVR_AGENT_POPULATE_SLICE);
 		reap_dead();
 		pthread_mutex_unlock(&agent.lock);
+		atomic_store(&agent_outside, true);
+		if (atomic_load(&agent_left)) {
+			/* The destructor decides under the lock: wait for its decision. */
+			pthread_mutex_lock(&agent.lock);
+			if ((left = atomic_load(&agent_left)))
+				break;
+			pthread_mutex_unlock(&agent.lock);
+			/* It stops and joins us instead: the stop is next. */
+			atomic_store(&agent_outside, false);
+			continue;
+		}
 		evr_usdt_poll();
+		atomic_store(&agent_outside, false);
 	}
-	return NULL;
+	if (!left)
+		return NULL;
+	pthread_mutex_unlock(&agent.lock);
+	/*
+	 * The process is exiting: sleep until its exit_group() ends us, rather than run
+	 * a thread's exit (TLS destructors) beside the library's destructors. Every
+	 * signal is blocked here (agent_start()).
+	 */
+	for (;;)
+		pause();
 }
 
 /* Close every fd of the agent's; @child: after fork, where sessions are the
@@ -834,6 +901,27 @@ __attribute__((destructor)) static void agent_library_fini(void)
 	if (!agent.running || agent.pid != getpid()) {
 		pthread_mutex_unlock(&agent.lock);
 		return;
+	}
+	/*
+	 * Nobody connected (no session, reverse or pending connection) and no USDT
+	 * listener: nothing to stop or flush. Leave the agent asleep (the process's exit
+	 * ends it); only the socket goes, so that nobody finds it. The library is
+	 * NODELETE (producer/CMakeLists.txt): this runs at exit, never at a dlclose()
+	 * that would unmap the agent's code.
+	 */
+	if (!agent.conns) {
+		atomic_store(&agent_left, true);
+		if (!atomic_load(&agent_outside) && !evr_usdt_active()) {
+			if (agent.listen_fd >= 0) {
+				close(agent.listen_fd);
+				(void)unlink(agent.path);
+				agent.listen_fd = -1;
+			}
+			pthread_mutex_unlock(&agent.lock);
+			return;
+		}
+		/* It saw the flag, or will: it waits for the lock, then sees the stop. */
+		atomic_store(&agent_left, false);
 	}
 	n = write(agent.stopfd, &one, sizeof(one));
 	(void)n;

@@ -44,6 +44,7 @@
 #include <evring/counters.h>
 #include "counters-internal.h"
 #include "counters-record-internal.h"
+#include "fmath-internal.h"
 #include "producer-internal.h"
 #include "write-internal.h"
 
@@ -100,22 +101,6 @@ static pthread_t thread;
 static bool running;
 static pid_t thread_pid;
 
-/*
- * 2^@e for @e in [-1022, 1023], what ldexp(1, e) is, built from its bits: libm's
- * ldexp would be the one reason to load libm with libevring, which a program
- * nobody traces pays at every start (docs/protocol.md). The histogram's
- * exponents (EVR_HIST_EXP_MIN - 1 to EVR_HIST_EXP_MAX) are well inside.
- */
-static double pow2(int e)
-{
-	union {
-		uint64_t u;
-		double d;
-	} v = { .u = (uint64_t)(e + 1023) << 52 };
-
-	return v.d;
-}
-
 /* The middle of bucket @i: within EVR_HISTOGRAM_REL_ERROR of its values. */
 static double hist_value(uint32_t i)
 {
@@ -126,7 +111,7 @@ static double hist_value(uint32_t i)
 		return 0;
 	k = i - 1;
 	lo = (1.0 + (double)(k % EVR_HISTOGRAM_SUB_BUCKETS) / EVR_HISTOGRAM_SUB_BUCKETS) *
-	     pow2((int)(k / EVR_HISTOGRAM_SUB_BUCKETS) + HIST_EXP_MIN - 1);
+	     evr_pow2i((int)(k / EVR_HISTOGRAM_SUB_BUCKETS) + HIST_EXP_MIN - 1);
 	return lo *
 	       (1.0 + 0.5 / (EVR_HISTOGRAM_SUB_BUCKETS + (double)(k % EVR_HISTOGRAM_SUB_BUCKETS)));
 }
@@ -826,10 +811,11 @@ void evr_builtin_counters_register(struct evr_provider *prov,
 
 struct evr_provider *evr_process_provider(void)
 {
+	evr_builtin_providers_ensure();
 	return &process_prov;
 }
 
-__attribute__((constructor)) static void process_provider_init(void)
+void evr_process_provider_register(void)
 {
 	static const struct evr_builtin_counter defs[] = {
 		{"cpu-usage", "CPU usage", "%", EVR_COUNTER_POLL_RATE, poll_cpu, NULL},

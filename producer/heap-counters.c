@@ -43,7 +43,7 @@ static double poll_estimate(void *ctx)
 static struct evr_event *const memory_events[] = { NULL };
 static struct evr_provider memory_prov = { .name = "Memory", .events = memory_events };
 
-__attribute__((constructor)) static void memory_provider_init(void)
+void evr_memory_provider_register(void)
 {
 	static const struct evr_builtin_counter defs[] = {
 		{ "heap-in-use", "Heap in use (allocator)", "B", EVR_COUNTER_GAUGE, poll_mallinfo,

@@ -45,12 +45,12 @@
  */
 #include <errno.h>
 #include <malloc.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <x86intrin.h>
 
+#include "fmath-internal.h"
 #include "heap-internal.h"
 
 #define EVR_HEAP_DEFAULT_RATE (512u * 1024u)
@@ -209,9 +209,9 @@ static int64_t draw(uint64_t rate)
 	tls_rng ^= tls_rng >> 12;
 	tls_rng ^= tls_rng << 25;
 	tls_rng ^= tls_rng >> 27;
-	/* 53 random bits, never 0: log() stays finite. */
+	/* 53 random bits, never 0: the log stays finite (u is normal). */
 	u = ((double)((tls_rng * 0x2545f4914f6cdd1dull) >> 11) + 0.5) * 0x1p-53;
-	return (int64_t)(-log(u) * (double)rate) + 1;
+	return (int64_t)(-evr_log_pos(u) * (double)rate) + 1;
 }
 
 static void emit_free(uintptr_t a)
@@ -264,7 +264,7 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 	rec[2] = rate;
 	rec[3] = 0;
 	/* What it stands for (consumers compute the same from the event). */
-	w = (uint64_t)((double)n / -expm1(-(double)(n ? n : 1) / (double)rate));
+	w = (uint64_t)((double)n / -evr_expm1_neg(-(double)(n ? n : 1) / (double)rate));
 	atomic_fetch_add_explicit(&est_allocated, w, memory_order_relaxed);
 	/* Either order works: no other thread can free the block before we return it. */
 	if (!tab_insert((uintptr_t)p, w))
@@ -453,7 +453,7 @@ bool evr_heap_provider_by_name_only(const struct evr_provider *p)
 	return p == &heap_prov;
 }
 
-__attribute__((constructor)) static void heap_provider_init(void)
+void evr_heap_provider_register(void)
 {
 	(void)evr_provider_register(&heap_prov);
 }

@@ -153,4 +153,23 @@ EVR_HIDDEN void evr_memory_populate_all(struct evr_session *s);
 /* From the library constructor: fork handlers, then the agent unless EVR_AGENT=0. */
 EVR_HIDDEN void evr_agent_library_init(void);
 
+/*
+ * The built-in providers (the Process and Memory counters, Heap) are registered when the
+ * first consumer connects or the first in-process session starts, not at load: their 14
+ * counters are 63 KiB of zeroed memory (15 page faults) and their events' metadata, which
+ * a program nobody traces would pay at every start (docs/protocol.md, "What a program
+ * pays at start-up"). Each *_register() once, from evr_builtin_providers_ensure*().
+ */
+EVR_HIDDEN void evr_process_provider_register(void);
+EVR_HIDDEN void evr_memory_provider_register(void);
+EVR_HIDDEN void evr_heap_provider_register(void);
+
+/*
+ * evr_builtin_providers_ensure_locked() - register the built-in providers unless done.
+ * Context: the agent lock held (lock order: agent lock, then the counters and registry
+ * locks); evr_builtin_providers_ensure() takes it. Never on the write path.
+ */
+EVR_HIDDEN void evr_builtin_providers_ensure_locked(void);
+EVR_HIDDEN void evr_builtin_providers_ensure(void);
+
 #endif /* EVR_PRODUCER_INTERNAL_H */

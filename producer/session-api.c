@@ -51,6 +51,8 @@ static int err_line(char *errbuf, size_t errlen, int err, const char *msg)
 int evr_session_start(const struct evr_session_opts *opts, struct evr_session **ret,
 		      char *errbuf, size_t errlen)
 {
+	/* The agent's sessions got them when their consumer connected. */
+	evr_builtin_providers_ensure();
 	return evr_session_start_owned(opts, NULL, (uint32_t)getpid(), ret, errbuf, errlen);
 }
 

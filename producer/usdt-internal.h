@@ -19,4 +19,8 @@ EVR_HIDDEN void evr_usdt_poll(void);
  * thread is joined (library destructor). */
 EVR_HIDDEN void evr_usdt_stop(void);
 
+/* A listener runs (evr_usdt_stop() has something to flush). Context: the agent thread
+ * is not in evr_usdt_poll(), and its last call happened before (agent.c). */
+EVR_HIDDEN bool evr_usdt_active(void);
+
 #endif /* EVR_USDT_INTERNAL_H */

@@ -130,6 +130,11 @@ void evr_usdt_poll(void)
 	(void)evr_listener_new(&o, &listener, NULL, 0);
 }
 
+bool evr_usdt_active(void)
+{
+	return listener != NULL;
+}
+
 void evr_usdt_stop(void)
 {
 	/*
@@ -149,6 +154,11 @@ void evr_usdt_stop(void)
 
 void evr_usdt_poll(void)
 {
+}
+
+bool evr_usdt_active(void)
+{
+	return false;
 }
 
 void evr_usdt_stop(void)

@@ -43,3 +43,8 @@ add_test(NAME heap_heaptrack
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/heaptrack.sh $<TARGET_FILE:evring-cli>
           $<TARGET_FILE_DIR:heap-sites>)
 set_tests_properties(heap_heaptrack PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# heap.c's ln and e^x - 1 (producer/fmath-internal.h, libevring's own so that it does not
+# load libm) against libm's.
+evr_unit(test_fmath LIBS m)
+target_include_directories(test_fmath PRIVATE ${PROJECT_SOURCE_DIR}/producer)

@@ -8,8 +8,10 @@
  *   evr-startup check    then waits until the agent thread sleeps in epoll_wait
  *                        (its start-up done), and checks that libevring started
  *                        exactly one thread (the agent), with no CPU affinity,
- *                        that nothing set any thread's affinity, and that every
- *                        thread left may run on every CPU the process may.
+ *                        that nothing set any thread's affinity, that every
+ *                        thread left may run on every CPU the process may, and
+ *                        that libevring needs no library but libc, the loader and
+ *                        liburcu-bp (each one more is loaded at every start).
  *                        Exit 0 pass, 1 fail.
  *
  * The threads the library creates are counted by interposing pthread_create()
@@ -35,7 +37,9 @@ int main(void)
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -147,8 +151,56 @@ static int agent_idle(const char *tid)
 	return nr == 232 || nr == 281 || nr == 441;
 }
 
+/* A DT_NEEDED entry libevring may have: each other library is loaded at every start. */
+static int needed_ok(const char *name)
+{
+	static const char *const ok[] = { "libc.so.", "ld-linux", "liburcu-bp.so.",
+					  /* the runtimes of a sanitizer build */
+					  "libasan.so.", "libubsan.so.", "libtsan.so." };
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (strncmp(name, ok[i], strlen(ok[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* dl_iterate_phdr() callback: check libevring's DT_NEEDED list; *@data counts the
+ * libevrings seen and the libraries it should not need. */
+static int needed_check(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned int *found = data;
+	const ElfW(Dyn) *dyn = NULL;
+	const char *strtab = NULL;
+
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libevring.so"))
+		return 0;
+	found[0]++;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 0;
+	/* The loader has relocated d_ptr to an address. */
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			strtab = (const char *)d->d_un.d_ptr;
+	for (const ElfW(Dyn) *d = dyn; strtab && d->d_tag != DT_NULL; d++) {
+		if (d->d_tag != DT_NEEDED)
+			continue;
+		printf("libevring needs %s\n", strtab + d->d_un.d_val);
+		if (!needed_ok(strtab + d->d_un.d_val)) {
+			fprintf(stderr, "FAIL: libevring needs %s, loaded at every start\n",
+				strtab + d->d_un.d_val);
+			found[1]++;
+		}
+	}
+	return 0;
+}
+
 static int check(void)
 {
+	unsigned int needed[2] = { 0, 0 };
 	char agent[300] = "", path[300], comm[64];
 	unsigned int tasks = 0, pinned = 0;
 	struct dirent *d;
@@ -216,6 +268,12 @@ static int check(void)
 	}
 	if (tasks != 2) {
 		fprintf(stderr, "FAIL: %u threads, not 2 (main and the agent)\n", tasks);
+		fail = 1;
+	}
+	dl_iterate_phdr(needed_check, needed);
+	if (needed[0] != 1 || needed[1]) {
+		if (needed[0] != 1)
+			fprintf(stderr, "FAIL: %u libevring.so loaded, not 1\n", needed[0]);
 		fail = 1;
 	}
 	if (!fail)

@@ -133,7 +133,11 @@ EVR_API void evr_counter_add(struct evr_counter *c, double delta);
  */
 EVR_API void evr_histogram_record(struct evr_counter *c, double v);
 
-/* The built-in "Process" provider (registered at load). Borrowed. */
+/*
+ * The built-in "Process" provider, registered (with the other built-in providers) by
+ * this call, the first in-process session or the first consumer that connects, not at
+ * load. Borrowed. Context: not from a provider's callback (it may take the agent's lock).
+ */
 EVR_API struct evr_provider *evr_process_provider(void);
 
 #ifdef __cplusplus
