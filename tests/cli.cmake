@@ -14,7 +14,8 @@ evr_unit(test_duration LIBS evring-consumer)
 # output checks in tests/cli/check_dump.py). Exit 77: skipped (no python3, not root...).
 set(EVR_CLI_TESTS ps record_pid record_launch record_two record_loss producer_killed
     record_killed truncated damaged stream errors other_user sandbox memory record_connect
-    sandbox_all old_format direct_io record_habits readme_example)
+    sandbox_all old_format direct_io record_habits readme_example record_uring
+    record_uring_fallback)
 foreach(t IN LISTS EVR_CLI_TESTS)
   add_test(NAME cli_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/${t}.sh $<TARGET_FILE:evring-cli>

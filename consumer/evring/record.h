@@ -33,7 +33,7 @@ struct record_opts {
 	uint32_t stack_depth;		/* --stacks[=DEPTH]; 0: no stacks on events */
 	uint32_t sample_hz;		/* --sample-cpu[=HZ]; 0: no CPU sampling */
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
-	bool buffered_io;		/* --io buffered: no direct I/O */
+	uint32_t io_flags;		/* --io: EVR_RECORDER_DIRECT_IO, _URING, _URING_WARN */
 	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 	struct evr_provider_spec_list *spec;	/* --providers, parsed by evr_record_check_opts() */
