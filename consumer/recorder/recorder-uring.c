@@ -343,6 +343,11 @@ int evr_uring_fd(const struct evr_uring *u)
 	return u ? u->efd : -1;
 }
 
+uint32_t evr_uring_in_flight(const struct evr_uring *u)
+{
+	return u ? u->count : 0;
+}
+
 void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 {
 	if (!u || !ret)
@@ -396,6 +401,12 @@ int evr_uring_fd(const struct evr_uring *u)
 {
 	(void)u;
 	return -1;
+}
+
+uint32_t evr_uring_in_flight(const struct evr_uring *u)
+{
+	(void)u;
+	return 0;
 }
 
 int evr_uring_reap(struct evr_uring *u, bool wait_all)

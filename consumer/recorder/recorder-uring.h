@@ -46,6 +46,10 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 /* The eventfd that turns readable when a write completes (wake the drain). */
 int evr_uring_fd(const struct evr_uring *u);
 
+/* Writes in flight: only then is the eventfd worth waiting on (it may stay
+ * readable from a completion already taken while nothing is in flight). */
+uint32_t evr_uring_in_flight(const struct evr_uring *u);
+
 /**
  * evr_uring_reap() - take the completions (all in flight with @wait_all, else
  * only those ready, no system call when none), in file order: each batch

@@ -836,7 +836,7 @@ int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 	if (timeout_ms >= 0 && timeout_ms < ms)
 		ms = timeout_ms;
 	/* A write's completion wakes us too: it gives space back. */
-	ret = evr_client_wait_fd(r->c, r->u && r->hold ? evr_uring_fd(r->u) : -1, ms);
+	ret = evr_client_wait_fd(r->c, evr_uring_in_flight(r->u) ? evr_uring_fd(r->u) : -1, ms);
 	if (ret == 0 && mono_ns() >= due)
 		return 1;
 	return ret;
