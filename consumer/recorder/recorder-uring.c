@@ -164,7 +164,6 @@ static void cut_back(struct evr_uring *u)
 
 int evr_uring_reap(struct evr_uring *u, bool wait_all)
 {
-	uint64_t v;
 	int ret;
 
 	if (!u)
@@ -175,10 +174,6 @@ int evr_uring_reap(struct evr_uring *u, bool wait_all)
 	}
 	if (!u->count)
 		return 0;
-	/* The eventfd first: a completion that comes after this read signals it
-	 * again, so a wait on it never sleeps through one left in the ring. */
-	if (read(u->efd, &v, sizeof(v)) < 0 && errno != EAGAIN && errno != EINTR)
-		return -errno;
 	for (;;) {
 		ret = take_cqe(u, false);
 		if (ret < 0)
@@ -348,6 +343,20 @@ uint32_t evr_uring_in_flight(const struct evr_uring *u)
 	return u ? u->count : 0;
 }
 
+int evr_uring_arm(struct evr_uring *u)
+{
+	uint64_t v;
+
+	if (!u || !u->count)
+		return 0;
+	/* The eventfd first: a completion that comes after this read signals it
+	 * again, so a wait on it never sleeps through one left in the ring. One
+	 * read per sleep, not per round: the rounds look at the ring itself. */
+	if (read(u->efd, &v, sizeof(v)) < 0 && errno != EAGAIN && errno != EINTR)
+		return -errno;
+	return io_uring_cq_ready(&u->ring) ? 1 : 0;
+}
+
 void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 {
 	if (!u || !ret)
@@ -404,6 +413,12 @@ int evr_uring_fd(const struct evr_uring *u)
 }
 
 uint32_t evr_uring_in_flight(const struct evr_uring *u)
+{
+	(void)u;
+	return 0;
+}
+
+int evr_uring_arm(struct evr_uring *u)
 {
 	(void)u;
 	return 0;

@@ -50,6 +50,13 @@ int evr_uring_fd(const struct evr_uring *u);
  * readable from a completion already taken while nothing is in flight). */
 uint32_t evr_uring_in_flight(const struct evr_uring *u);
 
+/*
+ * evr_uring_arm() - before sleeping on evr_uring_fd() with writes in flight:
+ * clear the eventfd, then look whether a completion is already in.
+ * Return: 1 one is (do not sleep), 0 the eventfd will say, -errno.
+ */
+int evr_uring_arm(struct evr_uring *u);
+
 /**
  * evr_uring_reap() - take the completions (all in flight with @wait_all, else
  * only those ready, no system call when none), in file order: each batch

@@ -823,7 +823,7 @@ static uint64_t next_due(const struct evr_recorder *r)
 int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 {
 	uint64_t now, due;
-	int ms, ret;
+	int ms, ret, efd = -1;
 
 	if (!r || !r->w)
 		return -EINVAL;
@@ -836,7 +836,13 @@ int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 	if (timeout_ms >= 0 && timeout_ms < ms)
 		ms = timeout_ms;
 	/* A write's completion wakes us too: it gives space back. */
-	ret = evr_client_wait_fd(r->c, evr_uring_in_flight(r->u) ? evr_uring_fd(r->u) : -1, ms);
+	if (evr_uring_in_flight(r->u)) {
+		ret = evr_uring_arm(r->u);
+		if (ret != 0)
+			return ret < 0 ? ret : 1;
+		efd = evr_uring_fd(r->u);
+	}
+	ret = evr_client_wait_fd(r->c, efd, ms);
 	if (ret == 0 && mono_ns() >= due)
 		return 1;
 	return ret;

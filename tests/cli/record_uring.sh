@@ -4,7 +4,7 @@
 # the drain goes on (docs/recorder.md, "I/O engine"); record_uring_fallback.sh runs the same
 # with EVR_RECORDER_NO_URING=1, the engine refused as a kernel, a seccomp filter or a
 # container would refuse it, and the recorder writing from its own thread.
-#  - a paced recording (0.5 M events/s, which any disk here takes) inside the sandbox: while it
+#  - a paced recording (0.25 M events/s, which any disk here takes) inside the sandbox: while it
 #    records, the recorder holds an io_uring (/proc/PID/fd), or none in the fallback; every
 #    event is in the file, nothing lost (a count: emitted == recorded), and the file is laid
 #    out as direct I/O writes it (PAD chunks, a whole number of 512-byte blocks, END last);
@@ -46,12 +46,14 @@ fi
 check_accounting small 2000 "$T/small.out" "$T/small.err" "$out/small.evtrace"
 
 # Paced: the disk keeps up, so nothing may be lost. 64 MiB: 2 rings of 32 MiB, direct I/O
-# from the first byte; at 0.5 M events/s (21 MB/s) a ring holds 1.6 s of the stream, more
-# than a loaded machine keeps the recorder from running. One thread: two writers on one CPU,
-# one preempted in its ring's slow path, make the other drop a few events (README, "How the
-# data path works"), which no recorder can prevent.
-N=500000
-start_workload wl --events "$N" --threads 1 --wait-sessions 1 --rate 500000
+# from the first byte; one thread writes 0.25 M events/s (10.5 MB/s) into one ring, 50 MB in
+# all: more than the ring, so its space must come back as the writes complete, while the
+# ring holds 3 s of the stream, more than a loaded machine keeps the recorder from running
+# or a busy disk stalls. One thread: two writers on one CPU, one preempted in its ring's
+# slow path, make the other drop a few events (README, "How the data path works"), which no
+# recorder can prevent.
+N=300000
+start_workload wl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
 start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
 	-o "$out/paced.evtrace"
 uring_fds=$(ls -l /proc/"$REC_PID"/fd/ | grep -c 'anon_inode:\[io_uring\]' || true)
@@ -66,7 +68,7 @@ else
 	((uring_fds == 1)) || fail "the recorder holds $uring_fds io_urings while recording, not 1"
 fi
 check_accounting paced "$N" "$T/paced.out" "$T/paced.err" "$out/paced.evtrace"
-[[ $(record_lost "$T/paced.err") == 0 ]] || fail "events lost at 0.5 M events/s"
+[[ $(record_lost "$T/paced.err") == 0 ]] || fail "events lost at 0.25 M events/s"
 fell=$(grep -c "direct I/O fell behind" "$T/paced.err" || true)
 python3 - "$HERE" "$out/paced.evtrace" "$fell" <<'EOF'
 import sys
