@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # evring record --io direct (one write at a time; --io auto, the default, writes through
-# io_uring: record_uring.sh) against --io buffered on a file system that takes direct I/O: the same complete recording either way (every Tick, Alloc and request of the
-# workload's N iterations, nothing lost); the direct file is laid out as docs/trace-format.md says (PAD chunks, packets
+# io_uring: record_uring.sh) against --io buffered on a file system that takes direct I/O:
+# the same complete recording either way (every Tick, Alloc and request of the workload's
+# N iterations, nothing lost); the direct file is laid out as docs/trace-format.md says (PAD chunks, packets
 # written in place on block boundaries, a whole number of blocks, END last) and the buffered
 # one has no PAD chunk; --io with a bad value is one line. A disk slower than the producer
 # makes the recorder fall back to the page cache, and say so; every loss is counted. Then a full ext4 disk with direct
