@@ -132,6 +132,7 @@ find_dio_dir() {
 			awk 'NR == 1 {print $2}')
 		rm -f "$d/evr-probe.$$.evtrace"
 		if [[ $first == 16 ]]; then
+			# shellcheck disable=SC2034 # the caller's
 			dio_dir=$d
 			return 0
 		fi

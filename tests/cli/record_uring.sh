@@ -56,6 +56,7 @@ N=300000
 start_workload wl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
 start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
 	-o "$out/paced.evtrace"
+# shellcheck disable=SC2010 # fd names are numbers; what ls shows is the link's target
 uring_fds=$(ls -l /proc/"$REC_PID"/fd/ | grep -c 'anon_inode:\[io_uring\]' || true)
 expect "$WL_FD" "^done $N " "the workload's 'done' line"
 echo "$LINE" >"$T/paced.out"
