@@ -438,6 +438,31 @@ void evr_span_reader_release(struct evr_span_reader *sr)
 	}
 }
 
+uint64_t evr_span_reader_pos(const struct evr_span_reader *sr, uint32_t ring)
+{
+	if (!sr || ring >= sr->nr)
+		return 0;
+	return sr->rings[ring].pos;
+}
+
+void evr_span_reader_release_to(struct evr_span_reader *sr, uint32_t ring, uint64_t pos)
+{
+	struct span_ring *rg;
+
+	if (!sr || ring >= sr->nr || !(sr->flags & EVR_READER_GATING))
+		return;
+	rg = &sr->rings[ring];
+	/* Never past what was consumed, never back below what was released. */
+	if (pos > rg->pos)
+		pos = rg->pos;
+	if (pos <= __atomic_load_n(&rg->ctl->tail, __ATOMIC_RELAXED))
+		return;
+	/* Pairs with the writer's load-acquire of tail, as store_tail(). */
+	__atomic_store_n(&rg->ctl->tail, pos, __ATOMIC_RELEASE);
+	if (pos == rg->pos)
+		rg->held = false;
+}
+
 uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr)
 {
 	uint64_t most = 0;

@@ -350,7 +350,12 @@ void evr_client_release(struct evr_client *c)
 
 int evr_client_wait(struct evr_client *c, int timeout_ms)
 {
-	struct pollfd extra[2];
+	return evr_client_wait_fd(c, -1, timeout_ms);
+}
+
+int evr_client_wait_fd(struct evr_client *c, int fd, int timeout_ms)
+{
+	struct pollfd extra[3];
 	unsigned int n = 0;
 	int ret;
 
@@ -376,6 +381,8 @@ int evr_client_wait(struct evr_client *c, int timeout_ms)
 		extra[n++] = (struct pollfd){ .fd = c->pidfd, .events = POLLIN };
 	if (c->sock >= 0 && !c->sock_eof)
 		extra[n++] = (struct pollfd){ .fd = c->sock, .events = POLLIN | POLLRDHUP };
+	if (fd >= 0)
+		extra[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	if (c->spans)
 		ret = evr_span_reader_wait_fds(c->spans, c->doorbell_fd, extra, n, timeout_ms);
 	else
@@ -461,6 +468,17 @@ void evr_client_span_release(struct evr_client *c)
 {
 	if (c)
 		evr_span_reader_release(c->spans);
+}
+
+uint64_t evr_client_span_pos(const struct evr_client *c, uint32_t ring)
+{
+	return c ? evr_span_reader_pos(c->spans, ring) : 0;
+}
+
+void evr_client_span_release_to(struct evr_client *c, uint32_t ring, uint64_t pos)
+{
+	if (c)
+		evr_span_reader_release_to(c->spans, ring, pos);
 }
 
 uint64_t evr_client_span_backlog(const struct evr_client *c)

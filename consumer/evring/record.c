@@ -80,10 +80,14 @@ static void usage(FILE *f)
 		"                           (docs/syscalls.md)\n"
 		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
 		"                           (default 10s); then it is stopped with SIGTERM\n"
-		"      --io MODE            direct (default: whole packets go to the disk with\n"
+		"      --io MODE            auto (default: whole packets go to the disk with\n"
 		"                           direct I/O where the file system allows it, in\n"
 		"                           discard mode, with rings that hold 64 ms of the\n"
-		"                           stream) or buffered (through the page cache)\n"
+		"                           stream, several writes in flight through io_uring\n"
+		"                           where the kernel allows it), uring (the same, and\n"
+		"                           say so when io_uring is refused), direct (direct\n"
+		"                           I/O, one write at a time) or buffered (through the\n"
+		"                           page cache)\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -154,6 +158,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	o->providers = "*";
 	/* No -o: named after the process once it is known (evr_record_default_output()). */
 	o->mode = EVR_MODE_DISCARD;
+	o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING;
 	opterr = 0;
 	while ((longindex = -1,
 		c = getopt_long(argc, argv, "+:p:n:o:h", longopts, &longindex)) != -1) {
@@ -267,18 +272,25 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			o->buffer_arg = optarg;
 			break;
 		case OPT_IO:
-			if (strcmp(optarg, "direct") == 0) {
-				o->buffered_io = false;
+			if (strcmp(optarg, "auto") == 0) {
+				o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING;
+			} else if (strcmp(optarg, "uring") == 0) {
+				o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING |
+					      EVR_RECORDER_URING_WARN;
+			} else if (strcmp(optarg, "direct") == 0) {
+				o->io_flags = EVR_RECORDER_DIRECT_IO;
 			} else if (strcmp(optarg, "buffered") == 0) {
-				o->buffered_io = true;
+				o->io_flags = 0;
 			} else {
-				evr_cli_error(CMD, "--io: '%s' is not direct or buffered", optarg);
+				evr_cli_error(CMD, "--io: '%s' is not auto, uring, direct or buffered",
+					      optarg);
 				return -EINVAL;
 			}
 			break;
 		case OPT_MODE:
 			if (strcmp(optarg, "discard") == 0) {
 				o->mode = EVR_MODE_DISCARD;
+	o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING;
 			} else if (strcmp(optarg, "overwrite") == 0) {
 				o->mode = EVR_MODE_OVERWRITE;
 			} else {
@@ -627,7 +639,7 @@ static int start_recording(struct recorder *r)
 			.stack_depth = r->o->stack_depth,
 		},
 		.client = EVR_RECORD_CLIENT_NAME,
-		.flags = r->o->buffered_io ? 0 : EVR_RECORDER_DIRECT_IO,
+		.flags = r->o->io_flags,
 		.log = log_warning,
 	};
 	char err[512];

@@ -35,7 +35,7 @@ struct record_opts {
 	bool syscalls;			/* --syscalls[=LIST] (docs/syscalls.md) */
 	const char *syscall_list;	/* its LIST, or NULL: every call */
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
-	bool buffered_io;		/* --io buffered: no direct I/O */
+	uint32_t io_flags;		/* --io: EVR_RECORDER_DIRECT_IO, _URING, _URING_WARN */
 	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 	struct evr_provider_spec_list *spec;	/* --providers, parsed by evr_record_check_opts() */

@@ -35,6 +35,7 @@
 #include <evring/shm.h>
 
 #include "recorder-io.h"
+#include "recorder-uring.h"
 
 #define SPANS_PER_PUMP		256u	/* then look at the clock and the caller again */
 #define THREADS_NS		250000000u	/* ask for the thread names 4 times a second */
@@ -94,6 +95,11 @@ struct evr_recorder {
 	 * the last look since. */
 	uint64_t dio_bytes, dio_ns;
 	uint64_t mark_bytes, mark_ns;
+	/* The io_uring engine (direct I/O only; NULL: writev() from here), why
+	 * it is not used, and its figures already counted above. */
+	struct evr_uring *u;
+	int uring_err;
+	uint64_t u_bytes, u_ns;
 
 	enum evr_recorder_stop stop;
 	int err;			/* sticky failure, 0 */
@@ -169,7 +175,16 @@ static int write_error(struct evr_recorder *r, int err)
 {
 	if (r->err)
 		return r->err;
-	if (r->hold) {
+	if (r->u) {
+		/* The engine counted the events of the batches wholly in the file,
+		 * and cut the file back to their end. */
+		struct evr_uring_stats us;
+
+		(void)evr_uring_reap(r->u, true);
+		evr_uring_stats(r->u, &us);
+		if (r->hold)
+			r->events = us.events;
+	} else if (r->hold) {
 		/* Events count once their chunk is whole in the file. */
 		uint64_t in_file = evr_trace_writer_written(r->w);
 
@@ -218,16 +233,43 @@ static int write_metadata(struct evr_recorder *r)
 }
 
 /*
- * Direct I/O: write the batch, then give the writers the space of the spans in
- * it. Buffered: nothing gathered, nothing held.
+ * io_uring: the batch is on its way; take the completions that are in (all
+ * of them with @wait), which give the writers their space back.
  */
-static int flush_release(struct evr_recorder *r)
+static int uring_flush(struct evr_recorder *r, bool wait)
+{
+	struct evr_uring_stats us;
+	int ret = evr_trace_writer_flush(r->w);
+
+	if (ret == 0)
+		ret = evr_uring_reap(r->u, wait);
+	if (ret < 0)
+		return write_error(r, ret);
+	evr_uring_stats(r->u, &us);
+	/* What the disk took: bytes over the time a write was in flight. */
+	r->dio_bytes += us.bytes - r->u_bytes;
+	r->dio_ns += us.busy_ns - r->u_ns;
+	r->write_ns += us.busy_ns - r->u_ns;
+	r->u_bytes = us.bytes;
+	r->u_ns = us.busy_ns;
+	memset(r->held, 0, r->nr_rings * sizeof(*r->held));
+	return 0;
+}
+
+/*
+ * Direct I/O: write the batch, then give the writers the space of the spans in
+ * it (through io_uring: submit it, and with @wait wait for every write in
+ * flight). Buffered: nothing gathered, nothing held.
+ */
+static int flush_release(struct evr_recorder *r, bool wait)
 {
 	uint64_t bytes, t0;
 	int ret;
 
 	if (!r->hold)
 		return 0;
+	if (r->u)
+		return uring_flush(r, wait);
 	bytes = evr_trace_writer_pending(r->w);
 	t0 = mono_ns();
 	ret = evr_trace_writer_flush(r->w);
@@ -269,7 +311,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	if (r->hold) {
 		if (evr_client_span_backlog(r->c) <= ring_size / 2)
 			return 0;
-		ret = flush_release(r);
+		ret = flush_release(r, true);
 		if (ret < 0)
 			return ret;
 		r->mark_bytes = evr_trace_writer_bytes(r->w);
@@ -392,13 +434,13 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		r->spans++;
 		n++;
 		if (r->hold) {
-			ret = note_unwritten(r, sp.events);
+			ret = r->u ? 0 : note_unwritten(r, sp.events);
 			if (ret < 0)
 				return ret;
 			r->held[sp.ring] += sp.len;
 			if (r->held[sp.ring] >= r->ring_size / 4 ||
 			    evr_trace_writer_pending(r->w) >= BATCH_BYTES) {
-				ret = flush_release(r);
+				ret = flush_release(r, false);
 				if (ret >= 0)
 					ret = adapt_io(r, false);
 				if (ret < 0)
@@ -586,6 +628,39 @@ fail:
 	return err;
 }
 
+/*
+ * The io_uring engine for the direct writes, where the kernel gives one;
+ * else (r->uring_err) each batch is a writev() from this thread, as before.
+ * Here, before any sandbox: the ring is set up with system calls the
+ * recording's seccomp filter does not allow.
+ */
+static void start_uring(struct evr_recorder *r, int fd)
+{
+	const char *no = getenv("EVR_RECORDER_NO_URING");
+	int ret;
+
+	if (no && strcmp(no, "1") == 0)
+		ret = -EPERM;	/* a test of the fallback: as if refused */
+	else
+		ret = evr_uring_new(fd, r->c, r->w, &r->events, r->nr_rings, &r->u);
+	if (ret == 0)
+		return;
+	r->uring_err = ret;
+	if (!(r->flags & EVR_RECORDER_URING_WARN))
+		return;
+	if (ret == -EOPNOTSUPP)
+		warn(r, "--io uring: this evring was built without liburing: direct writes from "
+		     "the recorder's thread");
+	else if (no && strcmp(no, "1") == 0)
+		warn(r, "--io uring: refused (EVR_RECORDER_NO_URING=1): direct writes from the "
+		     "recorder's thread");
+	else
+		warn(r, "--io uring: the kernel refused io_uring (%s%s): direct writes from the "
+		     "recorder's thread", strerror(-ret),
+		     ret == -EPERM ? ": the io_uring_disabled sysctl, a seccomp filter or a "
+		     "container's policy" : "");
+}
+
 int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errlen)
 {
 	const struct evr_process_info *pi;
@@ -630,6 +705,8 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 			write_error(r, ret);
 		goto out;
 	}
+	if (r->direct_ok && (r->flags & EVR_RECORDER_URING))
+		start_uring(r, fd);
 	if (pi->pb && pi->pb_len) {
 		ret = evr_trace_writer_process(r->w, pi->pb, pi->pb_len);
 		if (ret < 0) {
@@ -683,6 +760,15 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 		return -EINVAL;
 	if (r->err || r->stopped)
 		goto failed;
+	/* Writes that completed give their rings' space back: no system call
+	 * when none did. */
+	if (r->u && r->hold) {
+		ret = evr_uring_reap(r->u, false);
+		if (ret < 0) {
+			write_error(r, ret);
+			goto failed;
+		}
+	}
 	now = mono_ns();
 	if (now >= r->flush_due) {
 		/* Time to write what waits in the packets still open, too. */
@@ -717,7 +803,7 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	}
 	/* With the batch, what the round wrote besides spans (sync points,
 	 * threads, side bands): never later than the flush interval. */
-	if (partial && (flush_release(r) < 0 || adapt_io(r, true) < 0))
+	if (partial && (flush_release(r, false) < 0 || adapt_io(r, true) < 0))
 		goto failed;
 	return n;
 failed:
@@ -746,7 +832,7 @@ static uint64_t next_due(const struct evr_recorder *r)
 int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 {
 	uint64_t now, due;
-	int ms, ret;
+	int ms, ret, efd = -1;
 
 	if (!r || !r->w)
 		return -EINVAL;
@@ -758,7 +844,14 @@ int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 							  : (int)((due - now + 999999) / 1000000u);
 	if (timeout_ms >= 0 && timeout_ms < ms)
 		ms = timeout_ms;
-	ret = evr_client_wait(r->c, ms);
+	/* A write's completion wakes us too: it gives space back. */
+	if (evr_uring_in_flight(r->u)) {
+		ret = evr_uring_arm(r->u);
+		if (ret != 0)
+			return ret < 0 ? ret : 1;
+		efd = evr_uring_fd(r->u);
+	}
+	ret = evr_client_wait_fd(r->c, efd, ms);
 	if (ret == 0 && mono_ns() >= due)
 		return 1;
 	return ret;
@@ -860,7 +953,7 @@ static int finish_session(struct evr_recorder *r)
 	int n, ret;
 
 	/* Held spans back to the writers before they flush their rings. */
-	if (!r->write_failed && flush_release(r) < 0)
+	if (!r->write_failed && flush_release(r, true) < 0)
 		return r->err;
 	if (r->stop == EVR_RECORDER_STOP_REQUESTED || r->stop == EVR_RECORDER_STOP_DEADLINE ||
 	    r->write_failed) {
@@ -932,6 +1025,9 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
 	if (r->stop == EVR_RECORDER_STOP_GONE)
 		e.flags |= EVR_TRACE_END_PRODUCER_GONE;
 	ret = evr_trace_writer_end(r->w, &e);
+	/* The END chunk's batch, and any before it, in the file. */
+	if (ret == 0 && r->u)
+		ret = evr_uring_reap(r->u, true);
 	if (ret < 0) {
 		write_error(r, ret);
 		goto out;
@@ -939,8 +1035,10 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
 	r->has_end = true;
 out:
 	/* A recording that failed keeps what it gathered (direct I/O batch). */
-	if (!r->has_end && !r->write_failed)
+	if (!r->has_end && !r->write_failed) {
 		(void)evr_trace_writer_flush(r->w);
+		(void)evr_uring_reap(r->u, true);
+	}
 	if (r->err)
 		copy_msg(errbuf, errlen, r->errmsg);
 	return r->err;
@@ -981,13 +1079,22 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.stream_ns = stream_end(r) - r->start_ns,
 		.direct = r->was_direct,
 		.direct_fell_back = r->fell_back,
+		.uring = r->u != NULL,
+		.uring_error = r->uring_err,
 	};
+	if (r->u) {
+		struct evr_uring_stats us;
+
+		evr_uring_stats(r->u, &us);
+		ret->uring_waited_ns = us.waited_ns;
+	}
 }
 
 void evr_recorder_free(struct evr_recorder *r)
 {
 	if (!r)
 		return;
+	evr_uring_free(r->u);
 	evr_trace_writer_free(r->w);
 	free(r->sync_heads);
 	free(r->held);

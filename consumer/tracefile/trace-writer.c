@@ -71,6 +71,11 @@ struct evr_trace_writer {
 	int nseg;
 	uint64_t pending;		/* bytes in the batch */
 	uint64_t written;		/* bytes in the file (flushed) */
+	/* Asynchronous batches (evr_trace_writer_set_submit()): handed to the
+	 * caller's engine, which writes them at their offset and says how far
+	 * the file got (evr_trace_writer_completed()). */
+	evr_trace_writer_submit_fn *submit;
+	void *submit_arg;
 };
 
 #define SEG_MAX		512		/* segments per batch (IOV_MAX is 1024) */
@@ -259,6 +264,17 @@ static int flush_batch(struct evr_trace_writer *w)
 	if (!w->nseg)
 		return 0;
 	stage_pad(w, 0);
+	if (w->submit) {
+		/* The engine takes the stage with the batch and gives one back. */
+		err = w->submit(w->submit_arg, w->seg, w->nseg, w->off - w->pending, w->pending,
+				&w->stage, &w->stage_cap);
+		w->nseg = 0;
+		w->stage_used = 0;
+		w->pending = 0;
+		if (err)
+			w->err = err;
+		return err;
+	}
 	err = write_all_count(w->fd, w->seg, w->nseg, &w->written);
 	w->nseg = 0;
 	w->stage_used = 0;
@@ -471,6 +487,11 @@ int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on)
 		fl = fcntl(w->fd, F_GETFL);
 		if (fl < 0 || fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) < 0)
 			return -errno;
+		/* Asynchronous batches went to their offsets without moving the
+		 * file position: buffered writes go on from the end. */
+		if (w->submit && lseek(w->fd, (off_t)w->off, SEEK_SET) < 0)
+			return -errno;
+		w->written = w->off;
 		w->direct = false;
 		return 0;
 	}
@@ -507,6 +528,27 @@ int evr_trace_writer_flush(struct evr_trace_writer *w)
 	if (w->err)
 		return w->err;
 	return w->direct ? flush_batch(w) : 0;
+}
+
+int evr_trace_writer_set_submit(struct evr_trace_writer *w, evr_trace_writer_submit_fn *fn,
+				void *arg)
+{
+	if (!w || !w->stage)
+		return -EINVAL;
+	if (w->nseg)
+		return -EBUSY;
+	w->submit = fn;
+	w->submit_arg = arg;
+	return 0;
+}
+
+void evr_trace_writer_completed(struct evr_trace_writer *w, uint64_t written, int err)
+{
+	if (!w)
+		return;
+	w->written = written;
+	if (err && !w->err)
+		w->err = err;
 }
 
 uint64_t evr_trace_writer_pending(const struct evr_trace_writer *w)

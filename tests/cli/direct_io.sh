@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# evring record --io direct (the default) against --io buffered on a file system that takes
-# direct I/O: the same complete recording either way (every Tick, Alloc and request of the
-# workload's N iterations, nothing lost); the direct file is laid out as docs/trace-format.md says (PAD chunks, packets
+# evring record --io direct (one write at a time; --io auto, the default, writes through
+# io_uring: record_uring.sh) against --io buffered on a file system that takes direct I/O:
+# the same complete recording either way (every Tick, Alloc and request of the workload's
+# N iterations, nothing lost); the direct file is laid out as docs/trace-format.md says (PAD chunks, packets
 # written in place on block boundaries, a whole number of blocks, END last) and the buffered
 # one has no PAD chunk; --io with a bad value is one line. A disk slower than the producer
 # makes the recorder fall back to the page cache, and say so; every loss is counted. Then a full ext4 disk with direct
@@ -12,26 +13,9 @@ source "$(dirname "$0")/lib.sh"
 need_python
 N=20000
 
-one_line 2 "--io: 'sideways' is not direct or buffered" "$EVRING" record -p 1 --io sideways
+one_line 2 "--io: 'sideways' is not auto, uring, direct or buffered" "$EVRING" record -p 1 --io sideways
 
-# Where is direct I/O to be had? The test's directory, or the build tree (ctest's cwd).
-dio_dir=
-n=0
-for d in "$T" "$PWD" /var/tmp; do
-	[[ -d $d && -w $d ]] || continue
-	# A name of its own each time: start_workload makes a fifo named after it.
-	start_workload "probe$((n++))" --events 100 --threads 1 --wait-sessions 1
-	"$EVRING" record -p "$WL_PID" --providers Demo -o "$d/evr-probe.$$.evtrace" 2>/dev/null ||
-		fail "record to $d failed"
-	# trace_edit.py chunks: "offset kind len seq" per chunk.
-	first=$(python3 "$HERE/trace_edit.py" chunks "$d/evr-probe.$$.evtrace" |
-		awk 'NR == 1 {print $2}')
-	rm -f "$d/evr-probe.$$.evtrace"
-	if [[ $first == 16 ]]; then
-		dio_dir=$d
-		break
-	fi
-done
+find_dio_dir
 [[ -n $dio_dir ]] || skip "no directory here takes direct I/O ($T is on $(stat -f -c %T "$T"))"
 echo "direct I/O in $dio_dir ($(stat -f -c %T "$dio_dir"))"
 out=$(mktemp -d "$dio_dir/evr-direct.XXXXXX")
@@ -123,41 +107,7 @@ through the page cache while the disk catches up$" "$T/behind.err" ||
 	fail "no word of direct I/O falling behind"
 check_accounting behind 1000000 "$T/behind.out" "$T/behind.err" "$out/behind.evtrace"
 
-# A full ext4 disk, written with direct I/O.
-if [[ $(id -u) != 0 ]] || ! command -v mkfs.ext4 >/dev/null || ! unshare -m true 2>/dev/null ||
-	! losetup -f >/dev/null 2>&1; then
-	echo "(not root, or no mkfs.ext4, mount namespace or loop device: a full ext4 disk not tested)"
-	echo "PASS"
-	exit 0
-fi
-truncate -s 16M "$T/disk.img"
-mkfs.ext4 -q -F "$T/disk.img" || fail "mkfs.ext4 failed"
-mkdir "$T/mnt"
-# Paced, so that the disk keeps up and the disk fills under direct I/O (if it falls behind
-# all the same, the file is as exact through the page cache; the output says which).
-start_workload wl_full --threads 1 --rate 2000000
-# shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
-unshare -m bash -c '
-	mount -o loop "$1" "$2" || exit 3
-	st=0
-	"$3" record -p "$4" --providers Demo --io direct -o "$2/full.evtrace" 2>"$5/full.err" || st=$?
-	echo "$st" >"$5/full.status"
-	python3 -c "import os, sys; print(os.statvfs(sys.argv[1]).f_bavail)" "$2" >"$5/free"
-	st=0
-	"$3" dump "$2/full.evtrace" >"$5/full.txt" 2>"$5/full.dump.err" || st=$?
-	echo "$st" >"$5/full.dump.status"
-	umount "$2"' _ "$T/disk.img" "$T/mnt" "$EVRING" "$WL_PID" "$T" ||
-	fail "could not record to a loop-mounted ext4 ($?)"
-cat "$T/full.err"
-[[ $(cat "$T/full.status") == 1 ]] || fail "record on a full disk exited $(cat "$T/full.status")"
-grep -qE "No space left on device: recording stopped; the [0-9]+ events .* written before \
-are readable$" "$T/full.err" || fail "no clear message about the full disk"
-[[ $(cat "$T/full.dump.status") == 0 ]] ||
-	fail "the file on the full disk does not dump: $(cat "$T/full.dump.err")"
-written=$(sed -nE 's/.*recording stopped; the ([0-9]+) events .*/\1/p' "$T/full.err")
-((written > 0)) || fail "nothing was written before the disk filled"
-check_dump --text "$T/full.txt" --total "$written"
-how="direct I/O"
-grep -q "direct I/O fell behind" "$T/full.err" && how="direct I/O, then the page cache"
-echo "full ext4 disk ($how): $written events readable, as promised ($(cat "$T/free") blocks left free)"
+# A full ext4 disk, written with direct I/O, one write at a time (tests/cli/record_uring.sh:
+# through io_uring).
+full_disk_record direct --io direct
 echo "PASS"

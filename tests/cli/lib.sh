@@ -115,3 +115,76 @@ record_lost() {
 		fail "no record summary in $1"
 	echo "${BASH_REMATCH[1]}"
 }
+
+# find_dio_dir: sets dio_dir to a directory where record writes with direct I/O (the test's
+# directory, the build tree, /var/tmp), or to nothing.
+find_dio_dir() {
+	local d n=0 first
+	dio_dir=
+	for d in "$T" "$PWD" /var/tmp; do
+		[[ -d $d && -w $d ]] || continue
+		# A name of its own each time: start_workload makes a fifo named after it.
+		start_workload "probe$((n++))" --events 100 --threads 1 --wait-sessions 1
+		"$EVRING" record -p "$WL_PID" --providers Demo -o "$d/evr-probe.$$.evtrace" \
+			2>/dev/null || fail "record to $d failed"
+		# trace_edit.py chunks: "offset kind len seq" per chunk.
+		first=$(python3 "$HERE/trace_edit.py" chunks "$d/evr-probe.$$.evtrace" |
+			awk 'NR == 1 {print $2}')
+		rm -f "$d/evr-probe.$$.evtrace"
+		if [[ $first == 16 ]]; then
+			# shellcheck disable=SC2034 # the caller's
+			dio_dir=$d
+			return 0
+		fi
+	done
+}
+
+# full_disk_record LABEL RECORD-ARGS...: a full ext4 disk (16 MiB, a loop device in a private
+# mount namespace; root only, else says so and returns): record -p with RECORD-ARGS into it
+# stops saying so in one line, the file dumps, and exactly the events it says were written
+# are in the file. Leaves record's stderr in $T/LABEL.err.
+full_disk_record() {
+	local label=$1 how written
+	shift
+	if [[ $(id -u) != 0 ]] || ! command -v mkfs.ext4 >/dev/null || ! unshare -m true 2>/dev/null ||
+		! losetup -f >/dev/null 2>&1; then
+		echo "(not root, or no mkfs.ext4, mount namespace or loop device: a full ext4 disk not tested)"
+		return 0
+	fi
+	truncate -s 16M "$T/$label.img"
+	mkfs.ext4 -q -F "$T/$label.img" || fail "mkfs.ext4 failed"
+	mkdir "$T/$label.mnt"
+	# Paced, so that the disk keeps up and the disk fills under direct I/O (if it falls behind
+	# all the same, the file is as exact through the page cache; the output says which).
+	start_workload "$label.wl" --threads 1 --rate 2000000
+	# shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
+	unshare -m bash -c '
+		mount -o loop "$1" "$2" || exit 3
+		MNT=$2 EVRING=$3 WL_PID=$4 T=$5 label=$6
+		shift 6
+		st=0
+		"$EVRING" record -p "$WL_PID" --providers Demo "$@" -o "$MNT/full.evtrace" \
+			2>"$T/$label.err" || st=$?
+		echo "$st" >"$T/$label.status"
+		python3 -c "import os, sys; print(os.statvfs(sys.argv[1]).f_bavail)" "$MNT" \
+			>"$T/$label.free"
+		st=0
+		"$EVRING" dump "$MNT/full.evtrace" >"$T/$label.txt" 2>"$T/$label.dump.err" || st=$?
+		echo "$st" >"$T/$label.dump.status"
+		umount "$MNT"' _ "$T/$label.img" "$T/$label.mnt" "$EVRING" "$WL_PID" "$T" "$label" "$@" \
+		|| fail "could not record to a loop-mounted ext4 ($?)"
+	cat "$T/$label.err"
+	[[ $(cat "$T/$label.status") == 1 ]] ||
+		fail "record on a full disk exited $(cat "$T/$label.status")"
+	grep -qE "No space left on device: recording stopped; the [0-9]+ events .* written \
+before are readable$" "$T/$label.err" || fail "no clear message about the full disk"
+	[[ $(cat "$T/$label.dump.status") == 0 ]] ||
+		fail "the file on the full disk does not dump: $(cat "$T/$label.dump.err")"
+	written=$(sed -nE 's/.*recording stopped; the ([0-9]+) events .*/\1/p' "$T/$label.err")
+	((written > 0)) || fail "nothing was written before the disk filled"
+	check_dump --text "$T/$label.txt" --total "$written"
+	how="direct I/O"
+	grep -q "direct I/O fell behind" "$T/$label.err" && how="direct I/O, then the page cache"
+	echo "full ext4 disk ($label, $how): $written events readable, as promised" \
+		"($(cat "$T/$label.free") blocks left free)"
+}

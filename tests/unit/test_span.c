@@ -696,6 +696,58 @@ static void test_span_hold(void **state)
 }
 
 /*
+ * Per-ring release (a recorder with several writes in flight): each ring's space
+ * goes back up to the position given, never past where the reader stands, never
+ * back; the other rings keep theirs.
+ */
+static void test_span_release_to(void **state)
+{
+	struct evr_span_reader *sr;
+	struct evr_shm_span sp;
+	uint64_t first = 0;
+	struct sess s;
+
+	(void)state;
+	sess_new(&s, EVR_MODE_DISCARD, 4 * PACKET);
+	cur_hdr = s.h;
+	assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+	evr_span_reader_hold(sr, true);
+	for (uint64_t seq = 0; seq < 700; seq++) {
+		assert_int_equal(emit(&s, 0, seq, 40), 0);
+		assert_int_equal(emit(&s, 1, seq, 40), 0);
+	}
+	/* Two whole packets of each ring, taken and done, all held. */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(evr_span_reader_get(sr, EVR_SPAN_WHOLE, &sp), 1);
+		assert_int_equal(evr_span_reader_done(sr, &sp), 0);
+		if (i == 0)
+			first = evr_span_reader_pos(sr, sp.ring);
+	}
+	assert_int_equal(first, PACKET);
+	assert_int_equal(evr_span_reader_pos(sr, 0), 2 * PACKET);
+	assert_int_equal(evr_span_reader_pos(sr, 1), 2 * PACKET);
+	assert_int_equal(evr_span_reader_pos(sr, NR), 0);
+	/* Ring 0 up to its first packet: ring 1 keeps all it holds. */
+	evr_span_reader_release_to(sr, 0, first);
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), PACKET);
+	assert_int_equal(__atomic_load_n(&s.w[1].ctl->tail, __ATOMIC_ACQUIRE), 0);
+	/* Never back. */
+	evr_span_reader_release_to(sr, 0, 0);
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), PACKET);
+	/* Never past what was done: clamped to where the reader stands. */
+	evr_span_reader_release_to(sr, 1, 100 * PACKET);
+	assert_int_equal(__atomic_load_n(&s.w[1].ctl->tail, __ATOMIC_ACQUIRE), 2 * PACKET);
+	/* A ring that does not exist: nothing. */
+	evr_span_reader_release_to(sr, NR, PACKET);
+	/* The rest of ring 0 with the release of everything. */
+	evr_span_reader_release(sr);
+	assert_int_equal(__atomic_load_n(&s.w[0].ctl->tail, __ATOMIC_ACQUIRE), 2 * PACKET);
+	assert_int_equal(__atomic_load_n(&s.w[1].ctl->tail, __ATOMIC_ACQUIRE), 2 * PACKET);
+	evr_span_reader_free(sr);
+	sess_free(&s);
+}
+
+/*
  * A next header that does not add up (a hostile producer, a bit flip): the
  * packet is walked instead, and the counts are the records' own.
  */
@@ -819,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_span_concurrent_conservation),
 		cmocka_unit_test(test_span_whole_packets),
 		cmocka_unit_test(test_span_hold),
+		cmocka_unit_test(test_span_release_to),
 		cmocka_unit_test(test_span_whole_bad_next_header),
 		cmocka_unit_test(test_span_whole_concurrent_conservation),
 		cmocka_unit_test(test_span_walk_hostile),

@@ -184,6 +184,17 @@ void evr_span_reader_hold(struct evr_span_reader *sr, bool on);
 /* Hand back the space of every span done so far (hold mode). Accepts NULL. */
 void evr_span_reader_release(struct evr_span_reader *sr);
 
+/* Where the reader stands on @ring: the end of the last span done (0: no such ring). */
+uint64_t evr_span_reader_pos(const struct evr_span_reader *sr, uint32_t ring);
+
+/*
+ * evr_span_reader_release_to() - hand back the space of @ring below @pos only
+ * (hold mode): a recorder with several writes in flight gives back a ring's
+ * spans as the write that holds them completes. @pos is clamped to where the
+ * reader stands; a @pos at or below what was released does nothing.
+ */
+void evr_span_reader_release_to(struct evr_span_reader *sr, uint32_t ring, uint64_t pos);
+
 /* The most bytes any ring holds that the writers may not reuse yet (head - tail). */
 uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
 

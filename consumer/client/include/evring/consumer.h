@@ -323,6 +323,13 @@ void evr_client_release(struct evr_client *c);
  */
 int evr_client_wait(struct evr_client *c, int timeout_ms);
 
+/*
+ * evr_client_wait_fd() - evr_client_wait(), also woken when @fd (-1: none)
+ * becomes readable: a recorder's write completions (an eventfd).
+ * Return: as evr_client_wait().
+ */
+int evr_client_wait_fd(struct evr_client *c, int fd, int timeout_ms);
+
 enum evr_client_state {
 	EVR_CLIENT_IDLE = 0,	/* no session yet */
 	EVR_CLIENT_LIVE,	/* session running */
@@ -415,6 +422,15 @@ int evr_client_span_hold(struct evr_client *c, bool on);
 
 /* Give the writers back the space of every span done so far. Accepts NULL. */
 void evr_client_span_release(struct evr_client *c);
+
+/*
+ * Where the reader stands on @ring (the end of the last span done), and giving
+ * back @ring's space below @pos only: for recorders with several writes in
+ * flight, each holding the spans done before it was sent. @pos is clamped to
+ * where the reader stands. Accept NULL (pos: 0).
+ */
+uint64_t evr_client_span_pos(const struct evr_client *c, uint32_t ring);
+void evr_client_span_release_to(struct evr_client *c, uint32_t ring, uint64_t pos);
 
 /* The most bytes any ring holds that its writers may not reuse yet: published
  * and not consumed, or consumed and held. 0 before spans are read. */

@@ -72,6 +72,17 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  * evr_recorder_new() takes it as it is.
  */
 #define EVR_RECORDER_SESSION_STARTED	0x100u
+/*
+ * With EVR_RECORDER_DIRECT_IO: write the batches through io_uring, up to 4 in
+ * flight while the drain goes on (docs/recorder.md "I/O engine"), where the
+ * kernel allows it; elsewhere (built without liburing, io_uring refused by the
+ * kernel, its io_uring_disabled sysctl, a seccomp filter or a container, or
+ * the environment variable EVR_RECORDER_NO_URING set to 1) each batch is one
+ * writev() from the recorder's thread. EVR_RECORDER_URING_WARN: say so (the
+ * user asked for io_uring by name).
+ */
+#define EVR_RECORDER_URING		0x4u
+#define EVR_RECORDER_URING_WARN		0x8u
 
 struct evr_recorder_opts {
 	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */
@@ -128,6 +139,9 @@ struct evr_recorder_stats {
 	uint64_t stream_ns;		/* the start to the last span taken or the end, if sooner */
 	bool direct;			/* direct I/O was on at the start */
 	bool direct_fell_back;		/* direct I/O fell behind at least once */
+	bool uring;			/* direct writes went through io_uring */
+	int uring_error;		/* why io_uring was not used (-errno), or 0 */
+	uint64_t uring_waited_ns;	/* the drain waited for a write (all slots in flight) */
 };
 
 /**

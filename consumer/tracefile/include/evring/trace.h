@@ -306,6 +306,38 @@ int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on);
  */
 int evr_trace_writer_flush(struct evr_trace_writer *w);
 
+struct iovec;
+
+/**
+ * typedef evr_trace_writer_submit_fn - write a direct-I/O batch asynchronously.
+ * @arg: as given to evr_trace_writer_set_submit().
+ * @iov: the batch, @n segments (at most 512), valid only during the call.
+ * @off: its offset in the file (aligned, as @len).
+ * @stage: in: the stage the batch's copied segments lie in, which now belongs
+ *         to the callee until the write completed; out: an aligned (4096)
+ *         stage of *@cap bytes for the writer's next batch.
+ * Return: 0 (the batch is on its way), or -errno (sticky, as a write error).
+ */
+typedef int evr_trace_writer_submit_fn(void *arg, const struct iovec *iov, int n, uint64_t off,
+				       uint64_t len, uint8_t **stage, size_t *cap);
+
+/**
+ * evr_trace_writer_set_submit() - hand every later direct-I/O batch to @fn
+ * instead of writing it (NULL: write it again). The engine reports how far
+ * the file got with evr_trace_writer_completed(); every batch must have
+ * completed before evr_trace_writer_set_direct(w, false), which moves the
+ * file position to the end (lseek) before buffered writes go on.
+ * Return: 0, -EINVAL (no direct I/O granted), -EBUSY (a batch is gathered).
+ */
+int evr_trace_writer_set_submit(struct evr_trace_writer *w, evr_trace_writer_submit_fn *fn,
+				void *arg);
+
+/*
+ * evr_trace_writer_completed() - the submit engine's report: the file holds
+ * whole chunks up to @written bytes; @err (0: none) fails the writer (sticky).
+ */
+void evr_trace_writer_completed(struct evr_trace_writer *w, uint64_t written, int err);
+
 /* Bytes gathered and not yet written (0 for a buffered writer). */
 uint64_t evr_trace_writer_pending(const struct evr_trace_writer *w);
 

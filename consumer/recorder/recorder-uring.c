@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The recorder's io_uring engine (recorder-uring.h).
+ *
+ * With synchronous direct I/O, a batch's writev() blocks the drain for as long
+ * as the disk takes, so the rings must hold that time: a disk's stall of 30 ms
+ * loses what a 16 MiB ring cannot hold of a 500 MB/s stream. Here the trace
+ * writer hands each batch (its segments, its offset, its stage) to
+ * evr_uring_submit(), which queues one IORING_OP_WRITEV at that offset and
+ * returns: up to EVR_URING_DEPTH batches are in flight while the drain goes on
+ * taking packets. The packets' bytes still go from the session mapping to the
+ * disk by DMA; the stage that holds a batch's copied chunks stays with the
+ * batch until it completed, and the writer gets another.
+ *
+ * Order: completions may come in any order, but a ring's space goes back to
+ * its writers (evr_client_span_release_to(), to where the reader stood when
+ * the batch was closed) and the file counts as written only for a run of
+ * completed batches from the oldest on, so that the file is whole up to
+ * there. The first failed or short write fails the recording: once every
+ * write in flight has ended, the file is cut back to the end of the batch
+ * before it, and the events counted are those of the batches before it.
+ *
+ * Confinement: the ring is created disabled, given the output as its only
+ * (fixed) file and the eventfd, then restricted to IORING_OP_WRITEV on fixed
+ * files (IORING_REGISTER_RESTRICTIONS) before it is enabled: the recorder's
+ * seccomp filter allows io_uring_enter(), and this keeps that from becoming
+ * a way around the filter (no open, no socket, no other file through it).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder-uring.h"
+
+#ifdef EVR_HAVE_LIBURING
+
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+
+struct batch {
+	uint64_t off, len;
+	uint64_t events;		/* the recorder's count once it is in the file */
+	uint64_t submit_ns;
+	uint8_t *stage;
+	size_t cap;
+	int32_t res;
+	bool done;
+};
+
+struct evr_uring {
+	struct io_uring ring;
+	bool ring_ok;
+	int fd, efd;
+	struct evr_client *c;
+	struct evr_trace_writer *w;
+	const uint64_t *events;
+	uint32_t nr_rings;
+	struct batch b[EVR_URING_DEPTH];
+	uint64_t *pos;			/* [EVR_URING_DEPTH][nr_rings]: where to release */
+	uint32_t head, count;		/* the oldest batch in flight, how many */
+	struct spare { uint8_t *p; size_t cap; } spare[EVR_URING_DEPTH + 1];
+	uint32_t nspare;
+	int err;			/* sticky: the first failed write */
+	uint64_t err_off;		/* where the file was cut back to */
+	bool cut;
+	uint64_t durable, durable_events;
+	uint64_t busy_ns, busy_since, bytes, waited_ns;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The completed run from the oldest batch on: the file and the rings move on. */
+static void retire(struct evr_uring *u)
+{
+	while (u->count && u->b[u->head].done && !u->err) {
+		struct batch *b = &u->b[u->head];
+		const uint64_t *pos = u->pos + (size_t)u->head * u->nr_rings;
+
+		if (b->res < 0 || (uint64_t)b->res != b->len) {
+			/* A short direct write is the file system running out of room. */
+			u->err = b->res < 0 ? b->res : -ENOSPC;
+			if (u->err == -EDQUOT || u->err == -EFBIG)
+				u->err = -ENOSPC;
+			u->err_off = b->off;
+			break;
+		}
+		u->durable = b->off + b->len;
+		u->durable_events = b->events;
+		for (uint32_t i = 0; i < u->nr_rings; i++)
+			evr_client_span_release_to(u->c, i, pos[i]);
+		if (u->nspare < EVR_URING_DEPTH + 1)
+			u->spare[u->nspare++] = (struct spare){ b->stage, b->cap };
+		else
+			free(b->stage);
+		b->stage = NULL;
+		u->head = (u->head + 1) % EVR_URING_DEPTH;
+		u->count--;
+		evr_trace_writer_completed(u->w, u->durable, 0);
+	}
+}
+
+/* Take one completion (waiting for it with @wait). Return: 1, 0 none, -errno. */
+static int take_cqe(struct evr_uring *u, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	struct batch *b;
+	uint64_t now;
+	int ret;
+
+	do {
+		ret = wait ? io_uring_wait_cqe(&u->ring, &cqe) : io_uring_peek_cqe(&u->ring, &cqe);
+	} while (ret == -EINTR);
+	if (ret == -EAGAIN)
+		return 0;
+	if (ret < 0)
+		return ret;
+	b = &u->b[io_uring_cqe_get_data64(cqe) % EVR_URING_DEPTH];
+	b->res = cqe->res;
+	b->done = true;
+	io_uring_cqe_seen(&u->ring, cqe);
+	/* Busy time: while any write was in flight (the disk's rate, for the
+	 * recorder's choice of I/O, is bytes over that time). */
+	now = mono_ns();
+	u->busy_ns += now - (u->busy_since > b->submit_ns ? u->busy_since : b->submit_ns);
+	u->busy_since = now;
+	if (b->res > 0)
+		u->bytes += (uint64_t)b->res;
+	return 1;
+}
+
+/* After a failure, once nothing is in flight: the file ends with a whole chunk. */
+static void cut_back(struct evr_uring *u)
+{
+	while (u->count) {
+		/* Every later batch ended too: they may have written past the
+		 * failure, and are dropped with it. */
+		struct batch *b = &u->b[u->head];
+
+		if (!b->done && take_cqe(u, true) <= 0)
+			break;
+		if (!b->done)
+			continue;
+		free(b->stage);
+		b->stage = NULL;
+		u->head = (u->head + 1) % EVR_URING_DEPTH;
+		u->count--;
+	}
+	if (!u->cut) {
+		u->cut = true;
+		/* The file may hold parts of this batch and whole later ones. */
+		(void)ftruncate(u->fd, (off_t)u->err_off);
+		evr_trace_writer_completed(u->w, u->durable, u->err);
+	}
+}
+
+int evr_uring_reap(struct evr_uring *u, bool wait_all)
+{
+	int ret;
+
+	if (!u)
+		return 0;
+	if (u->err) {
+		cut_back(u);
+		return u->err;
+	}
+	if (!u->count)
+		return 0;
+	for (;;) {
+		ret = take_cqe(u, false);
+		if (ret < 0)
+			return ret;
+		if (ret > 0)
+			continue;	/* all that is ready first */
+		retire(u);
+		if (u->err || !wait_all || !u->count)
+			break;
+		ret = take_cqe(u, true);
+		if (ret < 0)
+			return ret;
+	}
+	retire(u);
+	if (u->err) {
+		cut_back(u);
+		return u->err;
+	}
+	return 0;
+}
+
+/* evr_trace_writer_submit_fn: one vectored write of the batch at its offset. */
+static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint64_t len,
+		  uint8_t **stage, size_t *cap)
+{
+	struct evr_uring *u = arg;
+	struct io_uring_sqe *sqe;
+	struct batch *b;
+	uint32_t slot;
+	uint64_t *pos;
+	int ret;
+
+	if (u->err)
+		return u->err;
+	if (u->count == EVR_URING_DEPTH) {
+		/* Every slot in flight: the disk is behind, the drain waits. */
+		uint64_t t0 = mono_ns();
+
+		while (u->count == EVR_URING_DEPTH && !u->err) {
+			ret = take_cqe(u, true);
+			if (ret < 0)
+				return ret;
+			retire(u);
+		}
+		u->waited_ns += mono_ns() - t0;
+		if (u->err) {
+			cut_back(u);
+			return u->err;
+		}
+	}
+	slot = (u->head + u->count) % EVR_URING_DEPTH;
+	b = &u->b[slot];
+	pos = u->pos + (size_t)slot * u->nr_rings;
+	/* The spans done so far are in this batch or before it: the one being
+	 * written when the writer's stage filled up is not done yet. */
+	for (uint32_t i = 0; i < u->nr_rings; i++)
+		pos[i] = evr_client_span_pos(u->c, i);
+	sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return -EBUSY;	/* not with a ring of twice the depth */
+	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
+	 * checked at setup), so the writer may reuse it. */
+	io_uring_prep_writev(sqe, 0, iov, (unsigned int)n, off);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, slot);
+	*b = (struct batch){ .off = off, .len = len, .events = *u->events,
+			     .submit_ns = mono_ns(), .stage = *stage, .cap = *cap };
+	if (!u->count)
+		u->busy_since = b->submit_ns;
+	do {
+		ret = io_uring_submit(&u->ring);
+	} while (ret == -EINTR);
+	if (ret < 0)
+		return ret;
+	u->count++;
+	/* A stage for the next batch: a spare one, or a new one alike. */
+	if (u->nspare) {
+		u->nspare--;
+		*stage = u->spare[u->nspare].p;
+		*cap = u->spare[u->nspare].cap;
+	} else {
+		*stage = aligned_alloc(4096, b->cap);
+		*cap = b->cap;
+		if (!*stage)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * io_uring_register() itself: Debian's liburing 2.3 declares
+ * io_uring_register_restrictions() and io_uring_enable_rings() but its shared
+ * library does not export them.
+ */
+static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsigned int n)
+{
+	long ret = syscall(__NR_io_uring_register, u->ring.ring_fd, op, arg, n);
+
+	return ret < 0 ? -errno : 0;
+}
+
+int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
+		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
+{
+	struct io_uring_restriction res[2] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+	};
+	struct io_uring_params p = { .flags = IORING_SETUP_R_DISABLED };
+	struct evr_uring *u;
+	int err;
+
+	if (fd < 0 || !c || !w || !events || !ret)
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->fd = fd;
+	u->c = c;
+	u->w = w;
+	u->events = events;
+	u->nr_rings = nr_rings ? nr_rings : 1;
+	u->efd = -1;
+	u->pos = calloc((size_t)EVR_URING_DEPTH * u->nr_rings, sizeof(*u->pos));
+	if (!u->pos) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = io_uring_queue_init_params(2 * EVR_URING_DEPTH, &u->ring, &p);
+	if (err < 0)
+		goto fail;
+	u->ring_ok = true;
+	if (!(p.features & IORING_FEAT_SUBMIT_STABLE)) {
+		err = -EOPNOTSUPP;
+		goto fail;
+	}
+	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->efd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = io_uring_register_files(&u->ring, &fd, 1);
+	if (err == 0)
+		err = io_uring_register_eventfd(&u->ring, u->efd);
+	if (err == 0)
+		err = ring_register(u, IORING_REGISTER_RESTRICTIONS, res, 2);
+	if (err == 0)
+		err = ring_register(u, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+	if (err == 0)
+		err = evr_trace_writer_set_submit(w, submit, u);
+	if (err < 0)
+		goto fail;
+	*ret = u;
+	return 0;
+fail:
+	evr_uring_free(u);
+	return err;
+}
+
+int evr_uring_fd(const struct evr_uring *u)
+{
+	return u ? u->efd : -1;
+}
+
+uint32_t evr_uring_in_flight(const struct evr_uring *u)
+{
+	return u ? u->count : 0;
+}
+
+int evr_uring_arm(struct evr_uring *u)
+{
+	uint64_t v;
+
+	if (!u || !u->count)
+		return 0;
+	/* The eventfd first: a completion that comes after this read signals it
+	 * again, so a wait on it never sleeps through one left in the ring. One
+	 * read per sleep, not per round: the rounds look at the ring itself. */
+	if (read(u->efd, &v, sizeof(v)) < 0 && errno != EAGAIN && errno != EINTR)
+		return -errno;
+	return io_uring_cq_ready(&u->ring) ? 1 : 0;
+}
+
+void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
+{
+	if (!u || !ret)
+		return;
+	*ret = (struct evr_uring_stats){
+		.durable = u->durable,
+		.events = u->durable_events,
+		.busy_ns = u->busy_ns,
+		.bytes = u->bytes,
+		.waited_ns = u->waited_ns,
+		.in_flight = u->count,
+	};
+}
+
+void evr_uring_free(struct evr_uring *u)
+{
+	if (!u)
+		return;
+	/* The kernel may still read the stages: let every write end first. */
+	while (u->ring_ok && u->count) {
+		struct batch *b = &u->b[u->head];
+
+		if (!b->done && take_cqe(u, true) <= 0)
+			break;
+		if (!b->done)
+			continue;
+		free(b->stage);
+		u->head = (u->head + 1) % EVR_URING_DEPTH;
+		u->count--;
+	}
+	if (u->ring_ok)
+		io_uring_queue_exit(&u->ring);
+	if (u->efd >= 0)
+		close(u->efd);
+	for (uint32_t i = 0; i < u->nspare; i++)
+		free(u->spare[i].p);
+	free(u->pos);
+	free(u);
+}
+
+#else /* !EVR_HAVE_LIBURING */
+
+int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
+		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
+{
+	(void)fd, (void)c, (void)w, (void)events, (void)nr_rings, (void)ret;
+	return -EOPNOTSUPP;
+}
+
+int evr_uring_fd(const struct evr_uring *u)
+{
+	(void)u;
+	return -1;
+}
+
+uint32_t evr_uring_in_flight(const struct evr_uring *u)
+{
+	(void)u;
+	return 0;
+}
+
+int evr_uring_arm(struct evr_uring *u)
+{
+	(void)u;
+	return 0;
+}
+
+int evr_uring_reap(struct evr_uring *u, bool wait_all)
+{
+	(void)u, (void)wait_all;
+	return 0;
+}
+
+void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
+{
+	(void)u;
+	if (ret)
+		memset(ret, 0, sizeof(*ret));
+}
+
+void evr_uring_free(struct evr_uring *u)
+{
+	(void)u;
+}
+
+#endif

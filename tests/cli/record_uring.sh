@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# evring record --io uring: the direct writes go through io_uring, several in flight while
+# the drain goes on (docs/recorder.md, "I/O engine"); record_uring_fallback.sh runs the same
+# with EVR_RECORDER_NO_URING=1, the engine refused as a kernel, a seccomp filter or a
+# container would refuse it, and the recorder writing from its own thread.
+#  - a paced recording (0.25 M events/s, which any disk here takes) inside the sandbox: while it
+#    records, the recorder holds an io_uring (/proc/PID/fd), or none in the fallback; every
+#    event is in the file, nothing lost (a count: emitted == recorded), and the file is laid
+#    out as direct I/O writes it (PAD chunks, a whole number of 512-byte blocks, END last);
+#  - --io uring where io_uring is refused says so in one warning and records all the same;
+#  - a recorder stopped (SIGSTOP) while its rings overflow: lost > 0 and recorded + lost ==
+#    emitted, and dump agrees;
+#  - a full ext4 disk (root, a loop device): one line, the file cut back to its last whole
+#    write, exactly the events it says are in it.
+# Skipped (77) where no directory takes direct I/O, or where the kernel refuses io_uring to
+# the engine itself (the fallback's test still runs there).
+source "$(dirname "$0")/lib.sh"
+need_python
+fallback=${URING_FALLBACK:-0}
+if [[ $fallback == 1 ]]; then
+	export EVR_RECORDER_NO_URING=1
+else
+	unset EVR_RECORDER_NO_URING
+fi
+
+find_dio_dir
+[[ -n $dio_dir ]] || skip "no directory here takes direct I/O ($T is on $(stat -f -c %T "$T"))"
+out=$(mktemp -d "$dio_dir/evr-uring.XXXXXX")
+cleanup_hook() { rm -rf "$out"; }
+echo "direct I/O in $dio_dir ($(stat -f -c %T "$dio_dir")); fallback forced: $fallback"
+
+# Refused or not: one warning where io_uring was asked for by name and not used.
+"$EVRING" record --providers Demo --io uring -o "$out/small.evtrace" -- "$WORKLOAD" \
+	--events 2000 --threads 1 >"$T/small.out" 2>"$T/small.err" ||
+	fail "record (small): $(cat "$T/small.err")"
+cat "$T/small.err"
+refused=$(grep -c "^evring record: warning: --io uring: " "$T/small.err" || true)
+if [[ $fallback == 1 ]]; then
+	grep -q "^evring record: warning: --io uring: refused (EVR_RECORDER_NO_URING=1): direct \
+writes from the recorder's thread$" "$T/small.err" || fail "no word of the refused io_uring"
+elif ((refused)); then
+	skip "the kernel refuses io_uring here: $(grep -- '--io uring' "$T/small.err")"
+fi
+((refused <= 1)) || fail "the refusal said more than once"
+check_accounting small 2000 "$T/small.out" "$T/small.err" "$out/small.evtrace"
+
+# Paced: the disk keeps up, so nothing may be lost. 64 MiB: 2 rings of 32 MiB, direct I/O
+# from the first byte; one thread writes 0.25 M events/s (10.5 MB/s) into one ring, 50 MB in
+# all: more than the ring, so its space must come back as the writes complete, while the
+# ring holds 3 s of the stream, more than a loaded machine keeps the recorder from running
+# or a busy disk stalls. One thread: two writers on one CPU, one preempted in its ring's
+# slow path, make the other drop a few events (README, "How the data path works"), which no
+# recorder can prevent.
+N=300000
+start_workload wl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
+start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
+	-o "$out/paced.evtrace"
+# shellcheck disable=SC2010 # fd names are numbers; what ls shows is the link's target
+uring_fds=$(ls -l /proc/"$REC_PID"/fd/ | grep -c 'anon_inode:\[io_uring\]' || true)
+expect "$WL_FD" "^done $N " "the workload's 'done' line"
+echo "$LINE" >"$T/paced.out"
+finish_record "$REC_FD" "$T/paced.err"
+wait "$REC_PID" || fail "record exited with $?: $(cat "$T/paced.err")"
+cat "$T/paced.err"
+if [[ $fallback == 1 ]]; then
+	((uring_fds == 0)) || fail "the recorder holds an io_uring although it was refused"
+else
+	((uring_fds == 1)) || fail "the recorder holds $uring_fds io_urings while recording, not 1"
+fi
+check_accounting paced "$N" "$T/paced.out" "$T/paced.err" "$out/paced.evtrace"
+[[ $(record_lost "$T/paced.err") == 0 ]] || fail "events lost at 0.25 M events/s"
+fell=$(grep -c "direct I/O fell behind" "$T/paced.err" || true)
+python3 - "$HERE" "$out/paced.evtrace" "$fell" <<'EOF'
+import sys
+fell = sys.argv[3] != "0"
+sys.path.insert(0, sys.argv[1])
+from trace_edit import HDR, KINDS, chunks
+data = open(sys.argv[2], "rb").read()
+ch = list(chunks(data))
+end = ch[-1][0] + HDR.size + ((ch[-1][2] + 7) & ~7)
+if end != len(data):
+    sys.exit(f"FAIL: the chunks end at {end}, the file at {len(data)}")
+if ch[-1][1] != KINDS["END"]:
+    sys.exit("FAIL: the file does not end with END")
+# Through the page cache once direct I/O fell behind (the output says so), the file need
+# not end on a block boundary.
+if len(data) % 512 and not fell:
+    sys.exit(f"FAIL: {len(data)} bytes, not a whole number of 512-byte blocks")
+pads = sum(1 for c in ch if c[1] == KINDS["PAD"])
+if pads < 2:
+    sys.exit("FAIL: no PAD chunks: not written with direct I/O")
+print(f"paced: {len(ch)} chunks, {pads} PAD, {len(data)} bytes, whole")
+EOF
+
+# Loss that must happen: the recorder stopped while 1,000,000 iterations overflow its rings.
+record_stalled stalled 1000000 "$out/stalled.evtrace" --providers Demo --buffer-size 64M \
+	--io uring
+cat "$T/stalled.err"
+check_accounting stalled 1000000 "$T/stalled.out" "$T/stalled.err" "$out/stalled.evtrace"
+(($(record_lost "$T/stalled.err") > 0)) || fail "a stopped recorder lost nothing"
+
+full_disk_record "uring$fallback" --io uring
+echo "PASS"
