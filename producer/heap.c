@@ -109,8 +109,13 @@ static _Atomic uint32_t heap_gen = 1;
 static _Atomic bool heap_on;
 
 static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an address */
-/* How many keys of tab each region of addresses has (16 KiB, cache-resident): a free
- * whose region has none is told apart with one load, never a miss into tab. */
+/*
+ * How many keys of tab each 4 KiB page of addresses has, the pages taken modulo
+ * FILT_SIZE (32 MiB): a free whose page has none is told apart with one load,
+ * never a miss into tab. By page, not by a hash of the address: the blocks a
+ * program frees one after the other lie near each other, so their counts share
+ * a cache line (a hash made one free in five miss L1 in evring-bench-heap).
+ */
 static _Atomic uint16_t *filt;
 /* The estimated bytes each key of tab stands for (parallel to it), and the totals of
  * all sampled blocks: what the Memory provider's counters show (heap-counters.c). */
@@ -140,7 +145,7 @@ static inline uint32_t tab_home(uintptr_t a)
 
 static inline uint32_t filt_of(uintptr_t a)
 {
-	return (uint32_t)(((uint64_t)a >> 4) * 0xc2b2ae3d27d4eb4full >> (64u - FILT_BITS));
+	return (uint32_t)(a >> 12) & (FILT_SIZE - 1u);
 }
 
 static bool tab_insert(uintptr_t a, uint64_t w)
@@ -420,7 +425,7 @@ out:
 }
 
 /*
- * Whether @p may be a sampled block: one load from the 16 KiB table of counts
+ * Whether @p may be a sampled block: one load from the table of counts by page
  * (a block nobody sampled is told apart there, never by a miss into tab). NULL
  * may say yes: free_sampled() checks.
  */

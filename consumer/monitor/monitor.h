@@ -454,6 +454,9 @@ enum MHD_Result evr_mon_route_metrics(struct evr_mon_req *q);
 
 /* stacks.c */
 enum MHD_Result evr_mon_route_stacks(struct evr_mon_req *q, pid_t pid);
+/* heap.c: a heap profile (pprof) of @pid; the query parameters it takes. */
+enum MHD_Result evr_mon_route_heap(struct evr_mon_req *q, pid_t pid);
+extern const char *const evr_mon_heap_params[];
 /* The stacks of @pid as HTML into @sb; on failure the error is answered (*@ret_mhd). */
 int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
 			enum MHD_Result *ret_mhd);

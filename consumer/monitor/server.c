@@ -481,6 +481,8 @@ static enum MHD_Result route_process(struct evr_mon_req *q, unsigned base)
 			return WITH(evr_mon_trace_params, evr_mon_route_trace_get(q, pid));
 		if (is(q, 2, "stacks"))
 			return WITH(P_STACKS, evr_mon_route_stacks(q, pid));
+		if (is(q, 2, "heap"))
+			return WITH(evr_mon_heap_params, evr_mon_route_heap(q, pid));
 	}
 	if (q->nsegs == 4 && is(q, 2, "counters") && is(q, 3, "stream"))
 		return WITH(P_COUNTER_STREAM, evr_mon_route_counter_stream(q, pid));
