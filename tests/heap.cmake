@@ -60,3 +60,12 @@ add_test(NAME heap_heaptrack
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/heaptrack.sh $<TARGET_FILE:evring-cli>
           $<TARGET_FILE_DIR:heap-sites>)
 set_tests_properties(heap_heaptrack PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# The monitor's GET /processes/{pid}/heap (tests/monitor/heap.sh, the monitor tests' helpers).
+if(TARGET evring-monitor)
+  add_test(NAME monitor_heap
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/monitor/heap.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:minirt> $<TARGET_FILE:workload> $<TARGET_FILE:heap-sites>)
+  set_tests_properties(monitor_heap PROPERTIES LABELS integration TIMEOUT 240
+    SKIP_RETURN_CODE 77)
+endif()
