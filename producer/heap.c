@@ -5,8 +5,9 @@
  *
  * Nothing happens until a session enables the provider: then the enable
  * callback points the GOT slots of malloc, calloc, realloc, free,
- * aligned_alloc, posix_memalign, memalign, valloc and reallocarray in every
- * loaded module at the hooks below (heap-got.c); when the last such session
+ * aligned_alloc, posix_memalign, memalign, valloc, reallocarray, and mmap and
+ * munmap (anonymous mappings, a kind of their own: Mmap and Munmap events) in
+ * every loaded module at the hooks below (heap-got.c); when the last such session
  * ends it puts them back. The hooks stay mapped and keep working, so a thread
  * that entered one before the restore passes straight through. A child forked
  * while they were in has no session: the registry's fork handler switches the
@@ -18,13 +19,15 @@
  * mark (tls_left), drawn from an exponential distribution of mean RATE; an
  * allocation that takes the count below zero is sampled and a fresh count is
  * drawn. A block of S bytes is thus sampled with probability 1 - exp(-S/RATE),
- * which consumers divide by (the event carries S and RATE). The hook's cost
- * when not sampling: the real call, a subtraction and a branch.
+ * which consumers divide by (the event carries S and RATE). The hook decides
+ * before the call: when not sampling, it subtracts from the count and jumps to
+ * the real function (no frame, no lock, no atomic); free()'s hook loads one
+ * count of its page (below) and jumps.
  *
  * Frees: the addresses of sampled blocks live in a fixed open-addressing hash
  * (lock-free: insert and remove by compare-and-swap, a removed key becomes a
  * tombstone that later inserts reuse, probes bounded by MAX_PROBE). A free
- * looks its address up only while the hash holds something (live_blocks), and
+ * looks its address up only when its page has sampled blocks (filt), and
  * the Free event of a sampled block is written before the real free, so the
  * address cannot be handed out again and sampled before its Free is written.
  * A block the hash had no room for is sampled anyway, flagged untracked, and
@@ -116,7 +119,9 @@ static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an 
  * program frees one after the other lie near each other, so their counts share
  * a cache line (a hash made one free in five miss L1 in evring-bench-heap).
  */
-static _Atomic uint16_t *filt;
+/* In .bss, not in tab's mapping: the hook addresses it without loading a pointer (16 KiB
+ * of zero pages until a session samples). */
+static _Atomic uint16_t filt[FILT_SIZE];
 /* The estimated bytes each key of tab stands for (parallel to it), and the totals of
  * all sampled blocks: what the Memory provider's counters show (heap-counters.c). */
 static _Atomic uint64_t *tab_w;
@@ -352,18 +357,17 @@ static __attribute__((noinline)) void note_unmap(uintptr_t a, size_t len)
 /*
  * The fast path of every allocating hook: whether this thread's next mark falls
  * within the next @n bytes. When not, which is nearly always: a TLS load, a
- * compare, a subtract and a store, no lock, no atomic, no frame. A count of 0
- * (a thread's first allocation) always takes the sampled path, which draws one.
+ * subtract and a store, no lock, no atomic, no frame. A count of 0 (a thread's
+ * first allocation) always takes the sampled path, which draws one.
  */
 static inline bool marked(size_t n)
 {
-	uint64_t l = tls_left;
+	uint64_t l;
+	/* One read-modify-write of the count: a wrap below zero is the mark. */
+	bool under = __builtin_sub_overflow(tls_left, (uint64_t)n, &l);
 
-	if (EVR_LIKELY(n < l)) {
-		tls_left = l - n;
-		return false;
-	}
-	return true;
+	tls_left = l;
+	return EVR_UNLIKELY(under);
 }
 
 /*
@@ -378,8 +382,11 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n, bool mmap)
 	uint32_t gen = atomic_load_explicit(&heap_gen, memory_order_relaxed);
 	uint64_t rec[4], w;
 
-	if (tls_busy)
+	if (tls_busy) {
+		/* The count wrapped: a new one (log() does not allocate), the mark is lost. */
+		tls_left = draw(rate);
 		return;
+	}
 	tls_busy = 1;
 	if (EVR_UNLIKELY(tls_gen != gen)) {
 		uint64_t d;
@@ -671,16 +678,14 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 	}
 	if (!tab) {
 		size_t tb = TAB_SIZE * sizeof(*tab);
-		size_t fb = FILT_SIZE * sizeof(*filt);
-		void *m = mmap(NULL, 2 * tb + fb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
+		void *m = mmap(NULL, 2 * tb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 		if (m == MAP_FAILED)
 			return;
 		/* Never unmapped: hooks may look into it at any time after. */
 		tab_w = (_Atomic uint64_t *)((char *)m + tb);
-		filt = (_Atomic uint16_t *)((char *)m + 2 * tb);
-		maps = (struct map_ent *)((char *)m + 2 * tb + fb);
+		maps = (struct map_ent *)((char *)m + 2 * tb);
 		tab = m;
 	}
 	/*

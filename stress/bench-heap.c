@@ -119,17 +119,25 @@ int main(int argc, char **argv)
 	 * alt: ROUNDS rounds of none, session, heap, PAIRS / ROUNDS pairs each, in one
 	 * process, so that the three see the same machine within seconds of each other
 	 * (a shared machine's load drifts more between runs than the effect measured).
-	 * "none" comes first, before any session; in the later rounds the hooks were in
-	 * and went out, which leaves the allocator's path as it was (the GOT restored).
+	 * "none" comes first in the first round, before any session; later, the hooks
+	 * were in and went out, which leaves the allocator's path as it was (the GOT
+	 * restored).
 	 */
 	pairs = pairs / rounds > 0 ? pairs / rounds : 1;
 	for (int r = 0; r < rounds; r++) {
-		printf("round=%d threads=%d pairs=%ld", r, threads, pairs);
-		for (int m = 0; m < 3; m++) {
-			if ((ns = phase(modes[m], threads, rate)) < 0)
+		double v[3];
+
+		/* Each round in another order (after the first), so that no mode is always
+		 * the one that follows another's session. */
+		for (int k = 0; k < 3; k++) {
+			int m = (k + r) % 3;
+
+			if ((v[m] = phase(modes[m], threads, rate)) < 0)
 				return 1;
-			printf(" %s=%.2f", modes[m], ns);
 		}
+		printf("round=%d threads=%d pairs=%ld", r, threads, pairs);
+		for (int m = 0; m < 3; m++)
+			printf(" %s=%.2f", modes[m], v[m]);
 		printf("\n");
 		fflush(stdout);
 	}
