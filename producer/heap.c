@@ -111,7 +111,17 @@ static _Atomic uint64_t heap_rate = EVR_HEAP_DEFAULT_RATE;
 static _Atomic uint32_t heap_gen = 1;
 static _Atomic bool heap_on;
 
-static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an address */
+/*
+ * A key of tab (0 empty, TOMB removed, else an address) beside the estimated bytes
+ * its block stands for: one cache line for both, as tab is too big to stay in a cache
+ * and the sampled path's misses into it were most of that path's time.
+ */
+struct tab_ent {
+	_Atomic uintptr_t key;
+	_Atomic uint64_t w;
+};
+
+static struct tab_ent *tab;	/* TAB_SIZE entries */
 /*
  * How many keys of tab each 4 KiB page of addresses has, the pages taken modulo
  * FILT_SIZE (32 MiB): a free whose page has none is told apart with one load,
@@ -122,9 +132,8 @@ static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an 
 /* In .bss, not in tab's mapping: the hook addresses it without loading a pointer (16 KiB
  * of zero pages until a session samples). */
 static _Atomic uint16_t filt[FILT_SIZE];
-/* The estimated bytes each key of tab stands for (parallel to it), and the totals of
- * all sampled blocks: what the Memory provider's counters show (heap-counters.c). */
-static _Atomic uint64_t *tab_w;
+/* The totals of all sampled blocks: what the Memory provider's counters show
+ * (heap-counters.c). */
 static _Atomic int64_t est_live;
 static _Atomic uint64_t est_allocated;
 
@@ -158,14 +167,15 @@ static bool tab_insert(uintptr_t a, uint64_t w)
 	uint32_t h = tab_home(a);
 
 	for (uint32_t i = 0; i < MAX_PROBE; i++) {
-		_Atomic uintptr_t *s = &tab[(h + i) & (TAB_SIZE - 1)];
+		struct tab_ent *e = &tab[(h + i) & (TAB_SIZE - 1)];
+		_Atomic uintptr_t *s = &e->key;
 		uintptr_t v = atomic_load_explicit(s, memory_order_relaxed);
 
 		if ((v == 0 || v == TOMB) &&
 		    atomic_compare_exchange_strong_explicit(s, &v, a, memory_order_relaxed,
 							    memory_order_relaxed)) {
 			/* The key's remover reads it after the block was handed out: after this. */
-			atomic_store_explicit(&tab_w[s - tab], w, memory_order_relaxed);
+			atomic_store_explicit(&e->w, w, memory_order_relaxed);
 			atomic_fetch_add_explicit(&est_live, (int64_t)w, memory_order_relaxed);
 			/* Saturates: a region at the top stays "maybe" for good. */
 			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
@@ -185,10 +195,10 @@ static bool tab_insert(uintptr_t a, uint64_t w)
  */
 static void tab_trim(uint32_t i)
 {
-	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)], memory_order_relaxed) == 0) {
+	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)].key, memory_order_relaxed) == 0) {
 		uintptr_t t = TOMB;
 
-		if (!atomic_compare_exchange_strong_explicit(&tab[i], &t, 0, memory_order_relaxed,
+		if (!atomic_compare_exchange_strong_explicit(&tab[i].key, &t, 0, memory_order_relaxed,
 							     memory_order_relaxed))
 			return;
 		i = (i - 1) & (TAB_SIZE - 1);
@@ -204,12 +214,12 @@ static inline bool tab_remove(uintptr_t a)
 		return false;
 	for (uint32_t i = 0; i < MAX_PROBE; i++) {
 		uint32_t k = (h + i) & (TAB_SIZE - 1);
-		uintptr_t v = atomic_load_explicit(&tab[k], memory_order_relaxed);
+		uintptr_t v = atomic_load_explicit(&tab[k].key, memory_order_relaxed);
 
 		if (v == a) {
-			uint64_t w = atomic_load_explicit(&tab_w[k], memory_order_relaxed);
+			uint64_t w = atomic_load_explicit(&tab[k].w, memory_order_relaxed);
 
-			if (!atomic_compare_exchange_strong_explicit(&tab[k], &v, TOMB,
+			if (!atomic_compare_exchange_strong_explicit(&tab[k].key, &v, TOMB,
 								     memory_order_relaxed,
 								     memory_order_relaxed))
 				return false;
@@ -678,14 +688,13 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 	}
 	if (!tab) {
 		size_t tb = TAB_SIZE * sizeof(*tab);
-		void *m = mmap(NULL, 2 * tb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
+		void *m = mmap(NULL, tb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 		if (m == MAP_FAILED)
 			return;
 		/* Never unmapped: hooks may look into it at any time after. */
-		tab_w = (_Atomic uint64_t *)((char *)m + tb);
-		maps = (struct map_ent *)((char *)m + 2 * tb);
+		maps = (struct map_ent *)((char *)m + tb);
 		tab = m;
 	}
 	/*
