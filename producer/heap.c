@@ -5,8 +5,9 @@
  *
  * Nothing happens until a session enables the provider: then the enable
  * callback points the GOT slots of malloc, calloc, realloc, free,
- * aligned_alloc, posix_memalign, memalign, valloc and reallocarray in every
- * loaded module at the hooks below (heap-got.c); when the last such session
+ * aligned_alloc, posix_memalign, memalign, valloc, reallocarray, and mmap and
+ * munmap (anonymous mappings, a kind of their own: Mmap and Munmap events) in
+ * every loaded module at the hooks below (heap-got.c); when the last such session
  * ends it puts them back. The hooks stay mapped and keep working, so a thread
  * that entered one before the restore passes straight through. A child forked
  * while they were in has no session: the registry's fork handler switches the
@@ -18,13 +19,15 @@
  * mark (tls_left), drawn from an exponential distribution of mean RATE; an
  * allocation that takes the count below zero is sampled and a fresh count is
  * drawn. A block of S bytes is thus sampled with probability 1 - exp(-S/RATE),
- * which consumers divide by (the event carries S and RATE). The hook's cost
- * when not sampling: the real call, a subtraction and a branch.
+ * which consumers divide by (the event carries S and RATE). The hook decides
+ * before the call: when not sampling, it subtracts from the count and jumps to
+ * the real function (no frame, no lock, no atomic); free()'s hook loads one
+ * count of its page (below) and jumps.
  *
  * Frees: the addresses of sampled blocks live in a fixed open-addressing hash
  * (lock-free: insert and remove by compare-and-swap, a removed key becomes a
  * tombstone that later inserts reuse, probes bounded by MAX_PROBE). A free
- * looks its address up only while the hash holds something (live_blocks), and
+ * looks its address up only when its page has sampled blocks (filt), and
  * the Free event of a sampled block is written before the real free, so the
  * address cannot be handed out again and sampled before its Free is written.
  * A block the hash had no room for is sampled anyway, flagged untracked, and
@@ -45,6 +48,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,6 +64,7 @@
 #define TOMB ((uintptr_t)1)
 #define FILT_BITS 13u
 #define FILT_SIZE (1u << FILT_BITS)
+#define MAP_SLOTS 1024u
 
 /* Alloc's flags. */
 #define HEAP_F_UNTRACKED 1u	/* its free will not be reported: leave it out of in-use */
@@ -77,11 +82,26 @@ static const struct evr_event_desc alloc_desc = {
 static const struct evr_event_desc free_desc = {
 	.name = "Free", .id = 2, .level = EVR_LEVEL_LOGALWAYS, .nfields = 1, .fields = free_fields,
 };
+/* Anonymous mappings: Mmap has Alloc's fields; Munmap the address of the mapping's
+ * Mmap and the bytes it lost (all of them, or a part). */
+static const struct evr_field_desc munmap_fields[] = {
+	{ "address", EVR_TYPE_PTR }, { "size", EVR_TYPE_U64 },
+};
+static const struct evr_event_desc mmap_desc = {
+	.name = "Mmap", .id = 3, .level = EVR_LEVEL_LOGALWAYS, .nfields = 4, .fields = alloc_fields,
+};
+static const struct evr_event_desc munmap_desc = {
+	.name = "Munmap", .id = 4, .level = EVR_LEVEL_LOGALWAYS, .nfields = 2,
+	.fields = munmap_fields,
+};
 static struct evr_event alloc_ev = { .desc = &alloc_desc };
 static struct evr_event free_ev = { .desc = &free_desc };
-static struct evr_event *const heap_events[] = { &alloc_ev, &free_ev, NULL };
+static struct evr_event mmap_ev = { .desc = &mmap_desc };
+static struct evr_event munmap_ev = { .desc = &munmap_desc };
+static struct evr_event *const heap_events[] = { &alloc_ev, &free_ev, &mmap_ev, &munmap_ev,
+						 NULL };
 
-static TLS int64_t tls_left;	/* bytes until this thread's next sample */
+static TLS uint64_t tls_left;	/* bytes until this thread's next mark; 0: none drawn yet */
 static TLS uint64_t tls_rng;	/* 0: not seeded */
 static TLS uint32_t tls_gen;	/* heap_gen its count was drawn for */
 static TLS uint8_t tls_busy;	/* in the sampled path */
@@ -91,14 +111,29 @@ static _Atomic uint64_t heap_rate = EVR_HEAP_DEFAULT_RATE;
 static _Atomic uint32_t heap_gen = 1;
 static _Atomic bool heap_on;
 
-static _Atomic uintptr_t *tab;	/* TAB_SIZE keys: 0 empty, TOMB removed, else an address */
-/* How many keys of tab each region of addresses has (16 KiB, cache-resident): a free
- * whose region has none is told apart with one load, never a miss into tab. */
-static _Atomic uint16_t *filt;
-static _Atomic uint64_t live_blocks;
-/* The estimated bytes each key of tab stands for (parallel to it), and the totals of
- * all sampled blocks: what the Memory provider's counters show (heap-counters.c). */
-static _Atomic uint64_t *tab_w;
+/*
+ * A key of tab (0 empty, TOMB removed, else an address) beside the estimated bytes
+ * its block stands for: one cache line for both, as tab is too big to stay in a cache
+ * and the sampled path's misses into it were most of that path's time.
+ */
+struct tab_ent {
+	_Atomic uintptr_t key;
+	_Atomic uint64_t w;
+};
+
+static struct tab_ent *tab;	/* TAB_SIZE entries */
+/*
+ * How many keys of tab each 4 KiB page of addresses has, the pages taken modulo
+ * FILT_SIZE (32 MiB): a free whose page has none is told apart with one load,
+ * never a miss into tab. By page, not by a hash of the address: the blocks a
+ * program frees one after the other lie near each other, so their counts share
+ * a cache line (a hash made one free in five miss L1 in evring-bench-heap).
+ */
+/* In .bss, not in tab's mapping: the hook addresses it without loading a pointer (16 KiB
+ * of zero pages until a session samples). */
+static _Atomic uint16_t filt[FILT_SIZE];
+/* The totals of all sampled blocks: what the Memory provider's counters show
+ * (heap-counters.c). */
 static _Atomic int64_t est_live;
 static _Atomic uint64_t est_allocated;
 
@@ -112,6 +147,8 @@ static int (*real_posix_memalign)(void **, size_t, size_t);
 static void *(*real_memalign)(size_t, size_t);
 static void *(*real_valloc)(size_t);
 static void *(*real_reallocarray)(void *, size_t, size_t);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
 
 /* ---- the hash of sampled addresses -------------------------------------------------- */
 
@@ -122,7 +159,7 @@ static inline uint32_t tab_home(uintptr_t a)
 
 static inline uint32_t filt_of(uintptr_t a)
 {
-	return (uint32_t)(((uint64_t)a >> 4) * 0xc2b2ae3d27d4eb4full >> (64u - FILT_BITS));
+	return (uint32_t)(a >> 12) & (FILT_SIZE - 1u);
 }
 
 static bool tab_insert(uintptr_t a, uint64_t w)
@@ -130,19 +167,19 @@ static bool tab_insert(uintptr_t a, uint64_t w)
 	uint32_t h = tab_home(a);
 
 	for (uint32_t i = 0; i < MAX_PROBE; i++) {
-		_Atomic uintptr_t *s = &tab[(h + i) & (TAB_SIZE - 1)];
+		struct tab_ent *e = &tab[(h + i) & (TAB_SIZE - 1)];
+		_Atomic uintptr_t *s = &e->key;
 		uintptr_t v = atomic_load_explicit(s, memory_order_relaxed);
 
 		if ((v == 0 || v == TOMB) &&
 		    atomic_compare_exchange_strong_explicit(s, &v, a, memory_order_relaxed,
 							    memory_order_relaxed)) {
 			/* The key's remover reads it after the block was handed out: after this. */
-			atomic_store_explicit(&tab_w[s - tab], w, memory_order_relaxed);
+			atomic_store_explicit(&e->w, w, memory_order_relaxed);
 			atomic_fetch_add_explicit(&est_live, (int64_t)w, memory_order_relaxed);
 			/* Saturates: a region at the top stays "maybe" for good. */
 			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
 				atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&live_blocks, 1, memory_order_relaxed);
 			return true;
 		}
 	}
@@ -158,10 +195,10 @@ static bool tab_insert(uintptr_t a, uint64_t w)
  */
 static void tab_trim(uint32_t i)
 {
-	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)], memory_order_relaxed) == 0) {
+	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)].key, memory_order_relaxed) == 0) {
 		uintptr_t t = TOMB;
 
-		if (!atomic_compare_exchange_strong_explicit(&tab[i], &t, 0, memory_order_relaxed,
+		if (!atomic_compare_exchange_strong_explicit(&tab[i].key, &t, 0, memory_order_relaxed,
 							     memory_order_relaxed))
 			return;
 		i = (i - 1) & (TAB_SIZE - 1);
@@ -177,19 +214,18 @@ static inline bool tab_remove(uintptr_t a)
 		return false;
 	for (uint32_t i = 0; i < MAX_PROBE; i++) {
 		uint32_t k = (h + i) & (TAB_SIZE - 1);
-		uintptr_t v = atomic_load_explicit(&tab[k], memory_order_relaxed);
+		uintptr_t v = atomic_load_explicit(&tab[k].key, memory_order_relaxed);
 
 		if (v == a) {
-			uint64_t w = atomic_load_explicit(&tab_w[k], memory_order_relaxed);
+			uint64_t w = atomic_load_explicit(&tab[k].w, memory_order_relaxed);
 
-			if (!atomic_compare_exchange_strong_explicit(&tab[k], &v, TOMB,
+			if (!atomic_compare_exchange_strong_explicit(&tab[k].key, &v, TOMB,
 								     memory_order_relaxed,
 								     memory_order_relaxed))
 				return false;
 			atomic_fetch_sub_explicit(&est_live, (int64_t)w, memory_order_relaxed);
 			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
 				atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
-			atomic_fetch_sub_explicit(&live_blocks, 1, memory_order_relaxed);
 			tab_trim(k);
 			return true;
 		}
@@ -202,7 +238,7 @@ static inline bool tab_remove(uintptr_t a)
 /* ---- sampling ---------------------------------------------------------------------- */
 
 /* An exponential count of mean heap_rate bytes (xorshift64*, inverse CDF). */
-static int64_t draw(uint64_t rate)
+static uint64_t draw(uint64_t rate)
 {
 	double u;
 
@@ -211,7 +247,7 @@ static int64_t draw(uint64_t rate)
 	tls_rng ^= tls_rng >> 27;
 	/* 53 random bits, never 0: the log stays finite (u is normal). */
 	u = ((double)((tls_rng * 0x2545f4914f6cdd1dull) >> 11) + 0.5) * 0x1p-53;
-	return (int64_t)(-evr_log_pos(u) * (double)rate) + 1;
+	return (uint64_t)(-evr_log_pos(u) * (double)rate) + 1;
 }
 
 static void emit_free(uintptr_t a)
@@ -229,27 +265,150 @@ static void emit_free(uintptr_t a)
 static void repatch(void);
 
 /*
- * The count of this thread went below zero after an allocation of @n bytes at
- * @p (NULL: failed): draw the next count, and sample the block unless this is
- * the thread's first count for the current rate.
+ * The mapping of a sampled anonymous mmap() that munmap() has not removed yet,
+ * or one piece of it after a munmap() of a part: @key is the address the
+ * mapping's Mmap event carries (its start when it was made), which the Munmap
+ * events of all its pieces name. 0: a free entry.
  */
-static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
+struct map_ent {
+	uintptr_t key, lo, hi;
+};
+
+/* Entries in use in maps (the munmap() hook looks at the table only when not 0),
+ * and the highest index used + 1, which bounds its scans. */
+static _Atomic uint32_t nmaps;
+static uint32_t maps_top;
+static struct map_ent *maps;	/* MAP_SLOTS, in the mapping of tab */
+/* Taken by the sampled mmap() path and by munmap() while a sampled mapping is
+ * alive, for a scan of maps_top entries; a thread holding it has tls_busy set,
+ * so a signal handler that interrupts it passes by (it never spins on itself). */
+static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
+
+static void maps_acquire(void)
+{
+	while (atomic_flag_test_and_set_explicit(&maps_lock, memory_order_acquire))
+		sched_yield();
+}
+
+static void maps_release(void)
+{
+	atomic_flag_clear_explicit(&maps_lock, memory_order_release);
+}
+
+/* Context: maps_lock held. Return: whether there was room. */
+static bool maps_add(uintptr_t key, uintptr_t lo, uintptr_t hi)
+{
+	for (uint32_t i = 0; i < MAP_SLOTS; i++) {
+		if (maps[i].key)
+			continue;
+		maps[i] = (struct map_ent){ key, lo, hi };
+		if (i >= maps_top)
+			maps_top = i + 1;
+		atomic_fetch_add_explicit(&nmaps, 1, memory_order_relaxed);
+		return true;
+	}
+	return false;
+}
+
+static void emit_unmap(uintptr_t key, uint64_t bytes)
+{
+	uint64_t rec[2] = { key, bytes };
+
+	if (evr_event_enabled(&munmap_ev))
+		(void)evr_event_write(&munmap_ev, rec, sizeof(rec));
+}
+
+/*
+ * [@a, @a + @len) is being unmapped (munmap(), or a MAP_FIXED mmap() over it):
+ * each sampled mapping it overlaps gets a Munmap event with the bytes it loses,
+ * and keeps the pieces left on either side (a hole in the middle splits it in
+ * two entries of the same key). A piece the table has no room for is reported
+ * unmapped too: the estimate then misses it, rather than keeping it forever.
+ */
+static __attribute__((noinline)) void note_unmap(uintptr_t a, size_t len)
+{
+	uintptr_t b;
+
+	if (tls_busy || !len)
+		return;
+	b = a + ((len + 4095u) & ~(size_t)4095u);
+	if (b < a)
+		b = UINTPTR_MAX;
+	tls_busy = 1;
+	maps_acquire();
+	for (uint32_t i = 0, top = maps_top; i < top; i++) {
+		struct map_ent e = maps[i];
+
+		if (!e.key || e.hi <= a || e.lo >= b)
+			continue;
+		if (e.lo < a && b < e.hi) {
+			maps[i].hi = a;
+			if (!maps_add(e.key, b, e.hi)) {
+				emit_unmap(e.key, e.hi - a);
+				continue;
+			}
+			emit_unmap(e.key, b - a);
+		} else if (e.lo < a) {
+			maps[i].hi = a;
+			emit_unmap(e.key, e.hi - a);
+		} else if (b < e.hi) {
+			maps[i].lo = b;
+			emit_unmap(e.key, b - e.lo);
+		} else {
+			maps[i].key = 0;
+			atomic_fetch_sub_explicit(&nmaps, 1, memory_order_relaxed);
+			emit_unmap(e.key, e.hi - e.lo);
+		}
+	}
+	maps_release();
+	tls_busy = 0;
+}
+
+/*
+ * The fast path of every allocating hook: whether this thread's next mark falls
+ * within the next @n bytes. When not, which is nearly always: a TLS load, a
+ * subtract and a store, no lock, no atomic, no frame. A count of 0 (a thread's
+ * first allocation) always takes the sampled path, which draws one.
+ */
+static inline bool marked(size_t n)
+{
+	uint64_t l;
+	/* One read-modify-write of the count: a wrap below zero is the mark. */
+	bool under = __builtin_sub_overflow(tls_left, (uint64_t)n, &l);
+
+	tls_left = l;
+	return EVR_UNLIKELY(under);
+}
+
+/*
+ * The mark of this thread fell within an allocation of @n bytes at @p (NULL:
+ * failed) of kind @mmap: draw the next count, and sample the block unless this
+ * is the thread's first count for the current rate (then the mark was drawn
+ * now, and the block sampled only if it lies within the block).
+ */
+static __attribute__((noinline)) void sample_alloc(void *p, size_t n, bool mmap)
 {
 	uint64_t rate = atomic_load_explicit(&heap_rate, memory_order_relaxed);
 	uint32_t gen = atomic_load_explicit(&heap_gen, memory_order_relaxed);
 	uint64_t rec[4], w;
 
-	if (tls_busy)
+	if (tls_busy) {
+		/* The count wrapped: a new one (log() does not allocate), the mark is lost. */
+		tls_left = draw(rate);
 		return;
+	}
 	tls_busy = 1;
 	if (EVR_UNLIKELY(tls_gen != gen)) {
-		/* First count of the thread (or since the rate changed): not a sample. */
+		uint64_t d;
+
 		if (!tls_rng)
 			tls_rng = (__rdtsc() ^ ((uint64_t)evr_thread_id() << 32)) | 1u;
 		tls_gen = gen;
-		tls_left = draw(rate) - (int64_t)(n > INT64_MAX ? INT64_MAX : n);
-		if (tls_left >= 0)
+		d = draw(rate);
+		if (n < d) {
+			tls_left = d - n;
 			goto out;
+		}
 	}
 	tls_left = draw(rate);
 	if (!p || !atomic_load_explicit(&heap_on, memory_order_relaxed))
@@ -257,12 +416,20 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n)
 	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice). */
 	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) && evr_heap_got_modules_changed())
 		repatch();
-	if (!evr_event_enabled(&alloc_ev))
+	if (!evr_event_enabled(mmap ? &mmap_ev : &alloc_ev))
 		goto out;
 	rec[0] = (uintptr_t)p;
 	rec[1] = n;
 	rec[2] = rate;
 	rec[3] = 0;
+	if (mmap) {
+		maps_acquire();
+		if (!maps_add((uintptr_t)p, (uintptr_t)p, (uintptr_t)p + n))
+			rec[3] = HEAP_F_UNTRACKED;
+		maps_release();
+		(void)evr_event_write(&mmap_ev, rec, sizeof(rec));
+		goto out;
+	}
 	/* What it stands for (consumers compute the same from the event). */
 	w = (uint64_t)((double)n / -evr_expm1_neg(-(double)(n ? n : 1) / (double)rate));
 	atomic_fetch_add_explicit(&est_allocated, w, memory_order_relaxed);
@@ -274,44 +441,84 @@ out:
 	tls_busy = 0;
 }
 
-static inline void *note_alloc(void *p, size_t n)
+/*
+ * Whether @p may be a sampled block: one load from the table of counts by page
+ * (a block nobody sampled is told apart there, never by a miss into tab). NULL
+ * may say yes: free_sampled() checks.
+ */
+static inline bool maybe_sampled(const void *p)
 {
-	if (EVR_UNLIKELY((tls_left -= (int64_t)(n > INT64_MAX ? INT64_MAX : n)) < 0))
-		sample_alloc(p, n);
-	return p;
+	return atomic_load_explicit(&filt[filt_of((uintptr_t)p)], memory_order_relaxed) != 0;
 }
 
-static inline void note_free(void *p)
+/* A block about to be freed that may be sampled: its Free goes out before the real
+ * free(), so the address cannot be handed out again and sampled before it. */
+static __attribute__((noinline)) void note_free(void *p)
 {
-	if (p && atomic_load_explicit(&live_blocks, memory_order_relaxed) &&
-	    tab_remove((uintptr_t)p))
+	if (p && tab_remove((uintptr_t)p))
 		emit_free((uintptr_t)p);
 }
 
 /* ---- the hooks --------------------------------------------------------------------- */
 
+/*
+ * Each hook decides before the call whether it samples, so that the common
+ * case is a tail call to the real function: no frame of its own, and the
+ * allocator returns straight to the program. The sampled paths are out of line
+ * (noinline): their frame lies on the program's, so the stack of the event
+ * starts at the caller of malloc() (stack.c drops libevring's frames).
+ */
+static __attribute__((noinline)) void *malloc_sampled(size_t n)
+{
+	void *p = real_malloc(n);
+
+	sample_alloc(p, n, false);
+	return p;
+}
+
 static void *hook_malloc(size_t n)
 {
-	return note_alloc(real_malloc(n), n);
+	if (EVR_LIKELY(!marked(n)))
+		return real_malloc(n);
+	return malloc_sampled(n);
+}
+
+static __attribute__((noinline)) void *calloc_sampled(size_t m, size_t n)
+{
+	void *p = real_calloc(m, n);
+
+	sample_alloc(p, m * n, false);
+	return p;
 }
 
 static void *hook_calloc(size_t m, size_t n)
 {
 	size_t t;
 
-	if (__builtin_mul_overflow(m, n, &t))
+	if (__builtin_mul_overflow(m, n, &t) || EVR_LIKELY(!marked(t)))
 		return real_calloc(m, n);
-	return note_alloc(real_calloc(m, n), t);
+	return calloc_sampled(m, n);
+}
+
+/* The old block's free comes before the call, for the reason note_free() gives;
+ * a realloc() that fails leaves it allocated but no longer counted. */
+static __attribute__((noinline)) void *realloc_sampled(void *p, size_t n)
+{
+	void *q = real_realloc(p, n);
+
+	sample_alloc(q, n, false);
+	return q;
 }
 
 /* The old block's free comes before the call, for the reason note_free() gives;
  * a realloc() that fails leaves it allocated but no longer counted. */
 static void *hook_realloc(void *p, size_t n)
 {
-	note_free(p);
-	if (!n && p)
+	if (EVR_UNLIKELY(maybe_sampled(p)))
+		note_free(p);
+	if (!n || EVR_LIKELY(!marked(n)))
 		return real_realloc(p, n);
-	return note_alloc(real_realloc(p, n), n);
+	return realloc_sampled(p, n);
 }
 
 static void *hook_reallocarray(void *p, size_t m, size_t n)
@@ -320,38 +527,115 @@ static void *hook_reallocarray(void *p, size_t m, size_t n)
 
 	if (__builtin_mul_overflow(m, n, &t))
 		return real_reallocarray(p, m, n);
-	note_free(p);
-	return note_alloc(real_reallocarray(p, m, n), t);
+	if (maybe_sampled(p))
+		note_free(p);
+	if (EVR_LIKELY(!marked(t)))
+		return real_reallocarray(p, m, n);
+	/* realloc() makes the same block of the same size. */
+	return realloc_sampled(p, t);
 }
 
-static void hook_free(void *p)
+static __attribute__((noinline)) void free_sampled(void *p)
 {
 	note_free(p);
 	real_free(p);
 }
 
-static void *hook_aligned_alloc(size_t a, size_t n)
+static void hook_free(void *p)
 {
-	return note_alloc(real_aligned_alloc(a, n), n);
+	if (EVR_UNLIKELY(maybe_sampled(p)))
+		free_sampled(p);
+	else
+		real_free(p);
 }
 
-static int hook_posix_memalign(void **ret, size_t a, size_t n)
+static __attribute__((noinline)) void *aligned_sampled(size_t a, size_t n, bool mem)
 {
-	int err = real_posix_memalign(ret, a, n);
+	void *p = mem ? real_memalign(a, n) : real_aligned_alloc(a, n);
 
-	if (!err)
-		note_alloc(*ret, n);
-	return err;
+	sample_alloc(p, n, false);
+	return p;
+}
+
+static void *hook_aligned_alloc(size_t a, size_t n)
+{
+	if (EVR_LIKELY(!marked(n)))
+		return real_aligned_alloc(a, n);
+	return aligned_sampled(a, n, false);
 }
 
 static void *hook_memalign(size_t a, size_t n)
 {
-	return note_alloc(real_memalign(a, n), n);
+	if (EVR_LIKELY(!marked(n)))
+		return real_memalign(a, n);
+	return aligned_sampled(a, n, true);
+}
+
+static __attribute__((noinline)) int posix_memalign_sampled(void **ret, size_t a, size_t n)
+{
+	int err = real_posix_memalign(ret, a, n);
+
+	sample_alloc(err ? NULL : *ret, n, false);
+	return err;
+}
+
+static int hook_posix_memalign(void **ret, size_t a, size_t n)
+{
+	if (EVR_LIKELY(!marked(n)))
+		return real_posix_memalign(ret, a, n);
+	return posix_memalign_sampled(ret, a, n);
+}
+
+static __attribute__((noinline)) void *valloc_sampled(size_t n)
+{
+	void *p = real_valloc(n);
+
+	sample_alloc(p, n, false);
+	return p;
 }
 
 static void *hook_valloc(size_t n)
 {
-	return note_alloc(real_valloc(n), n);
+	if (EVR_LIKELY(!marked(n)))
+		return real_valloc(n);
+	return valloc_sampled(n);
+}
+
+/*
+ * Anonymous mappings, a kind of their own (Mmap and Munmap events), sampled by
+ * the same count of bytes (page-rounded, as they are mapped). A MAP_FIXED
+ * mmap() replaces what was mapped there: an unmap of that range first.
+ */
+static __attribute__((noinline)) void *mmap_sampled(void *a, size_t len, int prot, int flags,
+						    int fd, off_t off, bool mark)
+{
+	size_t pl = (len + 4095u) & ~(size_t)4095u;
+	void *p;
+
+	if (flags & MAP_FIXED)
+		note_unmap((uintptr_t)a, len);
+	p = real_mmap(a, len, prot, flags, fd, off);
+	if (!mark && (flags & MAP_ANONYMOUS) && len)
+		mark = marked(pl);
+	if (mark)
+		sample_alloc(p == MAP_FAILED ? NULL : p, pl, true);
+	return p;
+}
+
+static void *hook_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (EVR_UNLIKELY(flags & MAP_FIXED) && atomic_load_explicit(&nmaps, memory_order_relaxed))
+		return mmap_sampled(a, len, prot, flags, fd, off, false);
+	if (!(flags & MAP_ANONYMOUS) || !len || EVR_LIKELY(!marked((len + 4095u) & ~(size_t)4095u)))
+		return real_mmap(a, len, prot, flags, fd, off);
+	return mmap_sampled(a, len, prot, flags, fd, off, true);
+}
+
+static int hook_munmap(void *a, size_t len)
+{
+	if (EVR_UNLIKELY(atomic_load_explicit(&nmaps, memory_order_relaxed)))
+		note_unmap((uintptr_t)a, len);
+	return real_munmap(a, len);
 }
 
 static const struct evr_heap_sym heap_syms[] = {
@@ -364,6 +648,9 @@ static const struct evr_heap_sym heap_syms[] = {
 	{ "memalign", (uintptr_t)hook_memalign },
 	{ "valloc", (uintptr_t)hook_valloc },
 	{ "reallocarray", (uintptr_t)hook_reallocarray },
+	{ "mmap", (uintptr_t)hook_mmap },
+	{ "mmap64", (uintptr_t)hook_mmap },
+	{ "munmap", (uintptr_t)hook_munmap },
 };
 #define NSYMS ((uint32_t)(sizeof(heap_syms) / sizeof(heap_syms[0])))
 
@@ -401,14 +688,13 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 	}
 	if (!tab) {
 		size_t tb = TAB_SIZE * sizeof(*tab);
-		void *m = mmap(NULL, 2 * tb + FILT_SIZE * sizeof(*filt), PROT_READ | PROT_WRITE,
+		void *m = mmap(NULL, tb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 		if (m == MAP_FAILED)
 			return;
 		/* Never unmapped: hooks may look into it at any time after. */
-		tab_w = (_Atomic uint64_t *)((char *)m + tb);
-		filt = (_Atomic uint16_t *)((char *)m + 2 * tb);
+		maps = (struct map_ent *)((char *)m + tb);
 		tab = m;
 	}
 	/*
@@ -426,6 +712,8 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 	real_memalign = memalign;
 	real_valloc = valloc;
 	real_reallocarray = reallocarray;
+	real_mmap = mmap;
+	real_munmap = munmap;
 	if (atomic_load_explicit(&heap_rate, memory_order_relaxed) != rate_arg(args)) {
 		atomic_store_explicit(&heap_rate, rate_arg(args), memory_order_relaxed);
 		atomic_fetch_add_explicit(&heap_gen, 1, memory_order_relaxed);

@@ -17,9 +17,13 @@ add_executable(heap-dlopen heap/dlopen.c)
 target_compile_options(heap-dlopen PRIVATE ${EVR_HEAP_CFLAGS})
 target_link_libraries(heap-dlopen PRIVATE evring evr_warnings ${CMAKE_DL_LIBS})
 add_dependencies(heap-dlopen heap-dlopen-lib)
+add_executable(heap-mmap heap/mmap.c)
+target_compile_options(heap-mmap PRIVATE ${EVR_HEAP_CFLAGS})
+target_link_libraries(heap-mmap PRIVATE evring evr_warnings ${CMAKE_DL_LIBS})
 # They call nothing of libevring: keep it linked, as in a program that has events.
 target_link_options(heap-sites PRIVATE -Wl,--no-as-needed)
 target_link_options(heap-dlopen PRIVATE -Wl,--no-as-needed)
+target_link_options(heap-mmap PRIVATE -Wl,--no-as-needed)
 
 # 1,000 sessions switching the hooks on and off under 4 allocating threads.
 add_test(NAME heap_toggle COMMAND heap-toggle 1000)
@@ -38,6 +42,19 @@ add_test(NAME heap_dlopen
           $<TARGET_FILE_DIR:heap-sites> $<TARGET_FILE:heap-dlopen-lib>)
 set_tests_properties(heap_dlopen PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
 
+# Anonymous mmap/munmap, a kind of their own: whole and partial unmaps.
+add_test(NAME heap_mmap
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/mmap.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:heap-mmap>)
+set_tests_properties(heap_mmap PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# Chrome/Perfetto: the estimated heap and mmap in use as counter tracks, checked against
+# the samples in the same file.
+add_test(NAME heap_chrome
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/chrome.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE_DIR:heap-mmap>)
+set_tests_properties(heap_chrome PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+
 # Against heaptrack's exact profile (skipped without heaptrack).
 add_test(NAME heap_heaptrack
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/heaptrack.sh $<TARGET_FILE:evring-cli>
@@ -48,3 +65,12 @@ set_tests_properties(heap_heaptrack PROPERTIES LABELS integration TIMEOUT 300 SK
 # load libm) against libm's.
 evr_unit(test_fmath LIBS m)
 target_include_directories(test_fmath PRIVATE ${PROJECT_SOURCE_DIR}/producer)
+
+# The monitor's GET /processes/{pid}/heap (tests/monitor/heap.sh, the monitor tests' helpers).
+if(TARGET evring-monitor)
+  add_test(NAME monitor_heap
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/monitor/heap.sh $<TARGET_FILE:evring-cli>
+            $<TARGET_FILE:minirt> $<TARGET_FILE:workload> $<TARGET_FILE:heap-sites>)
+  set_tests_properties(monitor_heap PROPERTIES LABELS integration TIMEOUT 240
+    SKIP_RETURN_CODE 77)
+endif()

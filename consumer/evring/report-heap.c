@@ -28,12 +28,12 @@ struct build {
 	struct evr_heap_live *live;
 };
 
-static int site_named(struct build *b, const char *name, size_t *ret)
+static int site_named(struct build *b, const char *name, bool mmap, size_t *ret)
 {
 	struct evr_report_heap *h = b->h;
 
 	for (size_t i = 0; i < h->nsites; i++)
-		if (!strcmp(h->sites[i].name, name)) {
+		if (h->sites[i].mmap == mmap && !strcmp(h->sites[i].name, name)) {
 			*ret = i;
 			return 0;
 		}
@@ -48,16 +48,19 @@ static int site_named(struct build *b, const char *name, size_t *ret)
 	}
 	memset(&h->sites[h->nsites], 0, sizeof(h->sites[0]));
 	h->sites[h->nsites].name = strdup(name);
+	h->sites[h->nsites].mmap = mmap;
 	if (!h->sites[h->nsites].name)
 		return -ENOMEM;
 	*ret = h->nsites++;
 	return 0;
 }
 
-/* The site of a first frame @pc (0: no stack), looked up once per address. */
-static int site_of(struct build *b, uint64_t pc, size_t *ret)
+/* The site of a first frame @pc (0: no stack), looked up once per address and
+ * kind (a mapping's with the top bit flipped: no return address has it set). */
+static int site_of(struct build *b, uint64_t pc0, bool mmap, size_t *ret)
 {
 	struct evr_sym s = { 0 };
+	uint64_t pc = pc0 ^ (mmap ? 1ull << 63 : 0);
 	char buf[256];
 	size_t i;
 	int err;
@@ -86,18 +89,18 @@ static int site_of(struct build *b, uint64_t pc, size_t *ret)
 			*ret = b->pcs[i].site;
 			return 0;
 		}
-	if (!pc)
+	if (!pc0)
 		snprintf(buf, sizeof(buf), "(no stack)");
-	else if (b->sym && evr_symbolizer_lookup(b->sym, pc, true, &s) == 1)
+	else if (b->sym && evr_symbolizer_lookup(b->sym, pc0, true, &s) == 1)
 		snprintf(buf, sizeof(buf), "%s%s%s%s", s.func, s.module ? " (" : "",
 			 s.module ? s.module : "", s.module ? ")" : "");
 	else if (s.module)
 		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, s.module, s.module_offset);
 	else
-		snprintf(buf, sizeof(buf), "0x%" PRIx64, pc);
-	if ((err = site_named(b, buf, ret)) < 0)
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, pc0);
+	if ((err = site_named(b, buf, mmap, ret)) < 0)
 		return err;
-	if (pc) {
+	if (pc0) {
 		b->pcs[i] = (struct pc_site){ pc, *ret };
 		b->npcs++;
 	}
@@ -138,36 +141,53 @@ int evr_report_heap_build(struct evr_trace_reader *r2, struct evr_symbolizer *sy
 		enum evr_heap_kind k = evr_heap_decode(&v, &rec);
 		struct evr_report_heap_site *s;
 		size_t site;
+		bool mmap;
 
 		if (v.ts_ns > ret->end_ns)
 			ret->end_ns = v.ts_ns;
 		if (!k)
 			continue;
-		/* A Free, or an address given out again whose Free the trace lacks. */
-		if (evr_heap_live_take(b.live, rec.address, &blk)) {
+		mmap = rec.flags & EVR_HEAP_F_MMAP;
+		/* A Free or Munmap (of all or part), or an address given out again whose
+		 * Free the trace lacks. */
+		if (k == EVR_HEAP_FREE ? evr_heap_live_release(b.live, &rec, &blk) :
+					 evr_heap_live_take(b.live, rec.address, &blk)) {
 			s = &ret->sites[blk.cookie];
 			s->inuse_bytes -= blk.bytes;
 			s->inuse_objects -= blk.objects;
-			ret->inuse_bytes -= blk.bytes;
-			ret->frees += k == EVR_HEAP_FREE;
+			if (mmap) {
+				ret->mmap_inuse_bytes -= blk.bytes;
+				ret->munmaps += k == EVR_HEAP_FREE;
+			} else {
+				ret->inuse_bytes -= blk.bytes;
+				ret->frees += k == EVR_HEAP_FREE;
+			}
 		}
 		if (k == EVR_HEAP_FREE)
 			continue;
-		err = site_of(&b, v.nframes ? ((const uint64_t *)v.frames)[0] : 0, &site);
+		err = site_of(&b, v.nframes ? ((const uint64_t *)v.frames)[0] : 0, mmap, &site);
 		if (err < 0)
 			goto out;
 		s = &ret->sites[site];
-		ret->allocs++;
 		ret->rate = rec.rate;
 		s->samples++;
 		s->alloc_bytes += rec.bytes;
 		s->alloc_objects += rec.objects;
-		ret->alloc_bytes += rec.bytes;
+		if (mmap) {
+			ret->mmaps++;
+			ret->mmap_bytes += rec.bytes;
+		} else {
+			ret->allocs++;
+			ret->alloc_bytes += rec.bytes;
+		}
 		if (rec.flags & EVR_HEAP_F_UNTRACKED)
 			continue;
 		s->inuse_bytes += rec.bytes;
 		s->inuse_objects += rec.objects;
-		ret->inuse_bytes += rec.bytes;
+		if (mmap)
+			ret->mmap_inuse_bytes += rec.bytes;
+		else
+			ret->inuse_bytes += rec.bytes;
 		blk = (struct evr_heap_block){ .address = rec.address, .size = rec.size,
 					       .ts_ns = v.ts_ns, .objects = rec.objects,
 					       .bytes = rec.bytes, .cookie = site };
@@ -207,11 +227,51 @@ static const char *fmt_age(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
+/* The sites of one kind, in @h's order, up to @top (0: all). */
+static size_t kind_sites(const struct evr_report_heap *h, bool mmap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->nsites; i++)
+		n += h->sites[i].mmap == mmap;
+	return n;
+}
+
+static void print_sites(FILE *f, const struct evr_report_heap *h, unsigned top, bool mmap)
+{
+	size_t all = kind_sites(h, mmap), n = top && top < all ? top : all;
+	char b1[32], b2[32];
+
+	fprintf(f, "\n%s (%zu of %zu, by bytes %s; estimates, each within about "
+		"1/sqrt(samples))\n  %12s %10s %12s %10s  %s\n",
+		mmap ? "Anonymous mmap sites" : "Heap allocation sites", n, all,
+		mmap ? "mapped" : "allocated", mmap ? "MAPPED" : "ALLOCATED",
+		mmap ? "MAPPINGS" : "BLOCKS", "IN USE", mmap ? "MAPPINGS" : "BLOCKS", "SITE");
+	for (size_t i = 0, k = 0; i < h->nsites && k < n; i++) {
+		const struct evr_report_heap_site *s = &h->sites[i];
+
+		if (s->mmap != mmap)
+			continue;
+		k++;
+		fprintf(f, "  %12s %10" PRIu64 " %12s %10" PRIu64 "  %s\n",
+			evr_fmt_bytes(pos(s->alloc_bytes), b1, sizeof(b1)), pos(s->alloc_objects),
+			evr_fmt_bytes(pos(s->inuse_bytes), b2, sizeof(b2)), pos(s->inuse_objects),
+			s->name);
+	}
+}
+
 void evr_report_heap_print(FILE *f, const struct evr_report_heap *h, unsigned top)
 {
-	size_t n = top && top < h->nsites ? top : h->nsites, leaks = 0;
+	size_t leaks = 0;
 	char b1[32], b2[32], b3[32];
 
+	if (h->mmaps) {
+		fprintf(f, "\nAnonymous mmap: %" PRIu64 " sampled mappings, %" PRIu64 " munmaps of "
+			"them (whole or part); estimated %s mapped, %s still mapped at the end\n",
+			h->mmaps, h->munmaps, evr_fmt_bytes(pos(h->mmap_bytes), b1, sizeof(b1)),
+			evr_fmt_bytes(pos(h->mmap_inuse_bytes), b2, sizeof(b2)));
+		print_sites(f, h, top, true);
+	}
 	if (!h->allocs)
 		return;
 	fprintf(f, "\nHeap: %" PRIu64 " sampled allocations (one every %s on average), %" PRIu64
@@ -219,19 +279,9 @@ void evr_report_heap_print(FILE *f, const struct evr_report_heap *h, unsigned to
 		evr_fmt_bytes(h->rate, b1, sizeof(b1)), h->frees,
 		evr_fmt_bytes(pos(h->alloc_bytes), b2, sizeof(b2)),
 		evr_fmt_bytes(pos(h->inuse_bytes), b3, sizeof(b3)));
-	fprintf(f, "\nHeap allocation sites (%zu of %zu, by bytes allocated; estimates, each within "
-		"about 1/sqrt(samples))\n  %12s %10s %12s %10s  %s\n", n, h->nsites, "ALLOCATED",
-		"BLOCKS", "IN USE", "BLOCKS", "SITE");
-	for (size_t i = 0; i < n; i++) {
-		const struct evr_report_heap_site *s = &h->sites[i];
-
-		fprintf(f, "  %12s %10" PRIu64 " %12s %10" PRIu64 "  %s\n",
-			evr_fmt_bytes(pos(s->alloc_bytes), b1, sizeof(b1)), pos(s->alloc_objects),
-			evr_fmt_bytes(pos(s->inuse_bytes), b2, sizeof(b2)), pos(s->inuse_objects),
-			s->name);
-	}
+	print_sites(f, h, top, false);
 	for (size_t i = 0; i < h->nsites; i++)
-		leaks += h->sites[i].live > 0;
+		leaks += h->sites[i].live > 0 && !h->sites[i].mmap;
 	fprintf(f, "\nLeak candidates (sampled blocks alive at the end, by site; ages at the "
 		"trace's end)\n  %12s %10s %8s %10s %10s  %s\n", "IN USE", "BLOCKS", "SAMPLES",
 		"OLDEST", "NEWEST", "SITE");
@@ -240,7 +290,7 @@ void evr_report_heap_print(FILE *f, const struct evr_report_heap *h, unsigned to
 	for (size_t i = 0, k = 0; i < h->nsites && (!top || k < top); i++) {
 		const struct evr_report_heap_site *s = &h->sites[i];
 
-		if (!s->live)
+		if (!s->live || s->mmap)
 			continue;
 		k++;
 		fprintf(f, "  %12s %10" PRIu64 " %8" PRIu64 " %10s %10s  %s\n",
@@ -250,24 +300,18 @@ void evr_report_heap_print(FILE *f, const struct evr_report_heap *h, unsigned to
 	}
 }
 
-int evr_report_heap_json(struct evr_strbuf *sb, const struct evr_report_heap *h, unsigned top)
+static int json_sites(struct evr_strbuf *sb, const struct evr_report_heap *h, unsigned top,
+		      bool mmap)
 {
-	size_t n = top && top < h->nsites ? top : h->nsites;
-	int err;
+	size_t all = kind_sites(h, mmap), n = top && top < all ? top : all;
+	int err = 0;
 
-	if (!h->allocs)
-		return 0;
-	if (sb->len < 2 || memcmp(sb->buf + sb->len - 2, "}\n", 2))
-		return -EINVAL;
-	sb->len -= 2;
-	err = evr_strbuf_printf(sb, ",\"heap\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64
-				",\"rate\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"inuse_bytes\":%"
-				PRIu64 ",\"sites_total\":%zu,\"sites\":[", h->allocs, h->frees,
-				h->rate, pos(h->alloc_bytes), pos(h->inuse_bytes), h->nsites);
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0, k = 0; i < h->nsites && k < n && !err; i++) {
 		const struct evr_report_heap_site *s = &h->sites[i];
 
-		err = evr_strbuf_printf(sb, "%s{\"site\":", i ? "," : "");
+		if (s->mmap != mmap)
+			continue;
+		err = evr_strbuf_printf(sb, "%s{\"site\":", k++ ? "," : "");
 		if (!err)
 			err = evr_strbuf_json_string(sb, s->name, strlen(s->name));
 		if (!err)
@@ -279,7 +323,35 @@ int evr_report_heap_json(struct evr_strbuf *sb, const struct evr_report_heap *h,
 						pos(s->inuse_bytes), pos(s->inuse_objects), s->samples,
 						s->live, s->live ? h->end_ns - s->oldest_ns : 0);
 	}
+	return err;
+}
+
+int evr_report_heap_json(struct evr_strbuf *sb, const struct evr_report_heap *h, unsigned top)
+{
+	int err;
+
+	if (!h->allocs && !h->mmaps)
+		return 0;
+	if (sb->len < 2 || memcmp(sb->buf + sb->len - 2, "}\n", 2))
+		return -EINVAL;
+	sb->len -= 2;
+	err = evr_strbuf_printf(sb, ",\"heap\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64
+				",\"rate\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"inuse_bytes\":%"
+				PRIu64 ",\"sites_total\":%zu,\"sites\":[", h->allocs, h->frees,
+				h->rate, pos(h->alloc_bytes), pos(h->inuse_bytes),
+				kind_sites(h, false));
 	if (!err)
-		err = evr_strbuf_append(sb, "]}}\n", 4);
+		err = json_sites(sb, h, top, false);
+	/* Anonymous mappings, the same way: "mmap":{"mmaps","munmaps",...,"sites":[...]}. */
+	if (!err)
+		err = evr_strbuf_printf(sb, "],\"mmap\":{\"mmaps\":%" PRIu64 ",\"munmaps\":%" PRIu64
+					",\"mapped_bytes\":%" PRIu64 ",\"inuse_bytes\":%" PRIu64
+					",\"sites_total\":%zu,\"sites\":[", h->mmaps, h->munmaps,
+					pos(h->mmap_bytes), pos(h->mmap_inuse_bytes),
+					kind_sites(h, true));
+	if (!err)
+		err = json_sites(sb, h, top, true);
+	if (!err)
+		err = evr_strbuf_append(sb, "]}}}\n", 5);
 	return err;
 }

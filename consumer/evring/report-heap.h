@@ -21,6 +21,7 @@ struct evr_report_heap_site {
 	double alloc_bytes, alloc_objects, inuse_bytes, inuse_objects;
 	uint64_t samples, live;		/* sampled allocations; of them alive at the end */
 	uint64_t oldest_ns, newest_ns;	/* allocation times of those alive */
+	bool mmap;			/* of anonymous mappings (Mmap), not heap blocks */
 };
 
 struct evr_report_heap {
@@ -28,6 +29,9 @@ struct evr_report_heap {
 	uint64_t rate;			/* of the last Alloc */
 	uint64_t end_ns;		/* the trace's last event: ages are to it */
 	double alloc_bytes, inuse_bytes;
+	/* Anonymous mappings: Mmap events, Munmap events of a sampled one, estimates. */
+	uint64_t mmaps, munmaps;
+	double mmap_bytes, mmap_inuse_bytes;
 	struct evr_report_heap_site *sites;
 	size_t nsites;
 };

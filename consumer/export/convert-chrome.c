@@ -21,6 +21,11 @@
  *   last timestamp of the trace with "evring":"not closed";
  * - counter samples (evr_counter_sample_from_view()): "ph":"C" on a counter
  *   track named by the counter's display name, never also as instant events;
+ * - the Heap provider's samples (docs/memory.md): besides their instant events,
+ *   the estimated bytes in use over time as counter tracks, "Heap in use
+ *   (estimated)" and "Anonymous mmap in use (estimated)", each value the sum of
+ *   what the sampled blocks alive stand for (<evring/heap.h>, as report and
+ *   pprof count them), written when an Alloc, Free, Mmap or Munmap changes it;
  * - lost events: a global instant event "Lost events" with args count and cpu;
  * - metadata: process_name, process_labels, thread_name (first time a tid
  *   appears; the THREADS chunks' names, or "tid N").
@@ -34,6 +39,7 @@
 #include <string.h>
 
 #include <evring/abi.h>
+#include <evring/heap.h>
 
 #include "export-internal.h"
 
@@ -60,6 +66,7 @@ struct chrome_type {
 	uint32_t pair;			/* start and stop of one pair share it: 0 .. npairs - 1 */
 	char *stem;			/* the slice's name (starts only) */
 	bool counter;			/* a Counter* event: maybe a counter sample */
+	bool heap;			/* an event of the Heap provider */
 	/*
 	 * Written once, at the type's first record (see "Speed" below): the record's
 	 * start up to "tid": as an instant ("i") and, for starts, as a slice's "B" and
@@ -111,6 +118,8 @@ struct chrome {
 	uint64_t counters, slices, synthetic;
 	uint64_t closed_late;		/* slices closed after their stop (crossed) */
 	const struct evr_chrome_stacks *sk;	/* NULL: events' stacks are left out */
+	struct evr_heap_live *live;	/* the Heap provider's sampled blocks alive */
+	double heap_inuse[2];		/* their estimated bytes: heap blocks, mappings */
 };
 
 static const char *const start_suffixes[] = { "Started", "Start", "Begin" };
@@ -160,6 +169,7 @@ static int chrome_types(struct chrome *c)
 
 		c->typev[i].schema = s;
 		c->typev[i].counter = !strncmp(s->name, "Counter", 7);
+		c->typev[i].heap = s->provider && !strcmp(s->provider, "Heap");
 		c->typev[i].role = s->opcode == 1 ? 1 : s->opcode == 2 ? 2 : 0;
 		c->typev[i].pair = UINT32_MAX;
 	}
@@ -880,6 +890,53 @@ static int lost(struct chrome *c, const struct evr_event_view *v)
 	return err ? err : emit(c);
 }
 
+/*
+ * An event of the Heap provider: the block it adds or removes, and the new
+ * estimate of its kind's bytes in use on that kind's counter track. A Free of a
+ * block the trace never saw allocated (before the recording, not sampled)
+ * changes nothing and writes nothing.
+ */
+static int heap_counter(struct chrome *c, const struct evr_event_view *v)
+{
+	static const char *const names[2] = { "Heap in use (estimated)",
+					       "Anonymous mmap in use (estimated)" };
+	static const char *const key[] = { "bytes" };
+	struct evr_heap_rec h;
+	struct evr_heap_block b;
+	enum evr_heap_kind k = evr_heap_decode(v, &h);
+	int m = (h.flags & EVR_HEAP_F_MMAP) ? 1 : 0, err;
+	double before;
+
+	if (k == EVR_HEAP_NONE)
+		return 0;
+	if (!c->live && (err = evr_heap_live_new(&c->live)) < 0)
+		return err;
+	before = c->heap_inuse[m];
+	/* A Free or Munmap (of all or part), or an address given out again whose
+	 * Free the trace lacks. */
+	if (k == EVR_HEAP_FREE ? evr_heap_live_release(c->live, &h, &b) :
+				 evr_heap_live_take(c->live, h.address, &b))
+		c->heap_inuse[m] -= b.bytes;
+	if (k == EVR_HEAP_ALLOC && !(h.flags & EVR_HEAP_F_UNTRACKED)) {
+		b = (struct evr_heap_block){ .address = h.address, .size = h.size,
+					     .ts_ns = v->ts_ns, .objects = h.objects,
+					     .bytes = h.bytes };
+		if ((err = evr_heap_live_put(c->live, &b)) < 0)
+			return err;
+		c->heap_inuse[m] += h.bytes;
+	}
+	/* Sums of doubles drift: never below zero, and an empty heap reads 0. */
+	if (c->heap_inuse[m] < 0.5)
+		c->heap_inuse[m] = 0;
+	if (c->heap_inuse[m] == before)
+		return 0;
+	err = head(c, "C", names[m], strlen(names[m]), "Heap", v->tid, v->ts_ns);
+	if (!err)
+		err = counter_args(&c->sb, key, (const double[]){ round(c->heap_inuse[m]) }, 1);
+	c->counters++;
+	return err ? err : emit(c);
+}
+
 static int record(struct chrome *c, const struct evr_event_view *v)
 {
 	struct chrome_type *ty;
@@ -905,8 +962,11 @@ static int record(struct chrome *c, const struct evr_event_view *v)
 	/* A rid described again differently (a later METADATA entry) is an ordinary event. */
 	if (!ty || ty->schema != v->schema)
 		return instant(c, NULL, v, NULL);
-	if (ty->role == 0)
-		return instant(c, ty, v, NULL);
+	if (ty->role == 0) {
+		/* The counter after the event that changed it. */
+		err = instant(c, ty, v, NULL);
+		return err || !ty->heap ? err : heap_counter(c, v);
+	}
 	if (ty->role == 1)
 		return slice_start(c, t, ty, v);
 	return slice_stop(c, t, ty, v);
@@ -1062,6 +1122,7 @@ static void chrome_fini(struct chrome *c)
 	free(c->by_rid);
 	evr_rpt_map_fini(&c->types);
 	evr_rpt_map_fini(&c->threads);
+	evr_heap_live_free(c->live);
 	free(c->sb.buf);
 }
 

@@ -189,6 +189,9 @@ evr_mon_handler_fn evr_mon_route_processes, evr_mon_route_process, evr_mon_route
 
 /* stacks.c */
 evr_mon_handler_fn evr_mon_route_stacks;
+/* heap.c: a heap profile (pprof) of {pid}; the query parameters it takes. */
+evr_mon_handler_fn evr_mon_route_heap;
+extern const char *const evr_mon_heap_params[];
 /* The stacks of @pid as HTML into @sb; on failure the error is answered (*@ret_mhd). */
 int evr_mon_stacks_html(struct evr_mon_req *q, pid_t pid, struct evr_strbuf *sb,
 			enum MHD_Result *ret_mhd);

@@ -54,6 +54,8 @@ static const struct evr_mon_route routes[] = {
 	/* Its parameters are the JSON body's (evr_mon_tparams_from_json()). */
 	{ "POST", "/processes/{pid}/traces", evr_mon_route_trace_start, P_NONE, NULL },
 	{ "GET", "/processes/{pid}/stacks", evr_mon_route_stacks, P_STACKS, "depth=N" },
+	{ "GET", "/processes/{pid}/heap", evr_mon_route_heap, evr_mon_heap_params,
+	  "duration=T&rate=R" },
 	{ "GET", "/traces", evr_mon_route_trace_list, P_NONE, NULL },
 	{ "GET", "/traces/{id}", evr_mon_route_trace_one, P_NONE, NULL },
 	{ "POST", "/traces/{id}/stop", evr_mon_route_trace_stop, P_DOWNLOAD, NULL },

@@ -64,6 +64,15 @@ int evr_mon_tparams_set(struct evr_mon_tparams *p, const char *key, const char *
  */
 int evr_mon_tparams_from_json(json_t *body, struct evr_mon_tparams *p, char *err, size_t errlen);
 
+struct evr_mon_req;
+/*
+ * evr_mon_trace_answer() - GET /processes/{pid}/trace once its parameters are
+ * read: record @pid with @p for its duration (an operation) and answer with the
+ * trace in @p->format. The heap route (heap.c) is this with its own parameters.
+ */
+enum MHD_Result evr_mon_trace_answer(struct evr_mon_req *q, pid_t pid,
+				     const struct evr_mon_tparams *p);
+
 /* trace-side.c: the side band of stacks= and sample_cpu=, and the providers' warning. */
 struct evr_mon_sideband {
 	struct evr_sideband *sb;	/* NULL: neither asked */

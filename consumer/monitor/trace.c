@@ -712,20 +712,27 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, const struct evr_
 {
 	pid_t pid = args->pid;
 	struct evr_mon_tparams p = { .duration_ns = 30000000000ull };
-	enum MHD_Result ret = MHD_NO;
-	struct trace *t;
 	char err[512];
 
 	if (params_from_query(q, &p, err, sizeof(err)) < 0)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "%s", err);
+	return evr_mon_trace_answer(q, pid, &p);
+}
+
+enum MHD_Result evr_mon_trace_answer(struct evr_mon_req *q, pid_t pid,
+				     const struct evr_mon_tparams *p)
+{
+	enum MHD_Result ret = MHD_NO;
+	struct trace *t;
+
 	/* It starts a session in the process: not for a page elsewhere. */
 	if (!evr_mon_side_effect_check(q, &ret))
 		return ret;
-	if (!p.duration_ns)
+	if (!p->duration_ns)
 		return evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "duration: more than 0 "
 					    "(POST /processes/%d/traces starts one without end)",
 					    (int)pid);
-	t = trace_create(q, pid, &p, true, &ret);
+	t = trace_create(q, pid, p, true, &ret);
 	if (!t)
 		return ret;
 	/* Listed while it runs (GET /traces, DELETE cancels it); the request
@@ -734,7 +741,7 @@ enum MHD_Result evr_mon_route_trace_get(struct evr_mon_req *q, const struct evr_
 		trace_put(t);
 		return MHD_NO;
 	}
-	return p.format == EVR_MON_FMT_EVTRACE ? trace_stream(q, t) : trace_whole(q, t);
+	return p->format == EVR_MON_FMT_EVTRACE ? trace_stream(q, t) : trace_whole(q, t);
 }
 
 /* ---- kept traces -------------------------------------------------------------------------- */

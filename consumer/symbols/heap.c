@@ -29,21 +29,28 @@ enum evr_heap_kind evr_heap_decode(const struct evr_event_view *v, struct evr_he
 {
 	const struct evr_schema_event *ev = v->schema;
 	struct evr_field_value vals[8];
-	bool alloc;
+	bool alloc, mmap;
 
 	if (v->type != EVR_REC_EVENT || !ev || !ev->provider || strcmp(ev->provider, "Heap"))
 		return EVR_HEAP_NONE;
-	alloc = !strcmp(ev->name, "Alloc");
-	if ((!alloc && strcmp(ev->name, "Free")) || ev->nfields > 8 ||
+	mmap = !strcmp(ev->name, "Mmap") || !strcmp(ev->name, "Munmap");
+	alloc = !strcmp(ev->name, "Alloc") || !strcmp(ev->name, "Mmap");
+	if ((!alloc && !mmap && strcmp(ev->name, "Free")) || ev->nfields > 8 ||
 	    evr_decode_fields(ev, v->payload, v->len, vals) < 0)
 		return EVR_HEAP_NONE;
 	memset(ret, 0, sizeof(*ret));
 	ret->address = field_u(ev, vals, "address");
+	/* Munmap's bytes; Free has none (all). */
+	ret->size = field_u(ev, vals, "size");
+	ret->flags = mmap ? EVR_HEAP_F_MMAP : 0;
+	/* Apart from a heap block at the same address (an allocator's first block in
+	 * its own mapping): a mapping's key is odd, as no block's address is. */
+	if (mmap)
+		ret->address |= 1u;
 	if (!alloc)
 		return EVR_HEAP_FREE;
-	ret->size = field_u(ev, vals, "size");
 	ret->rate = field_u(ev, vals, "rate");
-	ret->flags = field_u(ev, vals, "flags");
+	ret->flags |= field_u(ev, vals, "flags") & EVR_HEAP_F_UNTRACKED;
 	if (ret->rate > 1) {
 		/* A zero-byte block is sampled as one byte would be (it costs a chunk). */
 		double s = ret->size ? (double)ret->size : 1.0;
@@ -147,6 +154,27 @@ bool evr_heap_live_take(struct evr_heap_live *l, uint64_t address, struct evr_he
 	}
 	l->v[i].address = 0;
 	l->n--;
+	return true;
+}
+
+bool evr_heap_live_release(struct evr_heap_live *l, const struct evr_heap_rec *h,
+			   struct evr_heap_block *ret)
+{
+	struct evr_heap_block rest;
+	double left;
+
+	if (!evr_heap_live_take(l, h->address, ret))
+		return false;
+	if (!h->size || h->size >= ret->size)
+		return true;
+	/* A part: the block stays (it was there: putting it back needs no room). */
+	rest = *ret;
+	rest.size = ret->size - h->size;
+	left = (double)rest.size / (double)ret->size;
+	rest.bytes = ret->bytes * left;
+	ret->bytes -= rest.bytes;
+	ret->objects = 0;
+	(void)evr_heap_live_put(l, &rest);
 	return true;
 }
 

@@ -117,6 +117,7 @@ struct pp_sample {
 	uint32_t tid;
 	int64_t value[4];
 	bool heap;			/* a heap site (pprof-heap.c), not a stack's count */
+	bool mmap;			/* heap: of anonymous mappings (label kind=mmap) */
 	double hv[4];			/* heap: alloc objects, space, in-use objects, space */
 };
 
@@ -315,6 +316,7 @@ static int loc_id(struct pp *p, uint64_t pc, bool is_return, uint64_t *ret)
  * thread), made if new, into @ret_idx.
  */
 #define HEAP_KEY (1ull << 40)
+#define MMAP_KEY (HEAP_KEY | 1u)	/* a site's anonymous mappings: a sample of their own */
 static int sample_of(struct pp *p, uint64_t key0, uint32_t tid, const uint64_t *pcs, uint32_t n,
 		     bool first_is_pc, uint32_t *ret_idx)
 {
@@ -349,7 +351,8 @@ static int sample_of(struct pp *p, uint64_t key0, uint32_t tid, const uint64_t *
 		s->locs = key;
 		s->nlocs = n;
 		s->tid = tid;
-		s->heap = key0 == HEAP_KEY;
+		s->heap = key0 == HEAP_KEY || key0 == MMAP_KEY;
+		s->mmap = key0 == MMAP_KEY;
 		key = NULL;
 	} else if (err < 0) {
 		free(key);
@@ -396,8 +399,10 @@ static int add_heap(struct pp *p, const struct evr_event_view *v, enum evr_heap_
 
 	if (!p->live && (err = evr_heap_live_new(&p->live)) < 0)
 		return err;
-	/* An address given out again whose free the trace lacks: that block is gone. */
-	if (evr_heap_live_take(p->live, h->address, &b)) {
+	/* A Free or Munmap (of all or part), or an address given out again whose free
+	 * the trace lacks: that block is gone. */
+	if (k == EVR_HEAP_FREE ? evr_heap_live_release(p->live, h, &b) :
+				 evr_heap_live_take(p->live, h->address, &b)) {
 		p->samples[b.cookie].hv[2] -= b.objects;
 		p->samples[b.cookie].hv[3] -= b.bytes;
 	}
@@ -405,7 +410,8 @@ static int add_heap(struct pp *p, const struct evr_event_view *v, enum evr_heap_
 		return 0;
 	if (n)
 		memcpy(pcs, v->frames, 8u * n);
-	if ((err = sample_of(p, HEAP_KEY, 0, pcs, n, false, &idx)) < 0)
+	if ((err = sample_of(p, h->flags & EVR_HEAP_F_MMAP ? MMAP_KEY : HEAP_KEY, 0, pcs, n, false,
+			     &idx)) < 0)
 		return err;
 	s = &p->samples[idx];
 	s->hv[0] += h->objects;
@@ -566,7 +572,7 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 	Evr__Pprof__Function **funcp = NULL;
 	const struct evr_trace_session *ses = p->r ? evr_trace_reader_session(p->r) : NULL;
 	const struct evr_process_info *pi = p->r ? evr_trace_reader_process(p->r) : NULL;
-	int64_t k_thread, k_tid, comments[2];
+	int64_t k_thread, k_tid, k_kind = 0, comments[2];
 	char line[512];
 	size_t nmaps = 0, nout = 0;
 	bool heap = p->heap_allocs > 0;
@@ -597,6 +603,8 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 		err = str_index(p, "thread", &k_thread);
 	if (!err)
 		err = str_index(p, "tid", &k_tid);
+	if (!err && heap)
+		err = str_index(p, "kind", &k_kind);
 	snprintf(line, sizeof(line), "evring trace %s", name);
 	if (!err)
 		err = str_index(p, line, &comments[0]);
@@ -643,6 +651,14 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 			/* Unbiased estimates, rounded; in use never below zero. */
 			for (int k = 0; k < 4; k++)
 				s->value[k] = s->hv[k] > 0 ? (int64_t)(s->hv[k] + 0.5) : 0;
+			/* kind=malloc or mmap: -tagfocus/-tagignore keep one kind. */
+			evr__pprof__label__init(&l[0]);
+			l[0].key = k_kind;
+			if ((err = str_index(p, s->mmap ? "mmap" : "malloc", &l[0].str)) < 0)
+				goto out;
+			labelp[2 * nout] = &l[0];
+			m->n_label = 1;
+			m->label = &labelp[2 * nout];
 			samplep[nout++] = m;
 			continue;
 		}

@@ -691,10 +691,14 @@ static int heap_event(struct heap_ctx *c, const struct evr_event_view *v, enum e
 
 	if (!c->live && (err = evr_heap_live_new(&c->live)) < 0)
 		return err;
+	if (k == EVR_HEAP_FREE) {
+		/* A part of a mapping unmapped leaves the block (and its stack) there. */
+		if (evr_heap_live_release(c->live, h, &b) && b.objects != 0)
+			free((void *)(uintptr_t)b.cookie);
+		return 0;
+	}
 	if (evr_heap_live_take(c->live, h->address, &b))
 		free((void *)(uintptr_t)b.cookie);
-	if (k == EVR_HEAP_FREE)
-		return 0;
 	c->allocs++;
 	if (h->flags & EVR_HEAP_F_UNTRACKED)
 		return 0;
