@@ -84,9 +84,6 @@ static inline uint32_t evr_thread_id(void)
 /* Serializes registration, session start/stop and mask computation. */
 extern pthread_mutex_t evr_registry_lock EVR_HIDDEN;
 
-/* Recompute every event's session mask and every provider's aggregate from @t. */
-EVR_HIDDEN void evr_registry_recompute_locked(const struct evr_session_table *t);
-
 /* ---- sessions (session-api.c) ---- */
 
 /**
