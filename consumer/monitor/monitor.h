@@ -37,6 +37,7 @@
 
 #include <evring/consumer.h>
 #include <evring/counter-sample.h>
+#include <evring/mono-time.h>
 #include <evring/watch.h>
 
 #define EVR_MON_NAME "evring monitor"		/* how it names itself, to people and agents */
@@ -483,8 +484,7 @@ enum MHD_Result evr_mon_page_counters(struct evr_mon_req *q, pid_t pid);
 enum MHD_Result evr_mon_page_stacks(struct evr_mon_req *q, pid_t pid);
 enum MHD_Result evr_mon_page_asset(struct evr_mon_req *q, const char *name);
 
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
-uint64_t evr_mon_now_ns(void);
+/* CLOCK_REALTIME in ns (CLOCK_MONOTONIC: evr_mono_ns()). */
 uint64_t evr_mon_realtime_ns(void);
 
 #endif /* EVR_MONITOR_H */
