@@ -10,7 +10,7 @@
 # (-Devring_DIR=build) and build/lib/pkgconfig/evring{,-consumer}-uninstalled.pc.
 include(CMakePackageConfigHelpers)
 
-set(EVR_PUBLIC_INCLUDE_DIRS shm/include sessions/include decode/include producer/include)
+set(EVR_PUBLIC_INCLUDE_DIRS shm/include provspec/include decode/include producer/include)
 set(EVR_INSTALL_TARGETS evring)
 if(EVR_BUILD_CONSUMER)
   list(APPEND EVR_PUBLIC_INCLUDE_DIRS consumer/client/include consumer/tracefile/include)

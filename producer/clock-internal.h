@@ -9,10 +9,24 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <evring/evring.h>
 
 #define EVR_HIDDEN __attribute__((visibility("hidden")))
+
+/*
+ * clock_gettime(@id) in nanoseconds: the producer's one helper (the agent, the
+ * counters thread, the clock probes). Not for the write path, which has
+ * evr_clock_now().
+ */
+static inline uint64_t evr_clock_gettime_ns(clockid_t id)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 /* rdtsc costing more than this is trapped and emulated (a VM exit is ~1 us). */
 #define EVR_CLOCK_RDTSC_TRAP_NS		200u

@@ -79,14 +79,6 @@ static inline uint64_t tsc_fenced(void)
 	return t;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Spin until *@p == @want; false on timeout or stop. */
 static bool wait_for(struct bounce *b, const uint64_t *p, uint64_t want)
 {
@@ -97,7 +89,7 @@ static bool wait_for(struct bounce *b, const uint64_t *p, uint64_t want)
 		if (spins % SPIN_CHECK == SPIN_CHECK - 1) {
 			if (__atomic_load_n(&b->stop, __ATOMIC_RELAXED))
 				return false;
-			if (now_ns() > b->deadline_ns) {
+			if (evr_clock_gettime_ns(CLOCK_MONOTONIC) > b->deadline_ns) {
 				__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
 				return false;
 			}
@@ -193,7 +185,7 @@ static int run_pair(int cpu_a, int cpu_b, uint64_t budget_ns, struct bounce *ret
 	memset(b, 0, sizeof(*b));
 	b->min_ba = INT64_MAX;
 	b->min_ab = INT64_MAX;
-	b->deadline_ns = now_ns() + budget_ns;
+	b->deadline_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC) + budget_ns;
 	b->refs = 3;
 	err = start_pinned(&tb, cpu_b, side_b, b);
 	if (err) {
@@ -209,7 +201,8 @@ static int run_pair(int cpu_a, int cpu_b, uint64_t budget_ns, struct bounce *ret
 	}
 	/* Wait for both, a little past their deadline at most. */
 	give_up = b->deadline_ns + budget_ns / 4 + 1000000u;
-	while (__atomic_load_n(&b->finished, __ATOMIC_ACQUIRE) < 2 && now_ns() < give_up) {
+	while (__atomic_load_n(&b->finished, __ATOMIC_ACQUIRE) < 2 &&
+	       evr_clock_gettime_ns(CLOCK_MONOTONIC) < give_up) {
 		struct timespec d = { .tv_nsec = 100000 };
 
 		nanosleep(&d, NULL);
@@ -231,7 +224,7 @@ static int run_pair(int cpu_a, int cpu_b, uint64_t budget_ns, struct bounce *ret
 void evr_clock_skew_measure(double ns_per_tick, uint32_t max_pairs, uint64_t budget_ns,
 			    uint64_t total_ns, struct evr_clock_skew *ret)
 {
-	uint64_t end = now_ns() + total_ns;
+	uint64_t end = evr_clock_gettime_ns(CLOCK_MONOTONIC) + total_ns;
 	cpu_set_t allowed;
 	sigset_t all, old;
 	struct bounce b;
@@ -257,7 +250,7 @@ void evr_clock_skew_measure(double ns_per_tick, uint32_t max_pairs, uint64_t bud
 	for (uint32_t k = 1; k < (uint32_t)n && ret->tried < max_pairs; k += step) {
 		int64_t hi, lo;
 		uint64_t bound, proven = 0;
-		uint64_t now = now_ns();
+		uint64_t now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
 		int err;
 
 		if (now >= end)

@@ -59,14 +59,6 @@ static bool env_clock_set;
 static struct evr_clock_info clock_info;
 static uint64_t base_tsc, base_mono;
 
-uint64_t evr_clock_gettime_ns(clockid_t id)
-{
-	struct timespec t;
-
-	clock_gettime(id, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* ---- measuring ---- */
 
 static void read_clocksource(char *buf, size_t len)

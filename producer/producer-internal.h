@@ -14,6 +14,8 @@
 #include <evring/evring.h>
 #include <evring/session.h>
 
+#include "clock-internal.h"
+
 #define EVR_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- time ---- */
@@ -38,8 +40,7 @@ EVR_HIDDEN void evr_clock_init(void);
 /* Make the clock choice now if it is not made yet (clock.c). Context: any thread. */
 EVR_HIDDEN void evr_clock_settle(void);
 
-/* clock_gettime(@id) in nanoseconds, for the agent and the counters thread. */
-EVR_HIDDEN uint64_t evr_clock_gettime_ns(clockid_t id);
+/* evr_clock_gettime_ns(), the producer's one clock-reading helper: clock-internal.h. */
 
 /*
  * Rings per session: one per possible CPU id (the highest + 1, so that a ring's
@@ -83,9 +84,6 @@ static inline uint32_t evr_thread_id(void)
 
 /* Serializes registration, session start/stop and mask computation. */
 extern pthread_mutex_t evr_registry_lock EVR_HIDDEN;
-
-/* Recompute every event's session mask and every provider's aggregate from @t. */
-EVR_HIDDEN void evr_registry_recompute_locked(const struct evr_session_table *t);
 
 /* ---- sessions (session-api.c) ---- */
 

@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The metadata registry: providers, their events, registry ids, and the
- * per-event session masks that the hot path reads. Everything here runs under
- * evr_registry_lock; the write path only reads event masks (relaxed) and the
- * per-session filters of dynamic events (relaxed atomics).
+ * The metadata registry: providers, their events and registry ids. Everything
+ * here runs under evr_registry_lock. The per-event session masks that the hot
+ * path reads are computed from the session table by session-table.c, which
+ * this calls whenever a provider or an event is added.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <evring/ring-rseq.h>
-
 #include "producer-internal.h"
-#include "heap-internal.h"
 #include "registry-internal.h"
+#include "session-table-internal.h"
 #include "stack-internal.h"
 
 pthread_mutex_t evr_registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -215,7 +213,7 @@ int evr_provider_register(struct evr_provider *p)
 	providers = p;
 	/* Descriptions first: a session may receive an event once its mask is set. */
 	evr_meta_describe_events_locked(p, 0);
-	evr_registry_recompute_locked(evr_session_table_get_rcu());
+	evr_session_table_recompute_locked();
 out:
 	pthread_mutex_unlock(&evr_registry_lock);
 	return ret;
@@ -305,7 +303,7 @@ int evr_event_define(struct evr_provider *p, const struct evr_event_desc *desc,
 		err = provider_add_event_locked(p, ev);
 		if (err == 0) {
 			evr_meta_describe_events_locked(p, p->priv->nr - 1);
-			evr_registry_recompute_locked(evr_session_table_get_rcu());
+			evr_session_table_recompute_locked();
 		}
 	}
 	pthread_mutex_unlock(&evr_registry_lock);
@@ -328,100 +326,6 @@ const struct evr_event *evr_event_by_rid(uint32_t rid)
 	return ev;
 }
 
-/*
- * The write path's shortcut for an event that session mask @m of table @t
- * enables: the rings of the one session that wants it if that session is
- * per-CPU, else NULL (evr_event.percpu). Built-in events filter per write and
- * never take it. Whoever removes the session clears it before the grace period
- * that precedes freeing the rings (evr_session_stop(), evr_provider_unregister()).
- */
-static struct evr_ring_writer *event_percpu_rings(const struct evr_event *ev,
-						  const struct evr_session_table *t, uint64_t m,
-						  uint64_t stack_slots)
-{
-	const struct evr_session *s;
-
-	/* A session that wants stacks captures them under the RCU path (write_rcu()). */
-	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN) || (m & stack_slots))
-		return NULL;
-	s = t->slot[__builtin_ctzll(m)];
-	/* The fast path reads it inside rseq critical sections: only with their fence. */
-	return s->nr_rings >= evr_ring_percpu_min && evr_rseq_fence_ok ? s->rings : NULL;
-}
-
-static void provider_recompute_locked(struct evr_provider *p, const struct evr_session_table *t)
-{
-	struct evr_provider_priv *pp = p->priv;
-	const struct evr_provider_spec *spec[EVR_MAX_SESSIONS] = { 0 };
-	const struct evr_provider_spec *newest = NULL;
-	uint64_t pmask = 0, kw = 0, newest_serial = 0, stack_slots = 0;
-	uint32_t level = 0;
-	bool changed;
-
-	for (uint64_t live = t->live; live; live &= live - 1) {
-		unsigned int i = (unsigned int)__builtin_ctzll(live);
-		const struct evr_session *s = t->slot[i];
-
-		spec[i] = evr_provider_spec_list_find(s->cfg.providers, p->name);
-		/* Heap patches the process when on: by its name only, never by "*". */
-		if (spec[i] && evr_heap_provider_by_name_only(p) && strcmp(spec[i]->name, p->name))
-			spec[i] = NULL;
-		if (!spec[i])
-			continue;
-		pmask |= 1ull << i;
-		kw |= spec[i]->keywords;
-		if (spec[i]->level > level)
-			level = spec[i]->level;
-		atomic_store_explicit(&pp->sess_keywords[i], spec[i]->keywords,
-				      memory_order_relaxed);
-		atomic_store_explicit(&pp->sess_level[i], spec[i]->level, memory_order_relaxed);
-		{
-			/* Checked when the session started: never -EINVAL here. */
-			int depth = evr_stack_depth_arg(evr_provider_spec_arg(spec[i], "stacks"),
-							s->cfg.stack_depth);
-
-			if (depth > 0)
-				stack_slots |= 1ull << i;
-			atomic_store_explicit(&pp->sess_stack_depth[i], (uint8_t)(depth > 0 ? depth : 0),
-					      memory_order_relaxed);
-		}
-		if (s->serial >= newest_serial) {
-			newest_serial = s->serial;
-			newest = spec[i];
-		}
-	}
-	/* Before the masks: a writer that sees a session's bit finds its depth (a write
-	 * racing with the start of a session may still go without a stack). */
-	atomic_store_explicit(&pp->stack_slots, stack_slots, memory_order_relaxed);
-	for (uint32_t e = 0; e < pp->nr; e++) {
-		struct evr_event *ev = pp->events[e];
-		uint64_t m = 0;
-
-		for (uint64_t b = pmask; b; b &= b - 1) {
-			unsigned int i = (unsigned int)__builtin_ctzll(b);
-
-			if ((ev->flags & EVR_EVENT_F_BUILTIN) ||
-			    (evr_keywords_match(spec[i]->keywords, ev->desc->keywords) &&
-			     evr_level_match(spec[i]->level, ev->desc->level)))
-				m |= 1ull << i;
-		}
-		/* Never enable an event in a session that lacks its description. */
-		m &= pp->meta[e].described;
-		/* Release: a writer that loads the rings sees them set up. */
-		atomic_store_explicit(&ev->percpu, event_percpu_rings(ev, t, m, stack_slots),
-				      memory_order_release);
-		atomic_store_explicit(&ev->mask, m, memory_order_relaxed);
-	}
-	changed = pmask != atomic_load_explicit(&p->mask, memory_order_relaxed) ||
-		  kw != atomic_load_explicit(&p->keywords, memory_order_relaxed) ||
-		  level != atomic_load_explicit(&p->level, memory_order_relaxed);
-	atomic_store_explicit(&p->keywords, kw, memory_order_relaxed);
-	atomic_store_explicit(&p->level, level, memory_order_relaxed);
-	atomic_store_explicit(&p->mask, pmask, memory_order_relaxed);
-	if (changed && p->callback)
-		p->callback(p, pmask != 0, (uint8_t)level, kw, pmask ? newest : NULL,
-			    p->callback_ctx);
-}
 
 int evr_stack_depth_arg(const char *value, uint32_t session_depth)
 {
@@ -442,10 +346,4 @@ int evr_stack_depth_arg(const char *value, uint32_t session_depth)
 struct evr_provider *evr_registry_providers_locked(void)
 {
 	return providers;
-}
-
-void evr_registry_recompute_locked(const struct evr_session_table *t)
-{
-	for (struct evr_provider *p = providers; p; p = p->priv->next)
-		provider_recompute_locked(p, t);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Sessions in this process: start (parse, create rings, publish in the table,
- * compute masks) and stop (unpublish, grace period, flush, mark ended). The agent
- * that serves consumers attaching by PID drives the same functions.
+ * Sessions in this process: start (parse, check the limits, create rings, then
+ * insert into the session table) and stop (remove from the table, then flush and
+ * mark ended). The table and the masks are session-table.c's. The agent that
+ * serves consumers attaching by PID drives the same functions.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "producer-internal.h"
 #include "counters-internal.h"
 #include "registry-internal.h"
+#include "session-table-internal.h"
 
 #define EVR_DEFAULT_RING_SIZE	(4u << 20)
 #define EVR_DEFAULT_PACKET	(64u << 10)
@@ -75,10 +77,9 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 {
 	char *client_copy = NULL;
 	struct evr_session_config cfg = { 0 };
-	struct evr_session_table *cur, *next;
+	struct evr_session_table *next, *spare;
 	struct evr_clock_calib clock;
 	struct evr_session *s = NULL;
-	struct evr_session_table *spare;
 	uint64_t bytes = 0;
 	uint32_t slot;
 	int err;
@@ -122,13 +123,11 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	evr_clock_calibrate(&clock);
 
 	pthread_mutex_lock(&evr_registry_lock);
-	cur = evr_session_table_get_rcu();
-	if (cur->live == UINT64_MAX) {
+	if (evr_session_table_free_slot_locked(&slot) < 0) {
 		err = err_line(errbuf, errlen, -EBUSY,
 			       "the process already has 64 sessions, the maximum");
 		goto err_unlock;
 	}
-	slot = (uint32_t)__builtin_ctzll(~cur->live);
 	/* A consumer's session gets the default ring, or less where that would not
 	 * fit under the limits; the program's own gets it whole. */
 	cfg.ring_size = opts->ring_size ? opts->ring_size
@@ -170,13 +169,7 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	owners[slot].client = client_copy;
 	owners[slot].pid = client_pid;
 	owners[slot].bytes = bytes;
-	*next = *cur;
-	next->slot[slot] = s;
-	next->live |= 1ull << slot;
-	/* Publish the table first, then the masks: a writer that sees a mask bit
-	 * finds the session in the table or skips it. */
-	evr_session_table_publish_locked(next);
-	evr_registry_recompute_locked(next);
+	evr_session_table_insert_locked(s, next);
 	pthread_mutex_unlock(&evr_registry_lock);
 	/* After publishing: the counters write into the session's table slot. */
 	err = evr_counters_session_begin(s, opts->interval_ms);
@@ -201,56 +194,33 @@ err_unlock:
 
 void evr_session_stop(struct evr_session *s)
 {
-	struct evr_session_table *cur, *next;
-
 	if (!s)
 		return;
 	/* First, without the registry lock (lock order in counters-internal.h). */
 	evr_counters_session_end(s);
 	pthread_mutex_lock(&evr_registry_lock);
-	cur = evr_session_table_get_rcu();
-	if (cur->slot[s->slot] != s) {
+	if (!evr_session_table_remove_locked(s)) {
 		pthread_mutex_unlock(&evr_registry_lock);
 		return;		/* already stopped */
 	}
-	next = s->stop_table;
-	s->stop_table = NULL;
 	free(owners[s->slot].client);
 	owners[s->slot].client = NULL;
 	evr_memory_release_locked(owners[s->slot].bytes);
 	owners[s->slot].bytes = 0;
-	*next = *cur;
-	next->slot[s->slot] = NULL;
-	next->live &= ~(1ull << s->slot);
-	/*
-	 * The masks and the events' per-CPU shortcuts first: they name only
-	 * sessions of both tables. Then the table, which waits a grace period:
-	 * afterwards no writer is inside s's rings, by either way in.
-	 */
-	evr_registry_recompute_locked(next);
-	evr_session_table_publish_locked(next);
+	/* After the grace period of the removal: the rings are ours alone. */
 	evr_session_flush_and_end(s, evr_clock_now());
 	pthread_mutex_unlock(&evr_registry_lock);
 }
 
 void evr_sessions_reset_in_child_locked(void)
 {
-	struct evr_session_table *t = evr_session_table_get_rcu();
-
 	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
 		free(owners[i].client);
 		owners[i].client = NULL;
 		evr_memory_release_locked(owners[i].bytes);
 		owners[i].bytes = 0;
 	}
-	/*
-	 * Only the forking thread exists in the child and it is not inside an RCU
-	 * read-side section, so the table can be emptied in place: no reader can
-	 * see it change, and no allocation can fail here. The parent's sessions
-	 * stay mapped; in-process ones are still their owner's to free.
-	 */
-	memset(t, 0, sizeof(*t));
-	evr_registry_recompute_locked(t);
+	evr_session_table_reset_in_child_locked();
 }
 
 void evr_session_free(struct evr_session *s)

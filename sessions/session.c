@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Session memory and rings, and the RCU-published session table. */
+/*
+ * Session memory, rings and doorbell. The RCU session table that publishes
+ * sessions to writers is producer/session-table.c's.
+ */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,15 +10,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define _LGPL_SOURCE
-#include <urcu-bp.h>
-
 #include <evring/ring-rseq.h>
 #include <evring/session.h>
-
-static struct evr_session_table empty_table;
-
-_Atomic(struct evr_session_table *) evr_session_table_cur = &empty_table;
 
 int evr_session_create(const struct evr_session_config *cfg, uint32_t slot, uint64_t serial,
 		    const struct evr_clock_calib *clock, struct evr_session **ret, char *errbuf,
@@ -142,26 +138,4 @@ void evr_session_destroy(struct evr_session *s)
 void evr_reclaim_after_grace_period(void *p, void (*fn)(void *))
 {
 	fn(p);
-}
-
-/*
- * Writers are inside liburcu-bp read-side sections, or, on the write path's
- * per-CPU shortcut, inside rseq critical sections (<evring/ring-rseq.h>):
- * wait for both.
- */
-void evr_session_table_synchronize(void)
-{
-	urcu_bp_synchronize_rcu();
-	evr_rseq_synchronize();
-}
-
-void evr_session_table_publish_locked(struct evr_session_table *next)
-{
-	struct evr_session_table *prev;
-
-	/* Pairs with the load-acquire in evr_session_table_get_rcu(). */
-	prev = atomic_exchange_explicit(&evr_session_table_cur, next, memory_order_acq_rel);
-	evr_session_table_synchronize();
-	if (prev != &empty_table)
-		evr_reclaim_after_grace_period(prev, free);
 }

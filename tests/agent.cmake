@@ -14,7 +14,7 @@ add_executable(evr-agent-producer agent/producer.c)
 target_link_libraries(evr-agent-producer PRIVATE evring evr_warnings)
 add_executable(evr-agent-driver agent/driver.c agent/harness.c)
 target_include_directories(evr-agent-driver PRIVATE ${PROJECT_SOURCE_DIR}/producer/include
-  ${PROJECT_SOURCE_DIR}/sessions/include)
+  ${PROJECT_SOURCE_DIR}/provspec/include)
 target_link_libraries(evr-agent-driver PRIVATE evring-consumer evr_warnings)
 foreach(t decode late_event sessions64 consumer_killed producer_killed garbage fork reverse
           errors peer_uid max_clients runtime_dir spans loss)

@@ -1,7 +1,7 @@
 # Tests of the cli part (see tests/CMakeLists.txt for evr_unit()).
 
 # The command's option parsers and output helpers, compiled in from the tool's sources.
-evr_unit(test_cli_util LIBS evring-consumer)
+evr_unit(test_cli_util LIBS evring-consumer evring-export)
 target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/util.c
   ${PROJECT_SOURCE_DIR}/consumer/evring/suggest.c)
 target_include_directories(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)

@@ -7,7 +7,7 @@ evr_unit(test_clock)
 target_sources(test_clock PRIVATE ${PROJECT_SOURCE_DIR}/producer/clock-decide.c
   ${PROJECT_SOURCE_DIR}/producer/clock-skew.c)
 target_include_directories(test_clock PRIVATE ${PROJECT_SOURCE_DIR}/producer
-  ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/sessions/include)
+  ${PROJECT_SOURCE_DIR}/producer/include ${PROJECT_SOURCE_DIR}/provspec/include)
 target_link_libraries(test_clock PRIVATE evring-shm)
 
 # Timestamps end to end: a real producer records its own CLOCK_MONOTONIC readings in

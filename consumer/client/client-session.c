@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <evring/clock-sync.h>
+#include <evring/mono-time.h>
 
 #include "client-internal.h"
 
@@ -370,11 +371,7 @@ int evr_client_wait_fd(struct evr_client *c, int fd, int timeout_ms)
 	/* Idle is when a TSC that went back (no record reaches the next point's
 	 * time then) is noticed: by the clocks, not the records. */
 	if (c->reader && c->sync_next_ts != UINT64_MAX) {
-		struct timespec now;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (evr_clock_sync_due(&c->sync, (uint64_t)now.tv_sec * 1000000000u +
-					       (uint64_t)now.tv_nsec))
+		if (evr_clock_sync_due(&c->sync, evr_mono_ns()))
 			client_resync(c);
 	}
 	if (c->pidfd >= 0)

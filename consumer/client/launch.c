@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <evring/consumer.h>
+#include <evring/mono-time.h>
 
 #include "client-internal.h"
 
@@ -38,14 +39,6 @@
 extern char **environ;
 
 #define fail evr_client_fail
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * environ without EVR_CONNECT and EVR_CONNECT_TIMEOUT_MS, plus @connect
@@ -161,13 +154,13 @@ static int await_connection(struct evr_launch *l, int lfd, const char *prog, int
 			    const char *client_name, struct evr_client **ret, char *errbuf,
 			    size_t errlen)
 {
-	uint64_t deadline = now_ns() + (uint64_t)timeout * 1000000u;
+	uint64_t deadline = evr_mono_ns() + (uint64_t)timeout * 1000000u;
 	char st[128], t[32];
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
 				       { .fd = l->pidfd, .events = POLLIN } };
-		uint64_t now = now_ns();
+		uint64_t now = evr_mono_ns();
 		int r;
 
 		if (now >= deadline)

@@ -317,7 +317,7 @@ static void print_detail(struct evr_top_model *m)
 static void print_snapshot(struct evr_top_model *m, const struct opts *o, uint64_t k)
 {
 	char ts[40], of[32] = "";
-	uint64_t now = evr_top_now_ns();
+	uint64_t now = evr_mono_ns();
 
 	/* What did not change since the previous snapshot is said to be old. */
 	evr_top_model_mark_stale(m, true, now);
@@ -382,7 +382,7 @@ static void nap_ms(uint32_t ms)
 
 static int run_batch(struct evr_top_model *m, const struct opts *o)
 {
-	uint64_t iv = (uint64_t)o->interval_ms * 1000000u, t0 = evr_top_now_ns();
+	uint64_t iv = (uint64_t)o->interval_ms * 1000000u, t0 = evr_mono_ns();
 	uint64_t end = o->duration_ms ? t0 + (uint64_t)o->duration_ms * 1000000u : 0;
 	bool text = !(o->fmt != EVR_TOP_EXPORT_NONE && !o->output);
 	uint32_t nap = o->interval_ms / 10 < 20 ? (o->interval_ms / 10 ?: 1) : 20;
@@ -406,7 +406,7 @@ static int run_batch(struct evr_top_model *m, const struct opts *o)
 
 			evr_top_model_poll(m);
 			print_warnings(m);
-			now = evr_top_now_ns();
+			now = evr_mono_ns();
 			if (stop_signal || (end && now >= end))
 				break;
 			/* -p: snapshot k once every process has sent k intervals; the
@@ -419,7 +419,7 @@ static int run_batch(struct evr_top_model *m, const struct opts *o)
 		}
 		if (text)
 			print_snapshot(m, o, k);
-		if (stop_signal || (end && evr_top_now_ns() >= end) || (o->npids && all_gone(m)))
+		if (stop_signal || (end && evr_mono_ns() >= end) || (o->npids && all_gone(m)))
 			break;
 	}
 	return 0;
@@ -434,14 +434,14 @@ static int run_screen(struct evr_top_model *m, const struct opts *o)
 		.sort_col = EVR_TOP_COL_CPU,
 		.interval_ms = o->interval_ms,
 	};
-	uint64_t iv = (uint64_t)o->interval_ms * 1000000u, t0 = evr_top_now_ns();
+	uint64_t iv = (uint64_t)o->interval_ms * 1000000u, t0 = evr_mono_ns();
 	uint64_t end = o->duration_ms ? t0 + (uint64_t)o->duration_ms * 1000000u : 0;
 	uint64_t next_tick = t0, refreshes = 0;
 	bool quit = false, dirty = true;
 	int r;
 
 	while (!quit && !stop_signal) {
-		uint64_t now = evr_top_now_ns(), wait_ns;
+		uint64_t now = evr_mono_ns(), wait_ns;
 		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
 		int key;
 
@@ -477,14 +477,14 @@ static int run_screen(struct evr_top_model *m, const struct opts *o)
 			}
 		}
 		/* Age matters even when nothing arrives: a process that stopped sampling. */
-		evr_top_model_mark_stale(m, false, evr_top_now_ns());
+		evr_top_model_mark_stale(m, false, evr_mono_ns());
 		if (dirty && !ui.paused) {
 			evr_top_view_draw(&ui, m);
 			dirty = false;
 		}
 		/* Samples are read at most 250 ms after they arrive, and the screen
 		 * is redrawn only when something changed. */
-		now = evr_top_now_ns();
+		now = evr_mono_ns();
 		wait_ns = next_tick > now ? next_tick - now : 0;
 		if (wait_ns > 250000000u)
 			wait_ns = 250000000u;

@@ -20,11 +20,6 @@
 
 #define EVR_TOP_CLIENT_NAME "clrtop"
 
-uint64_t evr_top_now_ns(void)
-{
-	return evr_watch_now_ns();
-}
-
 /* Is @name one of the ", "-separated names of @list? */
 static bool in_list(const char *list, const char *name)
 {

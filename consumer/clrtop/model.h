@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <evring/consumer.h>
+#include <evring/mono-time.h>
 #include <evring/sandbox.h>
 #include <evring/watch.h>
 
@@ -140,8 +141,5 @@ const struct evr_top_counter *evr_top_proc_col_counter(const struct evr_top_proc
 
 /* The overview row of @p. */
 void evr_top_proc_row(const struct evr_top_proc *p, struct evr_top_row *ret);
-
-/* CLOCK_MONOTONIC now, in nanoseconds. */
-uint64_t evr_top_now_ns(void);
 
 #endif /* EVR_CLRTOP_MODEL_H */

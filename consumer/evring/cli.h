@@ -8,11 +8,15 @@
 #ifndef EVR_CLI_H
 #define EVR_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+
+#include <evring/export.h>
+#include <evring/mono-time.h>
 
 /* Exit statuses (docs/cli.md). */
 enum {
@@ -92,6 +96,32 @@ int evr_cli_file_operand(const char *cmd, const char *synopsis, int argc, char *
  */
 int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret);
 
+/* -p PID: a process id of @s, or print why not (naming @opt). Return: 0, -EINVAL. */
+int evr_cli_parse_pid(const char *cmd, const char *opt, const char *s, pid_t *ret);
+
+/* --providers: a non-empty list (@s itself). Return: 0, or -EINVAL (printed). */
+int evr_cli_parse_providers(const char *cmd, const char *s, const char **ret);
+
+/* --counter-interval: 10ms to 1h, in ms. Return: 0, or -EINVAL (printed). */
+int evr_cli_parse_counter_interval(const char *cmd, const char *s, uint32_t *ret_ms);
+
+/*
+ * What getopt_long() ("+" mode) left in @argv: nothing, or "-- PROGRAM [ARGS...]"
+ * (*@ret_program set). Return: 0, or -EINVAL (printed) for an operand not
+ * after "--".
+ */
+int evr_cli_program_operand(const char *cmd, int argc, char **argv, char ***ret_program);
+
+/*
+ * The stop signal (SIGINT, SIGTERM, SIGHUP) of a tool that runs until stopped;
+ * 0 until one comes. A second one while it finishes ends the process at once
+ * (exit status 128 + signal).
+ */
+extern volatile sig_atomic_t evr_cli_stop_signal;
+
+/* Catch the stop signals into evr_cli_stop_signal (no SA_RESTART) and ignore SIGPIPE. */
+void evr_cli_catch_stop_signals(void);
+
 /* An error -errno to an exit status: -EINVAL from option parsing is a usage error. */
 int evr_cli_exit_status(int err);
 
@@ -144,10 +174,7 @@ int evr_parse_size(const char *cmd, const char *opt, const char *s, uint64_t *re
 
 /* "12.3 MiB", "512 B" into @buf. */
 const char *evr_fmt_bytes(uint64_t n, char *buf, size_t len);
-/* "1.25 M", "987" into @buf: events counts and rates. */
-const char *evr_fmt_count(double n, char *buf, size_t len);
-
-uint64_t evr_now_ns(void);
+/* evr_fmt_count() ("1.25 M"): <evring/export.h>, with the report that shows it too. */
 
 /* @s as a JSON string: quoted, escaped, invalid UTF-8 replaced by U+FFFD. */
 void evr_json_fputs(FILE *f, const char *s);

@@ -546,7 +546,7 @@ static int run(const struct convert_opts *o)
 			evr_cli_sandbox_probe(CMD);
 	}
 
-	t0 = evr_now_ns();
+	t0 = evr_mono_ns();
 	switch (o->format) {
 	case FMT_CTF:
 		ret = evr_convert_ctf_at(r, o->output, broker ? ctf_create : NULL, broker, &cs, err,
@@ -590,7 +590,7 @@ static int run(const struct convert_opts *o)
 		evr_cli_error(CMD, "%s", err);
 		goto out;
 	}
-	t0 = evr_now_ns() - t0;
+	t0 = evr_mono_ns() - t0;
 
 	evr_trace_reader_stats(r, &st);
 	evr_cli_trace_warnings(CMD, o->path, r);

@@ -23,6 +23,7 @@
 
 #include <evring/abi.h>
 #include <evring/consumer.h>
+#include <evring/name-list.h>
 #include <evring/provider-spec.h>
 
 #include "record.h"
@@ -82,22 +83,6 @@ int evr_record_check_opts(struct record_opts *o)
 	return 0;
 }
 
-/* Append @s to the ", "-separated @list (cut at @len) unless it is there. */
-static void list_add(char *list, size_t len, const char *s)
-{
-	size_t used = strlen(list), n = strlen(s);
-
-	for (const char *p = list; *p;) {
-		const char *end = strstr(p, ", ");
-		size_t k = end ? (size_t)(end - p) : strlen(p);
-
-		if (k == n && !memcmp(p, s, n))
-			return;
-		p += k + (end ? 2 : 0);
-	}
-	snprintf(list + used, len - used, "%s%s", used ? ", " : "", s);
-}
-
 static bool is_counter(const struct evr_schema_event *ev)
 {
 	return !strncmp(ev->name, "Counter", 7);
@@ -113,9 +98,9 @@ void evr_record_check_providers(const struct record_opts *o, const struct evr_sc
 	for (uint32_t i = 0; i < n; i++) {
 		const struct evr_schema_event *ev = evr_schema_set_at(have, i);
 
-		list_add(all, sizeof(all), ev->provider);
+		evr_name_list_add(all, sizeof(all), ev->provider);
 		if (is_counter(ev))
-			list_add(counters, sizeof(counters), ev->provider);
+			evr_name_list_add(counters, sizeof(counters), ev->provider);
 		if (is_counter(ev) && evr_provider_spec_list_find(o->spec, ev->provider))
 			counters_asked = true;
 	}
@@ -140,7 +125,7 @@ void evr_record_check_providers(const struct record_opts *o, const struct evr_sc
 			filtered++;
 			match += evr_provider_spec_match(sp, ev->provider, ev->keywords, ev->level);
 			snprintf(one, sizeof(one), "0x%" PRIx64 "/%u", ev->keywords, ev->level);
-			list_add(kw, sizeof(kw), one);
+			evr_name_list_add(kw, sizeof(kw), one);
 		}
 		if (!events && complete)
 			evr_cli_warn(CMD, "--providers: process %d has no provider %s: nothing of it "

@@ -109,7 +109,7 @@ static int table_line(struct multi *m, const struct mproc *p, enum evr_trace_pro
 	const struct evr_process_info *pi = p->c ? evr_client_process(p->c) : NULL;
 	struct evr_trace_proc_rec rec = {
 		.stream = p->stream, .pid = (uint32_t)p->pid, .what = (uint16_t)what,
-		.time_ns = evr_now_ns(),
+		.time_ns = evr_mono_ns(),
 	};
 	char *argv1[1] = { (char *)why };
 	int err;
@@ -393,7 +393,7 @@ static int step_all(struct multi *m)
 /* Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS. */
 static void wait_round(struct multi *m, uint64_t deadline_ns)
 {
-	uint64_t now = evr_now_ns(), until = now + DRAIN_MS * 1000000ull;
+	uint64_t now = evr_mono_ns(), until = now + DRAIN_MS * 1000000ull;
 	struct pollfd pfd = { .fd = m->watching ? evr_watch_fd(&m->watch) : -1,
 			      .events = POLLIN };
 
@@ -443,7 +443,7 @@ static void summary(struct multi *m, uint64_t t0, uint64_t t1)
 static int run_loop(struct multi *m)
 {
 	const struct record_opts *o = m->o;
-	uint64_t t0 = evr_now_ns(), deadline = o->duration_ns ? t0 + o->duration_ns : 0;
+	uint64_t t0 = evr_mono_ns(), deadline = o->duration_ns ? t0 + o->duration_ns : 0;
 	struct evr_trace_end e = { 0 };
 	int ret = 0;
 
@@ -452,10 +452,10 @@ static int run_loop(struct multi *m)
 	while (!stop_signal && !m->failed) {
 		int work;
 
-		if (deadline && evr_now_ns() >= deadline)
+		if (deadline && evr_mono_ns() >= deadline)
 			break;
 		if (m->watching) {
-			if (evr_watch_scan_due(&m->watch, evr_now_ns()))
+			if (evr_watch_scan_due(&m->watch, evr_mono_ns()))
 				(void)evr_watch_scan(&m->watch);
 			/* Takes finished attaches: watch_changed() starts their recorders. */
 			(void)evr_watch_poll(&m->watch);
@@ -481,7 +481,7 @@ static int run_loop(struct multi *m)
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		e.end_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		e.end_mono_ns = evr_now_ns();
+		e.end_mono_ns = evr_mono_ns();
 		e.flags = stop_signal ? EVR_TRACE_END_INTERRUPTED : 0;
 		ret = evr_trace_mux_end(m->mux, &e);
 		if (ret < 0) {
@@ -489,7 +489,7 @@ static int run_loop(struct multi *m)
 			m->err = ret;
 		}
 	}
-	summary(m, t0, evr_now_ns());
+	summary(m, t0, evr_mono_ns());
 	return m->err;
 }
 

@@ -31,16 +31,6 @@
 #define CMD "record"
 #define PROGRESS_NS 250000000u		/* refresh ~4 times a second */
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-	/* A second Ctrl-C while draining: leave now; every chunk written is whole. */
-	if (stop_signal)
-		_exit(128 + sig);
-	stop_signal = sig;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -90,21 +80,6 @@ static void usage(FILE *f)
 		"                           page cache)\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
-}
-
-static int parse_pid(const char *opt, const char *s, pid_t *ret)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > 0x3fffffff) {
-		evr_cli_error(CMD, "%s: '%s' is not a process id", opt, s);
-		return -EINVAL;
-	}
-	*ret = (pid_t)v;
-	return 0;
 }
 
 static int parse_uint_opt(const char *opt, const char *s, uint32_t lo, uint32_t hi,
@@ -167,7 +142,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			/* The option as typed: -p, --pid or --process-id. */
 			if (longindex >= 0)
 				snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
-			if (parse_pid(longindex < 0 ? "-p" : optname, optarg, &o->pid) < 0)
+			if (evr_cli_parse_pid(CMD, longindex < 0 ? "-p" : optname, optarg, &o->pid) < 0)
 				return -EINVAL;
 			if (o->npids == sizeof(o->pids) / sizeof(o->pids[0])) {
 				evr_cli_error(CMD, "-p: at most 64 processes (use --all for more)");
@@ -191,11 +166,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			o->all = true;
 			break;
 		case OPT_PROVIDERS:
-			if (!*optarg) {
-				evr_cli_error(CMD, "--providers: empty provider list");
+			if (evr_cli_parse_providers(CMD, optarg, &o->providers) < 0)
 				return -EINVAL;
-			}
-			o->providers = optarg;
 			o->providers_arg = optarg;
 			break;
 		case OPT_PROFILE:
@@ -239,19 +211,10 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			if (evr_record_heap_parse(optarg, o) < 0)
 				return -EINVAL;
 			break;
-		case OPT_COUNTERS: {
-			uint64_t ns;
-
-			if (evr_parse_duration(CMD, "--counter-interval", optarg, &ns) < 0)
+		case OPT_COUNTERS:
+			if (evr_cli_parse_counter_interval(CMD, optarg, &o->counter_interval_ms) < 0)
 				return -EINVAL;
-			if (ns < 10000000ull || ns > 3600000000000ull) {
-				evr_cli_error(CMD, "--counter-interval %s is not between 10ms and 1h",
-					      optarg);
-				return -EINVAL;
-			}
-			o->counter_interval_ms = (uint32_t)(ns / 1000000u);
 			break;
-		}
 		case OPT_CONNECT_TIMEOUT: {
 			uint64_t ns;
 
@@ -304,15 +267,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				return r;
 		}
 	}
-	if (optind < argc) {
-		/* getopt stops at "--" (and consumes it) or at the first non-option. */
-		if (strcmp(argv[optind - 1], "--") != 0) {
-			evr_cli_error(CMD, "unexpected argument '%s' (a program to start goes "
-				      "after --)", argv[optind]);
-			return -EINVAL;
-		}
-		o->program = argv + optind;
-	}
+	if (evr_cli_program_operand(CMD, argc, argv, &o->program) < 0)
+		return -EINVAL;
 	if (o->program && (o->pid || o->name || o->all)) {
 		evr_cli_error(CMD, "-- PROGRAM and -p, -n or --all exclude each other");
 		return -EINVAL;
@@ -430,7 +386,7 @@ static void report_failure(struct recorder *r, int err, const char *msg)
 
 static void progress(struct recorder *r, bool final)
 {
-	uint64_t now = evr_now_ns();
+	uint64_t now = evr_mono_ns();
 	double secs = (double)(now - r->t_start) / 1e9;
 	double dt = (double)(now - r->t_progress) / 1e9;
 	char ev[32], by[32], rate[32];
@@ -457,8 +413,8 @@ static int tick(struct evr_recorder *rec, void *arg)
 	struct recorder *r = arg;
 
 	(void)rec;
-	if (stop_signal) {
-		r->stop_signal = stop_signal;
+	if (evr_cli_stop_signal) {
+		r->stop_signal = evr_cli_stop_signal;
 		return 1;
 	}
 	progress(r, false);
@@ -719,16 +675,8 @@ int evr_record_open_output(const struct record_opts *o, int *ret_fd, bool *ret_c
 
 static void install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	/* No SA_RESTART: a signal must end the wait in evr_recorder_wait() at once. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	/* A dead agent or a closed pipe is an error return, not a death; a file
-	 * over RLIMIT_FSIZE is EFBIG, handled like a full disk. */
-	signal(SIGPIPE, SIG_IGN);
+	evr_cli_catch_stop_signals();
+	/* A file over RLIMIT_FSIZE is EFBIG, handled like a full disk. */
 	signal(SIGXFSZ, SIG_IGN);
 }
 
@@ -813,7 +761,7 @@ static int run(const struct record_opts *o)
 	}
 	if (o->flags.sandbox_probe)
 		evr_cli_sandbox_probe(CMD);
-	r.t_start = evr_now_ns();
+	r.t_start = evr_mono_ns();
 	r.t_progress = r.t_start;
 	if (o->program) {
 		ret = evr_client_resume(r.c, err, sizeof(err));
@@ -823,7 +771,7 @@ static int run(const struct record_opts *o)
 		}
 	}
 	ret = record(&r);
-	r.t_end = evr_now_ns();
+	r.t_end = evr_mono_ns();
 	if (o->program)
 		check_providers(&r, r.child, true);
 	if (r.child > 0)

@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <evring/consumer.h>
 
@@ -216,27 +218,6 @@ const char *evr_fmt_bytes(uint64_t n, char *buf, size_t len)
 	return buf;
 }
 
-const char *evr_fmt_count(double n, char *buf, size_t len)
-{
-	if (n >= 1e9)
-		snprintf(buf, len, "%.2f G", n / 1e9);
-	else if (n >= 1e6)
-		snprintf(buf, len, "%.2f M", n / 1e6);
-	else if (n >= 1e4)
-		snprintf(buf, len, "%.1f k", n / 1e3);
-	else
-		snprintf(buf, len, "%.0f", n);
-	return buf;
-}
-
-uint64_t evr_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Length of the valid UTF-8 sequence at @p (1..4), or 0 if it is not one. */
 static size_t utf8_len(const unsigned char *p)
 {
@@ -297,6 +278,85 @@ void evr_json_fputs(FILE *f, const char *s)
 		p += n;
 	}
 	fputc('"', f);
+}
+
+int evr_cli_parse_pid(const char *cmd, const char *opt, const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > 0x3fffffff) {
+		evr_cli_error(cmd, "%s: '%s' is not a process id", opt, s);
+		return -EINVAL;
+	}
+	*ret = (pid_t)v;
+	return 0;
+}
+
+int evr_cli_parse_providers(const char *cmd, const char *s, const char **ret)
+{
+	/* The spec itself is checked where it is used (evr_provider_spec_parse()). */
+	if (!*s) {
+		evr_cli_error(cmd, "--providers: empty provider list");
+		return -EINVAL;
+	}
+	*ret = s;
+	return 0;
+}
+
+int evr_cli_parse_counter_interval(const char *cmd, const char *s, uint32_t *ret_ms)
+{
+	uint64_t ns;
+
+	if (evr_parse_duration(cmd, "--counter-interval", s, &ns) < 0)
+		return -EINVAL;
+	if (ns < 10000000ull || ns > 3600000000000ull) {
+		evr_cli_error(cmd, "--counter-interval %s is not between 10ms and 1h", s);
+		return -EINVAL;
+	}
+	*ret_ms = (uint32_t)(ns / 1000000u);
+	return 0;
+}
+
+int evr_cli_program_operand(const char *cmd, int argc, char **argv, char ***ret_program)
+{
+	if (optind >= argc)
+		return 0;
+	/* getopt stops at "--" (and consumes it) or at the first non-option. */
+	if (strcmp(argv[optind - 1], "--") != 0) {
+		evr_cli_error(cmd, "unexpected argument '%s' (a program to start goes "
+			      "after --)", argv[optind]);
+		return -EINVAL;
+	}
+	*ret_program = argv + optind;
+	return 0;
+}
+
+volatile sig_atomic_t evr_cli_stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	/* A second Ctrl-C while the tool finishes (drains, flushes): leave now;
+	 * whatever a recorder wrote is whole chunks. */
+	if (evr_cli_stop_signal)
+		_exit(128 + sig);
+	evr_cli_stop_signal = sig;
+}
+
+void evr_cli_catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	/* No SA_RESTART: a signal must end the tool's wait (evr_recorder_wait(),
+	 * evr_client_wait()) at once. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* A dead agent or a closed pipe or socket is an error return, not a death. */
+	signal(SIGPIPE, SIG_IGN);
 }
 
 int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret)

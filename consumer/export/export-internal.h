@@ -71,7 +71,4 @@ void evr_rpt_map_fini(struct evr_rpt_map *m);
 __attribute__((format(printf, 4, 5)))
 int evr_export_fail(char *buf, size_t len, int err, const char *fmt, ...);
 
-/* "1.25 M", "987" into @buf: event counts and rates (as the evring command shows them). */
-const char *evr_export_fmt_count(double n, char *buf, size_t len);
-
 #endif /* EVR_EXPORT_INTERNAL_H */

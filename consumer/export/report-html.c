@@ -301,7 +301,7 @@ static int head_section(struct evr_strbuf *sb, const struct evr_rpt *m, const ch
 					"</dd><dt>events</dt><dd>%" PRIu64 " (%s/s)</dd><dt>lost</dt>"
 					"<dd>%" PRIu64 " (%.2f%% of events)</dd>",
 					(double)(m->last_ts - m->first_ts) / 1e9, m->events,
-					evr_export_fmt_count((double)m->events * 1e9 / (double)span, b,
+					evr_fmt_count((double)m->events * 1e9 / (double)span, b,
 						      sizeof(b)), m->lost,
 					m->events + m->lost ? 100.0 * (double)m->lost /
 						(double)(m->events + m->lost) : 0.0);

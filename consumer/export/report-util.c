@@ -336,7 +336,7 @@ int evr_export_fail(char *buf, size_t len, int err, const char *fmt, ...)
 	return err;
 }
 
-const char *evr_export_fmt_count(double n, char *buf, size_t len)
+const char *evr_fmt_count(double n, char *buf, size_t len)
 {
 	if (n >= 1e9)
 		snprintf(buf, len, "%.2f G", n / 1e9);

@@ -218,7 +218,7 @@ static bool event_matches(const struct evr_fwd_filter *f, const struct evr_schem
 /* The token bucket: max_rate tokens a second, at most max_rate in store. */
 static bool take_token(struct evr_fwd_filter *f)
 {
-	uint64_t now = evr_fwd_now_ns();
+	uint64_t now = evr_mono_ns();
 
 	if (f->tokens_ns) {
 		f->tokens += (double)(now - f->tokens_ns) / 1e9 * f->max_rate;

@@ -37,16 +37,6 @@
 #define MAX_SOURCES 64u
 #define MAX_SINKS 16u
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-	/* A second Ctrl-C while flushing: leave now. */
-	if (stop_signal)
-		_exit(128 + sig);
-	stop_signal = sig;
-}
-
 struct fwd_opts {
 	pid_t pids[MAX_SOURCES];
 	uint32_t npids;
@@ -117,21 +107,6 @@ static void usage(FILE *f)
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit.\n");
 }
 
-static int parse_pid(const char *s, pid_t *ret)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > 0x3fffffff) {
-		evr_cli_error(CMD, "--pid: '%s' is not a process id", s);
-		return -EINVAL;
-	}
-	*ret = (pid_t)v;
-	return 0;
-}
-
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 {
@@ -150,7 +125,6 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 		{ 0 },
 	};
 	struct evr_cli_flags flags = { 0 };
-	uint64_t ns;
 	int c, r;
 
 	o->providers = "*";
@@ -165,7 +139,7 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 					      c == 'p' ? "--pid" : "--name", MAX_SOURCES);
 				return -EINVAL;
 			}
-			if (c == 'p' && parse_pid(optarg, &o->pids[o->npids]) < 0)
+			if (c == 'p' && evr_cli_parse_pid(CMD, "--pid", optarg, &o->pids[o->npids]) < 0)
 				return -EINVAL;
 			/* The one process of that name (an error says why not: exit 1). */
 			if (c == 'n' && (r = evr_cli_pid_of_name(CMD, optarg, &o->pids[o->npids])) < 0)
@@ -180,11 +154,8 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 			o->to[o->nto++] = optarg;
 			break;
 		case OPT_PROVIDERS:
-			if (!*optarg) {
-				evr_cli_error(CMD, "--providers: empty provider list");
+			if (evr_cli_parse_providers(CMD, optarg, &o->providers) < 0)
 				return -EINVAL;
-			}
-			o->providers = optarg;
 			o->providers_given = true;
 			break;
 		case OPT_DURATION:
@@ -196,14 +167,8 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 				return -EINVAL;
 			break;
 		case OPT_COUNTERS:
-			if (evr_parse_duration(CMD, "--counter-interval", optarg, &ns) < 0)
+			if (evr_cli_parse_counter_interval(CMD, optarg, &o->counter_interval_ms) < 0)
 				return -EINVAL;
-			if (ns < 10000000ull || ns > 3600000000000ull) {
-				evr_cli_error(CMD, "--counter-interval %s is not between 10ms and 1h",
-					      optarg);
-				return -EINVAL;
-			}
-			o->counter_interval_ms = (uint32_t)(ns / 1000000u);
 			break;
 		case OPT_BUFFER:
 			if (evr_parse_size(CMD, "--buffer-size", optarg, &o->buffer_size) < 0)
@@ -216,14 +181,8 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 				return r;
 		}
 	}
-	if (optind < argc) {
-		if (strcmp(argv[optind - 1], "--") != 0) {
-			evr_cli_error(CMD, "unexpected argument '%s' (a program to start goes "
-				      "after --)", argv[optind]);
-			return -EINVAL;
-		}
-		o->program = argv + optind;
-	}
+	if (evr_cli_program_operand(CMD, argc, argv, &o->program) < 0)
+		return -EINVAL;
 	if (o->npids && o->program) {
 		evr_cli_error(CMD, "-p and -- PROGRAM exclude each other");
 		return -EINVAL;
@@ -303,7 +262,7 @@ static int open_sinks(struct fwd *f)
 
 static void close_sinks(struct fwd *f)
 {
-	uint64_t deadline = evr_fwd_now_ns() + f->o->flush_ns;
+	uint64_t deadline = evr_mono_ns() + f->o->flush_ns;
 
 	for (uint32_t i = 0; i < f->nsinks; i++)
 		if (f->sinks[i].priv)
@@ -448,11 +407,11 @@ static void say_ended(struct fwd *f, struct source *so)
 static int forward_loop(struct fwd *f)
 {
 	for (;;) {
-		uint64_t now = evr_fwd_now_ns();
+		uint64_t now = evr_mono_ns();
 		uint32_t live = 0;
 		int got = 0;
 
-		if (stop_signal) {
+		if (evr_cli_stop_signal) {
 			f->stop = STOP_SIGNAL;
 			return 0;
 		}
@@ -475,7 +434,7 @@ static int forward_loop(struct fwd *f)
 			else
 				live++;
 		}
-		tick(f, evr_fwd_now_ns());
+		tick(f, evr_mono_ns());
 		if (!live) {
 			f->stop = STOP_ENDED;
 			return 0;
@@ -485,7 +444,7 @@ static int forward_loop(struct fwd *f)
 			struct source *so;
 
 			if (f->o->duration_ns) {
-				uint64_t left = f->t_start + f->o->duration_ns - evr_fwd_now_ns();
+				uint64_t left = f->t_start + f->o->duration_ns - evr_mono_ns();
 
 				if ((int64_t)left <= 0)
 					continue;
@@ -714,7 +673,7 @@ static double cpu_s(void)
 
 static void summary(struct fwd *f)
 {
-	double secs = (double)(evr_fwd_now_ns() - f->t_start) / 1e9;
+	double secs = (double)(evr_mono_ns() - f->t_start) / 1e9;
 	double cpu = cpu_s() - f->cpu_start;
 	uint64_t events = 0;
 	char why[256];
@@ -732,7 +691,7 @@ static void summary(struct fwd *f)
 		sink_summary(&f->sinks[i]);
 	switch (f->stop) {
 	case STOP_SIGNAL:
-		snprintf(why, sizeof(why), "stopped by %s", strsignal(stop_signal));
+		snprintf(why, sizeof(why), "stopped by %s", strsignal(evr_cli_stop_signal));
 		break;
 	case STOP_DURATION:
 		snprintf(why, sizeof(why), "stopped after --duration");
@@ -758,19 +717,6 @@ static void summary(struct fwd *f)
 	} else {
 		fprintf(stderr, "evring forward: %s\n", why);
 	}
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	/* No SA_RESTART: a signal must end the wait in evr_client_wait() at once. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	/* A closed pipe or socket is a sink's error return, not our death. */
-	signal(SIGPIPE, SIG_IGN);
 }
 
 static void say_started(struct fwd *f)
@@ -812,7 +758,7 @@ static int run(const struct fwd_opts *o)
 	r = parse_sinks(f);
 	if (r < 0)
 		goto out;
-	install_signals();
+	evr_cli_catch_stop_signals();
 	r = open_sinks(f);
 	if (r < 0)
 		goto out;
@@ -824,7 +770,7 @@ static int run(const struct fwd_opts *o)
 	f->rt_offset_ns = ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 +
 			  (rt.tv_nsec - mono.tv_nsec);
 	say_started(f);
-	f->t_start = evr_fwd_now_ns();
+	f->t_start = evr_mono_ns();
 	f->cpu_start = cpu_s();
 	if (f->launched) {
 		r = evr_client_resume(f->so[0].c, err, sizeof(err));

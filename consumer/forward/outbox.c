@@ -65,14 +65,6 @@ struct evr_fwd_outbox {
 	uint64_t bweight;		/* lock: read by the stats and the drop counts */
 };
 
-uint64_t evr_fwd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A message in the ring: u32 length, u32 weight, the bytes, padding to 4. */
 static size_t rec_size(uint32_t len)
 {
@@ -168,7 +160,7 @@ int evr_fwd_outbox_push(struct evr_fwd_outbox *o, const void *msg, uint32_t len,
 /* Past the deadline of a close? Lock held. */
 static bool cancelled_locked(const struct evr_fwd_outbox *o)
 {
-	return o->closing && evr_fwd_now_ns() >= o->deadline_ns;
+	return o->closing && evr_mono_ns() >= o->deadline_ns;
 }
 
 bool evr_fwd_outbox_cancelled(struct evr_fwd_outbox *o)
@@ -189,7 +181,7 @@ static void abs_time(uint64_t ns, struct timespec *ts)
 
 bool evr_fwd_outbox_sleep(struct evr_fwd_outbox *o, uint32_t ms)
 {
-	uint64_t until = evr_fwd_now_ns() + (uint64_t)ms * 1000000u;
+	uint64_t until = evr_mono_ns() + (uint64_t)ms * 1000000u;
 	struct timespec ts;
 	bool c;
 
@@ -198,7 +190,7 @@ bool evr_fwd_outbox_sleep(struct evr_fwd_outbox *o, uint32_t ms)
 		uint64_t end = until;
 
 		c = cancelled_locked(o);
-		if (c || evr_fwd_now_ns() >= until)
+		if (c || evr_mono_ns() >= until)
 			break;
 		if (o->closing && o->deadline_ns < end)
 			end = o->deadline_ns;
@@ -290,7 +282,7 @@ static void *worker_main(void *arg)
 		o->bn -= (uint32_t)r;
 		if (r == 0 && !cancelled_locked(o)) {
 			/* Nothing taken: do not spin; the sink's own back-off is in deliver. */
-			abs_time(evr_fwd_now_ns() + 100000000u, &ts);
+			abs_time(evr_mono_ns() + 100000000u, &ts);
 			pthread_cond_timedwait(&o->cond, &o->lock, &ts);
 		}
 	}

@@ -713,7 +713,7 @@ static void graphite_close(struct evr_fwd_sink *s, uint64_t deadline_ns)
 	/* Counts of the last partial second go too. */
 	if (g->events) {
 		g->counts_since_ns = 1;
-		graphite_tick(s, evr_fwd_now_ns());
+		graphite_tick(s, evr_mono_ns());
 	}
 	evr_fwd_outbox_close(s->outbox, deadline_ns);
 	/* The worker has been joined: its connection and counts are ours now. */

@@ -446,8 +446,8 @@ static enum MHD_Result counters_at(struct evr_mon_req *q, pid_t pid, uint64_t in
 	seen = json_object();
 	/* One set: the samples of the first interval (they share its end time,
 	 * within a millisecond); wait at most two intervals and a margin. */
-	deadline = evr_mon_now_ns() + 2 * interval_ns + 3000000000ull;
-	while (a && seen && evr_mon_now_ns() < deadline) {
+	deadline = evr_mono_ns() + 2 * interval_ns + 3000000000ull;
+	while (a && seen && evr_mono_ns() < deadline) {
 		struct evr_counter_sample s;
 		struct evr_event_view v;
 		bool later = false;
@@ -474,7 +474,7 @@ static enum MHD_Result counters_at(struct evr_mon_req *q, pid_t pid, uint64_t in
 		if (r < 0 || later || evr_client_drained(c))
 			break;
 		/* The set is complete once the producer has had time to write it all. */
-		if (first_ts && evr_mon_now_ns() > first_ts + 50000000u)
+		if (first_ts && evr_mono_ns() > first_ts + 50000000u)
 			break;
 		evr_client_wait(c, 20);
 	}
@@ -607,7 +607,7 @@ json_t *evr_mon_info_json(struct evr_mon_req *q)
 		      "operations", (int)atomic_load_explicit(&m->ops, memory_order_relaxed),
 		      "requests", (json_int_t)atomic_load_explicit(&m->requests,
 								   memory_order_relaxed),
-		      "uptime_ns", (json_int_t)(evr_mon_now_ns() - m->started_ns));
+		      "uptime_ns", (json_int_t)(evr_mono_ns() - m->started_ns));
 	if (o) {
 		struct evr_mon_conns *cs = &q->m->conns;
 		json_t *l = json_object_get(o, "limits");

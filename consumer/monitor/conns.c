@@ -41,7 +41,7 @@
 /* At most one line a second per kind; the lines between are counted. */
 static void ratelog(struct evr_mon *m, enum evr_mon_refusal kind, const char *what)
 {
-	uint64_t now_s = evr_mon_now_ns() / 1000000000u;
+	uint64_t now_s = evr_mono_ns() / 1000000000u;
 	struct evr_mon_ratelog *rl = &m->conns.log[kind];
 
 	rl->pending++;
@@ -94,7 +94,7 @@ struct evr_mon_conn *evr_mon_conn_open(struct evr_mon *m, int fd)
 	c->local_user = fd >= 0 && evr_mon_peer_is_local_user(fd) == 1;
 	peer_of(fd, c);
 	pthread_mutex_lock(&cs->lock);
-	c->deadline_ns = evr_mon_now_ns() + (uint64_t)m->o.header_timeout_s * 1000000000u;
+	c->deadline_ns = evr_mono_ns() + (uint64_t)m->o.header_timeout_s * 1000000000u;
 	if (!c->local_user) {
 		for (struct evr_mon_conn *o = cs->head; o; o = o->next)
 			same += o->stranger && same_peer(o, c);
@@ -172,7 +172,7 @@ static void *housekeeper(void *arg)
 	pthread_mutex_lock(&cs->lock);
 	while (!cs->stop) {
 		struct timespec ts;
-		uint64_t now = evr_mon_now_ns();
+		uint64_t now = evr_mono_ns();
 
 		for (struct evr_mon_conn *c = cs->head; c; c = c->next) {
 			if (!c->deadline_ns || now < c->deadline_ns)

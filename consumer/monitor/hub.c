@@ -160,7 +160,7 @@ static void *hub_run(void *arg)
 
 	pthread_mutex_lock(&h->lock);
 	while (!h->stop) {
-		uint64_t now = evr_mon_now_ns(), sleep_ns;
+		uint64_t now = evr_mono_ns(), sleep_ns;
 		bool changed = false;
 		struct timespec until;
 
@@ -178,7 +178,7 @@ static void *hub_run(void *arg)
 			if (h->procs[i]->state == EVR_MON_ATTACHING)
 				sleep_ns = 10000000u;
 		/* New processes are noticed at the next round (inotify) or scan. */
-		now = evr_mon_now_ns() + sleep_ns;
+		now = evr_mono_ns() + sleep_ns;
 		until.tv_sec = (time_t)(now / 1000000000u);
 		until.tv_nsec = (long)(now % 1000000000u);
 		if (!h->stop && !h->rescan_now)
@@ -248,7 +248,7 @@ void evr_mon_hub_fini(struct evr_mon_hub *h)
 /* Wait on h->changed until @deadline (CLOCK_MONOTONIC ns). Return: false when it passed. */
 static bool wait_changed(struct evr_mon_hub *h, uint64_t deadline)
 {
-	uint64_t now = evr_mon_now_ns();
+	uint64_t now = evr_mono_ns();
 	struct timespec until;
 
 	if (now >= deadline || h->stop)
@@ -262,7 +262,7 @@ static bool wait_changed(struct evr_mon_hub *h, uint64_t deadline)
 struct evr_mon_proc *evr_mon_hub_get_locked(struct evr_mon_hub *h, pid_t pid, bool want_samples,
 					    int timeout_ms)
 {
-	uint64_t deadline = evr_mon_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = evr_mono_ns() + (uint64_t)timeout_ms * 1000000u;
 	uint64_t scans = h->w.scans;
 	struct evr_mon_proc *p;
 
@@ -295,14 +295,14 @@ struct evr_mon_proc *evr_mon_hub_get_locked(struct evr_mon_hub *h, pid_t pid, bo
  */
 void evr_mon_hub_refresh_locked(struct evr_mon_hub *h)
 {
-	uint64_t deadline = evr_mon_now_ns() + (uint64_t)LIST_WAIT_MS * 1000000u;
+	uint64_t deadline = evr_mono_ns() + (uint64_t)LIST_WAIT_MS * 1000000u;
 	uint64_t scans = h->w.scans;
 	struct timespec until = { .tv_sec = (time_t)(deadline / 1000000000u),
 				  .tv_nsec = (long)(deadline % 1000000000u) };
 
 	h->rescan_now = true;
 	pthread_cond_signal(&h->wake);
-	while (!h->stop && evr_mon_now_ns() < deadline) {
+	while (!h->stop && evr_mono_ns() < deadline) {
 		bool attaching = false;
 
 		for (uint32_t i = 0; i < h->n; i++)

@@ -461,7 +461,7 @@ static int run(struct evr_mon *m)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	m->started_ns = evr_mon_now_ns();
+	m->started_ns = evr_mono_ns();
 	evr_mon_hub_init(&m->hub, &m->o);
 	r = evr_mon_traces_new(m, &m->traces);
 	if (r < 0) {

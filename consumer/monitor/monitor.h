@@ -41,6 +41,7 @@
 
 #include <evring/consumer.h>
 #include <evring/counter-sample.h>
+#include <evring/mono-time.h>
 #include <evring/watch.h>
 
 #define EVR_MON_NAME "evring monitor"		/* how it names itself, to people and agents */
@@ -398,8 +399,7 @@ void evr_mon_traces_free(struct evr_mon_traces *t);
 /* Forget stopped kept traces past --trace-ttl, and the oldest past --max-kept-bytes. */
 void evr_mon_traces_expire(struct evr_mon_traces *t);
 
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
-uint64_t evr_mon_now_ns(void);
+/* CLOCK_REALTIME in ns (CLOCK_MONOTONIC: evr_mono_ns()). */
 uint64_t evr_mon_realtime_ns(void);
 
 #endif /* EVR_MONITOR_H */

@@ -159,7 +159,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	/* A kept-alive connection has the same time for its next request's headers. */
 	if (ci && ci->socket_context)
-		evr_mon_conn_set_deadline(m, ci->socket_context, evr_mon_now_ns() +
+		evr_mon_conn_set_deadline(m, ci->socket_context, evr_mono_ns() +
 					  (uint64_t)m->o.header_timeout_s * 1000000000u);
 	req_free(*con_cls);
 	*con_cls = NULL;

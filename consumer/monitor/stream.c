@@ -164,7 +164,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 	(void)pos;
 	for (;;) {
-		uint64_t now = evr_mon_now_ns();
+		uint64_t now = evr_mono_ns();
 
 		/*
 		 * The deadline before anything else: a session that always has records
@@ -193,7 +193,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			s->out_pos += n;
 			if (s->out_pos == s->out.len)
 				s->out.len = s->out_pos = 0;
-			s->last_send_ns = evr_mon_now_ns();
+			s->last_send_ns = evr_mono_ns();
 			return (ssize_t)n;
 		}
 		if (s->ended)
@@ -358,7 +358,7 @@ static enum MHD_Result start_stream(struct evr_mon_req *q, pid_t pid, bool count
 		return ret;
 	}
 	s->client_fd = evr_mon_client_fd(q);
-	s->last_send_ns = evr_mon_now_ns();
+	s->last_send_ns = evr_mono_ns();
 	if (ns)
 		s->deadline_ns = s->last_send_ns + ns;
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s,

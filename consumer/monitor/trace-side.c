@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <evring/consumer.h>
+#include <evring/name-list.h>
 #include <evring/provider-spec.h>
 #include <evring/recorder.h>
 #include <evring/symbols.h>
@@ -78,23 +79,6 @@ void evr_mon_sideband_free(struct evr_mon_sideband *s)
 	s->sb = NULL;
 }
 
-/* Append @s to the ", "-separated @list unless it is there. */
-static void list_add(char *list, size_t len, const char *s)
-{
-	size_t used = strlen(list), n = strlen(s);
-
-	for (const char *p = list; *p;) {
-		const char *end = strstr(p, ", ");
-		size_t k = end ? (size_t)(end - p) : strlen(p);
-
-		if (k == n && !memcmp(p, s, n))
-			return;
-		p += k + (end ? 2 : 0);
-	}
-	if (used < len)
-		snprintf(list + used, len - used, "%s%s", used ? ", " : "", s);
-}
-
 void evr_mon_providers_warning(struct evr_client *c, const char *providers, pid_t pid,
 			       char *buf, size_t len)
 {
@@ -111,7 +95,7 @@ void evr_mon_providers_warning(struct evr_client *c, const char *providers, pid_
 		goto out;
 	n = evr_schema_set_count(have);
 	for (uint32_t i = 0; i < n; i++)
-		list_add(all, sizeof(all), evr_schema_set_at(have, i)->provider);
+		evr_name_list_add(all, sizeof(all), evr_schema_set_at(have, i)->provider);
 	for (size_t k = 0; k < spec->n; k++) {
 		const char *name = spec->v[k].name;
 		bool found = !strcmp(name, "*");
@@ -119,7 +103,7 @@ void evr_mon_providers_warning(struct evr_client *c, const char *providers, pid_
 		for (uint32_t i = 0; i < n && !found; i++)
 			found = !strcmp(evr_schema_set_at(have, i)->provider, name);
 		if (!found)
-			list_add(names, sizeof(names), name);
+			evr_name_list_add(names, sizeof(names), name);
 	}
 	if (names[0])
 		snprintf(buf, len, "providers: process %d has no provider %s: nothing of it is "

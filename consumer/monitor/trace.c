@@ -638,7 +638,7 @@ static enum MHD_Result trace_stream(struct evr_mon_req *q, struct trace *t)
 	if (e < 0)
 		goto fail_msg;
 	t->client_fd = evr_mon_client_fd(q);
-	t->started_mono = evr_mon_now_ns();
+	t->started_mono = evr_mono_ns();
 	e = start_thread(t);
 	if (e < 0)
 		goto fail;
@@ -680,7 +680,7 @@ static enum MHD_Result trace_whole(struct evr_mon_req *q, struct trace *t)
 	if (e < 0)
 		goto fail;
 	t->client_fd = evr_mon_client_fd(q);
-	t->started_mono = evr_mon_now_ns();
+	t->started_mono = evr_mono_ns();
 	/* The recording's operation slot goes on to the conversion: one operation. */
 	t->slot = false;
 	record(t);
@@ -791,7 +791,7 @@ enum MHD_Result evr_mon_route_trace_start(struct evr_mon_req *q, const struct ev
 	e = evr_mon_recorder_start(t->r, &t->sb, t->fd, err, sizeof(err));
 	if (e < 0)
 		goto fail;
-	t->started_mono = evr_mon_now_ns();
+	t->started_mono = evr_mono_ns();
 	e = table_add(q->m->traces, t);
 	if (e < 0)
 		goto fail_errno;

@@ -14,11 +14,6 @@
 
 #include "monitor.h"
 
-uint64_t evr_mon_now_ns(void)
-{
-	return evr_watch_now_ns();
-}
-
 uint64_t evr_mon_realtime_ns(void)
 {
 	struct timespec ts;

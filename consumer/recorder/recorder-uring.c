@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/mono-time.h>
+
 #include "recorder-uring.h"
 
 #ifdef EVR_HAVE_LIBURING
@@ -69,14 +71,6 @@ struct evr_uring {
 	uint64_t durable, durable_events;
 	uint64_t busy_ns, busy_since, bytes, waited_ns;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The completed run from the oldest batch on: the file and the rings move on. */
 static void retire(struct evr_uring *u)
@@ -129,7 +123,7 @@ static int take_cqe(struct evr_uring *u, bool wait)
 	io_uring_cqe_seen(&u->ring, cqe);
 	/* Busy time: while any write was in flight (the disk's rate, for the
 	 * recorder's choice of I/O, is bytes over that time). */
-	now = mono_ns();
+	now = evr_mono_ns();
 	u->busy_ns += now - (u->busy_since > b->submit_ns ? u->busy_since : b->submit_ns);
 	u->busy_since = now;
 	if (b->res > 0)
@@ -210,7 +204,7 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 		return u->err;
 	if (u->count == EVR_URING_DEPTH) {
 		/* Every slot in flight: the disk is behind, the drain waits. */
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = evr_mono_ns();
 
 		while (u->count == EVR_URING_DEPTH && !u->err) {
 			ret = take_cqe(u, true);
@@ -218,7 +212,7 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 				return ret;
 			retire(u);
 		}
-		u->waited_ns += mono_ns() - t0;
+		u->waited_ns += evr_mono_ns() - t0;
 		if (u->err) {
 			cut_back(u);
 			return u->err;
@@ -240,7 +234,7 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, slot);
 	*b = (struct batch){ .off = off, .len = len, .events = *u->events,
-			     .submit_ns = mono_ns(), .stage = *stage, .cap = *cap };
+			     .submit_ns = evr_mono_ns(), .stage = *stage, .cap = *cap };
 	if (!u->count)
 		u->busy_since = b->submit_ns;
 	do {

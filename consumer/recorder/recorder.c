@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <evring/mono-time.h>
 #include <evring/recorder.h>
 #include <evring/shm.h>
 
@@ -117,14 +118,6 @@ struct evr_recorder {
 	struct sideband sb[SIDEBANDS_MAX];
 	uint32_t nsb;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t realtime_ns(void)
 {
@@ -271,11 +264,11 @@ static int flush_release(struct evr_recorder *r, bool wait)
 	if (r->u)
 		return uring_flush(r, wait);
 	bytes = evr_trace_writer_pending(r->w);
-	t0 = mono_ns();
+	t0 = evr_mono_ns();
 	ret = evr_trace_writer_flush(r->w);
 	if (ret < 0)
 		return write_error(r, ret);
-	t0 = mono_ns() - t0;
+	t0 = evr_mono_ns() - t0;
 	r->dio_bytes += bytes;
 	r->dio_ns += t0;
 	r->write_ns += t0;
@@ -315,7 +308,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		if (ret < 0)
 			return ret;
 		r->mark_bytes = evr_trace_writer_bytes(r->w);
-		r->mark_ns = mono_ns();
+		r->mark_ns = evr_mono_ns();
 		ret = evr_trace_writer_set_direct(r->w, false);
 		if (ret < 0)
 			return write_error(r, ret);
@@ -334,7 +327,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		return 0;
 	/* What the process sent since the last look, against what the disk took:
 	 * the file grows by what the page cache is given. */
-	now = mono_ns();
+	now = evr_mono_ns();
 	bytes = evr_trace_writer_bytes(r->w);
 	fits = evr_recorder_stream_fits(bytes - r->mark_bytes, now - r->mark_ns,
 					evr_recorder_disk_bps(r->dio_bytes, r->dio_ns)) &&
@@ -405,10 +398,10 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		/* Through the page cache the write is here (direct I/O: in
 		 * flush_release()); one clock read a packet. */
 		if (!r->hold)
-			t0 = mono_ns();
+			t0 = evr_mono_ns();
 		ret = evr_trace_writer_events(r->w, sp.ring, sp.pos, sp.data, sp.len);
 		if (!r->hold)
-			r->write_ns += mono_ns() - t0;
+			r->write_ns += evr_mono_ns() - t0;
 		if (ret < 0)
 			return write_error(r, ret);
 		/* In overwrite mode the writers may be rewriting the span under us
@@ -500,7 +493,7 @@ static int record_threads(struct evr_recorder *r)
 
 	if (r->threads_off || r->err)
 		return 0;
-	r->t_threads = mono_ns();
+	r->t_threads = evr_mono_ns();
 	if (evr_client_list_threads(r->c, &cur, &n, err, sizeof(err)) < 0) {
 		/* An older agent (EOPNOTSUPP) or a stopped one: names are a nicety. */
 		r->threads_off = true;
@@ -572,7 +565,7 @@ int evr_recorder_add_sideband(struct evr_recorder *r, uint32_t interval_ms,
 		.fn = fn,
 		.arg = arg,
 		.interval_ns = (uint64_t)interval_ms * 1000000u,
-		.due_ns = mono_ns() + (uint64_t)interval_ms * 1000000u,
+		.due_ns = evr_mono_ns() + (uint64_t)interval_ms * 1000000u,
 	};
 	return 0;
 }
@@ -715,7 +708,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		}
 	}
 	r->ring_size = h->ring_size;
-	r->start_ns = r->last_pump_ns = r->mark_ns = mono_ns();
+	r->start_ns = r->last_pump_ns = r->mark_ns = evr_mono_ns();
 	r->mark_bytes = evr_trace_writer_bytes(r->w);
 	s.mode = h->mode;
 	s.packet_size = h->packet_size;
@@ -724,7 +717,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 	s.session_id = h->session_id;
 	s.session_serial = h->session_serial;
 	s.start_realtime_ns = realtime_ns();
-	s.start_mono_ns = mono_ns();
+	s.start_mono_ns = evr_mono_ns();
 	s.clock = h->clock;
 	s.providers = r->providers;
 	s.client = r->client;
@@ -738,12 +731,12 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		goto out;
 	}
 	evr_clock_sync_init(&r->sync, &h->clock);
-	ret = write_sync(r, mono_ns(), 0);
+	ret = write_sync(r, evr_mono_ns(), 0);
 	if (ret < 0)
 		goto out;
 	ret = write_metadata(r);
 	r->t_threads = 0;	/* the first pump asks for the thread names at once */
-	r->flush_due = mono_ns() + r->flush_ns;
+	r->flush_due = evr_mono_ns() + r->flush_ns;
 out:
 	if (ret < 0)
 		copy_msg(errbuf, errlen, r->errmsg);
@@ -769,7 +762,7 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 			goto failed;
 		}
 	}
-	now = mono_ns();
+	now = evr_mono_ns();
 	if (now >= r->flush_due) {
 		/* Time to write what waits in the packets still open, too. */
 		partial = true;
@@ -778,7 +771,7 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	n = pump_spans(r, partial);
 	if (n < 0)
 		goto failed;
-	now = mono_ns();
+	now = evr_mono_ns();
 	/* How long the rings filled without being read: from the end of the
 	 * last round to the end of this one, when this one found something. */
 	if (n > 0 && r->last_pump_ns && now - r->last_pump_ns > r->stall_ns)
@@ -836,7 +829,7 @@ int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 
 	if (!r || !r->w)
 		return -EINVAL;
-	now = mono_ns();
+	now = evr_mono_ns();
 	due = next_due(r);
 	if (due <= now)
 		return 1;
@@ -852,7 +845,7 @@ int evr_recorder_wait(struct evr_recorder *r, int timeout_ms)
 		efd = evr_uring_fd(r->u);
 	}
 	ret = evr_client_wait_fd(r->c, efd, ms);
-	if (ret == 0 && mono_ns() >= due)
+	if (ret == 0 && evr_mono_ns() >= due)
 		return 1;
 	return ret;
 }
@@ -885,7 +878,7 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
 				return 0;
 			}
 		}
-		now = mono_ns();
+		now = evr_mono_ns();
 		if (ro->deadline_ns && now >= ro->deadline_ns) {
 			r->stop = EVR_RECORDER_STOP_DEADLINE;
 			return 0;
@@ -930,7 +923,7 @@ int evr_recorder_step(struct evr_recorder *r, char *errbuf, size_t errlen)
 		return n;
 	if (st == EVR_CLIENT_ENDED || st == EVR_CLIENT_GONE) {
 		if (!r->end_ns)
-			r->end_ns = mono_ns();
+			r->end_ns = evr_mono_ns();
 		r->stop = st == EVR_CLIENT_GONE ? EVR_RECORDER_STOP_GONE : EVR_RECORDER_STOP_ENDED;
 	}
 	return n;
@@ -976,7 +969,7 @@ static int finish_session(struct evr_recorder *r)
 	if (!evr_client_drained(r->c))
 		warn(r, "the session did not end cleanly: records still being written when the "
 		     "recording stopped are not in the file");
-	ret = write_sync(r, mono_ns(), EVR_SYNC_FINAL);
+	ret = write_sync(r, evr_mono_ns(), EVR_SYNC_FINAL);
 	if (ret < 0)
 		return ret;
 	for (uint32_t i = 0; i < r->nr_rings; i++) {
@@ -1008,19 +1001,19 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
 	if (r->stop == EVR_RECORDER_RUNNING)
 		r->stop = EVR_RECORDER_STOP_REQUESTED;
 	if (!r->end_ns)
-		r->end_ns = mono_ns();
+		r->end_ns = evr_mono_ns();
 	ret = finish_session(r);
 	if (ret < 0)
 		goto out;
 	for (uint32_t i = 0; i < r->nsb; i++) {
-		ret = run_sideband(r, &r->sb[i], mono_ns(), true);
+		ret = run_sideband(r, &r->sb[i], evr_mono_ns(), true);
 		if (ret < 0)
 			goto out;
 	}
 	e.events = r->events;
 	e.lost = r->lost;
 	e.end_realtime_ns = realtime_ns();
-	e.end_mono_ns = mono_ns();
+	e.end_mono_ns = evr_mono_ns();
 	e.flags = end_flags & EVR_TRACE_END_INTERRUPTED;
 	if (r->stop == EVR_RECORDER_STOP_GONE)
 		e.flags |= EVR_TRACE_END_PRODUCER_GONE;

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/mono-time.h>
+
 #include "symbols-internal.h"
 
 struct snap_ctx {
@@ -41,14 +43,6 @@ struct frames_ctx {
 	struct evr_thread_stack *t;
 	uint32_t max_depth;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int evr_proc_uid(pid_t pid, uid_t *ret)
 {
@@ -165,10 +159,10 @@ static int thread_cb(Dwfl_Thread *thread, void *arg)
 	st->nthreads++;
 	fc.t = t;
 	fc.max_depth = c->max_depth;
-	t0 = mono_ns();
+	t0 = evr_mono_ns();
 	/* Attach (stop), unwind, detach: the thread is stopped for this call's time. */
 	ret = dwfl_thread_getframes(thread, frame_cb, &fc);
-	t->pause_ns = mono_ns() - t0;
+	t->pause_ns = evr_mono_ns() - t0;
 	if (ret == -1 && t->nframes == 0) {
 		int e = dwfl_errno();
 		char path[64];
@@ -213,7 +207,7 @@ int evr_stacks_snapshot(pid_t pid, uint32_t max_depth, struct evr_stacks **ret, 
 {
 	struct snap_ctx c = { 0 };
 	struct evr_stacks *st;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = evr_mono_ns();
 	int err;
 
 	if (max_depth < 1 || max_depth > 1024)
@@ -260,7 +254,7 @@ int evr_stacks_snapshot(pid_t pid, uint32_t max_depth, struct evr_stacks **ret, 
 	for (uint32_t i = 0; i < st->nthreads; i++)
 		if (st->threads[i].err)
 			st->threads[i].errmsg = c.msgs[i];
-	st->total_ns = mono_ns() - t0;
+	st->total_ns = evr_mono_ns() - t0;
 	*ret = st;
 	/* Freed with the snapshot: stored after the thread array. */
 	st->msgs_ = c.msgs;

@@ -51,14 +51,6 @@ struct evr_watch_job {
 	atomic_int refs;
 };
 
-uint64_t evr_watch_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 const char *evr_watch_state_name(enum evr_watch_state s)
 {
 	switch (s) {
@@ -171,7 +163,7 @@ static void change(struct evr_watch *w, struct evr_watch_proc *p, enum evr_watch
 
 	p->state = to;
 	if (to == EVR_WATCH_EXITED || to == EVR_WATCH_FAILED)
-		p->gone_at_ns = evr_watch_now_ns();
+		p->gone_at_ns = evr_mono_ns();
 	if (w->o.ops->changed)
 		w->o.ops->changed(w, p, &ch);
 }
@@ -215,7 +207,7 @@ static void take_result(struct evr_watch *w, struct evr_watch_proc *p, struct ev
 	p->job = NULL;
 	/* Refused by a socket that just appeared: bound, not listening yet. Still
 	 * attaching: the next scan (soon: the socket is pending) tries again. */
-	if (j->ret == -ENOENT && evr_watch_notify_fresh(w, p->pid, evr_watch_now_ns())) {
+	if (j->ret == -ENOENT && evr_watch_notify_fresh(w, p->pid, evr_mono_ns())) {
 		p->errnum = ENOENT;
 		snprintf(p->err, sizeof(p->err), "%s", j->err);
 		job_put(j);
@@ -367,7 +359,7 @@ static bool gone(const struct evr_watch_proc *p)
 
 int evr_watch_scan(struct evr_watch *w)
 {
-	uint64_t now = evr_watch_now_ns();
+	uint64_t now = evr_mono_ns();
 	uint64_t retry_ns = (uint64_t)w->o.retry_ms * 1000000u;
 	uint64_t forget_ns = (uint64_t)w->o.forget_ms * 1000000u;
 	pid_t *pids = NULL;
@@ -523,7 +515,7 @@ static void add_sample(struct evr_watch *w, struct evr_watch_proc *p, struct evr
 static bool drain(struct evr_watch *w, struct evr_watch_proc *p)
 {
 	const struct evr_watch_ops *ops = w->o.ops;
-	uint64_t now = evr_watch_now_ns();
+	uint64_t now = evr_mono_ns();
 	struct evr_counter_sample s;
 	struct evr_event_view v;
 	uint32_t hint = 0;

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Sessions (one consumer's view: providers, ring geometry, loss policy) and the
- * RCU-published table of live sessions that the write path consults.
- *
- * Table protocol: the table is an immutable struct evr_session_table. Updaters
- * (serialized by the caller's lock) build a new one, publish it with a
- * store-release of evr_session_table_cur, wait for an RCU grace period, and
- * only then free the old table and any session it alone referenced. Writers
- * load-acquire the pointer inside an RCU read-side critical section (liburcu-bp;
- * the pointer itself uses C11 atomics so that ThreadSanitizer sees the pairing).
+ * read side of the RCU-published table of live sessions that the write path
+ * consults. The table is an immutable struct evr_session_table; its one updater,
+ * and the protocol (which fence pairs with which, what each grace period
+ * protects), is producer/session-table.c.
  */
 #ifndef EVR_SESSION_H
 #define EVR_SESSION_H
@@ -59,7 +55,7 @@ extern _Atomic(struct evr_session_table *) evr_session_table_cur;
  */
 static inline struct evr_session_table *evr_session_table_get_rcu(void)
 {
-	/* Pairs with the store-release in evr_session_table_publish_locked(). */
+	/* Pairs with the exchange-release in table_publish_locked() (session-table.c). */
 	return atomic_load_explicit(&evr_session_table_cur, memory_order_acquire);
 }
 
@@ -126,18 +122,6 @@ void evr_session_flush_and_end(struct evr_session *s, uint64_t ts);
 
 /* Unmap and close everything; accepts NULL. */
 void evr_session_destroy(struct evr_session *s);
-
-/**
- * evr_session_table_publish_locked() - replace the live table.
- * @next: heap-allocated new table; the table takes ownership.
- *
- * Waits for a grace period, then frees the previous table (not the sessions).
- * Context: caller holds the updaters' lock; may sleep.
- */
-void evr_session_table_publish_locked(struct evr_session_table *next);
-
-/* Wait until every RCU reader that could see an old table has finished. */
-void evr_session_table_synchronize(void);
 
 /*
  * Free @p with @fn; the caller has waited for a grace period since @p was

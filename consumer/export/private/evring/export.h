@@ -159,6 +159,10 @@ int evr_convert_chrome_procs(struct evr_trace_reader *const *rs, const uint32_t 
 int evr_convert_jsonl(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
 		      char *err, size_t errlen);
 
+/* "1.25 M", "987" into @buf: event counts and rates, as the report and the evring
+ * command show them (report-util.c). Return: @buf. */
+const char *evr_fmt_count(double n, char *buf, size_t len);
+
 /* ---- the report model (report-model.c) ------------------------------------- */
 
 #define EVR_RPT_BUCKETS 256		/* most time buckets kept for the rate plots */
