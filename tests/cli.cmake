@@ -2,9 +2,9 @@
 
 # The command's option parsers and output helpers, compiled in from the tool's sources.
 evr_unit(test_cli_util LIBS evring-consumer evring-export)
-target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring/util.c
-  ${PROJECT_SOURCE_DIR}/consumer/evring/suggest.c)
-target_include_directories(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/evring)
+target_sources(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/cli/util.c
+  ${PROJECT_SOURCE_DIR}/consumer/cli/suggest.c)
+target_include_directories(test_cli_util PRIVATE ${PROJECT_SOURCE_DIR}/consumer/cli)
 
 # Durations as every tool takes them (evr_duration_parse(), libevring-consumer).
 evr_unit(test_duration LIBS evring-consumer)

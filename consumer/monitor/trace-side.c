@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * What a trace adds to the recorder beside the session, as `evring record`
- * does (consumer/evring/record.c, record-check.c): the side band of stacks=
+ * does (consumer/cli/record.c, record-check.c): the side band of stacks=
  * and sample_cpu= (the process's module map, CPU samples from perf_events,
  * its perf map), and the warning for a provider the process has no event of.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# One exit status rule for every subcommand (evr_cli_main(), consumer/evring/cli-main.c):
+# One exit status rule for every subcommand (evr_cli_main(), consumer/cli/cli-main.c):
 # 0 done (--help too), 2 a bad command line (an unknown option, options that do not go
 # together, found while parsing or preparing), 1 the work failed (no such process or file).
 # The -n NAME cases are regressions: record with -n answered 1 for its bad command lines.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Option value parsers and output helpers of the evring command (consumer/evring/util.c). */
+/* Option value parsers and output helpers of the evring command (consumer/cli/util.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
