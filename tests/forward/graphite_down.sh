@@ -19,9 +19,11 @@ KILL_AT_EXIT+=("$P_PID")
 exec {P_FD}<"$T/p.out"
 expect "$P_FD" "^ready $P_PID\$" "the producer's ready line"
 
-# Down: nothing listens yet. The forwarder's stderr goes to a file: the test counts its
-# notices (a queue this small may already drop while nobody listens).
-"$EVRING" forward -p "$P_PID" --to "$SINK" --counter-interval 10ms --buffer-size 4M \
+# Samples every 50 ms: the stopped receiver still fills the 16 KiB queue within seconds, and
+# a receiver slowed by a loaded machine still catches up after it resumes (at 10 ms, CI at
+# load 20 timed out). Down: nothing listens yet. The forwarder's stderr goes to a file: the
+# test counts its notices (a queue this small may already drop while nobody listens).
+"$EVRING" forward -p "$P_PID" --to "$SINK" --counter-interval 50ms --buffer-size 4M \
 	2>"$T/fwd.txt" &
 FWD_PID=$!
 KILL_AT_EXIT+=("$FWD_PID")
