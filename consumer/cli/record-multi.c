@@ -11,8 +11,8 @@
  * One thread, one loop, whatever the number of processes: every round steps
  * each recorder (evr_recorder_step(): pump what its producer published,
  * notice that it ended or died), and sleeps in poll() unless a recorder
- * stopped at its most spans per step, for at most DRAIN_MS or until the
- * earliest recorder's own deadline: the work per round that every process
+ * stopped at its most spans per step, for DRAIN_MS (the recorders' own
+ * deadlines wait for the next round): the work per round that every process
  * costs (its state, its rings' heads, its clocks) is paid about 100 times a
  * second, however many processes there are and whatever they publish. A thread per process would buy lower latency per process at the
  * price of a lock around the shared file and N stacks; the rings are sized to
@@ -398,22 +398,20 @@ static bool step_all(struct multi *m)
 	return more;
 }
 
-/* Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS. */
+/*
+ * Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS.
+ * Not until the recorders' own deadlines (flushes, sync points, thread names:
+ * every 250 ms or more, each process's at its own phase): waking for each
+ * would add a round over every process per deadline, rounds growing with the
+ * square of the processes; served at the next round instead, at most
+ * DRAIN_MS late.
+ */
 static void wait_round(struct multi *m, uint64_t deadline_ns)
 {
 	uint64_t now = evr_mono_ns(), until = now + DRAIN_MS * 1000000ull;
 	struct pollfd pfd = { .fd = m->watching ? evr_watch_fd(&m->watch) : -1,
 			      .events = POLLIN };
 
-	for (uint32_t i = 0; i < m->n; i++) {
-		uint64_t due;
-
-		if (m->procs[i]->finished)
-			continue;
-		due = evr_recorder_due_ns(m->procs[i]->rec);
-		if (due < until)
-			until = due;
-	}
 	if (deadline_ns && deadline_ns < until)
 		until = deadline_ns;
 	if (until <= now)
