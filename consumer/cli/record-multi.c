@@ -10,9 +10,11 @@
  *
  * One thread, one loop, whatever the number of processes: every round steps
  * each recorder (evr_recorder_step(): pump what its producer published,
- * notice that it ended or died), and sleeps in poll() only when no recorder
- * had anything, for at most DRAIN_MS or until the earliest recorder's own
- * deadline. A thread per process would buy lower latency per process at the
+ * notice that it ended or died), and sleeps in poll() unless a recorder
+ * stopped at its most spans per step, for DRAIN_MS (the recorders' own
+ * deadlines wait for the next round): the work per round that every process
+ * costs (its state, its rings' heads, its clocks) is paid about 100 times a
+ * second, however many processes there are and whatever they publish. A thread per process would buy lower latency per process at the
  * price of a lock around the shared file and N stacks; the rings are sized to
  * hold far more than a DRAIN_MS pause (32 MiB per ring by default).
  *
@@ -358,10 +360,16 @@ static int live_count(const struct multi *m)
 	return k;
 }
 
-/* Step every live recorder once. Return: spans written in all. */
-static int step_all(struct multi *m)
+/*
+ * Step every live recorder once.
+ * Return: true when one of them stopped at EVR_RECORDER_STEP_MAX spans (it
+ * may have more ready: step again before sleeping). A round that found less
+ * drained every ring: stepping again at once would mostly find them empty and
+ * cost a round of every process's fixed work for nothing.
+ */
+static bool step_all(struct multi *m)
 {
-	int work = 0;
+	bool more = false;
 
 	for (uint32_t i = 0; i < m->n && !m->failed; i++) {
 		struct mproc *p = m->procs[i];
@@ -382,30 +390,28 @@ static int step_all(struct multi *m)
 			proc_finish(m, p, false);
 			continue;
 		}
-		work += n;
+		more |= n >= (int)EVR_RECORDER_STEP_MAX;
 		evr_recorder_stats(p->rec, &st);
 		if (st.stop != EVR_RECORDER_RUNNING)
 			proc_finish(m, p, false);
 	}
-	return work;
+	return more;
 }
 
-/* Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS. */
+/*
+ * Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS.
+ * Not until the recorders' own deadlines (flushes, sync points, thread names:
+ * every 250 ms or more, each process's at its own phase): waking for each
+ * would add a round over every process per deadline, rounds growing with the
+ * square of the processes; served at the next round instead, at most
+ * DRAIN_MS late.
+ */
 static void wait_round(struct multi *m, uint64_t deadline_ns)
 {
 	uint64_t now = evr_mono_ns(), until = now + DRAIN_MS * 1000000ull;
 	struct pollfd pfd = { .fd = m->watching ? evr_watch_fd(&m->watch) : -1,
 			      .events = POLLIN };
 
-	for (uint32_t i = 0; i < m->n; i++) {
-		uint64_t due;
-
-		if (m->procs[i]->finished)
-			continue;
-		due = evr_recorder_due_ns(m->procs[i]->rec);
-		if (due < until)
-			until = due;
-	}
 	if (deadline_ns && deadline_ns < until)
 		until = deadline_ns;
 	if (until <= now)
@@ -450,7 +456,7 @@ static int run_loop(struct multi *m)
 	fprintf(stderr, "evring record: recording %s into %s (Ctrl-C to stop)\n",
 		o->all ? "every process with an agent" : "the processes named", o->output_name);
 	while (!stop_signal && !m->failed) {
-		int work;
+		bool more;
 
 		if (deadline && evr_mono_ns() >= deadline)
 			break;
@@ -460,11 +466,11 @@ static int run_loop(struct multi *m)
 			/* Takes finished attaches: watch_changed() starts their recorders. */
 			(void)evr_watch_poll(&m->watch);
 		}
-		work = step_all(m);
+		more = step_all(m);
 		/* Without --all, the recording ends with the last process. */
 		if (!m->watching && !live_count(m))
 			break;
-		if (!work)
+		if (!more)
 			wait_round(m, deadline);
 	}
 	for (uint32_t i = 0; i < m->n; i++)

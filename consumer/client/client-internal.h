@@ -16,12 +16,21 @@
 /* Starting a session allocates and populates its rings; stopping waits for an
  * RCU grace period: give both more time than a plain question. */
 #define EVR_CLIENT_SESSION_TIMEOUT_MS	30000
+/*
+ * A reader that found its rings empty asks the kernel whether the producer
+ * still lives (a poll() of its pidfd and socket) at most this often: a
+ * recorder of many idle processes would otherwise pay a system call per
+ * process per round. Ending (the ended flag) is still seen at once; a death,
+ * this much later at most, or at once by evr_client_wait_fd().
+ */
+#define EVR_CLIENT_ALIVE_CHECK_NS	50000000u
 
 struct evr_client {
 	pid_t pid;
 	int sock;			/* control connection, non-blocking, -1 once closed */
 	int pidfd;			/* the producer, -1 if the kernel has no pidfd_open */
 	bool sock_eof;			/* the agent closed the connection */
+	uint64_t alive_checked_ns;	/* the last poll() of pidfd and socket */
 	/*
 	 * Replies still owed to requests that timed out: the agent answers every
 	 * request in order, so the next transaction reads and drops these first.
@@ -70,6 +79,7 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 
 /* Move LIVE to ENDED or GONE if the session ended or the producer went away. */
 void evr_client_refresh_state(struct evr_client *c);
+void evr_client_refresh_state_lazy(struct evr_client *c);
 
 /* Add every new description in the metadata area to the schema set. */
 void evr_client_read_meta(struct evr_client *c);

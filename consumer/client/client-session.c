@@ -144,6 +144,20 @@ int evr_client_stop(struct evr_client *c, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/*
+ * As evr_client_refresh_state(), for readers that found nothing: the ended
+ * flag every time, the system call once per EVR_CLIENT_ALIVE_CHECK_NS.
+ */
+void evr_client_refresh_state_lazy(struct evr_client *c)
+{
+	if (c->state != EVR_CLIENT_LIVE)
+		return;
+	if (!c->sock_eof && !__atomic_load_n(&c->hdr->ended, __ATOMIC_ACQUIRE) &&
+	    evr_mono_ns() - c->alive_checked_ns < EVR_CLIENT_ALIVE_CHECK_NS)
+		return;
+	evr_client_refresh_state(c);
+}
+
 /* ---- state ------------------------------------------------------------------------------ */
 
 static void set_gone(struct evr_client *c)
@@ -171,6 +185,7 @@ void evr_client_refresh_state(struct evr_client *c)
 		set_gone(c);
 		return;
 	}
+	c->alive_checked_ns = evr_mono_ns();
 	if (c->pidfd >= 0)
 		pfd[n++] = (struct pollfd){ .fd = c->pidfd, .events = POLLIN };
 	if (c->sock >= 0)
@@ -294,7 +309,7 @@ int evr_client_next(struct evr_client *c, struct evr_event_view *ret)
 		return err;
 	n = evr_reader_next(c->reader, &rec);
 	if (n == 0 && c->state == EVR_CLIENT_LIVE) {
-		evr_client_refresh_state(c);
+		evr_client_refresh_state_lazy(c);
 		if (c->state != EVR_CLIENT_LIVE)
 			n = evr_reader_next(c->reader, &rec);
 	}
@@ -423,8 +438,9 @@ int evr_client_span_get(struct evr_client *c, uint32_t flags, struct evr_span *r
 		return err;
 	n = evr_span_reader_get(c->spans, sflags, &sp);
 	if (n == 0 && c->state == EVR_CLIENT_LIVE) {
-		/* A system call, but only when the rings had nothing ready. */
-		evr_client_refresh_state(c);
+		/* A system call, but only when the rings had nothing ready, and
+		 * at most every EVR_CLIENT_ALIVE_CHECK_NS. */
+		evr_client_refresh_state_lazy(c);
 		if (c->state != EVR_CLIENT_LIVE)
 			n = evr_span_reader_get(c->spans, sflags, &sp);
 	}

@@ -38,7 +38,7 @@
 #include "recorder-io.h"
 #include "recorder-uring.h"
 
-#define SPANS_PER_PUMP		256u	/* then look at the clock and the caller again */
+#define SPANS_PER_PUMP		EVR_RECORDER_STEP_MAX	/* then look at the clock and the caller */
 #define THREADS_NS		250000000u	/* ask for the thread names 4 times a second */
 #define FLUSH_MS_DEFAULT	250u
 #define TICK_MS_DEFAULT		250u

@@ -232,13 +232,17 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
  */
 int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen);
 
+/* The most spans one evr_recorder_step() writes: more may be ready then. */
+#define EVR_RECORDER_STEP_MAX	256u
+
 /**
  * evr_recorder_step() - one round of evr_recorder_run() without its waiting,
  * for a caller that drains several recorders in one loop: pump, and once the
  * producer ended the session or died and everything it published is written,
  * stop (evr_recorder_stats.stop says why; evr_recorder_stop() then finishes).
  * Return: the spans written (0: nothing was ready; call again before
- * waiting when it returned 256), or -errno as evr_recorder_pump().
+ * waiting when it returned EVR_RECORDER_STEP_MAX), or -errno as
+ * evr_recorder_pump().
  * Context: the recorder's thread.
  */
 int evr_recorder_step(struct evr_recorder *r, char *errbuf, size_t errlen);
