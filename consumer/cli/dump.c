@@ -275,6 +275,8 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	const char *name = r->type < sizeof(sample_names) / sizeof(sample_names[0]) &&
 					   sample_names[r->type] ? sample_names[r->type] : "sample";
 	uint64_t t = o->absolute ? r->time_ns + (uint64_t)mono_to_real : r->time_ns - t0;
+	/* A system-wide recording: samples of every process, switches with both sides. */
+	bool system = ss->has_sampler && (ss->sampler.event & EVR_SAMPLER_SYSTEM);
 
 	if (o->flags.json) {
 		sb->len = 0;
@@ -284,8 +286,15 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 			evr_strbuf_printf(sb, ",\"tid\":%u", r->tid);
 		if (r->type == EVR_SAMPLE_CPU)
 			evr_strbuf_printf(sb, ",\"period_ns\":%" PRIu64, r->value);
-		else if (r->type == EVR_SAMPLE_SWITCH_OUT)
-			evr_strbuf_printf(sb, ",\"preempted\":%s", r->value ? "true" : "false");
+		if (r->type != EVR_SAMPLE_LOST && system)
+			evr_strbuf_printf(sb, ",\"pid\":%u", r->pid);
+		if (r->type == EVR_SAMPLE_SWITCH_OUT)
+			evr_strbuf_printf(sb, ",\"preempted\":%s",
+					  r->value & EVR_SAMPLE_SWITCH_PREEMPTED ? "true" : "false");
+		if ((r->type == EVR_SAMPLE_SWITCH_OUT || r->type == EVR_SAMPLE_SWITCH_IN) && system)
+			evr_strbuf_printf(sb, ",\"%s_tid\":%u",
+					  r->type == EVR_SAMPLE_SWITCH_OUT ? "next" : "prev",
+					  EVR_SAMPLE_SWITCH_OTHER(r->value));
 		else if (r->type == EVR_SAMPLE_LOST)
 			evr_strbuf_printf(sb, ",\"count\":%" PRIu64, r->value);
 		if (r->nframes) {
@@ -301,13 +310,22 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	printf("%" PRIu64 ".%09" PRIu64 " cpu=%u", t / 1000000000u, t % 1000000000u, r->cpu);
 	switch (r->type) {
 	case EVR_SAMPLE_CPU:
+		if (system)
+			printf(" pid=%u", r->pid);
 		printf(" tid=%u CPU-SAMPLE period=%" PRIu64 "ns\n", r->tid, r->value);
 		break;
 	case EVR_SAMPLE_SWITCH_OUT:
-		printf(" tid=%u SWITCH-OUT %s\n", r->tid, r->value ? "preempted" : "blocked");
+		printf(" tid=%u SWITCH-OUT %s", r->tid,
+		       r->value & EVR_SAMPLE_SWITCH_PREEMPTED ? "preempted" : "blocked");
+		if (system)
+			printf(" next=%u", EVR_SAMPLE_SWITCH_OTHER(r->value));
+		putchar('\n');
 		break;
 	case EVR_SAMPLE_SWITCH_IN:
-		printf(" tid=%u SWITCH-IN\n", r->tid);
+		printf(" tid=%u SWITCH-IN", r->tid);
+		if (system)
+			printf(" prev=%u", EVR_SAMPLE_SWITCH_OTHER(r->value));
+		putchar('\n');
 		break;
 	case EVR_SAMPLE_LOST:
 		printf(" LOST %" PRIu64 " samples\n", r->value);
