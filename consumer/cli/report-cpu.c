@@ -211,7 +211,7 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 	char b1[32], b2[32];
 
 	if (c->system)
-		print_procs(f, c, top ? top : 20);
+		print_procs(f, c, top);
 
 	if (!c->samples) {
 		fprintf(f, "\nCPU samples: none (record with --sample-cpu for a CPU profile)\n");
