@@ -38,6 +38,11 @@ target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
 # A sample in an rseq abort handler of libevring is named by its function (issue 28, item 5).
 evr_unit(test_symbolize_rseq LIBS evring-symbols evring)
 
+# Two threads passing a byte over pipes on one CPU: context switches (stacks_system).
+add_executable(stacks-pingpong stacks/pingpong.c)
+target_compile_options(stacks-pingpong PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-pingpong PRIVATE evring evr_warnings Threads::Threads)
+
 add_executable(stacks-memset stacks/memset.c)
 target_compile_options(stacks-memset PRIVATE ${EVR_STACKS_CFLAGS})
 target_link_libraries(stacks-memset PRIVATE evring evr_warnings)

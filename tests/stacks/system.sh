@@ -4,6 +4,7 @@
 # an instrumented one; the recording names it, and its share of the samples agrees within 10
 # points with its share of the machine's CPU time over the same window, from /proc (its
 # utime+stime against every CPU's time in /proc/stat, read before and after the recording).
+# Two threads ping-ponging over pipes N times show N switches between them.
 # Then the fallback: as uid 65534 with no capabilities the kernel refuses CPU-wide events
 # (perf_event_paranoid > 0): one line says what is missing, and the recording still holds
 # the samples of its own process.
@@ -31,7 +32,7 @@ idle_ticks() { awk '/^cpu / { print $5 + $6; exit }' /proc/stat; }
 b0=$(busy_ticks) a0=$(all_ticks) i0=$(idle_ticks)
 st=0
 "$EVRING" record --sample-cpu=999 --system --providers Spin -o "$T/sys.evtrace" \
-	-- "$BIN/stacks-spin" 800 >"$T/spin.out" 2>"$T/rec.err" || st=$?
+	-- "$BIN/stacks-spin" 1500 >"$T/spin.out" 2>"$T/rec.err" || st=$?
 b1=$(busy_ticks) a1=$(all_ticks) i1=$(idle_ticks)
 if ((st != 0)) && grep -q "cannot sample" "$T/rec.err"; then
 	skip "perf_events cannot be used here: $(grep -o 'cannot sample.*' "$T/rec.err" | head -1)"
@@ -72,6 +73,34 @@ print(f"evr-busy: {p['samples']} of {system['samples']} samples = {p['share']:.1
       f"/proc: {d_busy} of {whole} ticks = {expected:.1f}%")
 assert abs(p["share"] - expected) <= 10.0, f"share {p['share']:.1f}% vs /proc {expected:.1f}%"
 assert abs(sum(q["share"] for q in system["processes"]) - 100.0) < 0.5, "shares do not add up"
+PY
+
+# Context switches: two threads ping-pong a byte over pipes N times on one CPU; each is
+# switched out at least N times, and the CPU-wide records name the thread on the other side.
+N=2000
+"$EVRING" record --sample-cpu=99 --system --providers Pingpong -o "$T/pp.evtrace" \
+	-- "$BIN/stacks-pingpong" "$N" >"$T/pp.out" 2>"$T/pp.err" ||
+	fail "record of the ping-pong failed: $(cat "$T/pp.err")"
+read -r _ TA TB _ _ <"$T/pp.out" || fail "stacks-pingpong printed no thread ids"
+"$EVRING" dump --json "$T/pp.evtrace" >"$T/pp.jsonl" 2>"$T/pp-dump.err" ||
+	fail "dump failed: $(cat "$T/pp-dump.err")"
+python3 - "$T/pp.jsonl" "$TA" "$TB" "$N" <<'PY'
+import json, sys
+
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+a, b, n = (int(x) for x in sys.argv[2:5])
+assert not [r for r in recs if r["type"] == "samples_lost"], "switch records were lost"
+outs = [r for r in recs if r["type"] == "switch_out"]
+ins = [r for r in recs if r["type"] == "switch_in"]
+out_a = sum(1 for r in outs if r["tid"] == a)
+out_b = sum(1 for r in outs if r["tid"] == b)
+direct = sum(1 for r in outs if (r["tid"], r["next_tid"]) in ((a, b), (b, a)))
+direct_in = sum(1 for r in ins if (r["tid"], r["prev_tid"]) in ((a, b), (b, a)))
+print(f"{n} round trips: thread A switched out {out_a} times, B {out_b}; "
+      f"{direct} switches straight from one to the other ({direct_in} seen switching in)")
+assert out_a >= n and out_b >= n, f"too few switches: A {out_a}, B {out_b} for {n} round trips"
+# Other tasks may take the CPU between the two now and then, not in most round trips.
+assert direct >= n and direct_in >= n, f"only {direct}/{direct_in} switches between the two"
 PY
 
 # The fallback, as an unprivileged user without capabilities.
