@@ -75,6 +75,27 @@ assert abs(p["share"] - expected) <= 10.0, f"share {p['share']:.1f}% vs /proc {e
 assert abs(sum(q["share"] for q in system["processes"]) - 100.0) < 0.5, "shares do not add up"
 PY
 
+# The profiles are the recorded process's: its binaries are the ones known. Every stack of
+# the folded export is of one of its threads, and the busy loop's samples are not there.
+"$EVRING" convert "$T/sys.evtrace" --format folded -o "$T/sys.folded" 2>"$T/conv.err" ||
+	fail "convert --format folded failed: $(cat "$T/conv.err")"
+"$EVRING" dump --json "$T/sys.evtrace" >"$T/sys.jsonl" 2>"$T/dump.err" ||
+	fail "dump failed: $(cat "$T/dump.err")"
+python3 - "$T/sys.jsonl" "$T/sys.folded" "$T/report.json" <<'PY'
+import json, re, sys
+
+rep = json.load(open(sys.argv[3]))
+spin = [p["pid"] for p in rep["cpu_samples"]["system"]["processes"] if p["name"] == "stacks-spin"]
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+samples = [r for r in recs if r["type"] == "cpu_sample"]
+own = {r["tid"] for r in samples if r["pid"] in spin}
+others = {r["pid"] for r in samples} - set(spin)
+assert own and others, f"samples of stacks-spin {len(own)} threads, of {len(others)} other processes"
+lines = [l for l in open(sys.argv[2]) if l.strip()]
+tids = {int(m.group(1)) for l in lines for m in [re.match(r"[^;]*\((\d+)\);", l)] if m}
+assert lines and tids <= own, f"folded stacks of threads {sorted(tids - own)} not of stacks-spin"
+PY
+
 # Context switches: two threads ping-pong a byte over pipes N times on one CPU; each is
 # switched out at least N times, and the CPU-wide records name the thread on the other side.
 N=2000
