@@ -45,6 +45,7 @@
 
 #define RING_PAGES 64u			/* data pages per CPU: 256 KiB, within perf_event_mlock_kb */
 #define SYSTEM_RING_PAGES 512u		/* system-wide: 2 MiB per CPU, where allowed */
+#define SYSTEM_RINGS_MAX (64ull << 20)	/* and at most 64 MiB for all CPUs */
 #define CHUNK_BYTES (1u << 20)		/* SAMPLES chunks are cut at this size */
 #define REC_MAX 4096u			/* bytes of one perf record (127 frames fit) */
 
@@ -154,6 +155,22 @@ fail:
 
 static int scan_proc(struct evr_sampler *s);
 
+/*
+ * Pages per CPU ring for system-wide sampling: SYSTEM_RING_PAGES, less on
+ * machines with many CPUs so that all of them stay within SYSTEM_RINGS_MAX
+ * of locked memory (a power of two, at least RING_PAGES).
+ */
+static uint32_t system_ring_pages(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+	uint32_t pages = SYSTEM_RING_PAGES;
+
+	while (ncpu > 0 && page > 0 && pages > RING_PAGES &&
+	       (uint64_t)pages * (uint64_t)page * (uint64_t)ncpu > SYSTEM_RINGS_MAX)
+		pages /= 2;
+	return pages;
+}
+
 /* Bit @cap of this process's effective capabilities (/proc/self/status CapEff). */
 static bool have_cap(unsigned cap)
 {
@@ -245,7 +262,7 @@ int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, cha
 	 * mapping is refused with EPERM: then the usual 256 KiB. Then, as kernel
 	 * profiling may be what is refused (an LSM), user space only.
 	 */
-	po.ring_pages = SYSTEM_RING_PAGES;
+	po.ring_pages = system_ring_pages();
 	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
 	if (err == -EACCES || err == -EPERM) {
 		po.ring_pages = RING_PAGES;
