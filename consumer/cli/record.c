@@ -295,10 +295,6 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			      "or use --all");
 		return -EINVAL;
 	}
-	if (o->system && !o->sample_hz) {
-		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
-		return -EINVAL;
-	}
 	if (!o->pid && !o->name && !o->program && !o->all) {
 		evr_cli_error(CMD, "say what to record: -p PID, -n NAME, --all or -- PROGRAM "
 			      "[ARGS...] (try evring record --help)");
@@ -313,6 +309,16 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	if (evr_record_profiles_apply(o) < 0 || evr_record_heap_apply(o) < 0 ||
 	    evr_record_check_opts(o) < 0)
 		return -EINVAL;
+	/* After the profiles: --profile cpu-sampling turns --sample-cpu on too. */
+	if (o->system && !o->sample_hz) {
+		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
+		return -EINVAL;
+	}
+	if (o->system && evr_record_multi(o)) {
+		evr_cli_error(CMD, "--system records one process's events beside every CPU's "
+			      "samples: not with --all or several -p/-n yet");
+		return -EINVAL;
+	}
 	return 1;
 }
 

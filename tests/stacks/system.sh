@@ -11,6 +11,16 @@
 source "$(dirname "$0")/lib.sh"
 need_python
 
+# Usage errors: one line each, exit status 2, before anything is attached.
+st=0
+"$EVRING" record --system -p 1 2>"$T/use.err" || st=$?
+((st == 2)) && grep -q "^evring record: --system samples every CPU: give it with --sample-cpu$" \
+	"$T/use.err" || fail "--system without --sample-cpu: status $st, $(cat "$T/use.err")"
+st=0
+"$EVRING" record --system --profile cpu-sampling --all 2>"$T/use.err" || st=$?
+((st == 2)) && grep -q "not with --all or several -p/-n yet" "$T/use.err" ||
+	fail "--system --all: status $st, $(cat "$T/use.err")"
+
 [[ -r /proc/sys/kernel/perf_event_paranoid ]] ||
 	skip "no /proc/sys/kernel/perf_event_paranoid: this kernel has no perf_event_open"
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
