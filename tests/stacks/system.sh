@@ -107,7 +107,7 @@ assert lines and tids <= own, f"folded stacks of threads {sorted(tids - own)} no
 PY
 
 # Context switches: two threads ping-pong a byte over pipes N times on one CPU; each is
-# switched out at least N times, and the CPU-wide records name the thread on the other side.
+# switched out at least once per round trip, and the CPU-wide records name the thread on the other side.
 N=2000
 "$EVRING" record --sample-cpu=99 --system --providers Pingpong -o "$T/pp.evtrace" \
 	-- "$BIN/stacks-pingpong" "$N" >"$T/pp.out" 2>"$T/pp.err" ||
@@ -129,7 +129,9 @@ direct = sum(1 for r in outs if (r["tid"], r["next_tid"]) in ((a, b), (b, a)))
 direct_in = sum(1 for r in ins if (r["tid"], r["prev_tid"]) in ((a, b), (b, a)))
 print(f"{n} round trips: thread A switched out {out_a} times, B {out_b}; "
       f"{direct} switches straight from one to the other ({direct_in} seen switching in)")
-assert out_a >= n and out_b >= n, f"too few switches: A {out_a}, B {out_b} for {n} round trips"
+# A gives the CPU up in every round trip; B in every one but the last, after which it exits
+# (a dying thread's last switch is not always reported).
+assert out_a >= n and out_b >= n - 1, f"too few switches: A {out_a}, B {out_b} for {n} round trips"
 # Other tasks may take the CPU between the two now and then, not in most round trips.
 assert direct >= n and direct_in >= n, f"only {direct}/{direct_in} switches between the two"
 PY
