@@ -9,7 +9,7 @@ target_link_libraries(stacks-parked PRIVATE Threads::Threads)
 
 # Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
 set(EVR_STACKS_TESTS snapshot snapshot_errors event_stacks sample_cpu jit profile pprof
-    bad_input speedscope formats report_cpu untrusted_files)
+    bad_input speedscope formats report_cpu untrusted_files system)
 foreach(t IN LISTS EVR_STACKS_TESTS)
   add_test(NAME stacks_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>
@@ -37,6 +37,11 @@ target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
 
 # A sample in an rseq abort handler of libevring is named by its function (issue 28, item 5).
 evr_unit(test_symbolize_rseq LIBS evring-symbols evring)
+
+# Two threads passing a byte over pipes on one CPU: context switches (stacks_system).
+add_executable(stacks-pingpong stacks/pingpong.c)
+target_compile_options(stacks-pingpong PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-pingpong PRIVATE evring evr_warnings Threads::Threads)
 
 add_executable(stacks-memset stacks/memset.c)
 target_compile_options(stacks-memset PRIVATE ${EVR_STACKS_CFLAGS})

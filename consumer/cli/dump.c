@@ -267,14 +267,20 @@ static const char *const sample_names[] = {
 
 /* One record of the CPU sampler, in the same forms as events. */
 static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, size_t i,
-		       struct evr_symbolizer *sym, uint64_t t0, int64_t mono_to_real,
-		       struct evr_strbuf *sb)
+		       struct evr_symbolizer *sym, uint32_t own_pid, uint64_t t0,
+		       int64_t mono_to_real, struct evr_strbuf *sb)
 {
 	const struct evr_sample_rec *r = &ss->v[i];
 	const uint64_t *fr = ss->frames + ss->frame_off[i];
 	const char *name = r->type < sizeof(sample_names) / sizeof(sample_names[0]) &&
 					   sample_names[r->type] ? sample_names[r->type] : "sample";
 	uint64_t t = o->absolute ? r->time_ns + (uint64_t)mono_to_real : r->time_ns - t0;
+	/* A system-wide recording: samples of every process, switches with both sides. */
+	bool system = ss->has_sampler && (ss->sampler.event & EVR_SAMPLER_SYSTEM);
+
+	/* Only the recorded process's binaries are known: other processes' frames stay addresses. */
+	if (system && r->pid != own_pid)
+		sym = NULL;
 
 	if (o->flags.json) {
 		sb->len = 0;
@@ -284,8 +290,15 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 			evr_strbuf_printf(sb, ",\"tid\":%u", r->tid);
 		if (r->type == EVR_SAMPLE_CPU)
 			evr_strbuf_printf(sb, ",\"period_ns\":%" PRIu64, r->value);
-		else if (r->type == EVR_SAMPLE_SWITCH_OUT)
-			evr_strbuf_printf(sb, ",\"preempted\":%s", r->value ? "true" : "false");
+		if (r->type != EVR_SAMPLE_LOST && system)
+			evr_strbuf_printf(sb, ",\"pid\":%u", r->pid);
+		if (r->type == EVR_SAMPLE_SWITCH_OUT)
+			evr_strbuf_printf(sb, ",\"preempted\":%s",
+					  r->value & EVR_SAMPLE_SWITCH_PREEMPTED ? "true" : "false");
+		if ((r->type == EVR_SAMPLE_SWITCH_OUT || r->type == EVR_SAMPLE_SWITCH_IN) && system)
+			evr_strbuf_printf(sb, ",\"%s_tid\":%u",
+					  r->type == EVR_SAMPLE_SWITCH_OUT ? "next" : "prev",
+					  EVR_SAMPLE_SWITCH_OTHER(r->value));
 		else if (r->type == EVR_SAMPLE_LOST)
 			evr_strbuf_printf(sb, ",\"count\":%" PRIu64, r->value);
 		if (r->nframes) {
@@ -301,13 +314,22 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	printf("%" PRIu64 ".%09" PRIu64 " cpu=%u", t / 1000000000u, t % 1000000000u, r->cpu);
 	switch (r->type) {
 	case EVR_SAMPLE_CPU:
+		if (system)
+			printf(" pid=%u", r->pid);
 		printf(" tid=%u CPU-SAMPLE period=%" PRIu64 "ns\n", r->tid, r->value);
 		break;
 	case EVR_SAMPLE_SWITCH_OUT:
-		printf(" tid=%u SWITCH-OUT %s\n", r->tid, r->value ? "preempted" : "blocked");
+		printf(" tid=%u SWITCH-OUT %s", r->tid,
+		       r->value & EVR_SAMPLE_SWITCH_PREEMPTED ? "preempted" : "blocked");
+		if (system)
+			printf(" next=%u", EVR_SAMPLE_SWITCH_OTHER(r->value));
+		putchar('\n');
 		break;
 	case EVR_SAMPLE_SWITCH_IN:
-		printf(" tid=%u SWITCH-IN\n", r->tid);
+		printf(" tid=%u SWITCH-IN", r->tid);
+		if (system)
+			printf(" prev=%u", EVR_SAMPLE_SWITCH_OTHER(r->value));
+		putchar('\n');
 		break;
 	case EVR_SAMPLE_LOST:
 		printf(" LOST %" PRIu64 " samples\n", r->value);
@@ -436,7 +458,9 @@ static int run(const struct dump_opts *o)
 	struct evr_event_view v;
 	struct evr_symbolizer *sym = NULL;
 	struct evr_samples *ss = NULL;
+	const struct evr_process_info *own;
 	int64_t mono_to_real = 0;
+	uint32_t own_pid;
 	uint64_t t0 = 0;
 	size_t si = 0;
 	bool first = true;
@@ -445,6 +469,8 @@ static int run(const struct dump_opts *o)
 	ret = evr_cli_trace_open(CMD, o->path, 0, &r);
 	if (ret < 0)
 		return ret;
+	own = evr_trace_reader_process(r);
+	own_pid = own ? own->pid : 0;
 	if (evr_trace_reader_procs(r, NULL, NULL)) {
 		ret = run_procs(o, r);
 		goto out;
@@ -492,7 +518,7 @@ static int run(const struct dump_opts *o)
 		}
 		/* CPU samples on the same timeline (both CLOCK_MONOTONIC). */
 		for (; ss && si < ss->n && ss->v[si].time_ns <= v.ts_ns; si++)
-			put_sample(o, ss, si, sym, t0, mono_to_real, &sb);
+			put_sample(o, ss, si, sym, own_pid, t0, mono_to_real, &sb);
 		if (o->flags.json) {
 			sb.len = 0;
 			ret = evr_event_to_json(&v, &sb);
@@ -517,7 +543,7 @@ static int run(const struct dump_opts *o)
 	if (ret == 0 && first && ss && ss->n)
 		t0 = ss->v[0].time_ns;
 	for (; ret == 0 && ss && si < ss->n; si++)
-		put_sample(o, ss, si, sym, t0, mono_to_real, &sb);
+		put_sample(o, ss, si, sym, own_pid, t0, mono_to_real, &sb);
 	if (ret < 0) {
 		fflush(stdout);
 		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path),

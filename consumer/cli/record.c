@@ -64,6 +64,9 @@ static void usage(FILE *f)
 		"      --sample-cpu[=HZ]    also sample the process's threads on the CPU with\n"
 		"                           perf_events, HZ times a second (default 999), with\n"
 		"                           call stacks and context switches\n"
+		"      --system             with --sample-cpu: sample every CPU and every process,\n"
+		"                           kernel stacks included (root or CAP_PERFMON, else\n"
+		"                           the recorded process only; docs/system.md)\n"
 		"      --syscalls[=LIST]    also record every system call of the process's\n"
 		"                           threads (or those in LIST: write,openat,...) with\n"
 		"                           perf tracepoints: needs root or CAP_PERFMON\n"
@@ -103,7 +106,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL };
+	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -117,6 +120,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
 		{ "stacks", optional_argument, NULL, OPT_STACKS },
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
+		{ "system", no_argument, NULL, OPT_SYSTEM },
 		{ "heap", optional_argument, NULL, OPT_HEAP },
 		{ "syscalls", optional_argument, NULL, OPT_SYSCALLS },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
@@ -206,6 +210,9 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			o->syscall_list = optarg;
 			if (evr_record_syscalls_parse(optarg) < 0)
 				return -EINVAL;
+			break;
+		case OPT_SYSTEM:
+			o->system = true;
 			break;
 		case OPT_HEAP:
 			if (evr_record_heap_parse(optarg, o) < 0)
@@ -302,6 +309,16 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	if (evr_record_profiles_apply(o) < 0 || evr_record_heap_apply(o) < 0 ||
 	    evr_record_check_opts(o) < 0)
 		return -EINVAL;
+	/* After the profiles: --profile cpu-sampling turns --sample-cpu on too. */
+	if (o->system && !o->sample_hz) {
+		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
+		return -EINVAL;
+	}
+	if (o->system && evr_record_multi(o)) {
+		evr_cli_error(CMD, "--system records one process's events beside every CPU's "
+			      "samples: not with --all or several -p/-n yet");
+		return -EINVAL;
+	}
 	return 1;
 }
 
@@ -493,10 +510,16 @@ static void summary(struct recorder *r)
 		struct evr_sampler_totals t;
 
 		evr_sideband_totals(r->sb, &t);
-		fprintf(stderr,
-			"evring record: %" PRIu64 " CPU samples (%u threads, %u Hz), %" PRIu64
-			" lost, %" PRIu64 " context switches\n",
-			t.samples, t.threads, r->o->sample_hz, t.lost, t.switches);
+		if (t.system)
+			fprintf(stderr,
+				"evring record: %" PRIu64 " CPU samples (every CPU, %u Hz), %" PRIu64
+				" lost, %" PRIu64 " context switch records\n",
+				t.samples, r->o->sample_hz, t.lost, t.switches);
+		else
+			fprintf(stderr,
+				"evring record: %" PRIu64 " CPU samples (%u threads, %u Hz), %" PRIu64
+				" lost, %" PRIu64 " context switches\n",
+				t.samples, t.threads, r->o->sample_hz, t.lost, t.switches);
 	}
 	evr_record_syscalls_summary(r->sb);
 	if (st.spans_retracted)
@@ -549,6 +572,7 @@ static int open_perf_map(void *ctx, pid_t pid, uid_t owner)
 static int sideband_open(struct recorder *r, pid_t pid)
 {
 	struct evr_sideband_opts so = { .pid = pid, .sample_hz = r->o->sample_hz,
+					.system = r->o->system,
 					.syscalls = r->o->syscalls,
 					.syscall_list = r->o->syscall_list };
 	char err[512] = "";
@@ -560,6 +584,14 @@ static int sideband_open(struct recorder *r, pid_t pid)
 	if (ret < 0) {
 		evr_cli_error(CMD, "%s", err[0] ? err : strerror(-ret));
 		return ret;
+	}
+	if (r->o->system) {
+		struct evr_sampler_totals t;
+
+		evr_sideband_totals(r->sb, &t);
+		if (t.note[0])
+			fprintf(stderr, "evring record: %s; sampling process %d only\n", t.note,
+				(int)pid);
 	}
 	/*
 	 * No perf map yet: a JIT may start one during the recording, which the

@@ -32,6 +32,7 @@ struct record_opts {
 	uint32_t counter_interval_ms;	/* --counter-interval; 0: no counters */
 	uint32_t stack_depth;		/* --stacks[=DEPTH]; 0: no stacks on events */
 	uint32_t sample_hz;		/* --sample-cpu[=HZ]; 0: no CPU sampling */
+	bool system;			/* --system: sample every CPU (docs/system.md) */
 	bool syscalls;			/* --syscalls[=LIST] (docs/syscalls.md) */
 	const char *syscall_list;	/* its LIST, or NULL: every call */
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */

@@ -11,11 +11,92 @@
 
 #include "report-cpu.h"
 
+static int cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+		     const struct evr_samples *ss, struct evr_report_cpu *ret);
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct evr_report_cpu_proc *x = a, *y = b;
+
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Every CPU sample by process, named from the TASKS records. Return: 0, -ENOMEM. */
+static int build_procs(const struct evr_samples *ss, struct evr_report_cpu *ret)
+{
+	size_t cap = 0;
+
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+		size_t k;
+
+		if (s->type != EVR_SAMPLE_CPU)
+			continue;
+		ret->all_samples++;
+		/* Most samples go to a few processes: look at the last one found first. */
+		for (k = 0; k < ret->nprocs && ret->procs[k].pid != s->pid; k++)
+			;
+		if (k == ret->nprocs) {
+			if (ret->nprocs == cap) {
+				size_t c = cap ? cap * 2 : 64;
+				struct evr_report_cpu_proc *v = realloc(ret->procs, c * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				ret->procs = v;
+				cap = c;
+			}
+			memset(&ret->procs[k], 0, sizeof(ret->procs[k]));
+			ret->procs[k].pid = s->pid;
+			ret->nprocs++;
+		}
+		ret->procs[k].samples++;
+	}
+	for (size_t k = 0; k < ret->nprocs; k++) {
+		struct evr_report_cpu_proc *p = &ret->procs[k];
+		const char *name = evr_samples_task_name(ss, p->pid);
+
+		if (!name && p->pid == 0)
+			name = "[idle]";
+		snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
+	}
+	if (ret->nprocs > 1)
+		qsort(ret->procs, ret->nprocs, sizeof(*ret->procs), cmp_proc);
+	return 0;
+}
+
+/*
+ * The samples of process @pid alone (frames shared with @ss): a system-wide
+ * recording symbolizes only the recorded process. Return: 0, -ENOMEM.
+ */
+static int samples_of(const struct evr_samples *ss, uint32_t pid, struct evr_samples *ret)
+{
+	size_t n = 0;
+
+	*ret = *ss;
+	ret->v = malloc((ss->n ? ss->n : 1) * sizeof(*ret->v));
+	ret->frame_off = malloc((ss->n ? ss->n : 1) * sizeof(*ret->frame_off));
+	if (!ret->v || !ret->frame_off) {
+		free(ret->v);
+		free(ret->frame_off);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ss->n; i++) {
+		if (ss->v[i].pid != pid && ss->v[i].type != EVR_SAMPLE_LOST)
+			continue;
+		ret->v[n] = ss->v[i];
+		ret->frame_off[n++] = ss->frame_off[i];
+	}
+	ret->n = n;
+	return 0;
+}
+
 int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 			 const struct evr_samples *ss, struct evr_report_cpu *ret)
 {
-	uint32_t *tids = NULL;
-	size_t ntids = 0;
+	struct evr_samples own;
 	int err;
 
 	memset(ret, 0, sizeof(*ret));
@@ -24,8 +105,37 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	if (ss->has_sampler) {
 		ret->lost = ss->sampler.lost;
 		ret->freq_hz = ss->sampler.freq_hz;
+		ret->system = ss->sampler.event & EVR_SAMPLER_SYSTEM;
+		ret->kernel = ss->sampler.event & EVR_SAMPLER_KERNEL;
 	}
-	tids = calloc(ss->n, sizeof(*tids));
+	if (ret->system) {
+		const struct evr_process_info *pi = evr_trace_reader_process(r);
+
+		err = build_procs(ss, ret);
+		if (err < 0)
+			return err;
+		if (pi) {
+			err = samples_of(ss, pi->pid, &own);
+			if (err < 0)
+				return err;
+			err = cpu_build(r, sym, &own, ret);
+			free(own.v);
+			free(own.frame_off);
+			return err;
+		}
+	}
+	return cpu_build(r, sym, ss, ret);
+}
+
+/* The recorded process's part: sample count, threads, functions. */
+static int cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
+		     const struct evr_samples *ss, struct evr_report_cpu *ret)
+{
+	uint32_t *tids = NULL;
+	size_t ntids = 0;
+	int err;
+
+	tids = calloc(ss->n ? ss->n : 1, sizeof(*tids));
 	if (!tids)
 		return -ENOMEM;
 	for (size_t i = 0; i < ss->n; i++) {
@@ -55,6 +165,7 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 
 void evr_report_cpu_fini(struct evr_report_cpu *c)
 {
+	free(c->procs);
 	free(c->funcs);
 	evr_profile_free(c->p);
 	memset(c, 0, sizeof(*c));
@@ -79,10 +190,28 @@ static const char *fmt_ns(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
+/* The processes' shares of a system-wide recording: the @top largest (0: all). */
+static void print_procs(FILE *f, const struct evr_report_cpu *c, unsigned top)
+{
+	size_t n = top && top < c->nprocs ? top : c->nprocs;
+
+	fprintf(f, "\nCPU by process (every CPU, %" PRIu64 " samples, %s; %zu of %zu processes)\n"
+		"  %8s  %-16s %10s %7s\n", c->all_samples,
+		c->kernel ? "kernel and idle time included" : "user time only", n, c->nprocs,
+		"PID", "NAME", "SAMPLES", "SHARE");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %8" PRIu32 "  %-16s %10" PRIu64 " %6.2f%%\n", c->procs[i].pid,
+			c->procs[i].name[0] ? c->procs[i].name : "?", c->procs[i].samples,
+			pct(c->procs[i].samples, c->all_samples));
+}
+
 void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 {
 	size_t n = top && top < c->nfuncs ? top : c->nfuncs;
 	char b1[32], b2[32];
+
+	if (c->system)
+		print_procs(f, c, top);
 
 	if (!c->samples) {
 		fprintf(f, "\nCPU samples: none (record with --sample-cpu for a CPU profile)\n");
@@ -127,6 +256,26 @@ int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, u
 						"}", c->funcs[i].self, c->funcs[i].total);
 	}
 	if (!err)
-		err = evr_strbuf_append(sb, "]}}\n", 4);
+		err = evr_strbuf_append(sb, "]", 1);
+	if (!err && c->system) {
+		err = evr_strbuf_printf(sb, ",\"system\":{\"samples\":%" PRIu64 ",\"kernel\":%s,"
+					"\"processes\":[", c->all_samples,
+					c->kernel ? "true" : "false");
+		for (size_t i = 0; i < c->nprocs && !err; i++) {
+			const struct evr_report_cpu_proc *p = &c->procs[i];
+
+			err = evr_strbuf_printf(sb, "%s{\"pid\":%" PRIu32 ",\"name\":", i ? "," : "",
+						p->pid);
+			if (!err)
+				err = evr_strbuf_json_string(sb, p->name, strlen(p->name));
+			if (!err)
+				err = evr_strbuf_printf(sb, ",\"samples\":%" PRIu64 ",\"share\":%.2f}",
+							p->samples, pct(p->samples, c->all_samples));
+		}
+		if (!err)
+			err = evr_strbuf_append(sb, "]}", 2);
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "}}\n", 3);
 	return err;
 }

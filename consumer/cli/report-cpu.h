@@ -14,6 +14,13 @@
 #include <evring/export.h>
 #include <evring/symbols.h>
 
+/* A process's share of a system-wide recording's samples. */
+struct evr_report_cpu_proc {
+	uint32_t pid;			/* 0: the idle task */
+	uint64_t samples;
+	char name[18];			/* "" when no record named it */
+};
+
 struct evr_report_cpu {
 	uint64_t samples;		/* CPU samples with a stack */
 	uint64_t cpu_ns;		/* their periods */
@@ -23,11 +30,20 @@ struct evr_report_cpu {
 	struct evr_profile *p;
 	struct evr_profile_func *funcs;	/* heaviest self first */
 	size_t nfuncs;
+	/* A system-wide recording (record --sample-cpu --system): every CPU sample,
+	 * of any process, by process, most samples first. */
+	bool system;
+	bool kernel;			/* kernel time was sampled (idle included) */
+	uint64_t all_samples;		/* every process's */
+	struct evr_report_cpu_proc *procs;
+	size_t nprocs;
 };
 
 /*
  * The CPU section of trace @r from its samples @ss (NULL or none: an empty
- * section), symbolized by @sym (may be NULL). Call once @r was read to the end
+ * section), symbolized by @sym (may be NULL). A system-wide recording's
+ * function profile is of the recorded process's samples: only its binaries are
+ * known. Call once @r was read to the end
  * (thread names). Return: 0, -ENOMEM.
  */
 int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,

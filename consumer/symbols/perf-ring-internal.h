@@ -8,6 +8,7 @@
 #define EVR_PERF_RING_INTERNAL_H
 
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -16,6 +17,9 @@ struct evr_perf_set;
 
 struct evr_perf_set_opts {
 	pid_t pid;
+	/* Every process: each attr once per CPU with pid -1 (no thread scan); pid is
+	 * then only for messages. */
+	bool cpu_wide;
 	/* Opened on each (thread, CPU), in this order; inherit is expected set. */
 	const struct perf_event_attr *attrs;
 	uint32_t nattrs;

@@ -9,6 +9,8 @@
  *   CPU owns a ring; the others write into it (PERF_EVENT_IOC_SET_OUTPUT).
  * - The threads that exist are listed from /proc/PID/task twice: threads
  *   created while the first pass opened the others.
+ * - cpu_wide (system-wide sampling): one event per CPU with pid -1 instead,
+ *   which needs CAP_PERFMON or perf_event_paranoid <= 0.
  *
  * Ring protocol (uapi perf_event.h): the kernel writes records at data_head;
  * we load-acquire data_head, read records below it (a record may wrap the end
@@ -89,6 +91,11 @@ static int open_one(struct evr_perf_set *ps, struct cpu_ring *r, const struct pe
 
 	if (fd == -ESRCH || (fd == -ENODEV && r->leader < 0))
 		return fd;	/* it exited; or a possible CPU that is offline */
+	if (fd < 0 && ps->o.cpu_wide) {
+		snprintf(errbuf, errlen, "cannot %s CPU %d: %s%s", ps->o.what, r->cpu,
+			 strerror(-fd), ps->o.hint ? ps->o.hint(-fd) : "");
+		return fd;
+	}
 	if (fd < 0) {
 		snprintf(errbuf, errlen, "cannot %s thread %u of process %d: %s%s", ps->o.what,
 			 tid, (int)ps->o.pid, strerror(-fd), ps->o.hint ? ps->o.hint(-fd) : "");
@@ -208,6 +215,21 @@ int evr_perf_set_new(const struct evr_perf_set_opts *o, struct evr_perf_set **re
 	for (uint32_t i = 0; i < ps->nrings; i++) {
 		ps->rings[i].cpu = (int)i;
 		ps->rings[i].leader = -1;
+	}
+	if (o->cpu_wide) {
+		/* pid -1 on each CPU: every task that runs there, threads to come included. */
+		for (uint32_t i = 0; i < ps->nrings; i++) {
+			for (uint32_t k = 0; k < o->nattrs; k++) {
+				err = open_one(ps, &ps->rings[i], &o->attrs[k], (uint32_t)-1, errbuf,
+					       errlen);
+				if (err == -ENODEV)
+					break;
+				if (err < 0)
+					goto fail;
+			}
+		}
+		*ret = ps;
+		return 0;
 	}
 	for (int pass = 0; pass < 2; pass++) {
 		err = scan_threads(ps, errbuf, errlen);

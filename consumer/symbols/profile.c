@@ -606,6 +606,13 @@ int evr_profile_add_samples(struct evr_profile *p, const struct evr_samples *ss,
 	const char *names[128];
 	char tl[64];
 	int err = 0;
+	/*
+	 * A system-wide recording (record --system) holds every process's samples;
+	 * only the recorded process's binaries are known, and its threads' names:
+	 * its profile is its own (report shows every process's share).
+	 */
+	bool system = ss->has_sampler && (ss->sampler.event & EVR_SAMPLER_SYSTEM);
+	const struct evr_process_info *own = system && r ? evr_trace_reader_process(r) : NULL;
 
 	for (size_t i = 0; i < ss->n && !err; i++) {
 		const struct evr_sample_rec *s = &ss->v[i];
@@ -613,6 +620,8 @@ int evr_profile_add_samples(struct evr_profile *p, const struct evr_samples *ss,
 		uint32_t n = 0;
 
 		if (s->type != EVR_SAMPLE_CPU || !s->nframes)
+			continue;
+		if (system && (!own || s->pid != own->pid))
 			continue;
 		/* A frame's last name only may use its buffer: bufs[n] before the call. */
 		for (uint32_t k = 0; k < s->nframes && n < 128; k++)

@@ -16,6 +16,17 @@ int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errb
 		    size_t errlen);
 
 /*
+ * Open a software cpu-clock event on every CPU for every process (pid -1), at
+ * @hz, with user and (where allowed) kernel call chains, CPU-wide context
+ * switches, COMM/FORK/EXIT records and the new executable mappings of @pid;
+ * the processes that run now are named from /proc. Enabled on return.
+ * Return: 0, -EACCES/-EPERM (@errbuf names the paranoid value and CAP_PERFMON
+ * on one line), -ENOMEM, -errno.
+ */
+int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
+			   size_t errlen);
+
+/*
  * Drain the rings: samples, switches and losses go into SAMPLES chunks, new
  * mappings into MODULES chunks, through @emit.
  */

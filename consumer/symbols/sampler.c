@@ -18,9 +18,18 @@
  *   drained by perf-ring.c. A full ring makes the kernel drop records and
  *   report them with PERF_RECORD_LOST, which becomes an EVR_SAMPLE_LOST record
  *   (exact loss accounting).
+ * - System-wide (evr_sampler_new_system(), shared/research/machine.md §3): one
+ *   event per CPU with pid -1, kernel frames where allowed, CPU-wide context
+ *   switches (PERF_RECORD_SWITCH_CPU_WIDE: the thread on the other side too),
+ *   and COMM/FORK/EXIT records plus a /proc scan at the start into TASKS
+ *   chunks, so that processes without libevring have names.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +44,17 @@
 #include "symbols-internal.h"
 
 #define RING_PAGES 64u			/* data pages per CPU: 256 KiB, within perf_event_mlock_kb */
+#define SYSTEM_RING_PAGES 512u		/* system-wide: 2 MiB per CPU, where allowed */
+#define SYSTEM_RINGS_MAX (64ull << 20)	/* and at most 64 MiB for all CPUs */
 #define CHUNK_BYTES (1u << 20)		/* SAMPLES chunks are cut at this size */
 #define REC_MAX 4096u			/* bytes of one perf record (127 frames fit) */
 
 struct evr_sampler {
 	pid_t pid;
 	uint32_t hz;
+	bool system;			/* every CPU, every process */
+	uint8_t *tasks;			/* TASKS records not written yet */
+	size_t ntasks_len, tasks_cap;
 	struct evr_perf_set *events;
 	uint8_t *out;			/* the SAMPLES chunk being filled */
 	size_t outlen;
@@ -139,12 +153,149 @@ fail:
 	return err;
 }
 
+static int scan_proc(struct evr_sampler *s);
+
+/*
+ * Pages per CPU ring for system-wide sampling: SYSTEM_RING_PAGES, less on
+ * machines with many CPUs so that all of them stay within SYSTEM_RINGS_MAX
+ * of locked memory (a power of two, at least RING_PAGES).
+ */
+static uint32_t system_ring_pages(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+	uint32_t pages = SYSTEM_RING_PAGES;
+
+	while (ncpu > 0 && page > 0 && pages > RING_PAGES &&
+	       (uint64_t)pages * (uint64_t)page * (uint64_t)ncpu > SYSTEM_RINGS_MAX)
+		pages /= 2;
+	return pages;
+}
+
+/* Bit @cap of this process's effective capabilities (/proc/self/status CapEff). */
+static bool have_cap(unsigned cap)
+{
+	char line[256];
+	bool ret = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long eff;
+
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			ret = (eff >> cap) & 1;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* What the kernel wants for CPU-wide events, and what this process lacks, on one line. */
+static void system_refused(int err, char *errbuf, size_t errlen)
+{
+	int paranoid = 99;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	bool perfmon = have_cap(38), sysadmin = have_cap(21);	/* CAP_PERFMON, CAP_SYS_ADMIN */
+
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = 99;
+		fclose(f);
+	}
+	if (paranoid > 0 && !perfmon && !sysadmin)
+		snprintf(errbuf, errlen,
+			 "system-wide sampling refused (%s): kernel.perf_event_paranoid is %d "
+			 "(it must be <= 0) and this process lacks CAP_PERFMON",
+			 strerror(err), paranoid);
+	else
+		snprintf(errbuf, errlen,
+			 "system-wide sampling refused (%s) although kernel.perf_event_paranoid is "
+			 "%d and CAP_PERFMON is %s: a security module or seccomp forbids it",
+			 strerror(err), paranoid, perfmon || sysadmin ? "held" : "not needed");
+}
+
+int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
+			   size_t errlen)
+{
+	struct perf_event_attr a;
+	struct evr_perf_set_opts po = {
+		.pid = pid, .cpu_wide = true, .attrs = &a, .nattrs = 1,
+		.ring_pages = RING_PAGES, .what = "sample", .hint = open_hint,
+	};
+	struct evr_sampler *s;
+	int err;
+
+	if (!hz || hz > 100000) {
+		snprintf(errbuf, errlen, "sampling frequency %u Hz is not within 1-100000", hz);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	s->hz = hz;
+	s->system = true;
+	s->out = malloc(CHUNK_BYTES + REC_MAX);
+	err = evr_modmap_new(&s->newmods);
+	if (!s->out || err < 0) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	s->totals.freq_hz = hz;
+	s->totals.event = EVR_SAMPLER_CPU_CLOCK | EVR_SAMPLER_SYSTEM | EVR_SAMPLER_KERNEL;
+	attr_init(&a, hz);
+	/* Each CPU's one event sees every task: nothing to inherit. */
+	a.inherit = 0;
+	/* The kernel's side of the time (system calls, interrupts, idle) and its frames. */
+	a.exclude_kernel = 0;
+	a.exclude_callchain_kernel = 0;
+	/* Who the pids are: names (exec, prctl), process and thread creation and exit. */
+	a.comm = 1;
+	a.comm_exec = 1;
+	a.task = 1;
+	/*
+	 * Every task's switches fill a ring much faster than one process's samples,
+	 * and the first drain comes only once the recording started: 2 MiB per CPU.
+	 * Past perf_event_mlock_kb (an unprivileged user at paranoid -1 or 0) the
+	 * mapping is refused with EPERM: then the usual 256 KiB. Then, as kernel
+	 * profiling may be what is refused (an LSM), user space only.
+	 */
+	po.ring_pages = system_ring_pages();
+	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
+	if (err == -EACCES || err == -EPERM) {
+		po.ring_pages = RING_PAGES;
+		err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
+	}
+	if (err == -EACCES || err == -EPERM) {
+		a.exclude_kernel = 1;
+		a.exclude_callchain_kernel = 1;
+		s->totals.event &= ~EVR_SAMPLER_KERNEL;
+		err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
+	}
+	if (err == -EACCES || err == -EPERM)
+		system_refused(-err, errbuf, errlen);
+	if (err < 0)
+		goto fail;
+	err = scan_proc(s);
+	if (err < 0)
+		goto fail;
+	s->totals.cpus = evr_perf_set_cpus(s->events);
+	*ret = s;
+	return 0;
+fail:
+	evr_sampler_free(s);
+	return err;
+}
+
 void evr_sampler_free(struct evr_sampler *s)
 {
 	if (!s)
 		return;
 	evr_perf_set_free(s->events);
 	free(s->out);
+	free(s->tasks);
 	evr_modmap_free(s->newmods);
 	free(s);
 }
@@ -155,6 +306,7 @@ void evr_sampler_totals(const struct evr_sampler *s, struct evr_sampler_totals *
 	ret->lost = s->totals.lost;
 	ret->switches = s->totals.switches;
 	ret->threads = evr_perf_set_threads(s->events);
+	ret->system = s->system;
 }
 
 /* ---- reading the rings ------------------------------------------------------- */
@@ -300,6 +452,104 @@ static int parse_mmap2(struct evr_sampler *s, const uint8_t *rec, uint32_t size,
 	return evr_modmap_add(s->newmods, &mod);
 }
 
+/* ---- process names (system-wide) --------------------------------------------- */
+
+/* Queue a TASKS record for the next drain. Return: 0, -ENOMEM. */
+static int add_task(struct evr_sampler *s, uint16_t what, uint64_t time, uint32_t pid,
+		    uint32_t tid, uint32_t ppid, const char *name, size_t len)
+{
+	struct evr_task_rec t = {
+		.time_ns = time, .pid = pid, .tid = tid, .ppid = ppid, .what = what,
+		.name_len = (uint16_t)(len > 255 ? 255 : len),
+	};
+	size_t need = sizeof(t) + ((t.name_len + 7u) & ~7u);
+
+	if (s->ntasks_len + need > s->tasks_cap) {
+		size_t cap = s->tasks_cap ? s->tasks_cap * 2 : 16384;
+		uint8_t *v;
+
+		while (cap < s->ntasks_len + need)
+			cap *= 2;
+		v = realloc(s->tasks, cap);
+		if (!v)
+			return -ENOMEM;
+		s->tasks = v;
+		s->tasks_cap = cap;
+	}
+	memcpy(s->tasks + s->ntasks_len, &t, sizeof(t));
+	memset(s->tasks + s->ntasks_len + sizeof(t), 0, need - sizeof(t));
+	if (t.name_len)
+		memcpy(s->tasks + s->ntasks_len + sizeof(t), name, t.name_len);
+	s->ntasks_len += need;
+	return 0;
+}
+
+/* COMM, FORK, EXIT: who the pids of the samples are. */
+static int parse_task(struct evr_sampler *s, const uint8_t *rec,
+		      const struct perf_event_header *h)
+{
+	struct sample_id sid = { 0 };
+	uint32_t v[4];
+
+	if (!tail_id(rec, h->size, &sid) || h->size < sizeof(*h) + sizeof(v) + sizeof(sid))
+		return 0;
+	memcpy(v, rec + sizeof(*h), sizeof(v));
+	if (h->type == PERF_RECORD_COMM) {
+		/* pid, tid, then the name, NUL-terminated and padded, then sample_id. */
+		const char *name = (const char *)rec + sizeof(*h) + 8;
+		size_t room = h->size - sizeof(*h) - 8 - sizeof(sid);
+
+		return add_task(s, EVR_TASK_COMM, sid.time, v[0], v[1], 0, name,
+				strnlen(name, room));
+	}
+	/* FORK and EXIT: pid, ppid, tid, ptid, time. */
+	return add_task(s, h->type == PERF_RECORD_FORK ? EVR_TASK_FORK : EVR_TASK_EXIT, sid.time,
+			v[0], v[2], h->type == PERF_RECORD_FORK ? v[1] : 0, NULL, 0);
+}
+
+/*
+ * The processes that run now, named from /proc/PID/comm: the kernel reports
+ * only what happens after the events were opened (perf synthesizes the same).
+ */
+static int scan_proc(struct evr_sampler *s)
+{
+	struct timespec ts;
+	struct dirent *d;
+	uint64_t now;
+	DIR *dir = opendir("/proc");
+	int err = 0;
+
+	if (!dir)
+		return 0;	/* no names for what ran before: samples keep their pids */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	while ((d = readdir(dir)) && !err) {
+		char path[64], name[64];
+		unsigned long pid;
+		char *end;
+		ssize_t n;
+		int fd;
+
+		pid = strtoul(d->d_name, &end, 10);
+		if (*end || !pid || pid > UINT32_MAX)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%lu/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;	/* it exited meanwhile */
+		n = read(fd, name, sizeof(name) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		if (name[n - 1] == '\n')
+			n--;
+		err = add_task(s, EVR_TASK_SCAN, now, (uint32_t)pid, (uint32_t)pid, 0, name,
+			       (size_t)n);
+	}
+	closedir(dir);
+	return err;
+}
+
 static int parse_rec(struct evr_sampler *s, const uint8_t *rec, evr_sideband_emit_fn *emit,
 		     void *ctx)
 {
@@ -312,6 +562,7 @@ static int parse_rec(struct evr_sampler *s, const uint8_t *rec, evr_sideband_emi
 	case PERF_RECORD_SAMPLE:
 		return parse_sample(s, rec, h.size, emit, ctx);
 	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
 		if (!tail_id(rec, h.size, &sid))
 			return 0;
 		r.time_ns = sid.time;
@@ -320,9 +571,21 @@ static int parse_rec(struct evr_sampler *s, const uint8_t *rec, evr_sideband_emi
 		r.cpu = sid.cpu;
 		r.type = (h.misc & PERF_RECORD_MISC_SWITCH_OUT) ? EVR_SAMPLE_SWITCH_OUT
 								 : EVR_SAMPLE_SWITCH_IN;
-		r.value = (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? 1 : 0;
+		r.value = (h.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ?
+				  EVR_SAMPLE_SWITCH_PREEMPTED : 0;
+		if (h.type == PERF_RECORD_SWITCH_CPU_WIDE &&
+		    h.size >= sizeof(h) + 8 + sizeof(sid)) {
+			uint32_t np[2];	/* next_prev_pid, next_prev_tid */
+
+			memcpy(np, rec + sizeof(h), sizeof(np));
+			r.value |= (uint64_t)np[1] << 32;
+		}
 		s->totals.switches++;
 		return put_rec(s, &r, NULL, emit, ctx);
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		return s->system ? parse_task(s, rec, &h) : 0;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES: {
 		uint64_t v[2] = { 0, 0 };
@@ -341,6 +604,9 @@ static int parse_rec(struct evr_sampler *s, const uint8_t *rec, evr_sideband_emi
 		return put_rec(s, &r, NULL, emit, ctx);
 	}
 	case PERF_RECORD_MMAP2:
+		/* System-wide: only the recorded process's modules symbolize its frames. */
+		if (s->system && tail_id(rec, h.size, &sid) && sid.pid != (uint32_t)s->pid)
+			return 0;
 		return parse_mmap2(s, rec, h.size, h.misc);
 	case PERF_RECORD_THROTTLE:
 		s->totals.throttled++;
@@ -371,6 +637,10 @@ int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *c
 
 	if (!err)
 		err = flush_out(s, emit, ctx);
+	if (!err && s->ntasks_len) {
+		err = emit(ctx, EVR_CHUNK_TASKS, s->tasks, s->ntasks_len);
+		s->ntasks_len = 0;
+	}
 	if (!err && s->newmods->n) {
 		void *buf;
 		size_t len;

@@ -37,6 +37,7 @@ struct evr_sideband {
 	evr_sideband_open_fn *open_perf_map;
 	void *open_ctx;
 	struct evr_sampler *sampler;
+	char sampler_note[256];		/* why system-wide sampling fell back */
 	struct evr_syscalls *syscalls;
 	char syscalls_note[128];
 };
@@ -90,7 +91,18 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 		goto fail;
 	}
 	sb->perf_map_fd = perf_map_open(sb);
-	if (o->sample_hz) {
+	if (o->sample_hz && o->system) {
+		err = evr_sampler_new_system(o->pid, o->sample_hz, &sb->sampler, sb->sampler_note,
+					     sizeof(sb->sampler_note));
+		/* Refused: the recorded process alone, which needs no privilege. */
+		if (err < 0 && err != -EACCES && err != -EPERM) {
+			snprintf(errbuf, errlen, "%s", sb->sampler_note);
+			goto fail;
+		}
+		if (err >= 0)
+			sb->sampler_note[0] = '\0';
+	}
+	if (o->sample_hz && !sb->sampler) {
 		err = evr_sampler_new(o->pid, o->sample_hz, &sb->sampler, errbuf, errlen);
 		if (err < 0)
 			goto fail;
@@ -237,6 +249,7 @@ void evr_sideband_totals(const struct evr_sideband *sb, struct evr_sampler_total
 	memset(ret, 0, sizeof(*ret));
 	if (sb->sampler)
 		evr_sampler_totals(sb->sampler, ret);
+	snprintf(ret->note, sizeof(ret->note), "%s", sb->sampler_note);
 }
 
 bool evr_sideband_syscalls(const struct evr_sideband *sb, struct evr_syscall_info_rec *ret,

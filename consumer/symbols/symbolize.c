@@ -780,6 +780,15 @@ static int resolve(struct evr_symbolizer *s, uint64_t a, struct cache_ent *e)
 	uint64_t at = a;
 
 	memset(&e->sym, 0, sizeof(e->sym));
+	/*
+	 * The kernel's half of the address space (system-wide samples, record
+	 * --system): no file of the process holds it, and it is no garbage either.
+	 */
+	if (a >> 63) {
+		e->sym.module = "[kernel]";
+		e->sym.module_offset = a;	/* kernel symbols are not read yet */
+		return 0;
+	}
 	j = jit_find(s, a);
 	if (j) {
 		e->sym.func = j->name;

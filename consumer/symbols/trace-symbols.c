@@ -76,7 +76,79 @@ void evr_samples_free(struct evr_samples *s)
 	free(s->v);
 	free(s->frame_off);
 	free(s->frames);
+	free(s->tasks);
 	free(s);
+}
+
+/* Append the records of one TASKS chunk. Return: 0, -EBADMSG (the rest of it is dropped), -ENOMEM. */
+static int add_tasks(struct evr_samples *s, size_t *cap, const uint8_t *p, size_t len)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct evr_task_rec) <= len) {
+		struct evr_task_rec t;
+		struct evr_task *v;
+		size_t n;
+
+		memcpy(&t, p + off, sizeof(t));
+		off += sizeof(t);
+		if (t.name_len > len - off)
+			return -EBADMSG;
+		if (s->ntasks == *cap) {
+			size_t c = *cap ? *cap * 2 : 256;
+
+			v = realloc(s->tasks, c * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			s->tasks = v;
+			*cap = c;
+		}
+		v = &s->tasks[s->ntasks++];
+		memset(v, 0, sizeof(*v));
+		v->time_ns = t.time_ns;
+		v->pid = t.pid;
+		v->tid = t.tid;
+		v->ppid = t.ppid;
+		v->what = t.what;
+		n = t.name_len < sizeof(v->name) - 1 ? t.name_len : sizeof(v->name) - 1;
+		memcpy(v->name, p + off, n);
+		/* A name is the kernel's comm: keep it printable whatever the file says. */
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)v->name[i] < 0x20 || v->name[i] == 0x7f)
+				v->name[i] = '?';
+		off += (t.name_len + 7u) & ~(size_t)7u;
+	}
+	return off >= len ? 0 : -EBADMSG;
+}
+
+const char *evr_samples_task_name(const struct evr_samples *s, uint32_t pid)
+{
+	/* A child that did not exec has its parent's name: follow FORK records up. */
+	for (int depth = 0; depth < 8; depth++) {
+		const char *any = NULL, *main = NULL;
+		uint32_t parent = 0;
+
+		for (size_t i = 0; i < s->ntasks; i++) {
+			const struct evr_task *t = &s->tasks[i];
+
+			if (t->pid != pid)
+				continue;
+			if (t->what == EVR_TASK_FORK && t->tid == pid)
+				parent = t->ppid;
+			if (!t->name[0])
+				continue;
+			if (t->tid == pid)
+				main = t->name;
+			else
+				any = t->name;
+		}
+		if (main || any)
+			return main ? main : any;
+		if (!parent || parent == pid)
+			return NULL;
+		pid = parent;
+	}
+	return NULL;
 }
 
 struct order {
@@ -154,7 +226,7 @@ static int add_chunk(struct evr_samples *s, size_t *cap, size_t *fcap, const uin
 int evr_samples_load(struct evr_trace_reader *r, struct evr_samples **ret)
 {
 	struct evr_samples *s = calloc(1, sizeof(*s));
-	size_t cap = 0, fcap = 0;
+	size_t cap = 0, fcap = 0, tcap = 0;
 	struct evr_trace_chunk c;
 	uint64_t pos = 0;
 	int err, bad = 0;
@@ -168,6 +240,18 @@ int evr_samples_load(struct evr_trace_reader *r, struct evr_samples **ret)
 		if (err < 0)
 			goto fail;
 		err = add_chunk(s, &cap, &fcap, c.data, c.len);
+		if (err == -ENOMEM)
+			goto fail;
+		if (err == -EBADMSG)
+			bad = err;
+	}
+	pos = 0;
+	while ((err = evr_trace_reader_chunk_next_kind(r, &pos, EVR_CHUNK_TASKS, &c)) != 0) {
+		if (err == -EBADMSG)
+			continue;
+		if (err < 0)
+			goto fail;
+		err = add_tasks(s, &tcap, c.data, c.len);
 		if (err == -ENOMEM)
 			goto fail;
 		if (err == -EBADMSG)

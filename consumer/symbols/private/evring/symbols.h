@@ -283,8 +283,11 @@ struct evr_sample_rec {
 	uint32_t cpu;
 	uint16_t type;			/* EVR_SAMPLE_* */
 	uint16_t nframes;		/* then nframes u64 addresses, innermost first */
-	uint64_t value;			/* CPU: the sample's period in ns; SWITCH_OUT: 1 if
-					 * preempted, 0 if it blocked; LOST: samples lost */
+	uint64_t value;			/* CPU: the sample's period in ns; SWITCH_OUT: bit 0
+					 * set if preempted, clear if it blocked; LOST: samples
+					 * lost. A system-wide switch (EVR_SAMPLER_SYSTEM) has
+					 * the thread switched in (OUT) or out (IN) in bits 32-63,
+					 * 0 for the idle task */
 };
 _Static_assert(sizeof(struct evr_sample_rec) == 32, "SAMPLES record layout");
 
@@ -293,6 +296,46 @@ enum evr_sample_type {
 	EVR_SAMPLE_SWITCH_OUT = 2,	/* the thread left the CPU */
 	EVR_SAMPLE_SWITCH_IN = 3,	/* the thread got a CPU */
 	EVR_SAMPLE_LOST = 4,		/* value samples were lost on this CPU's ring */
+};
+
+#define EVR_SAMPLE_SWITCH_PREEMPTED 0x1u		/* SWITCH_OUT value: preempted */
+#define EVR_SAMPLE_SWITCH_OTHER(v) ((uint32_t)((v) >> 32))	/* next/prev tid */
+
+/* evr_sampler_rec.event: the event (low 16 bits) and how it was opened. */
+#define EVR_SAMPLER_CPU_CLOCK	1u		/* software cpu-clock */
+#define EVR_SAMPLER_SYSTEM	0x10000u	/* on every CPU for every process (--system) */
+#define EVR_SAMPLER_KERNEL	0x20000u	/* kernel frames were allowed */
+
+/*
+ * EVR_CHUNK_TASKS: the names of the processes and threads of a system-wide
+ * recording (struct evr_task_rec + name, padded to 8, repeated): those that ran
+ * at its start (read from /proc), then the kernel's COMM, FORK and EXIT records.
+ */
+#define EVR_CHUNK_TASKS 14u
+
+enum evr_task_what {
+	EVR_TASK_SCAN = 1,		/* existed at the start: name from /proc/PID/comm */
+	EVR_TASK_COMM = 2,		/* took this name (exec, prctl) */
+	EVR_TASK_FORK = 3,		/* created by ppid (a process when pid == tid) */
+	EVR_TASK_EXIT = 4,		/* ended */
+};
+
+struct evr_task_rec {
+	uint64_t time_ns;		/* CLOCK_MONOTONIC; the start of the recording for SCAN */
+	uint32_t pid;			/* process */
+	uint32_t tid;			/* thread (== pid: the process's main thread) */
+	uint32_t ppid;			/* FORK: the parent process; else 0 */
+	uint16_t what;			/* EVR_TASK_* */
+	uint16_t name_len;		/* then that many bytes, no NUL, padded to 8 */
+};
+_Static_assert(sizeof(struct evr_task_rec) == 24, "TASKS record layout");
+
+/* A task record as loaded. */
+struct evr_task {
+	uint64_t time_ns;
+	uint32_t pid, tid, ppid;
+	uint16_t what;
+	char name[18];			/* NUL-terminated; "" for FORK and EXIT */
 };
 
 /* The SAMPLER chunk: how samples were taken, and the totals. */
@@ -316,7 +359,15 @@ struct evr_samples {
 	uint64_t *frames;
 	bool has_sampler;
 	struct evr_sampler_rec sampler;	/* when has_sampler */
+	struct evr_task *tasks;		/* TASKS records, in file order */
+	size_t ntasks;
 };
+
+/*
+ * evr_samples_task_name() - the name of process @pid in @s's TASKS records (its
+ * main thread's last name, else any thread's), or NULL.
+ */
+const char *evr_samples_task_name(const struct evr_samples *s, uint32_t pid);
 
 /**
  * evr_samples_load() - every record of the SAMPLES chunks of @r, sorted by time.
@@ -452,6 +503,9 @@ typedef int evr_sideband_open_fn(void *ctx, pid_t pid, uid_t owner);
 struct evr_sideband_opts {
 	pid_t pid;
 	uint32_t sample_hz;		/* 0: no CPU sampling */
+	/* With sample_hz: sample every CPU, every process (evr_sampler_new_system());
+	 * where the kernel refuses, only @pid, and sampler_note says why. */
+	bool system;
 	bool syscalls;			/* record the system calls (<evring/syscalls.h>) */
 	const char *syscall_list;	/* with syscalls: "write,openat", NULL: all */
 	/* A perf map that did not exist at evr_sideband_new() is looked for again at
@@ -498,6 +552,8 @@ struct evr_sampler_totals {
 	uint64_t lost;			/* samples the kernel lost (ring full) */
 	uint64_t switches;		/* context switch records */
 	uint32_t threads;		/* threads sampled */
+	bool system;			/* every CPU, every process */
+	char note[256];			/* why system-wide sampling fell back, or "" */
 };
 
 /* What the sampler did so far. */
