@@ -196,7 +196,9 @@ int evr_report_heap_build(struct evr_trace_reader *r2, struct evr_symbolizer *sy
 	}
 	err = n < 0 ? n : 0;
 	evr_heap_live_each(b.live, leak_cb, ret);
-	qsort(ret->sites, ret->nsites, sizeof(*ret->sites), by_alloc);
+	/* qsort() with no sites would be given NULL: undefined, and UBSan says so. */
+	if (ret->nsites > 1)
+		qsort(ret->sites, ret->nsites, sizeof(*ret->sites), by_alloc);
 out:
 	free(b.pcs);
 	evr_heap_live_free(b.live);
