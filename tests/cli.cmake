@@ -65,9 +65,16 @@ endif()
 # record --syscalls (perf tracepoints; root or CAP_PERFMON, else skipped): a static program
 # with a known number of write()/openat() calls, as its instrumented parent's child, counted
 # exactly and as `strace -c -f` counts them (tests/cli/syscalls.sh).
+# Static (no loader's openat to count) and never sanitized: the sanitizers' runtimes cannot be
+# linked statically, and they would make system calls of their own.
 add_executable(evr-syscalls-work cli/syscalls-work.c)
 target_link_options(evr-syscalls-work PRIVATE -static)
-target_link_libraries(evr-syscalls-work PRIVATE evr_warnings)
+if(EVR_SANITIZE)
+  target_compile_options(evr-syscalls-work PRIVATE -Wall -Wextra -Werror)
+  target_compile_definitions(evr-syscalls-work PRIVATE _GNU_SOURCE)
+else()
+  target_link_libraries(evr-syscalls-work PRIVATE evr_warnings)
+endif()
 add_executable(evr-syscalls-launch cli/syscalls-launch.c)
 target_link_libraries(evr-syscalls-launch PRIVATE evring evr_warnings)
 add_test(NAME cli_syscalls
