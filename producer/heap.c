@@ -136,8 +136,20 @@ struct tab_ent {
 static _Atomic uint16_t filt[FILT_SIZE];
 /* The totals of all sampled blocks: what the Memory provider's counters show
  * (heap-counters.c). */
-static _Atomic int64_t est_live;
-static _Atomic uint64_t est_allocated;
+/* Striped by thread id, each stripe a cache line of its own: threads that sample at
+ * the same time would otherwise pass one line back and forth for each sample and each
+ * matched free (a reader sums them). A free adds to its own thread's stripe, so one
+ * stripe's live bytes may go below 0; the sum does not. */
+#define EST_STRIPES 16u
+static struct {
+	_Atomic int64_t live;
+	_Atomic uint64_t allocated;
+} __attribute__((aligned(64))) est[EST_STRIPES];
+
+static inline uint32_t est_stripe(void)
+{
+	return evr_thread_id() & (EST_STRIPES - 1u);
+}
 
 /* The functions the hooks call, set before any slot points at a hook. */
 static void *(*real_malloc)(size_t);
@@ -212,7 +224,7 @@ static bool tab_insert(uintptr_t a, uint64_t w)
 			return false;
 		}
 	}
-	atomic_fetch_add_explicit(&est_live, (int64_t)w, memory_order_relaxed);
+	atomic_fetch_add_explicit(&est[est_stripe()].live, (int64_t)w, memory_order_relaxed);
 	/* Saturates: a region at the top stays "maybe" for good. */
 	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
 		atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
@@ -275,7 +287,7 @@ static inline bool tab_remove(uintptr_t a)
 			return false;
 		atomic_fetch_sub_explicit(&far_keys, 1, memory_order_relaxed);
 	}
-	atomic_fetch_sub_explicit(&est_live, (int64_t)w, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&est[est_stripe()].live, (int64_t)w, memory_order_relaxed);
 	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
 		atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
 	return true;
@@ -478,7 +490,7 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n, bool mmap)
 	}
 	/* What it stands for (consumers compute the same from the event). */
 	w = (uint64_t)((double)n / -evr_expm1_neg(-(double)(n ? n : 1) / (double)rate));
-	atomic_fetch_add_explicit(&est_allocated, w, memory_order_relaxed);
+	atomic_fetch_add_explicit(&est[est_stripe()].allocated, w, memory_order_relaxed);
 	/* Either order works: no other thread can free the block before we return it. */
 	if (!tab_insert((uintptr_t)p, w))
 		rec[3] = HEAP_F_UNTRACKED;
@@ -787,10 +799,15 @@ static struct evr_provider heap_prov = {
 
 void evr_heap_estimates(double *ret_live, double *ret_allocated)
 {
-	int64_t l = atomic_load_explicit(&est_live, memory_order_relaxed);
+	int64_t l = 0;
+	uint64_t a = 0;
 
+	for (uint32_t i = 0; i < EST_STRIPES; i++) {
+		l += atomic_load_explicit(&est[i].live, memory_order_relaxed);
+		a += atomic_load_explicit(&est[i].allocated, memory_order_relaxed);
+	}
 	*ret_live = l > 0 ? (double)l : 0;
-	*ret_allocated = (double)atomic_load_explicit(&est_allocated, memory_order_relaxed);
+	*ret_allocated = (double)a;
 }
 
 bool evr_heap_provider_by_name_only(const struct evr_provider *p)
