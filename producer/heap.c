@@ -24,10 +24,12 @@
  * the real function (no frame, no lock, no atomic); free()'s hook loads one
  * count of its page (below) and jumps.
  *
- * Frees: the addresses of sampled blocks live in a fixed open-addressing hash
- * (lock-free: insert and remove by compare-and-swap, a removed key becomes a
- * tombstone that later inserts reuse, probes bounded by MAX_PROBE). A free
- * looks its address up only when its page has sampled blocks (filt), and
+ * Frees: the addresses of sampled blocks live in two fixed open-addressing
+ * tables (lock-free: insert and remove by compare-and-swap, a removed key
+ * becomes a tombstone that later inserts reuse, probes bounded), a small near
+ * one that stays in cache and a big far one for the blocks the near one has
+ * no room for (tab_insert()). A free looks its address up only when its page
+ * has sampled blocks (filt), in the far table only while it holds keys, and
  * the Free event of a sampled block is written before the real free, so the
  * address cannot be handed out again and sampled before its Free is written.
  * A block the hash had no room for is sampled anyway, flagged untracked, and
