@@ -24,10 +24,12 @@
  * the real function (no frame, no lock, no atomic); free()'s hook loads one
  * count of its page (below) and jumps.
  *
- * Frees: the addresses of sampled blocks live in a fixed open-addressing hash
- * (lock-free: insert and remove by compare-and-swap, a removed key becomes a
- * tombstone that later inserts reuse, probes bounded by MAX_PROBE). A free
- * looks its address up only when its page has sampled blocks (filt), and
+ * Frees: the addresses of sampled blocks live in two fixed open-addressing
+ * tables (lock-free: insert and remove by compare-and-swap, a removed key
+ * becomes a tombstone that later inserts reuse, probes bounded), a small near
+ * one that stays in cache and a big far one for the blocks the near one has
+ * no room for (tab_insert()). A free looks its address up only when its page
+ * has sampled blocks (filt), in the far table only while it holds keys, and
  * the Free event of a sampled block is written before the real free, so the
  * address cannot be handed out again and sampled before its Free is written.
  * A block the hash had no room for is sampled anyway, flagged untracked, and
@@ -58,6 +60,9 @@
 #include "heap-internal.h"
 
 #define EVR_HEAP_DEFAULT_RATE (512u * 1024u)
+#define NEAR_BITS 9u
+#define NEAR_SIZE (1u << NEAR_BITS)
+#define NEAR_PROBE 8u
 #define TAB_BITS 18u
 #define TAB_SIZE (1u << TAB_BITS)
 #define MAX_PROBE 32u
@@ -112,30 +117,41 @@ static _Atomic uint32_t heap_gen = 1;
 static _Atomic bool heap_on;
 
 /*
- * A key of tab (0 empty, TOMB removed, else an address) beside the estimated bytes
- * its block stands for: one cache line for both, as tab is too big to stay in a cache
- * and the sampled path's misses into it were most of that path's time.
+ * A key of a table of sampled blocks (0 empty, TOMB removed, else an address) beside
+ * the estimated bytes its block stands for: one cache line for both, as the far table
+ * is too big to stay in a cache.
  */
 struct tab_ent {
 	_Atomic uintptr_t key;
 	_Atomic uint64_t w;
 };
 
-static struct tab_ent *tab;	/* TAB_SIZE entries */
 /*
- * How many keys of tab each 4 KiB page of addresses has, the pages taken modulo
+ * How many keys of the tables each 4 KiB page of addresses has, the pages taken modulo
  * FILT_SIZE (32 MiB): a free whose page has none is told apart with one load,
- * never a miss into tab. By page, not by a hash of the address: the blocks a
+ * never a look into a table. By page, not by a hash of the address: the blocks a
  * program frees one after the other lie near each other, so their counts share
  * a cache line (a hash made one free in five miss L1 in evring-bench-heap).
  */
-/* In .bss, not in tab's mapping: the hook addresses it without loading a pointer (16 KiB
+/* In .bss, not in the tables' mapping: the hook addresses it without loading a pointer (16 KiB
  * of zero pages until a session samples). */
 static _Atomic uint16_t filt[FILT_SIZE];
 /* The totals of all sampled blocks: what the Memory provider's counters show
  * (heap-counters.c). */
-static _Atomic int64_t est_live;
-static _Atomic uint64_t est_allocated;
+/* Striped by thread id, each stripe a cache line of its own: threads that sample at
+ * the same time would otherwise pass one line back and forth for each sample and each
+ * matched free (a reader sums them). A free adds to its own thread's stripe, so one
+ * stripe's live bytes may go below 0; the sum does not. */
+#define EST_STRIPES 16u
+static struct {
+	_Atomic int64_t live;
+	_Atomic uint64_t allocated;
+} __attribute__((aligned(64))) est[EST_STRIPES];
+
+static inline uint32_t est_stripe(void)
+{
+	return evr_thread_id() & (EST_STRIPES - 1u);
+}
 
 /* The functions the hooks call, set before any slot points at a hook. */
 static void *(*real_malloc)(size_t);
@@ -152,9 +168,21 @@ static int (*real_munmap)(void *, size_t);
 
 /* ---- the hash of sampled addresses -------------------------------------------------- */
 
-static inline uint32_t tab_home(uintptr_t a)
+/* One open-addressing table of tab_ent: @mask + 1 entries, homes from the top @bits of
+ * a multiplicative hash. */
+struct htab {
+	struct tab_ent *e;
+	uint32_t mask, bits, probe;
+};
+
+static struct htab near_tab = { NULL, NEAR_SIZE - 1u, NEAR_BITS, NEAR_PROBE };
+static struct htab far_tab = { NULL, TAB_SIZE - 1u, TAB_BITS, MAX_PROBE };
+/* Keys in far_tab: a free looks there only when not 0 (and the key was not in near). */
+static _Atomic uint32_t far_keys;
+
+static inline uint32_t tab_home(const struct htab *t, uintptr_t a)
 {
-	return (uint32_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull >> (64u - TAB_BITS));
+	return (uint32_t)(((uint64_t)a >> 4) * 0x9e3779b97f4a7c15ull >> (64u - t->bits));
 }
 
 static inline uint32_t filt_of(uintptr_t a)
@@ -162,12 +190,12 @@ static inline uint32_t filt_of(uintptr_t a)
 	return (uint32_t)(a >> 12) & (FILT_SIZE - 1u);
 }
 
-static bool tab_insert(uintptr_t a, uint64_t w)
+static bool htab_insert(const struct htab *t, uintptr_t a, uint64_t w)
 {
-	uint32_t h = tab_home(a);
+	uint32_t h = tab_home(t, a);
 
-	for (uint32_t i = 0; i < MAX_PROBE; i++) {
-		struct tab_ent *e = &tab[(h + i) & (TAB_SIZE - 1)];
+	for (uint32_t i = 0; i < t->probe; i++) {
+		struct tab_ent *e = &t->e[(h + i) & t->mask];
 		_Atomic uintptr_t *s = &e->key;
 		uintptr_t v = atomic_load_explicit(s, memory_order_relaxed);
 
@@ -176,14 +204,33 @@ static bool tab_insert(uintptr_t a, uint64_t w)
 							    memory_order_relaxed)) {
 			/* The key's remover reads it after the block was handed out: after this. */
 			atomic_store_explicit(&e->w, w, memory_order_relaxed);
-			atomic_fetch_add_explicit(&est_live, (int64_t)w, memory_order_relaxed);
-			/* Saturates: a region at the top stays "maybe" for good. */
-			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
-				atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
 			return true;
 		}
 	}
 	return false;
+}
+
+/*
+ * Near first: it is small (8 KiB) and prefaulted, so while few sampled blocks are
+ * alive at a time (the common case: a block stays sampled only as long as it
+ * lives) no insert or free misses a cache or faults. A block whose near window is
+ * full goes to the big table, counted in far_keys before it is there, so that its
+ * free (after the block was handed out: after this) sees the count.
+ */
+static bool tab_insert(uintptr_t a, uint64_t w)
+{
+	if (!htab_insert(&near_tab, a, w)) {
+		atomic_fetch_add_explicit(&far_keys, 1, memory_order_relaxed);
+		if (!htab_insert(&far_tab, a, w)) {
+			atomic_fetch_sub_explicit(&far_keys, 1, memory_order_relaxed);
+			return false;
+		}
+	}
+	atomic_fetch_add_explicit(&est[est_stripe()].live, (int64_t)w, memory_order_relaxed);
+	/* Saturates: a region at the top stays "maybe" for good. */
+	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+		atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
+	return true;
 }
 
 /*
@@ -193,46 +240,59 @@ static bool tab_insert(uintptr_t a, uint64_t w)
  * here, could be cut off from its home: that key's free would go unreported,
  * a sampled block counted in use. Both are rare events, sampled ones.)
  */
-static void tab_trim(uint32_t i)
+static void tab_trim(const struct htab *t, uint32_t i)
 {
-	while (atomic_load_explicit(&tab[(i + 1) & (TAB_SIZE - 1)].key, memory_order_relaxed) == 0) {
-		uintptr_t t = TOMB;
+	while (atomic_load_explicit(&t->e[(i + 1) & t->mask].key, memory_order_relaxed) == 0) {
+		uintptr_t x = TOMB;
 
-		if (!atomic_compare_exchange_strong_explicit(&tab[i].key, &t, 0, memory_order_relaxed,
+		if (!atomic_compare_exchange_strong_explicit(&t->e[i].key, &x, 0, memory_order_relaxed,
 							     memory_order_relaxed))
 			return;
-		i = (i - 1) & (TAB_SIZE - 1);
+		i = (i - 1) & t->mask;
 	}
 }
 
-/* Return: whether @a was there (and is now removed). */
-static inline bool tab_remove(uintptr_t a)
+/* Return: whether @a was in @t (now removed), its weight in @ret_w. */
+static inline bool htab_remove(const struct htab *t, uintptr_t a, uint64_t *ret_w)
 {
-	uint32_t h = tab_home(a);
+	uint32_t h = tab_home(t, a);
 
-	if (!atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed))
-		return false;
-	for (uint32_t i = 0; i < MAX_PROBE; i++) {
-		uint32_t k = (h + i) & (TAB_SIZE - 1);
-		uintptr_t v = atomic_load_explicit(&tab[k].key, memory_order_relaxed);
+	for (uint32_t i = 0; i < t->probe; i++) {
+		uint32_t k = (h + i) & t->mask;
+		uintptr_t v = atomic_load_explicit(&t->e[k].key, memory_order_relaxed);
 
 		if (v == a) {
-			uint64_t w = atomic_load_explicit(&tab[k].w, memory_order_relaxed);
-
-			if (!atomic_compare_exchange_strong_explicit(&tab[k].key, &v, TOMB,
+			*ret_w = atomic_load_explicit(&t->e[k].w, memory_order_relaxed);
+			if (!atomic_compare_exchange_strong_explicit(&t->e[k].key, &v, TOMB,
 								     memory_order_relaxed,
 								     memory_order_relaxed))
 				return false;
-			atomic_fetch_sub_explicit(&est_live, (int64_t)w, memory_order_relaxed);
-			if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
-				atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
-			tab_trim(k);
+			tab_trim(t, k);
 			return true;
 		}
 		if (v == 0)
 			return false;
 	}
 	return false;
+}
+
+/* Return: whether @a was there (and is now removed). */
+static inline bool tab_remove(uintptr_t a)
+{
+	uint64_t w = 0;
+
+	if (!atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed))
+		return false;
+	if (!htab_remove(&near_tab, a, &w)) {
+		if (!atomic_load_explicit(&far_keys, memory_order_relaxed) ||
+		    !htab_remove(&far_tab, a, &w))
+			return false;
+		atomic_fetch_sub_explicit(&far_keys, 1, memory_order_relaxed);
+	}
+	atomic_fetch_sub_explicit(&est[est_stripe()].live, (int64_t)w, memory_order_relaxed);
+	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+		atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
+	return true;
 }
 
 /* ---- sampling ---------------------------------------------------------------------- */
@@ -278,7 +338,7 @@ struct map_ent {
  * and the highest index used + 1, which bounds its scans. */
 static _Atomic uint32_t nmaps;
 static uint32_t maps_top;
-static struct map_ent *maps;	/* MAP_SLOTS, in the mapping of tab */
+static struct map_ent *maps;	/* MAP_SLOTS, in the mapping of the tables */
 /* Taken by the sampled mmap() path and by munmap() while a sampled mapping is
  * alive, for a scan of maps_top entries; a thread holding it has tls_busy set,
  * so a signal handler that interrupts it passes by (it never spins on itself). */
@@ -432,7 +492,7 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n, bool mmap)
 	}
 	/* What it stands for (consumers compute the same from the event). */
 	w = (uint64_t)((double)n / -evr_expm1_neg(-(double)(n ? n : 1) / (double)rate));
-	atomic_fetch_add_explicit(&est_allocated, w, memory_order_relaxed);
+	atomic_fetch_add_explicit(&est[est_stripe()].allocated, w, memory_order_relaxed);
 	/* Either order works: no other thread can free the block before we return it. */
 	if (!tab_insert((uintptr_t)p, w))
 		rec[3] = HEAP_F_UNTRACKED;
@@ -686,16 +746,27 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 		(void)evr_heap_got_restore();
 		return;
 	}
-	if (!tab) {
-		size_t tb = TAB_SIZE * sizeof(*tab);
-		void *m = mmap(NULL, tb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
+	if (!far_tab.e) {
+		size_t nb = NEAR_SIZE * sizeof(struct tab_ent), tb = TAB_SIZE * sizeof(struct tab_ent);
+		char *m = mmap(NULL, nb + tb + MAP_SLOTS * sizeof(*maps), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 		if (m == MAP_FAILED)
 			return;
+		/*
+		 * The near table's pages and filt's are faulted in here, not by the
+		 * first samples (a fault costs more than a sample's path). No hook
+		 * looks into m yet; filt's counts may be in use by hooks of an
+		 * earlier session's samples, so they are touched by adding 0. The
+		 * far table is touched only as it fills.
+		 */
+		memset(m, 0, nb);
+		for (uint32_t i = 0; i < FILT_SIZE; i += 4096u / sizeof(filt[0]))
+			atomic_fetch_add_explicit(&filt[i], 0, memory_order_relaxed);
 		/* Never unmapped: hooks may look into it at any time after. */
-		maps = (struct map_ent *)((char *)m + tb);
-		tab = m;
+		maps = (struct map_ent *)(m + nb + tb);
+		near_tab.e = (struct tab_ent *)m;
+		far_tab.e = (struct tab_ent *)(m + nb);
 	}
 	/*
 	 * libevring's own references are bound to the program's allocator (its
@@ -730,10 +801,15 @@ static struct evr_provider heap_prov = {
 
 void evr_heap_estimates(double *ret_live, double *ret_allocated)
 {
-	int64_t l = atomic_load_explicit(&est_live, memory_order_relaxed);
+	int64_t l = 0;
+	uint64_t a = 0;
 
+	for (uint32_t i = 0; i < EST_STRIPES; i++) {
+		l += atomic_load_explicit(&est[i].live, memory_order_relaxed);
+		a += atomic_load_explicit(&est[i].allocated, memory_order_relaxed);
+	}
 	*ret_live = l > 0 ? (double)l : 0;
-	*ret_allocated = (double)atomic_load_explicit(&est_allocated, memory_order_relaxed);
+	*ret_allocated = (double)a;
 }
 
 bool evr_heap_provider_by_name_only(const struct evr_provider *p)

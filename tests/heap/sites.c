@@ -3,7 +3,11 @@
  * Three allocation sites of known sizes, for the heap profile's accuracy
  * (tests/heap/sites.sh): keep_1k keeps 100 MiB in 1 KiB blocks, churn_64k
  * allocates 50 MiB in 64 KiB blocks and frees each, keep_16 keeps 10 MiB in
- * 16-byte blocks.
+ * 16-byte blocks. Then batch_16k allocates 16 MiB in 16 KiB blocks, all alive
+ * at once, and frees them: by then the sampled blocks of keep_1k fill the
+ * provider's near table, so these go to its far table, and their frees must
+ * be matched there (churn_64k's could not tell: it gets the same address back
+ * each time, and a new Alloc at an address ends the block that was there).
  *
  * heap-sites wait: prints "ready", waits for the heap hooks (a consumer
  * attached by PID), runs the sites, prints "done", then waits for stdin's end.
@@ -42,6 +46,18 @@ static __attribute__((noinline)) void keep_16(void **v)
 		v[i] = malloc(16);
 }
 
+#define NB16K (16u * MIB / 16384u)
+
+static __attribute__((noinline)) void batch_16k(void)
+{
+	static void *v[NB16K];
+
+	for (size_t i = 0; i < NB16K; i++)
+		v[i] = malloc(16384);
+	for (size_t i = 0; i < NB16K; i++)
+		free(v[i]);
+}
+
 int main(int argc, char **argv)
 {
 	bool attach = argc > 1 && !strcmp(argv[1], "wait");
@@ -63,6 +79,7 @@ int main(int argc, char **argv)
 	keep_1k(a);
 	churn_64k();
 	keep_16(c);
+	batch_16k();
 	printf("done %p %p\n", (void *)a, (void *)c);
 	fflush(stdout);
 	if (attach)

@@ -3,7 +3,7 @@
 # A heap profile of heap-sites (three sites of known sizes), attached by PID while it runs
 # (MODE pid) or from its start (MODE launch): alloc_space per site within 15% of the truth
 # (sampling every 16 KiB: the smallest site gets ~640 samples, 4% of relative error per SD),
-# inuse_space with keep_1k and keep_16 and not churn_64k, from evring's own estimate and
+# inuse_space with keep_1k and keep_16 and not churn_64k nor batch_16k, from evring's own estimate and
 # from `go tool pprof -sample_index=...` reading the file; report's heap section agrees, and
 # the folded stacks of the heap in use.
 source "$(dirname "$0")/lib.sh"
@@ -52,6 +52,9 @@ for site, want in truth.items():
     got = b(rows[site][0])
     assert abs(got - want) <= 0.15 * want, f"report: {site} allocated {got} bytes, truth {want}:\n{text}"
 assert b(rows["churn_64k"][2]) < 0.01 * 50 * MiB, f"churn_64k still in use:\n{text}"
+# Its frees matched in the far table of sampled blocks (tests/heap/sites.c).
+assert "batch_16k" in rows and b(rows["batch_16k"][2]) < 0.01 * 16 * MiB, \
+    f"batch_16k still in use:\n{text}"
 assert abs(b(rows["keep_1k"][2]) - 100 * MiB) <= 15 * MiB, text
 assert "Leak candidates" in text and "keep_1k" in text.split("Leak candidates")[1], text
 PY
