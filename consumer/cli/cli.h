@@ -102,6 +102,10 @@ int evr_cli_parse_pid(const char *cmd, const char *opt, const char *s, pid_t *re
 /* --providers: a non-empty list (@s itself). Return: 0, or -EINVAL (printed). */
 int evr_cli_parse_providers(const char *cmd, const char *s, const char **ret);
 
+/* --buffer-size @total shared by @nr_rings rings (0: 1): one ring's share, a power of
+ * two rounded down (at least 1; the caller checks it against the ring minimum). */
+uint64_t evr_cli_ring_share(uint64_t total, uint32_t nr_rings);
+
 /* --counter-interval: 10ms to 1h, in ms. Return: 0, or -EINVAL (printed). */
 int evr_cli_parse_counter_interval(const char *cmd, const char *s, uint32_t *ret_ms);
 
@@ -133,8 +137,8 @@ int evr_cli_run_status(int err);
 
 /*
  * The steps of a subcommand after its parse_argv(), for evr_cli_main(). Each
- * takes the subcommand's options struct (its own type: a step is a small
- * adapter beside the entry function that calls the file's static function).
+ * takes the subcommand's options struct as void *: the file's own run() and
+ * friends take it so, and name its type on their first line.
  */
 struct evr_cli_steps {
 	/*

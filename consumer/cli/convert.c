@@ -439,8 +439,10 @@ out:
 	return ret;
 }
 
-static int run(const struct convert_opts *o)
+/* The work, as evr_cli_main()'s run step. */
+static int run(void *arg)
 {
+	const struct convert_opts *o = arg;
 	struct evr_broker *broker = NULL;
 	struct evr_convert_stats cs = { 0 };
 	struct evr_trace_reader *r = NULL;
@@ -650,15 +652,9 @@ out:
 	return ret;
 }
 
-/* run() for evr_cli_main(). */
-static int cli_run(void *o)
-{
-	return run(o);
-}
-
 int evr_cmd_convert(int argc, char **argv)
 {
-	static const struct evr_cli_steps steps = { .run = cli_run };
+	static const struct evr_cli_steps steps = { .run = run };
 	struct convert_opts o = { 0 };
 
 	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);

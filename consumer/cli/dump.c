@@ -449,8 +449,10 @@ out:
 	return ret;
 }
 
-static int run(const struct dump_opts *o)
+/* The work, as evr_cli_main()'s run step. */
+static int run(void *arg)
 {
+	const struct dump_opts *o = arg;
 	struct evr_trace_reader *r = NULL;
 	const struct evr_trace_session *sess;
 	struct evr_strbuf sb = { 0 };
@@ -578,15 +580,9 @@ out:
 	return ret;
 }
 
-/* run() for evr_cli_main(). */
-static int cli_run(void *o)
-{
-	return run(o);
-}
-
 int evr_cmd_dump(int argc, char **argv)
 {
-	static const struct evr_cli_steps steps = { .run = cli_run };
+	static const struct evr_cli_steps steps = { .run = run };
 	struct dump_opts o = { 0 };
 
 	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);

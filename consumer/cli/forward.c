@@ -514,15 +514,14 @@ static void fill_source(struct source *so)
 static int ring_size_for(const struct fwd_opts *o, uint32_t nr_rings, uint64_t *ret)
 {
 	uint64_t min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
-	uint64_t per, p2 = 1;
+	uint64_t p2;
 
 	*ret = 0;
 	if (!o->buffer_size)
 		return 0;
-	per = o->buffer_size / (nr_rings ? nr_rings : 1);
-	while (p2 <= per / 2)
-		p2 *= 2;
-	if (per < min) {
+	p2 = evr_cli_ring_share(o->buffer_size, nr_rings);
+	/* min is a power of two: the share is under it exactly when the quotient is. */
+	if (p2 < min) {
 		evr_cli_error(CMD, "--buffer-size %s is too small: the process has %u rings and "
 			      "each needs at least %llu KiB", o->buffer_arg, nr_rings,
 			      (unsigned long long)(min / 1024));

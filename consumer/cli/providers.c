@@ -257,8 +257,10 @@ static void print_json(const struct evr_process_info *pi, const struct names *ps
 	printf("]}\n");
 }
 
-static int run(const struct providers_opts *o)
+/* The work, as evr_cli_main()'s run step. */
+static int run(void *arg)
 {
+	const struct providers_opts *o = arg;
 	struct evr_schema_set *set = NULL;
 	struct evr_counter_info *ctr = NULL;
 	struct evr_client *c = NULL;
@@ -334,15 +336,9 @@ static int cli_prepare(void *arg)
 	return o->name ? evr_cli_pid_of_name(CMD, o->name, &o->pid) : 0;
 }
 
-/* run() for evr_cli_main(). */
-static int cli_run(void *o)
-{
-	return run(o);
-}
-
 int evr_cmd_providers(int argc, char **argv)
 {
-	static const struct evr_cli_steps steps = { .prepare = cli_prepare, .run = cli_run };
+	static const struct evr_cli_steps steps = { .prepare = cli_prepare, .run = run };
 	struct providers_opts o = { 0 };
 
 	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);

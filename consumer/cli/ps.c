@@ -177,8 +177,10 @@ static bool vanished(int err)
 	       err == -EPIPE || err == -ETIMEDOUT;
 }
 
-static int run(const struct ps_opts *o)
+/* The work, as evr_cli_main()'s run step. */
+static int run(void *arg)
 {
+	const struct ps_opts *o = arg;
 	struct evr_broker *b;
 	pid_t *pids = NULL;
 	uint32_t n = 0;
@@ -233,15 +235,9 @@ static int run(const struct ps_opts *o)
 	return 0;
 }
 
-/* run() for evr_cli_main(). */
-static int cli_run(void *o)
-{
-	return run(o);
-}
-
 int evr_cmd_ps(int argc, char **argv)
 {
-	static const struct evr_cli_steps steps = { .run = cli_run };
+	static const struct evr_cli_steps steps = { .run = run };
 	struct ps_opts o = { 0 };
 
 	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);

@@ -53,15 +53,6 @@
 #define DRAIN_MS 10		/* the longest the loop sleeps while every ring is calm */
 #define RESCAN_MS 1000		/* --all: list the processes anyway this often */
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop(int sig)
-{
-	if (stop_signal)
-		_exit(128 + sig);
-	stop_signal = sig;
-}
-
 /* A process being recorded, or that was. */
 struct mproc {
 	pid_t pid;
@@ -131,19 +122,6 @@ static int table_line(struct multi *m, const struct mproc *p, enum evr_trace_pro
 	return err;
 }
 
-/* --buffer-size in all, for one process of @nr_cpus rings (as record.c does for one). */
-static uint64_t ring_size_for(const struct record_opts *o, uint32_t nr_rings)
-{
-	uint64_t per, p2 = 1;
-
-	if (!o->buffer_size)
-		return 0;
-	per = o->buffer_size / (nr_rings ? nr_rings : 1);
-	while (p2 <= per / 2)
-		p2 *= 2;
-	return p2;
-}
-
 /* The session every process gets (its ring size depends on its CPUs). */
 static struct evr_attach_opts attach_opts(const struct record_opts *o, struct evr_client *c)
 {
@@ -153,7 +131,7 @@ static struct evr_attach_opts attach_opts(const struct record_opts *o, struct ev
 		.providers = o->providers,
 		.mode = o->mode,
 		.counter_interval_ms = o->counter_interval_ms,
-		.ring_size = ring_size_for(o, pi->nr_cpus),
+		.ring_size = o->buffer_size ? evr_cli_ring_share(o->buffer_size, pi->nr_cpus) : 0,
 	};
 }
 
@@ -455,7 +433,7 @@ static int run_loop(struct multi *m)
 
 	fprintf(stderr, "evring record: recording %s into %s (Ctrl-C to stop)\n",
 		o->all ? "every process with an agent" : "the processes named", o->output_name);
-	while (!stop_signal && !m->failed) {
+	while (!evr_cli_stop_signal && !m->failed) {
 		bool more;
 
 		if (deadline && evr_mono_ns() >= deadline)
@@ -474,7 +452,7 @@ static int run_loop(struct multi *m)
 			wait_round(m, deadline);
 	}
 	for (uint32_t i = 0; i < m->n; i++)
-		proc_finish(m, m->procs[i], stop_signal != 0);
+		proc_finish(m, m->procs[i], evr_cli_stop_signal != 0);
 	for (uint32_t i = 0; i < m->n; i++) {
 		struct evr_recorder_stats st;
 
@@ -488,7 +466,7 @@ static int run_loop(struct multi *m)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		e.end_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		e.end_mono_ns = evr_mono_ns();
-		e.flags = stop_signal ? EVR_TRACE_END_INTERRUPTED : 0;
+		e.flags = evr_cli_stop_signal ? EVR_TRACE_END_INTERRUPTED : 0;
 		ret = evr_trace_mux_end(m->mux, &e);
 		if (ret < 0) {
 			evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
@@ -502,14 +480,8 @@ static int run_loop(struct multi *m)
 int evr_record_multi_run(const struct record_opts *o)
 {
 	struct multi m = { .o = o, .out_fd = -1 };
-	struct sigaction sa = { .sa_handler = on_stop };
 	int ret;
 
-	if (o->stack_depth || o->sample_hz || o->heap_rate || o->syscalls) {
-		evr_cli_error(CMD, "stacks, CPU samples, heap profiles and system calls record one "
-			      "process: not with --all or several -p/-n");
-		return -EINVAL;
-	}
 	the_multi = &m;
 	ret = evr_record_open_output(o, &m.out_fd, &m.created);
 	if (ret < 0)
@@ -519,13 +491,8 @@ int evr_record_multi_run(const struct record_opts *o)
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
 		goto out;
 	}
-	/* No SA_RESTART: a signal ends the poll() at once. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGXFSZ, SIG_IGN);
+	/* No SA_RESTART there: a signal ends the poll() at once. */
+	evr_record_catch_signals();
 	if (!o->flags.no_sandbox) {
 		char err[512];
 

@@ -280,17 +280,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		evr_cli_error(CMD, "-- PROGRAM and -p, -n or --all exclude each other");
 		return -EINVAL;
 	}
-	if (evr_record_multi(o)) {
-		/* Per-process side bands and their sandbox are for one process yet. */
-		const char *one = o->stack_depth ? "--stacks" : o->sample_hz ? "--sample-cpu" :
-				  o->heap_rate ? "--heap" : o->syscalls ? "--syscalls" : NULL;
-
-		if (one) {
-			evr_cli_error(CMD, "%s records one process: not with --all or several -p/-n",
-				      one);
-			return -EINVAL;
-		}
-	} else if ((o->pid != 0) + (o->name != NULL) > 1) {
+	if (!evr_record_multi(o) && (o->pid != 0) + (o->name != NULL) > 1) {
 		evr_cli_error(CMD, "-p and -n name one process each: give both to record several, "
 			      "or use --all");
 		return -EINVAL;
@@ -310,6 +300,17 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	    evr_record_check_opts(o) < 0)
 		return -EINVAL;
 	/* After the profiles: --profile cpu-sampling turns --sample-cpu on too. */
+	if (evr_record_multi(o)) {
+		/* Per-process side bands and their sandbox are for one process yet. */
+		const char *one = o->stack_depth ? "--stacks" : o->sample_hz ? "--sample-cpu" :
+				  o->heap_rate ? "--heap" : o->syscalls ? "--syscalls" : NULL;
+
+		if (one) {
+			evr_cli_error(CMD, "%s records one process: not with --all or several -p/-n",
+				      one);
+			return -EINVAL;
+		}
+	}
 	if (o->system && !o->sample_hz) {
 		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
 		return -EINVAL;
@@ -354,7 +355,7 @@ static void check_providers(struct recorder *r, pid_t pid, bool ask)
 static int ring_size_for(const struct record_opts *o, uint32_t nr_rings, uint64_t *ret)
 {
 	uint64_t min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
-	uint64_t per, p2 = 1;
+	uint64_t p2;
 	char a[32];
 
 	if (!o->buffer_size) {
@@ -363,10 +364,9 @@ static int ring_size_for(const struct record_opts *o, uint32_t nr_rings, uint64_
 	}
 	if (nr_rings == 0)
 		nr_rings = 1;
-	per = o->buffer_size / nr_rings;
-	while (p2 <= per / 2)
-		p2 *= 2;
-	if (per < min) {
+	p2 = evr_cli_ring_share(o->buffer_size, nr_rings);
+	/* min is a power of two: the share is under it exactly when the quotient is. */
+	if (p2 < min) {
 		evr_cli_error(CMD, "--buffer-size %s is too small: the process has %u rings and "
 			      "each needs at least %s (use at least %lluK)",
 			      o->buffer_arg, nr_rings, evr_fmt_bytes(min, a, sizeof(a)),
@@ -705,7 +705,7 @@ int evr_record_open_output(const struct record_opts *o, int *ret_fd, bool *ret_c
 	return 0;
 }
 
-static void install_signals(void)
+void evr_record_catch_signals(void)
 {
 	evr_cli_catch_stop_signals();
 	/* A file over RLIMIT_FSIZE is EFBIG, handled like a full disk. */
@@ -770,7 +770,7 @@ static int run(const struct record_opts *o)
 	ret = sideband_open(&r, o->program ? r.child : o->pid);
 	if (ret < 0)
 		goto fail;
-	install_signals();
+	evr_record_catch_signals();
 	r.tty = isatty(STDERR_FILENO);
 	ret = evr_cli_sandbox_enter_child(CMD, EVR_SANDBOX_RECORD, &o->flags, r.child);
 	if (ret < 0)

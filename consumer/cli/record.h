@@ -73,6 +73,10 @@ int evr_record_multi_run(const struct record_opts *o);
  * the file was made here. Return: 0, or -errno after printing why. */
 int evr_record_open_output(const struct record_opts *o, int *ret_fd, bool *ret_created);
 
+/* record.c: the stop signals into evr_cli_stop_signal (evr_cli_catch_stop_signals()),
+ * and SIGXFSZ ignored: a file over RLIMIT_FSIZE is EFBIG, handled like a full disk. */
+void evr_record_catch_signals(void);
+
 struct evr_export_format;
 
 /*

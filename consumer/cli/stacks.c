@@ -156,8 +156,10 @@ static int print_json(const struct evr_stacks *st)
 	return ret;
 }
 
-static int run(const struct stacks_opts *o)
+/* The work, as evr_cli_main()'s run step. */
+static int run(void *arg)
 {
+	const struct stacks_opts *o = arg;
 	struct evr_stacks *st = NULL;
 	char err[512] = "";
 	int ret;
@@ -198,15 +200,9 @@ static int run(const struct stacks_opts *o)
 	return ret;
 }
 
-/* run() for evr_cli_main(). */
-static int cli_run(void *o)
-{
-	return run(o);
-}
-
 int evr_cmd_stacks(int argc, char **argv)
 {
-	static const struct evr_cli_steps steps = { .run = cli_run };
+	static const struct evr_cli_steps steps = { .run = run };
 	struct stacks_opts o = { 0 };
 
 	return evr_cli_main(parse_argv(argc, argv, &o), &steps, &o);

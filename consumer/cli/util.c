@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/abi.h>
 #include <evring/consumer.h>
 
 #include "cli.h"
@@ -304,6 +305,21 @@ int evr_cli_parse_providers(const char *cmd, const char *s, const char **ret)
 	}
 	*ret = s;
 	return 0;
+}
+
+/* Callers compare the share with the smallest ring, as if with the quotient: the same
+ * answer only because that minimum is a power of two. */
+_Static_assert(((EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN) &
+		(EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN - 1)) == 0,
+	       "the smallest ring is a power of two");
+
+uint64_t evr_cli_ring_share(uint64_t total, uint32_t nr_rings)
+{
+	uint64_t per = total / (nr_rings ? nr_rings : 1), p2 = 1;
+
+	while (p2 <= per / 2)
+		p2 *= 2;
+	return p2;
 }
 
 int evr_cli_parse_counter_interval(const char *cmd, const char *s, uint32_t *ret_ms)

@@ -88,13 +88,12 @@ struct graphite {
 	int fd;
 	uint32_t backoff_ms;
 	bool said_down;
-	bool progress;			/* data confirmed on this connection */
 	uint64_t written;		/* bytes written on this connection */
 	struct flight flights[FLIGHTS];	/* a FIFO from first_flight */
 	uint32_t first_flight, nflights;
 	struct acked_slot acked[CONFIRM_MS / SLOT_MS + 1];	/* oldest first */
 	uint32_t nacked;
-	uint64_t confirmed, unconfirmed;	/* items; read once the worker is joined */
+	uint64_t unconfirmed;		/* items; read once the worker is joined */
 	_Atomic uint64_t connects, failures;
 };
 
@@ -392,21 +391,21 @@ static void track_written(struct graphite *g, uint64_t end, uint64_t items)
 		(struct flight){ .end = end, .items = items };
 }
 
-/* Confirm what was acknowledged at least CONFIRM_MS ago (@slot: now). */
+/*
+ * Confirm what was acknowledged at least CONFIRM_MS ago (@slot: now): it is
+ * sent, and leaves the bookkeeping (the outbox counted it delivered already).
+ */
 static void confirm_old(struct graphite *g, uint64_t slot)
 {
 	uint32_t k = 0;
 
-	while (k < g->nacked && g->acked[k].slot + CONFIRM_MS / SLOT_MS <= slot) {
-		g->confirmed += g->acked[k].items;
+	while (k < g->nacked && g->acked[k].slot + CONFIRM_MS / SLOT_MS <= slot)
 		k++;
-	}
 	if (!k)
 		return;
 	memmove(g->acked, g->acked + k, (g->nacked - k) * sizeof(g->acked[0]));
 	g->nacked -= k;
 	/* Data confirmed on this connection: the receiver is healthy again. */
-	g->progress = true;
 	g->backoff_ms = BACKOFF_MIN_MS;
 }
 
@@ -485,7 +484,6 @@ static int ensure_connected(struct graphite *g)
 		if (g->said_down)
 			fprintf(stderr, "evring forward: %s: connected again\n", g->s->spec.text);
 		g->said_down = false;
-		g->progress = false;
 		return 0;
 	}
 	atomic_fetch_add_explicit(&g->failures, 1, memory_order_relaxed);
@@ -563,42 +561,33 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
  */
 static void settle_at_exit(struct graphite *g, uint64_t deadline_ns)
 {
-	uint64_t now = evr_fwd_now_ns();
-	int wait_ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000u) : 0;
+	uint64_t end = evr_fwd_now_ns() + (uint64_t)SETTLE_MS * 1000000u;
 	struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
 	char c[64];
 
 	if (g->fd < 0)
 		return;
 	note_acks(g);
-	if (!g->nflights && !g->nacked) {
-		disconnect(g);
-		return;
-	}
-	if (wait_ms > SETTLE_MS)
-		wait_ms = SETTLE_MS;
+	if (end > deadline_ns)
+		end = deadline_ns;
 	(void)shutdown(g->fd, SHUT_WR);
-	for (;;) {
+	/* Confirmed is what leaves the bookkeeping; forget_connection() counts the
+	 * rest unconfirmed. */
+	while (g->nflights || g->nacked) {
+		uint64_t now = evr_fwd_now_ns();
 		ssize_t n;
 
-		if (poll(&p, 1, wait_ms) <= 0) {
+		if (poll(&p, 1, now < end ? (int)((end - now) / 1000000u) : 0) <= 0) {
 			note_acks(g);	/* no answer: the acknowledged stand */
-			for (uint32_t i = 0; i < g->nacked; i++)
-				g->confirmed += g->acked[i].items;
 			g->nacked = 0;
 			break;
 		}
 		n = recv(g->fd, c, sizeof(c), MSG_DONTWAIT);
 		if (n > 0)
 			continue;	/* a receiver that talks; wait for its close */
-		if (n == 0) {		/* its orderly close: it read up to our FIN */
-			for (uint32_t i = 0; i < g->nflights; i++)
-				g->confirmed += g->flights[(g->first_flight + i) % FLIGHTS].items;
-			for (uint32_t i = 0; i < g->nacked; i++)
-				g->confirmed += g->acked[i].items;
+		if (n == 0)		/* its orderly close: it read up to our FIN */
 			g->nflights = g->nacked = 0;
-		}
-		break;			/* or reset: forget_connection() counts it */
+		break;			/* or reset: all of it unconfirmed */
 	}
 	forget_connection(g);
 }
