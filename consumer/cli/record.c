@@ -300,6 +300,15 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	    evr_record_check_opts(o) < 0)
 		return -EINVAL;
 	/* After the profiles: --profile cpu-sampling turns --sample-cpu on too. */
+	if (o->system && !o->sample_hz) {
+		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
+		return -EINVAL;
+	}
+	if (o->system && evr_record_multi(o)) {
+		evr_cli_error(CMD, "--system records one process's events beside every CPU's "
+			      "samples: not with --all or several -p/-n yet");
+		return -EINVAL;
+	}
 	if (evr_record_multi(o)) {
 		/* Per-process side bands and their sandbox are for one process yet. */
 		const char *one = o->stack_depth ? "--stacks" : o->sample_hz ? "--sample-cpu" :
@@ -310,15 +319,6 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				      one);
 			return -EINVAL;
 		}
-	}
-	if (o->system && !o->sample_hz) {
-		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
-		return -EINVAL;
-	}
-	if (o->system && evr_record_multi(o)) {
-		evr_cli_error(CMD, "--system records one process's events beside every CPU's "
-			      "samples: not with --all or several -p/-n yet");
-		return -EINVAL;
 	}
 	return 1;
 }

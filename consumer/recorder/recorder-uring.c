@@ -131,12 +131,11 @@ static int take_cqe(struct evr_uring *u, bool wait)
 	return 1;
 }
 
-/* After a failure, once nothing is in flight: the file ends with a whole chunk. */
-static void cut_back(struct evr_uring *u)
+/* Wait for every batch in flight to end (the kernel may still read its stage), and
+ * drop them all. */
+static void drop_all(struct evr_uring *u)
 {
 	while (u->count) {
-		/* Every later batch ended too: they may have written past the
-		 * failure, and are dropped with it. */
 		struct batch *b = &u->b[u->head];
 
 		if (!b->done && take_cqe(u, true) <= 0)
@@ -148,6 +147,14 @@ static void cut_back(struct evr_uring *u)
 		u->head = (u->head + 1) % EVR_URING_DEPTH;
 		u->count--;
 	}
+}
+
+/* After a failure, once nothing is in flight: the file ends with a whole chunk. */
+static void cut_back(struct evr_uring *u)
+{
+	/* Every later batch ended too: they may have written past the failure, and
+	 * are dropped with it. */
+	drop_all(u);
 	if (!u->cut) {
 		u->cut = true;
 		/* The file may hold parts of this batch and whole later ones. */
@@ -370,17 +377,8 @@ void evr_uring_free(struct evr_uring *u)
 	if (!u)
 		return;
 	/* The kernel may still read the stages: let every write end first. */
-	while (u->ring_ok && u->count) {
-		struct batch *b = &u->b[u->head];
-
-		if (!b->done && take_cqe(u, true) <= 0)
-			break;
-		if (!b->done)
-			continue;
-		free(b->stage);
-		u->head = (u->head + 1) % EVR_URING_DEPTH;
-		u->count--;
-	}
+	if (u->ring_ok)
+		drop_all(u);
 	if (u->ring_ok)
 		io_uring_queue_exit(&u->ring);
 	if (u->efd >= 0)

@@ -108,6 +108,31 @@ static const char *open_hint(int err)
 	}
 }
 
+/* What both samplers start from: @hz checked, the output buffer and module map. */
+static int sampler_alloc(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
+			 size_t errlen)
+{
+	struct evr_sampler *s;
+
+	if (!hz || hz > 100000) {
+		snprintf(errbuf, errlen, "sampling frequency %u Hz is not within 1-100000", hz);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	s->hz = hz;
+	s->totals.freq_hz = hz;
+	s->out = malloc(CHUNK_BYTES + REC_MAX);
+	if (!s->out || evr_modmap_new(&s->newmods) < 0) {
+		evr_sampler_free(s);
+		return -ENOMEM;
+	}
+	*ret = s;
+	return 0;
+}
+
 int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
 		    size_t errlen)
 {
@@ -119,26 +144,13 @@ int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errb
 	struct evr_sampler *s;
 	int err;
 
-	if (!hz || hz > 100000) {
-		snprintf(errbuf, errlen, "sampling frequency %u Hz is not within 1-100000", hz);
-		return -EINVAL;
-	}
+	err = sampler_alloc(pid, hz, &s, errbuf, errlen);
+	if (err < 0)
+		return err;
 	err = evr_proc_check_access(pid, "you can sample only your own processes", errbuf,
 				    errlen);
 	if (err < 0)
-		return err;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->pid = pid;
-	s->hz = hz;
-	s->out = malloc(CHUNK_BYTES + REC_MAX);
-	err = evr_modmap_new(&s->newmods);
-	if (!s->out || err < 0) {
-		err = -ENOMEM;
 		goto fail;
-	}
-	s->totals.freq_hz = hz;
 	s->totals.event = 1;
 	attr_init(&a, hz);
 	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
@@ -227,23 +239,10 @@ int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, cha
 	struct evr_sampler *s;
 	int err;
 
-	if (!hz || hz > 100000) {
-		snprintf(errbuf, errlen, "sampling frequency %u Hz is not within 1-100000", hz);
-		return -EINVAL;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->pid = pid;
-	s->hz = hz;
+	err = sampler_alloc(pid, hz, &s, errbuf, errlen);
+	if (err < 0)
+		return err;
 	s->system = true;
-	s->out = malloc(CHUNK_BYTES + REC_MAX);
-	err = evr_modmap_new(&s->newmods);
-	if (!s->out || err < 0) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	s->totals.freq_hz = hz;
 	s->totals.event = EVR_SAMPLER_CPU_CLOCK | EVR_SAMPLER_SYSTEM | EVR_SAMPLER_KERNEL;
 	attr_init(&a, hz);
 	/* Each CPU's one event sees every task: nothing to inherit. */
