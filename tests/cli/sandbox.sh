@@ -53,6 +53,9 @@ strace -ff -o "$T/strace-st4" "$EVRING" dump --json --debug-sandbox-probe "$T/st
 # -ff: a file per thread (ST.TID), so that no call is split into "<unfinished ...>" and
 # "<... resumed>" lines by another thread's, which would hide the path of a refused open.
 for f in st1 st2 st3 st4; do
+	# The probe's own refusal must be there: else strace saw nothing of the filter.
+	cat "$T/strace-$f".* 2>/dev/null | grep -qE 'open.*"/etc/passwd".*= -1 EPERM' ||
+		fail "strace did not see the probe refused ($f): is the filter on?"
 	for g in "$T/strace-$f".*; do
 		denied=$(grep -E '= -1 EPERM' "$g" | grep -v 'open.*"/etc/passwd"' || true)
 		if [[ -n $denied ]]; then
