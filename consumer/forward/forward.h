@@ -264,12 +264,6 @@ extern const struct evr_fwd_sink_ops evr_fwd_sink_lttng;
 
 /* ---- helpers for sinks ---------------------------------------------------------------- */
 
-/* CLOCK_MONOTONIC: evr_mono_ns(), under the name the forward tests know. */
-static inline uint64_t evr_fwd_now_ns(void)
-{
-	return evr_mono_ns();
-}
-
 /*
  * The sink's outbox size: its queue=SIZE key (4K to 1024M, K and M suffixes), or @def.
  * Return: 0, or -EINVAL with one line in @err.

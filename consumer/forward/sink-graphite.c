@@ -412,7 +412,7 @@ static void confirm_old(struct graphite *g, uint64_t slot)
 /* Move what TCP acknowledged since the last look into the current slot. */
 static void note_acks(struct graphite *g)
 {
-	uint64_t slot = evr_fwd_now_ns() / (SLOT_MS * 1000000u), acked, items = 0;
+	uint64_t slot = evr_mono_ns() / (SLOT_MS * 1000000u), acked, items = 0;
 	int unacked;
 
 	confirm_old(g, slot);
@@ -561,7 +561,7 @@ static int deliver(void *ctx, const char *const *msg, const uint32_t *len,
  */
 static void settle_at_exit(struct graphite *g, uint64_t deadline_ns)
 {
-	uint64_t end = evr_fwd_now_ns() + (uint64_t)SETTLE_MS * 1000000u;
+	uint64_t end = evr_mono_ns() + (uint64_t)SETTLE_MS * 1000000u;
 	struct pollfd p = { .fd = g->fd, .events = POLLIN | POLLRDHUP };
 	char c[64];
 
@@ -574,7 +574,7 @@ static void settle_at_exit(struct graphite *g, uint64_t deadline_ns)
 	/* Confirmed is what leaves the bookkeeping; forget_connection() counts the
 	 * rest unconfirmed. */
 	while (g->nflights || g->nacked) {
-		uint64_t now = evr_fwd_now_ns();
+		uint64_t now = evr_mono_ns();
 		ssize_t n;
 
 		if (poll(&p, 1, now < end ? (int)((end - now) / 1000000u) : 0) <= 0) {

@@ -227,7 +227,7 @@ static void test_outbox_delivers_all_in_order(void **state)
 	for (uint64_t i = 0; i < 200000; i++)
 		if (evr_fwd_outbox_push(st.o, &i, sizeof(i), 1) == 0)
 			pushed++;
-	evr_fwd_outbox_close(st.o, evr_fwd_now_ns() + 60000000000ull);
+	evr_fwd_outbox_close(st.o, evr_mono_ns() + 60000000000ull);
 	evr_fwd_outbox_stats(st.o, &os);
 	assert_true(st.order_ok);
 	assert_int_equal(os.delivered, st.got);
@@ -249,7 +249,7 @@ static void test_outbox_drop_newest_stalled(void **state)
 	assert_int_equal(evr_fwd_outbox_new(4096, EVR_FWD_DROP_NEWEST, deliver, &st, &st.o), 0);
 	for (uint64_t i = 0; i < 10000; i++)
 		evr_fwd_outbox_push(st.o, &i, sizeof(i), 1);
-	evr_fwd_outbox_close(st.o, evr_fwd_now_ns() + 50000000u);
+	evr_fwd_outbox_close(st.o, evr_mono_ns() + 50000000u);
 	evr_fwd_outbox_stats(st.o, &os);
 	assert_int_equal(os.delivered, 0);
 	assert_true(os.dropped_full > 9000);
@@ -270,7 +270,7 @@ static void test_outbox_drop_oldest_keeps_newest(void **state)
 	for (uint64_t i = 0; i < 10000; i++)
 		assert_int_equal(evr_fwd_outbox_push(st.o, &i, sizeof(i), 1), 0);
 	set_blocked(&st, false);
-	evr_fwd_outbox_close(st.o, evr_fwd_now_ns() + 60000000000ull);
+	evr_fwd_outbox_close(st.o, evr_mono_ns() + 60000000000ull);
 	evr_fwd_outbox_stats(st.o, &os);
 	assert_true(st.order_ok);
 	assert_int_equal(st.next, 10000);		/* the last one arrived */

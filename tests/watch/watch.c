@@ -101,18 +101,18 @@ static const struct change *reported(pid_t pid, enum evr_watch_state from,
 static void run_until(struct evr_watch *w, pid_t pid,
 		      bool (*done)(struct evr_watch *w, pid_t pid), const char *what)
 {
-	uint64_t deadline = evr_watch_now_ns() + DEADLINE_NS;
+	uint64_t deadline = evr_mono_ns() + DEADLINE_NS;
 
 	while (!done(w, pid)) {
 		struct pollfd pfd = { .fd = evr_watch_fd(w), .events = POLLIN };
 		uint64_t scans = w->scans;
 
-		CHECK(evr_watch_now_ns() < deadline, "pid %d: never %s (%llu scans, %u pending, %s %s)",
+		CHECK(evr_mono_ns() < deadline, "pid %d: never %s (%llu scans, %u pending, %s %s)",
 		      (int)pid, what, (unsigned long long)w->scans, w->npending,
 		      evr_watch_find(w, pid) ? evr_watch_state_name(evr_watch_find(w, pid)->state)
 					     : "not watched",
 		      evr_watch_find(w, pid) ? evr_watch_find(w, pid)->err : "");
-		if (evr_watch_scan_due(w, evr_watch_now_ns())) {
+		if (evr_watch_scan_due(w, evr_mono_ns())) {
 			CHECK(evr_watch_scan(w) == 0, "scan failed");
 			if (scans)	/* rescan_ms is an hour: only inotify makes a later one */
 				changes.scans_by_event++;
@@ -198,11 +198,11 @@ int main(int argc, char **argv)
 	a = spawn(argv[1]);
 	/* A listens before the watch begins: the first scan finds it. */
 	{
-		uint64_t deadline = evr_watch_now_ns() + DEADLINE_NS;
+		uint64_t deadline = evr_mono_ns() + DEADLINE_NS;
 		struct timespec nap = { .tv_nsec = 10000000 };
 
 		while (!listening(a)) {
-			CHECK(evr_watch_now_ns() < deadline, "A never listened");
+			CHECK(evr_mono_ns() < deadline, "A never listened");
 			nanosleep(&nap, NULL);
 		}
 	}
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	}
 
 	/* The first: found by the first scan, attached, its counters in the table. */
-	CHECK(evr_watch_scan_due(&w, evr_watch_now_ns()) && evr_watch_scan(&w) == 0 &&
+	CHECK(evr_watch_scan_due(&w, evr_mono_ns()) && evr_watch_scan(&w) == 0 &&
 	      evr_watch_find(&w, a), "the first scan did not find A");
 	run_until(&w, a, has_counters, "had Process counters");
 	CHECK(reported(a, EVR_WATCH_ATTACHING, EVR_WATCH_LIVE), "no attaching -> live for A");

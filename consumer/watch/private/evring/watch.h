@@ -302,11 +302,4 @@ const char *evr_watch_state_name(enum evr_watch_state s);
 /* The short name of a process: argv[0]'s base name, or exe's, or "?". Context: any thread. */
 void evr_watch_short_name(const struct evr_process_info *pi, char *buf, size_t len);
 
-/* CLOCK_MONOTONIC now, in nanoseconds: evr_mono_ns(), under the name the watch's
- * tests know. Context: any thread. */
-static inline uint64_t evr_watch_now_ns(void)
-{
-	return evr_mono_ns();
-}
-
 #endif /* EVR_WATCH_H */
