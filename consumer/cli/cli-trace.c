@@ -170,6 +170,15 @@ uint32_t evr_cli_trace_pid(const struct evr_trace_reader *r)
 	return 0;
 }
 
+void evr_cli_trace_procs_free(struct evr_trace_reader **rs, uint32_t n,
+			      struct evr_trace_reader *r0)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (rs[i] != r0)
+			evr_trace_reader_free(rs[i]);
+	free(rs);
+}
+
 int evr_cli_trace_procs(const char *cmd, const char *path, struct evr_trace_reader *r0,
 			uint32_t flags, pid_t pid, struct evr_trace_reader ***ret, uint32_t *ret_n)
 {
@@ -203,10 +212,7 @@ int evr_cli_trace_procs(const char *cmd, const char *path, struct evr_trace_read
 		}
 		err = evr_cli_trace_open_stream(cmd, path, stream, flags, &v[k]);
 		if (err < 0) {
-			for (uint32_t j = 0; j < k; j++)
-				if (v[j] != r0)
-					evr_trace_reader_free(v[j]);
-			free(v);
+			evr_cli_trace_procs_free(v, k, r0);
 			return err;
 		}
 		k++;

@@ -99,6 +99,13 @@ int evr_cli_pid_of_name(const char *cmd, const char *name, pid_t *ret);
 /* -p PID: a process id of @s, or print why not (naming @opt). Return: 0, -EINVAL. */
 int evr_cli_parse_pid(const char *cmd, const char *opt, const char *s, pid_t *ret);
 
+/* A whole number from @lo to @hi of @s, or print why not (naming @opt). Return: 0, -EINVAL. */
+int evr_cli_parse_uint(const char *cmd, const char *opt, const char *s, uint32_t lo,
+		       uint32_t hi, uint32_t *ret);
+
+/* After getopt: an error naming the first operand left, if any. Return: 0, -EINVAL. */
+int evr_cli_no_operands(const char *cmd, int argc, char **argv);
+
 /* --providers: a non-empty list (@s itself). Return: 0, or -EINVAL (printed). */
 int evr_cli_parse_providers(const char *cmd, const char *s, const char **ret);
 
@@ -235,12 +242,16 @@ int evr_cli_trace_open_stream(const char *cmd, const char *path, uint32_t stream
  * evr_cli_trace_open()) reads: one per process of a file of several processes,
  * in stream order (@r0 itself for the first, whichever it is), only those of
  * @pid unless 0; for a single-process file @r0 alone, or none when @pid is not
- * its process. @ret: malloc'ed array, *@ret_n readers; free the readers other
- * than @r0 with evr_trace_reader_free() and the array with free().
+ * its process. @ret: malloc'ed array of *@ret_n readers, for
+ * evr_cli_trace_procs_free().
  * Return: 0, or -errno after printing why (-ESRCH: no such process in the file).
  */
 int evr_cli_trace_procs(const char *cmd, const char *path, struct evr_trace_reader *r0,
 			uint32_t flags, pid_t pid, struct evr_trace_reader ***ret, uint32_t *ret_n);
+
+/* Free @rs from evr_cli_trace_procs(): its @n readers but @r0, and the array. */
+void evr_cli_trace_procs_free(struct evr_trace_reader **rs, uint32_t n,
+			      struct evr_trace_reader *r0);
 
 /* The pid of the process @r reads, or 0 when unknown. */
 uint32_t evr_cli_trace_pid(const struct evr_trace_reader *r);

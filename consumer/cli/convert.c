@@ -110,16 +110,8 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 			o->event_stacks = true;
 			continue;
 		case 'P': {
-			char *end;
-			long v;
-
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v <= 0 || v > 0x3fffffff) {
-				evr_cli_error(CMD, "--pid: '%s' is not a process id", optarg);
+			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)
 				return -EINVAL;
-			}
-			o->pid = (pid_t)v;
 			continue;
 		}
 		}
@@ -270,6 +262,32 @@ static int ctf_create(void *ctx, const char *name)
  * JSON lines of several processes: their events merged in time order (as
  * evring dump --json shows them), each object with the process's "pid" first.
  */
+/*
+ * stdout for "-" or no -o, else the -o file created, fully buffered; then the
+ * sandbox, since nothing else is opened after it. *@ret is set even when the
+ * sandbox fails, for the caller to close. Return: 0, -errno (printed).
+ */
+static int open_output_confined(const struct convert_opts *o, FILE **ret)
+{
+	int fd, err;
+
+	if (!o->output || !strcmp(o->output, "-")) {
+		*ret = stdout;
+	} else {
+		fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || !(*ret = fdopen(fd, "w"))) {
+			err = -errno;
+			if (fd >= 0)
+				close(fd);
+			evr_cli_error(CMD, "cannot create %s: %s", o->output, strerror(-err));
+			return err;
+		}
+	}
+	/* Decided now: stdio would ask the terminal (ioctl) at the first write. */
+	setvbuf(*ret, NULL, _IOFBF, 1u << 16);
+	return evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+}
+
 static int jsonl_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
 		       FILE *out, struct evr_convert_stats *cs, char *err, size_t errlen)
 {
@@ -393,21 +411,7 @@ static int run_procs(const struct convert_opts *o, struct evr_trace_reader *r0)
 	if (o->format == FMT_CTF) {
 		ret = ctf_procs(o, rs, pids, n, &cs, err, sizeof(err));
 	} else {
-		if (to_stdout) {
-			out = stdout;
-		} else {
-			int fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-			if (fd < 0 || !(out = fdopen(fd, "w"))) {
-				ret = -errno;
-				if (fd >= 0)
-					close(fd);
-				evr_cli_error(CMD, "cannot create %s: %s", o->output, strerror(-ret));
-				goto out;
-			}
-		}
-		setvbuf(out, NULL, _IOFBF, 1u << 16);
-		ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+		ret = open_output_confined(o, &out);
 		if (ret < 0)
 			goto out;
 		if (o->format == FMT_CHROME)
@@ -431,10 +435,7 @@ out:
 		ret = -errno;
 		evr_cli_error(CMD, "cannot write %s: %s", o->output, strerror(-ret));
 	}
-	for (uint32_t i = 0; i < n; i++)
-		if (rs[i] != r0)
-			evr_trace_reader_free(rs[i]);
-	free(rs);
+	evr_cli_trace_procs_free(rs, n, r0);
 	free(pids);
 	return ret;
 }
@@ -509,22 +510,7 @@ static int run(void *arg)
 		goto out;
 	}
 	if (o->format != FMT_CTF) {
-		if (to_stdout) {
-			out = stdout;
-		} else {
-			int fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-			if (fd < 0 || !(out = fdopen(fd, "w"))) {
-				ret = -errno;
-				if (fd >= 0)
-					close(fd);
-				evr_cli_error(CMD, "cannot create %s: %s", o->output, strerror(-ret));
-				goto out;
-			}
-		}
-		/* Decided now: stdio would ask the terminal (ioctl) at the first write. */
-		setvbuf(out, NULL, _IOFBF, 1u << 16);
-		ret = evr_cli_sandbox_enter(CMD, EVR_SANDBOX_DUMP, &o->flags);
+		ret = open_output_confined(o, &out);
 		if (ret < 0)
 			goto out;
 		if (o->flags.sandbox_probe)

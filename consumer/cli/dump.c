@@ -64,16 +64,8 @@ static int parse_argv(int argc, char **argv, struct dump_opts *o)
 			continue;
 		}
 		if (c == OPT_PID) {
-			char *end;
-			long v;
-
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v <= 0 || v > 0x3fffffff) {
-				evr_cli_error(CMD, "--pid: '%s' is not a process id", optarg);
+			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)
 				return -EINVAL;
-			}
-			o->pid = (pid_t)v;
 			continue;
 		}
 		r = evr_cli_common_opt(CMD, c, argv, usage, &o->flags);
@@ -441,10 +433,7 @@ static int run_procs(const struct dump_opts *o, struct evr_trace_reader *r0)
 	if (ret == 0)
 		ret = dump_procs(o, d, n);
 out:
-	for (uint32_t i = 0; i < n; i++)
-		if (rs[i] != r0)
-			evr_trace_reader_free(rs[i]);
-	free(rs);
+	evr_cli_trace_procs_free(rs, n, r0);
 	free(d);
 	return ret;
 }

@@ -53,18 +53,10 @@ static int parse_argv(int argc, char **argv, struct providers_opts *o)
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:n:jh", longopts, NULL)) != -1) {
-		char *end;
-		long v;
-
 		switch (c) {
 		case 'p':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v <= 0 || v > 0x3fffffff) {
-				evr_cli_error(CMD, "--pid: '%s' is not a process id", optarg);
+			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)
 				return -EINVAL;
-			}
-			o->pid = (pid_t)v;
 			break;
 		case 'n':
 			if (!*optarg) {
@@ -79,10 +71,8 @@ static int parse_argv(int argc, char **argv, struct providers_opts *o)
 				return r;
 		}
 	}
-	if (optind < argc) {
-		evr_cli_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (evr_cli_no_operands(CMD, argc, argv) < 0)
 		return -EINVAL;
-	}
 	if (!o->pid == !o->name) {
 		evr_cli_error(CMD, o->pid ? "-p and -n exclude each other"
 				 : "say which process: -p PID or -n NAME (try --help)");

@@ -60,10 +60,8 @@ static int parse_argv(int argc, char **argv, struct ps_opts *o)
 		if (r <= 0)
 			return r;
 	}
-	if (optind < argc) {
-		evr_cli_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (evr_cli_no_operands(CMD, argc, argv) < 0)
 		return -EINVAL;
-	}
 	return 1;
 }
 

@@ -673,10 +673,7 @@ out:
 	for (uint32_t i = 0; ms && i < n; i++)
 		evr_rpt_fini(&ms[i]);
 	free(ms);
-	for (uint32_t i = 0; i < n; i++)
-		if (rs[i] != r0)
-			evr_trace_reader_free(rs[i]);
-	free(rs);
+	evr_cli_trace_procs_free(rs, n, r0);
 	free(sb.buf);
 	return ret;
 }

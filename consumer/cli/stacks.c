@@ -42,21 +42,6 @@ static void usage(FILE *f)
 		"millisecond each); a process that a debugger traces cannot be snapshotted.\n");
 }
 
-static int parse_uint(const char *opt, const char *s, uint32_t lo, uint32_t hi, uint32_t *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
-		evr_cli_error(CMD, "%s: '%s' is not a number from %u to %u", opt, s, lo, hi);
-		return -EINVAL;
-	}
-	*ret = (uint32_t)v;
-	return 0;
-}
-
 static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 {
 	enum { OPT_DEPTH = EVR_OPT_FIRST_OWN, OPT_LINES };
@@ -70,7 +55,6 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint32_t pid;
 	int c, r;
 
 	o->depth = 64;
@@ -78,9 +62,8 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 	while ((c = getopt_long(argc, argv, "+:p:n:jvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_uint("--pid", optarg, 1, 0x3fffffff, &pid) < 0)
+			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)
 				return -EINVAL;
-			o->pid = (pid_t)pid;
 			break;
 		case 'n':
 			/* The one process of that name (an error says why not: exit 1). */
@@ -89,7 +72,7 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 				return r;
 			break;
 		case OPT_DEPTH:
-			if (parse_uint("--depth", optarg, 1, 1024, &o->depth) < 0)
+			if (evr_cli_parse_uint(CMD, "--depth", optarg, 1, 1024, &o->depth) < 0)
 				return -EINVAL;
 			break;
 		case OPT_LINES:
@@ -104,10 +87,8 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 				return r;
 		}
 	}
-	if (optind < argc) {
-		evr_cli_error(CMD, "unexpected argument '%s'", argv[optind]);
+	if (evr_cli_no_operands(CMD, argc, argv) < 0)
 		return -EINVAL;
-	}
 	if (!o->pid) {
 		evr_cli_error(CMD, "-p PID is required, or -n NAME (try --help)");
 		return -EINVAL;

@@ -296,6 +296,31 @@ int evr_cli_parse_pid(const char *cmd, const char *opt, const char *s, pid_t *re
 	return 0;
 }
 
+int evr_cli_parse_uint(const char *cmd, const char *opt, const char *s, uint32_t lo,
+		       uint32_t hi, uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
+		evr_cli_error(cmd, "%s: '%s' is not a number from %u to %u", opt, s, lo, hi);
+		return -EINVAL;
+	}
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int evr_cli_no_operands(const char *cmd, int argc, char **argv)
+{
+	if (optind < argc) {
+		evr_cli_error(cmd, "unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int evr_cli_parse_providers(const char *cmd, const char *s, const char **ret)
 {
 	/* The spec itself is checked where it is used (evr_provider_spec_parse()). */
