@@ -167,7 +167,31 @@ static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 	return 0;
 }
 
-/* Remove <dir>/N.sock of processes that no longer exist. */
+/*
+ * Does anyone listen on <dir>/@name? A socket whose name is not a pid of our
+ * pid namespace may be the live agent of a process in another one (a
+ * container sharing the directory, named by its own pid): connect() tells a
+ * listener (accepted, or a full backlog: EAGAIN) from a stale file
+ * (ECONNREFUSED). Non-blocking, so that it never waits.
+ */
+static bool socket_served(const char *dir, const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name) >=
+	    (int)sizeof(sa.sun_path))
+		return true;	/* cannot tell: keep it */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return true;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	r = r < 0 ? errno : 0;
+	close(fd);
+	return r != ECONNREFUSED && r != ENOENT;
+}
+
+/* Remove <dir>/N.sock of processes that no longer exist, and that no one serves. */
 static void remove_stale_sockets(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -186,7 +210,7 @@ static void remove_stale_sockets(const char *dir)
 		if (errno || strcmp(end, ".sock") != 0 || pid == 0 || pid > INT_MAX ||
 		    (pid_t)pid == getpid())
 			continue;
-		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH && !socket_served(dir, e->d_name))
 			(void)unlinkat(dirfd(d), e->d_name, 0);
 	}
 	closedir(d);

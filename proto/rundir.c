@@ -82,7 +82,6 @@ static const char *user_name(uid_t uid, char *buf, size_t len)
 
 int evr_rundir_check(const char *dir, uid_t uid, char *errbuf, size_t errlen)
 {
-	char owner[96], want[96];
 	struct stat st;
 
 	if (lstat(dir, &st) < 0) {
@@ -90,6 +89,15 @@ int evr_rundir_check(const char *dir, uid_t uid, char *errbuf, size_t errlen)
 			return -ENOENT;
 		return fail(errbuf, errlen, -errno, "cannot examine %s: %s", dir, strerror(errno));
 	}
+	return evr_rundir_check_stat(&st, dir, uid, errbuf, errlen);
+}
+
+int evr_rundir_check_stat(const struct stat *stp, const char *dir, uid_t uid, char *errbuf,
+			  size_t errlen)
+{
+	const struct stat st = *stp;
+	char owner[96], want[96];
+
 	if (!S_ISDIR(st.st_mode))
 		return fail(errbuf, errlen, -EPERM,
 			    "refusing %s: it is %s, not a directory; someone may have put it there "

@@ -36,6 +36,15 @@ add_test(NAME cli_squat
           $<TARGET_FILE:workload> $<TARGET_FILE:clrtop> $<TARGET_FILE:evr-fake-agent>)
 set_tests_properties(cli_squat PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)
 
+# Processes in containers (issue 30): workloads in a pid and mount namespace of their own,
+# listed with both pids, recorded by their pid here, found by --all and clrtop; refusals of
+# another user namespace and of an open directory inside (tests/cli/container.sh). Root only.
+add_test(NAME cli_container
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/container.sh $<TARGET_FILE:evring-cli>
+          $<TARGET_FILE:workload> $<TARGET_FILE:clrtop>)
+set_tests_properties(cli_container PROPERTIES LABELS integration TIMEOUT 180
+  SKIP_RETURN_CODE 77)
+
 # evring providers and -n NAME (record, clrtop): a workload and minirt (with counters).
 add_test(NAME cli_providers
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/providers.sh $<TARGET_FILE:evring-cli>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * evring ps: the processes the caller may attach to, with the number of
- * sessions each has and its command line, as its agent reports them.
+ * sessions each has and its command line, as its agent reports them. A process
+ * in a pid namespace of its own shows both pids: "12678 (ns 1)".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -102,7 +103,12 @@ static void print_clock(const struct evr_process_info *pi)
 static void print_text(const struct evr_process_info *pi, const struct evr_session_info *s,
 		       uint32_t ns, bool clock)
 {
-	printf("%7u %4u %-5s ", pi->pid, pi->sessions_active, clock_name(pi));
+	/* A process in a pid namespace of its own: ours, then its own (docs/cli.md). */
+	if (pi->ns_pid)
+		printf("%7u (ns %u) %4u %-5s ", pi->pid, pi->ns_pid, pi->sessions_active,
+		       clock_name(pi));
+	else
+		printf("%7u %4u %-5s ", pi->pid, pi->sessions_active, clock_name(pi));
 	for (uint32_t i = 0; i < pi->argc; i++)
 		printf(i ? " %s" : "%s", pi->argv[i]);
 	if (pi->argc == 0)
@@ -125,8 +131,11 @@ static void print_text(const struct evr_process_info *pi, const struct evr_sessi
 static void print_json(const struct evr_process_info *pi, const struct evr_session_info *s,
 		       uint32_t ns, bool with_sessions)
 {
-	printf("{\"pid\":%u,\"ppid\":%u,\"uid\":%u,\"sessions\":%u,\"exe\":", pi->pid, pi->ppid,
-	       pi->uid, pi->sessions_active);
+	printf("{\"pid\":%u,", pi->pid);
+	if (pi->ns_pid)
+		printf("\"ns_pid\":%u,", pi->ns_pid);
+	printf("\"ppid\":%u,\"uid\":%u,\"sessions\":%u,\"exe\":", pi->ppid, pi->uid,
+	       pi->sessions_active);
 	evr_json_fputs(stdout, pi->exe ? pi->exe : "");
 	printf(",\"argv\":[");
 	for (uint32_t i = 0; i < pi->argc; i++) {

@@ -9,6 +9,7 @@
 
 #include <evring/consumer.h>
 #include <evring/framing.h>
+#include <evring/rundir.h>
 #include <evring/shm.h>
 #include <evring/trace.h>
 
@@ -59,6 +60,40 @@ struct evr_client {
 	uint64_t meta_pos;		/* metadata area bytes already added to schemas */
 	bool meta_broken;		/* the area failed validation: read no further */
 };
+
+/* ---- processes in namespaces of their own (client-ns.c) ---- */
+
+/* What /proc says of a process, as far as finding its agent goes. */
+struct evr_ns_proc {
+	pid_t pid;			/* as we see it */
+	pid_t ns_pid;			/* as it sees itself (NSpid's last entry); its socket's name */
+	uid_t uid;			/* effective, as we see it */
+	bool other_pidns, other_mntns, other_userns;
+};
+
+/* Fill @ret from /proc/@pid/status and /proc/@pid/ns. Return: 0, -ESRCH. */
+int evr_ns_probe(pid_t pid, struct evr_ns_proc *ret);
+
+/* Variable @name of @pid's environment (/proc/PID/environ) into @buf.
+ * Return: 1 found, 0 not set, -ENAMETOOLONG, -errno. */
+int evr_ns_environ_get(pid_t pid, const char *name, char *buf, size_t len);
+
+/* An O_PATH descriptor of /proc/@pid/root (close-on-exec), or -errno with @errbuf set. */
+int evr_ns_root_open(pid_t pid, char *errbuf, size_t errlen);
+
+/* @p's runtime directories as its agent chooses them (its environment, its
+ * /run/user), paths inside its root. Return: 0, or -errno with @errbuf set. */
+int evr_ns_rundirs(const struct evr_ns_proc *p, int rootfd,
+		   char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN], unsigned int *ret_n, char *errbuf,
+		   size_t errlen);
+
+/*
+ * Open and check @dir inside @p's root: an O_PATH descriptor of a directory
+ * trusted to hold @p's uid's sockets, -ENOENT (missing), or -EPERM/-errno with
+ * @errbuf set. @shown receives the path to name it by (/proc/PID/root/DIR).
+ */
+int evr_ns_rundir_open(const struct evr_ns_proc *p, int rootfd, const char *dir, char *shown,
+		       size_t shownlen, char *errbuf, size_t errlen);
 
 /* pidfd_open(@pid) (close-on-exec), or -1 with errno. */
 int evr_consumer_pidfd_open(pid_t pid);

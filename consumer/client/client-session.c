@@ -97,7 +97,10 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 	 * that evr_clock_to_mono_ns() could not take (checked on the copy: the
 	 * producer may rewrite the header meanwhile). */
 	c->clock = hdr->clock;
-	if (hdr->producer_pid != (uint32_t)c->pid || c->clock.shift > 63) {
+	/* The producer writes the pid it knows itself by: in a pid namespace of
+	 * its own (a container), not the one we know it by (Hello's ns_pid). */
+	if (hdr->producer_pid != (c->info.ns_pid ? c->info.ns_pid : (uint32_t)c->pid) ||
+	    c->clock.shift > 63) {
 		evr_shm_session_unmap(hdr);
 		close(fds[1]);
 		return fail(errbuf, errlen, -EBADMSG,

@@ -224,7 +224,18 @@ static int hello(struct evr_client *c, const char *client_name, char *errbuf, si
 			   "process %d speaks protocol version %u, this client %u", (int)c->pid,
 			   r->hello->protocol_version, EVR_PROTOCOL_VERSION);
 	} else {
-		err = process_info_fill(&c->info, r->hello->process);
+		Evr__ProcessInfo *m = r->hello->process;
+
+		/*
+		 * The agent says the pid it knows itself by; SO_PEERCRED (checked
+		 * before Hello) gave the one we know it by. They differ in a pid
+		 * namespace of its own: our pid is the one every tool uses (and
+		 * trace files keep), its own is kept beside it.
+		 */
+		m->has_ns_pid = m->pid != (uint32_t)c->pid;
+		m->ns_pid = m->has_ns_pid ? m->pid : 0;
+		m->pid = (uint32_t)c->pid;
+		err = process_info_fill(&c->info, m);
 		if (err < 0)
 			fail(errbuf, errlen, err, "out of memory");
 	}

@@ -99,6 +99,7 @@ enum evr_top_col {
 
 struct evr_top_row {
 	pid_t pid;
+	pid_t ns_pid;			/* in a pid namespace of its own (a container), or 0 */
 	char name[64];
 	double val[EVR_TOP_COL_MAX_];	/* numeric columns */
 	bool has[EVR_TOP_COL_MAX_];		/* false: the process has no such counter (yet) */

@@ -83,10 +83,14 @@ void evr_top_proc_header(const struct evr_top_proc *p, char *buf, size_t len)
 
 	if (p->stale)
 		snprintf(stale, sizeof(stale), "  no new samples for %.1f s", p->stale_ms / 1000.0);
+	char ns[32] = "";
+
+	if (p->ns_pid)
+		snprintf(ns, sizeof(ns), " (ns %d)", (int)p->ns_pid);
 	if (p->state == EVR_WATCH_FAILED)
-		snprintf(buf, len, "PID %d  %s  failed: %s", (int)p->pid, p->name, p->err);
+		snprintf(buf, len, "PID %d%s  %s  failed: %s", (int)p->pid, ns, p->name, p->err);
 	else
-		snprintf(buf, len, "PID %d  %s  %s  %u counters%s%s", (int)p->pid, p->name,
+		snprintf(buf, len, "PID %d%s  %s  %s  %u counters%s%s", (int)p->pid, ns, p->name,
 			 evr_watch_state_name(p->state), p->nctr, lost, stale);
 }
 
@@ -187,7 +191,11 @@ void evr_top_row_cell(const struct evr_top_row *r, enum evr_top_col col, char *b
 		return;
 	}
 	if (col == EVR_TOP_COL_NAME) {
-		snprintf(buf, len, "%s", r->name);
+		/* The PID column keeps ours (what -p takes); a container's own beside the name. */
+		if (r->ns_pid)
+			snprintf(buf, len, "%s (ns %d)", r->name, (int)r->ns_pid);
+		else
+			snprintf(buf, len, "%s", r->name);
 		return;
 	}
 	if (!r->has[col]) {

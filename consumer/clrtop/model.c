@@ -454,6 +454,7 @@ void evr_top_proc_row(const struct evr_top_proc *p, struct evr_top_row *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->pid = p->pid;
+	ret->ns_pid = p->ns_pid;
 	snprintf(ret->name, sizeof(ret->name), "%s", p->name);
 	ret->val[EVR_TOP_COL_PID] = p->pid;
 	ret->has[EVR_TOP_COL_PID] = ret->has[EVR_TOP_COL_NAME] = true;

@@ -325,7 +325,10 @@ static void draw_detail(struct evr_top_ui *ui, struct evr_top_model *m)
 	if (!procs)
 		return;
 	np = detail_procs(ui, m, procs);
-	if (np == 1)
+	if (np == 1 && procs[0]->ns_pid)
+		snprintf(what, sizeof(what), "PID %d (ns %d) %s", (int)procs[0]->pid,
+			 (int)procs[0]->ns_pid, procs[0]->name);
+	else if (np == 1)
 		snprintf(what, sizeof(what), "PID %d %s", (int)procs[0]->pid, procs[0]->name);
 	else
 		snprintf(what, sizeof(what), "%u processes", np);

@@ -108,6 +108,9 @@ static json_t *proc_json(const struct evr_mon_proc *p)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "pid", json_integer(p->pid));
+	/* In a pid namespace of its own (a container): the pid it knows itself by. */
+	if (p->ns_pid)
+		json_object_set_new(o, "ns_pid", json_integer(p->ns_pid));
 	json_object_set_new(o, "name", evr_mon_jstr(p->name));
 	json_object_set_new(o, "state", json_string(evr_mon_proc_state_name(p->state)));
 	if (p->command) {
@@ -280,6 +283,8 @@ enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mo
 		      "evring_version", evr_mon_jstr(pi->evring_version),
 		      "cpus", (int)pi->nr_cpus, "start_time_ns", (json_int_t)pi->start_realtime_ns,
 		      "sessions", s, "threads", t ? t : json_null());
+	if (o && pi->ns_pid)
+		json_object_set_new(o, "ns_pid", json_integer(pi->ns_pid));
 	ret = evr_mon_send_json(q, 200, o);
 out:
 	evr_client_free(c);

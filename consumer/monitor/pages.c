@@ -223,7 +223,9 @@ enum MHD_Result evr_mon_page_index(struct evr_mon_req *q, const struct evr_mon_a
 		if (!p->listed && p->state != EVR_MON_LIVE)
 			continue;
 		shown++;
-		err = evr_strbuf_printf(&sb, "<tr><td>%d</td><td class=\"l\">", (int)p->pid);
+		err = p->ns_pid ? evr_strbuf_printf(&sb, "<tr><td>%d (ns %d)</td><td class=\"l\">",
+						    (int)p->pid, (int)p->ns_pid)
+				: evr_strbuf_printf(&sb, "<tr><td>%d</td><td class=\"l\">", (int)p->pid);
 		if (!err)
 			err = evr_rpt_html_cstr(&sb, p->name);
 		if (!err)

@@ -215,6 +215,8 @@ static int helper_confine(int dirfd)
 		SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(access), SCMP_SYS(faccessat),
 		SCMP_SYS(faccessat2), SCMP_SYS(lseek), SCMP_SYS(pidfd_open), SCMP_SYS(getuid),
 		SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(poll),
+		/* A container's runtime directory: links resolved against its root. */
+		SCMP_SYS(readlinkat),
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	int r;

@@ -213,8 +213,10 @@ static void take_result(struct evr_watch *w, struct evr_watch_proc *p, struct ev
 		job_put(j);
 		return;
 	}
-	if (pi)
+	if (pi) {
 		evr_watch_short_name(pi, p->name, sizeof(p->name));
+		p->ns_pid = (pid_t)pi->ns_pid;
+	}
 	p->retrying = false;
 	if (j->ret == 0) {
 		p->client = j->client;

@@ -31,6 +31,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define EVR_RUNDIR_MAX	2u		/* candidate directories of one uid */
@@ -51,6 +52,16 @@ int evr_rundir_candidates(uid_t uid, char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN],
  * Return: 0 trusted, -ENOENT missing, -EPERM not to be trusted, -errno.
  */
 int evr_rundir_check(const char *dir, uid_t uid, char *errbuf, size_t errlen);
+
+/**
+ * evr_rundir_check_stat() - evr_rundir_check() on what lstat() (or fstat() of
+ * an O_PATH|O_NOFOLLOW descriptor) said of @dir: for a directory reached by
+ * descriptor, such as one inside another mount namespace's root.
+ * @dir: the path named in the message.
+ * Return: 0 trusted, -EPERM not to be trusted.
+ */
+int evr_rundir_check_stat(const struct stat *st, const char *dir, uid_t uid, char *errbuf,
+			  size_t errlen);
 
 /* True if @uid's runtime directories are the default ones ($EVR_RUNTIME_DIR unset). */
 bool evr_rundir_is_default(void);

@@ -54,6 +54,11 @@ struct evr_process_clock {
 
 struct evr_process_info {
 	uint32_t pid, ppid, uid;
+	/*
+	 * 0, or the pid the process has in a pid namespace of its own (a
+	 * container), when pid is the one it has in the consumer's namespace.
+	 */
+	uint32_t ns_pid;
 	uint32_t nr_cpus;
 	uint32_t sessions_active;
 	uint32_t argc;

@@ -15,6 +15,7 @@ static inline void evr_process_info_scalars(struct evr_process_info *pi, const E
 	pi->pid = m->pid;
 	pi->ppid = m->has_ppid ? m->ppid : 0;
 	pi->uid = m->has_uid ? m->uid : 0;
+	pi->ns_pid = m->has_ns_pid ? m->ns_pid : 0;
 	pi->nr_cpus = m->has_nr_cpus ? m->nr_cpus : 0;
 	pi->sessions_active = m->has_sessions_active ? m->sessions_active : 0;
 	pi->start_realtime_ns = m->has_start_realtime_ns ? m->start_realtime_ns : 0;

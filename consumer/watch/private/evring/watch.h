@@ -88,6 +88,7 @@ struct evr_watch_counter {
  */
 #define EVR_WATCH_PROC_FIELDS(ctr_type)						\
 	pid_t pid;								\
+	pid_t ns_pid;		/* its pid in a pid namespace of its own, or 0 */ \
 	char name[64];		/* argv[0]'s base name, or exe's; "?" */	\
 	enum evr_watch_state state;						\
 	int errnum;		/* FAILED, EXITED: why, a positive errno */	\
