@@ -361,6 +361,29 @@ static int scan_all_users(struct pid_vec *pv, struct scan_refusals *rf)
 	return err;
 }
 
+/* The processes that connected to us in listen mode (client-dialin.c). */
+static int add_dialin(struct pid_vec *pv)
+{
+	pid_t *v;
+	uint32_t n;
+	int err = evr_client_dialin_pids(&v, &n);
+
+	if (err == 0 && n && pv->n + n > pv->cap) {
+		pid_t *nv = realloc(pv->v, sizeof(*nv) * (pv->n + n));
+
+		if (nv) {
+			pv->v = nv;
+			pv->cap = pv->n + n;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	for (uint32_t i = 0; i < n && err == 0; i++)
+		pv->v[pv->n++] = v[i];
+	free(v);
+	return err;
+}
+
 int evr_process_list_checked(pid_t **ret, uint32_t *ret_n, char *errbuf, size_t errlen)
 {
 	struct scan_refusals rf = { .errbuf = errbuf, .errlen = errlen };
@@ -380,6 +403,8 @@ int evr_process_list_checked(pid_t **ret, uint32_t *ret_n, char *errbuf, size_t 
 		for (unsigned int i = 0; i < ndirs && !err; i++)
 			err = scan_trusted(dirs[i], geteuid(), &pv, &rf);
 	}
+	if (err == 0)
+		err = add_dialin(&pv);
 	if (err < 0) {
 		free(pv.v);
 		return err;
