@@ -33,7 +33,7 @@
 /* Replies queued for one consumer that does not read: two maximal frames. */
 #define EVR_AGENT_TXQ_CAP	(2u * (EVR_FRAME_HDR + EVR_FRAME_MAX))
 
-/* One consumer connection (accepted, or the reverse one of EVR_CONNECT). */
+/* One consumer connection (accepted, the reverse one of EVR_CONNECT, or listen mode's). */
 struct evr_agent_conn {
 	struct evr_agent_conn *next;
 	int fd;				/* non-blocking, -1 once closed */
@@ -47,6 +47,7 @@ struct evr_agent_conn {
 	uint32_t peer_uid;
 	bool hello;			/* Hello answered */
 	bool reverse;			/* EVR_CONNECT: Resume lets the constructor return */
+	bool dialed;			/* listen mode (EVR_MONITOR_SOCKET): ours, made to the monitor */
 	bool closing;			/* read nothing more; close once the replies are out */
 	bool dead;			/* closed; freed at the end of the event batch */
 	bool want_out;			/* EPOLLOUT registered */

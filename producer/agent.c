@@ -25,6 +25,18 @@
  * constructor connects to that socket, hands the connection to the agent like
  * an accepted one, and waits until the consumer sends Resume, the connection
  * fails, or EVR_CONNECT_TIMEOUT_MS (default 10000) passes.
+ *
+ * EVR_MONITOR_SOCKET=<path> (listen mode, for a monitor that cannot reach our
+ * runtime directory: another mount namespace, a sidecar): the agent thread
+ * keeps one connection of its own to that socket, made with a non-blocking
+ * connect(), checked with SO_PEERCRED like an accepted one and served like
+ * one. The monitor parks it until it needs a connection to us; once it says
+ * Hello on it, the agent makes the next one, so the monitor always has one
+ * ready (dotnet's reverse diagnostic port). A connection that fails or ends
+ * before its Hello (no listener, a refused one, garbage, an immediate close)
+ * makes the next attempt wait, 100 ms doubling up to 5 s: a dead or hostile
+ * listener costs a connect() every few seconds, never a storm and never the
+ * program's time. The variable stays set: children are traced too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -56,6 +68,11 @@
 #include "counters-internal.h"
 
 #define EVR_CONNECT_TIMEOUT_DEFAULT_MS 10000
+/* Listen mode: the waits before connecting to the monitor again. */
+#define EVR_MON_BACKOFF_MIN_MS 100u
+#define EVR_MON_BACKOFF_MAX_MS 5000u
+/* Between a used connection and the next: bounds a monitor that uses and closes at once. */
+#define EVR_MON_RECONNECT_GAP_MS 20u
 
 static struct {
 	pthread_mutex_t lock;
@@ -71,6 +88,13 @@ static struct {
 	char status[512];		/* the socket path, or why there is none */
 	int status_err;			/* 0, or why listen_socket() failed */
 	bool listen_paused;		/* out of fds: stop polling the listen socket */
+	/* Listen mode (EVR_MONITOR_SOCKET); the agent thread alone uses these once it runs. */
+	bool mon_enabled;
+	struct sockaddr_un mon_sa;
+	struct evr_agent_conn *mon_spare;	/* ours, not yet used (no Hello) by the monitor */
+	uint64_t mon_next_ns;		/* CLOCK_MONOTONIC of the next connect(); UINT64_MAX: none */
+	uint64_t mon_last_ns;		/* the last connect() */
+	uint32_t mon_backoff_ms;	/* the wait after the next failure */
 } agent = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.epfd = -1,
@@ -277,6 +301,16 @@ static void conn_set_events(struct evr_agent_conn *c)
 	(void)epoll_ctl(agent.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/* Listen mode: the last attempt failed or its connection ended unused; wait longer. */
+static void mon_failed(void)
+{
+	agent.mon_spare = NULL;
+	agent.mon_next_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC) +
+			    (uint64_t)agent.mon_backoff_ms * 1000000u;
+	agent.mon_backoff_ms = agent.mon_backoff_ms * 2 > EVR_MON_BACKOFF_MAX_MS ?
+			       EVR_MON_BACKOFF_MAX_MS : agent.mon_backoff_ms * 2;
+}
+
 /*
  * Close @c now: its session is stopped (flushed, marked ended) and destroyed,
  * so the process's fds and mappings go back to what they were. The struct
@@ -287,6 +321,8 @@ static void conn_kill(struct evr_agent_conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;
+	if (c == agent.mon_spare)
+		mon_failed();
 	c->populate.s = NULL;
 	evr_session_free(c->session);
 	c->session = NULL;
@@ -480,7 +516,8 @@ static uint64_t pending_sweep(uint64_t now, bool make_room)
 	char why[96];
 
 	for (struct evr_agent_conn *c = agent.conns; c; c = c->next) {
-		if (c->hello || c->dead)
+		/* Our own connection to the monitor waits for it as long as it takes. */
+		if (c->hello || c->dead || c->dialed)
 			continue;
 		if (now >= c->hello_deadline_ns) {
 			snprintf(why, sizeof(why), "no Hello within %u ms", agent.hello_timeout_ms);
@@ -502,8 +539,11 @@ static uint64_t pending_sweep(uint64_t now, bool make_room)
 	return next;
 }
 
-/* Adopt connected socket @fd (non-blocking, close-on-exec). Takes ownership. */
-static int conn_add(int fd, bool reverse)
+/*
+ * Adopt connected socket @fd (non-blocking, close-on-exec). Takes ownership.
+ * @reverse: EVR_CONNECT's; @dialed: listen mode's (no Hello deadline).
+ */
+static int conn_add(int fd, bool reverse, bool dialed)
 {
 	struct evr_agent_conn *c;
 	struct ucred cred;
@@ -531,6 +571,7 @@ static int conn_add(int fd, bool reverse)
 	c->peer_pid = (uint32_t)cred.pid;
 	c->peer_uid = (uint32_t)cred.uid;
 	c->reverse = reverse;
+	c->dialed = dialed;
 	c->hello_deadline_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC) +
 			       (uint64_t)agent.hello_timeout_ms * 1000000u;
 	evr_frame_rx_init(&c->rx);
@@ -566,8 +607,66 @@ static void accept_clients(void)
 				listen_poll(false);
 			return;
 		}
-		(void)conn_add(fd, false);
+		(void)conn_add(fd, false, false);
 	}
+}
+
+/* ---- listen mode ----------------------------------------------------------------------- */
+
+/*
+ * Connect to the monitor without waiting: a Unix socket's connect() completes
+ * at once or fails at once (EAGAIN with a full backlog, ECONNREFUSED with no
+ * listener), it never blocks on a non-blocking socket. Agent lock held.
+ */
+static void mon_connect(uint64_t now)
+{
+	int fd;
+
+	agent.mon_last_ns = now;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		mon_failed();
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&agent.mon_sa, sizeof(agent.mon_sa)) < 0) {
+		close(fd);
+		mon_failed();
+		return;
+	}
+	/* Checks the listener's uid as an accepted peer's: another user's is refused. */
+	if (conn_add(fd, false, true) < 0) {
+		mon_failed();
+		return;
+	}
+	agent.mon_spare = agent.conns;	/* conn_add() put it first */
+	agent.mon_next_ns = UINT64_MAX;
+}
+
+/*
+ * After a batch: the monitor used our spare connection (Hello), so make the
+ * next one (a little later if the last was just made); or the time to try
+ * again has come. Return: the time of the next attempt, or UINT64_MAX.
+ * Agent lock held.
+ */
+static uint64_t mon_turn(void)
+{
+	uint64_t now;
+
+	if (!agent.mon_enabled)
+		return UINT64_MAX;
+	if (agent.mon_spare && agent.mon_spare->hello) {
+		uint64_t gap = agent.mon_last_ns + EVR_MON_RECONNECT_GAP_MS * 1000000ull;
+
+		agent.mon_spare = NULL;
+		agent.mon_backoff_ms = EVR_MON_BACKOFF_MIN_MS;
+		agent.mon_next_ns = gap;
+	}
+	if (agent.mon_spare || agent.mon_next_ns == UINT64_MAX)
+		return agent.mon_next_ns;
+	now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
+	if (now >= agent.mon_next_ns)
+		mon_connect(now);
+	return agent.mon_spare ? UINT64_MAX : agent.mon_next_ns;
 }
 
 /* ---- the thread -------------------------------------------------------------------- */
@@ -579,6 +678,11 @@ static void *agent_main(void *arg)
 
 	uint64_t next = UINT64_MAX;
 	bool populating = false;
+
+	/* Listen mode's first connection, before the first sleep. */
+	pthread_mutex_lock(&agent.lock);
+	next = mon_turn();
+	pthread_mutex_unlock(&agent.lock);
 
 	(void)arg;
 	/* Named by itself, one prctl(): pthread_setname_np() on another thread
@@ -641,6 +745,11 @@ static void *agent_main(void *arg)
 		next = pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), false);
 		populating = populate_some(EVR_AGENT_POPULATE_SLICE);
 		reap_dead();
+		{
+			uint64_t mon = mon_turn();
+
+			next = mon < next ? mon : next;
+		}
 		pthread_mutex_unlock(&agent.lock);
 		atomic_store(&agent_outside, true);
 		if (atomic_load(&agent_left)) {
@@ -720,8 +829,12 @@ static int agent_start(int reverse_fd)
 	agent.listen_paused = false;
 	agent.listen_fd = listen_socket();
 	agent.status_err = agent.listen_fd < 0 ? agent.listen_fd : 0;
-	if (agent.listen_fd < 0 && reverse_fd < 0)
+	if (agent.listen_fd < 0 && reverse_fd < 0 && !agent.mon_enabled)
 		return agent.listen_fd;
+	/* Listen mode: connect at once (again, in a fork child: a new process to trace). */
+	agent.mon_spare = NULL;
+	agent.mon_next_ns = 0;
+	agent.mon_backoff_ms = EVR_MON_BACKOFF_MIN_MS;
 	agent.epfd = epoll_create1(EPOLL_CLOEXEC);
 	agent.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (agent.epfd < 0 || agent.stopfd < 0)
@@ -735,7 +848,7 @@ static int agent_start(int reverse_fd)
 			goto err;
 	}
 	if (reverse_fd >= 0) {
-		err = conn_add(reverse_fd, true);
+		err = conn_add(reverse_fd, true, false);
 		reverse_fd = -1;
 		if (err < 0) {
 			/* Refused (another user's listener) or no memory: do not wait. */
@@ -878,6 +991,18 @@ static void wait_for_resume(long ms)
 	pthread_mutex_unlock(&resume_lock);
 }
 
+/* EVR_MONITOR_SOCKET: listen mode, if set to a path that fits a socket address. */
+static void monitor_socket(void)
+{
+	const char *path = secure_getenv("EVR_MONITOR_SOCKET");
+
+	if (!path || !*path || strlen(path) >= sizeof(agent.mon_sa.sun_path))
+		return;
+	agent.mon_sa.sun_family = AF_UNIX;
+	memcpy(agent.mon_sa.sun_path, path, strlen(path) + 1);
+	agent.mon_enabled = true;
+}
+
 void evr_agent_library_init(void)
 {
 	const char *env = getenv("EVR_AGENT");
@@ -905,6 +1030,7 @@ void evr_agent_library_init(void)
 	}
 	agent.enabled = true;
 	agent.hello_timeout_ms = hello_timeout_ms();
+	monitor_socket();
 	if (reverse_path)
 		rfd = reverse_connect(reverse_path, timeout_ms);
 	free(reverse_path);

@@ -32,3 +32,10 @@ foreach(t idle memory)
   set_tests_properties(agent_limits_${t} PROPERTIES LABELS integration TIMEOUT 120
     SKIP_RETURN_CODE 77)
 endforeach()
+
+# Listen mode (EVR_MONITOR_SOCKET): a consumer's dial-in socket, two consumers at once
+# through it, a hostile listener in its place, and the consumer's return.
+add_executable(evr-agent-listen agent/listen.c agent/harness.c)
+target_link_libraries(evr-agent-listen PRIVATE evring-consumer evr_warnings)
+add_test(NAME agent_listen COMMAND evr-agent-listen $<TARGET_FILE:evr-agent-producer>)
+set_tests_properties(agent_listen PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77)

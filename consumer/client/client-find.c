@@ -569,6 +569,19 @@ static int scan_ns(struct pid_vec *pv)
 	return err;
 }
 
+/* The processes that connected to us in listen mode (client-dialin.c). */
+static int add_dialin(struct pid_vec *pv)
+{
+	pid_t *v;
+	uint32_t n;
+	int err = evr_client_dialin_pids(&v, &n);
+
+	for (uint32_t i = 0; i < n && err == 0; i++)
+		err = pid_vec_add(pv, v[i]);
+	free(v);
+	return err;
+}
+
 int evr_process_list_checked(pid_t **ret, uint32_t *ret_n, char *errbuf, size_t errlen)
 {
 	struct scan_refusals rf = { .errbuf = errbuf, .errlen = errlen };
@@ -591,6 +604,8 @@ int evr_process_list_checked(pid_t **ret, uint32_t *ret_n, char *errbuf, size_t 
 			err = scan_trusted(dirs[i], geteuid(), &pv, &rf);
 	}
 	free(pv.ns_socks);
+	if (err == 0)
+		err = add_dialin(&pv);
 	if (err < 0) {
 		free(pv.v);
 		return err;

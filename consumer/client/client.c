@@ -290,6 +290,13 @@ int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **r
 
 	if (!ret)
 		return -EINVAL;
+	/* A process that connected to us (listen mode): its connection, not its socket. */
+	err = evr_client_dialin_take(pid, EVR_CLIENT_HELLO_TIMEOUT_MS, &sock, errbuf, errlen);
+	if (err == 0)
+		return evr_client_adopt(pid, sock, evr_consumer_pidfd_open(pid), client_name, ret,
+					errbuf, errlen);
+	if (err != -ENOENT)
+		return err;
 	err = evr_client_open_socket(pid, &sock, &pidfd, errbuf, errlen);
 	if (err < 0)
 		return err;

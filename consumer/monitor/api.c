@@ -113,6 +113,8 @@ static json_t *proc_json(const struct evr_mon_proc *p)
 		json_object_set_new(o, "ns_pid", json_integer(p->ns_pid));
 	json_object_set_new(o, "name", evr_mon_jstr(p->name));
 	json_object_set_new(o, "state", json_string(evr_mon_proc_state_name(p->state)));
+	/* It connected to --agent-socket (listen mode): no runtime directory of its here. */
+	json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(p->pid)));
 	if (p->command) {
 		json_object_set_new(o, "command", evr_mon_jstr(p->command));
 		json_object_set_new(o, "exe", evr_mon_jstr(p->exe));

@@ -46,6 +46,9 @@ static void usage(FILE *f)
 		"  --listen HOST:PORT     TCP address (default 127.0.0.1:%d; port 0: any free)\n"
 		"  --unix PATH            also (or with --no-tcp, only) a Unix socket, mode 0600\n"
 		"  --no-tcp               no TCP listener (use with --unix)\n"
+		"  --agent-socket PATH    listen mode: programs started with\n"
+		"                         EVR_MONITOR_SOCKET=PATH connect to this socket (mode 0600)\n"
+		"                         and are served like the others\n"
 		"  --key-hash sha256:HEX  require this API key (as a bearer token) from anyone but\n"
 		"                         local processes of your user; --generate-key makes one\n"
 		"  --key-hash-file FILE   the same, read from FILE\n"
@@ -188,11 +191,12 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 	enum { OPT_LISTEN = 0x100, OPT_UNIX, OPT_NO_TCP, OPT_KEY_HASH, OPT_KEY_FILE, OPT_GENKEY,
 	       OPT_NO_AUTH, OPT_MAX_CONN, OPT_MAX_SESS, OPT_IDLE, OPT_MAX_BODY, OPT_INTERVAL,
 	       OPT_HISTORY, OPT_MAX_DUR, OPT_OUTDIR, OPT_NO_SANDBOX, OPT_PROBE, OPT_HDR_TIMEOUT,
-	       OPT_MAX_PEER, OPT_MAX_TSIZE, OPT_TTL, OPT_MAX_KEPT };
+	       OPT_MAX_PEER, OPT_MAX_TSIZE, OPT_TTL, OPT_MAX_KEPT, OPT_AGENT_SOCKET };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "unix", required_argument, NULL, OPT_UNIX },
 		{ "no-tcp", no_argument, NULL, OPT_NO_TCP },
+		{ "agent-socket", required_argument, NULL, OPT_AGENT_SOCKET },
 		{ "key-hash", required_argument, NULL, OPT_KEY_HASH },
 		{ "key-hash-file", required_argument, NULL, OPT_KEY_FILE },
 		{ "generate-key", no_argument, NULL, OPT_GENKEY },
@@ -253,6 +257,13 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 			break;
 		case OPT_NO_TCP:
 			no_tcp = true;
+			break;
+		case OPT_AGENT_SOCKET:
+			if (!*optarg) {
+				error("--agent-socket: empty path");
+				return -EINVAL;
+			}
+			o->agent_socket = optarg;
 			break;
 		case OPT_KEY_HASH:
 			if (evr_mon_key_hash_parse(optarg, o->key_hash, err, sizeof(err)) < 0) {
@@ -436,6 +447,13 @@ static int sandbox_enter(char *err, size_t errlen)
 	return evr_sandbox_enter(&so, err, errlen);
 }
 
+/* Listen mode's news (a peer refused or arrived), from its thread: one line each. */
+static void dialin_log(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "evring monitor: %s\n", line);
+}
+
 /* The housekeeping thread's chore (conns.c): kept traces past their time or the bytes. */
 static void expire_traces(struct evr_mon *m)
 {
@@ -469,6 +487,15 @@ static int run(struct evr_mon *m)
 		goto out;
 	}
 	m->conns.chore = expire_traces;
+	/* Before the hub's first scan, which then lists those processes too; and
+	 * before the sandbox, which allows no new listening socket. */
+	if (m->o.agent_socket) {
+		r = evr_client_dialin_start(m->o.agent_socket, dialin_log, NULL, err, sizeof(err));
+		if (r < 0) {
+			error("--agent-socket: %s", err);
+			goto out;
+		}
+	}
 	r = evr_mon_hub_start(&m->hub);
 	if (r < 0) {
 		error("cannot start the counter hub: %s", strerror(-r));
@@ -506,6 +533,7 @@ out:
 	evr_mon_server_stop(m);
 	evr_mon_traces_free(m->traces);
 	evr_mon_hub_fini(&m->hub);
+	evr_client_dialin_stop();
 	return r;
 }
 

@@ -57,6 +57,7 @@ struct evr_mon_opts {
 	uint16_t listen_port;
 	bool listen_ipv6;
 	const char *unix_path;		/* --unix PATH, or NULL */
+	const char *agent_socket;	/* --agent-socket PATH (listen mode), or NULL */
 	bool no_auth;			/* --no-auth */
 	bool has_key;			/* --key-hash / --key-hash-file */
 	uint8_t key_hash[EVR_MON_HASH_BYTES];

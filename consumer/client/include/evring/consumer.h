@@ -134,6 +134,30 @@ int evr_client_accept(int listen_fd, int timeout_ms, const char *client_name,
 /* Let a reverse-connected program run (after starting the session). */
 int evr_client_resume(struct evr_client *c, char *errbuf, size_t errlen);
 
+/* One line about a listen-mode peer (refused, connected), for the caller to log. */
+typedef void (*evr_client_dialin_log_fn)(void *arg, const char *line);
+
+/**
+ * evr_client_dialin_start() - listen mode: accept the agents of programs started
+ * with EVR_MONITOR_SOCKET=@path, for a consumer that cannot reach their runtime
+ * directory (another mount namespace). Creates the socket @path (mode 0600; an
+ * old socket there is replaced; its directory must not be writable by others)
+ * and a thread that accepts, checks each peer (SO_PEERCRED: our uid, or any when
+ * we are root; a pid visible in our pid namespace) and keeps its connection.
+ * From then on, evr_process_list() includes those processes and
+ * evr_client_connect() attaches to them through their connections. One per
+ * process. @log: called from that thread with one line per peer refused or
+ * arrived; may be NULL.
+ * Return: 0, or -errno with one line in @errbuf.
+ * Context: before any evr_client_connect() that should see them.
+ */
+int evr_client_dialin_start(const char *path, evr_client_dialin_log_fn log, void *log_arg,
+			    char *errbuf, size_t errlen);
+/* Close the socket (and unlink it), drop every parked connection, end the thread. */
+void evr_client_dialin_stop(void);
+/* True if process @pid came in listen mode and has not exited. Context: any thread. */
+bool evr_client_dialin_has(pid_t pid);
+
 /*
  * A program started to be traced from its first event (evr_client_launch()).
  * The caller owns it: reap it, kill it or let it run on, then evr_launch_fini().
