@@ -282,6 +282,8 @@ enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mo
 		      "evring_version", evr_mon_jstr(pi->evring_version),
 		      "cpus", (int)pi->nr_cpus, "start_time_ns", (json_int_t)pi->start_realtime_ns,
 		      "sessions", s, "threads", t ? t : json_null());
+	if (o)
+		json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(pid)));
 	ret = evr_mon_send_json(q, 200, o);
 out:
 	evr_client_free(c);
