@@ -1042,6 +1042,15 @@ void evr_agent_library_init(void)
 		wait_for_resume(timeout_ms);
 }
 
+/* No connection, or only listen mode's spare one (no Hello, no session). Agent lock held. */
+static bool serves_nobody_locked(void)
+{
+	for (struct evr_agent_conn *c = agent.conns; c; c = c->next)
+		if (!c->dialed || c->hello || c->session || c->reverse)
+			return false;
+	return true;
+}
+
 __attribute__((destructor)) static void agent_library_fini(void)
 {
 	uint64_t one = 1;
@@ -1057,9 +1066,10 @@ __attribute__((destructor)) static void agent_library_fini(void)
 	 * listener: nothing to stop or flush. Leave the agent asleep (the process's exit
 	 * ends it); only the socket goes, so that nobody finds it. The library is
 	 * NODELETE (producer/CMakeLists.txt): this runs at exit, never at a dlclose()
-	 * that would unmap the agent's code.
+	 * that would unmap the agent's code. Listen mode's spare connection, which the
+	 * monitor has not used, counts as nobody: the exit closes it.
 	 */
-	if (!agent.conns) {
+	if (serves_nobody_locked()) {
 		atomic_store(&agent_left, true);
 		if (!atomic_load(&agent_outside) && !evr_usdt_active()) {
 			if (agent.listen_fd >= 0) {

@@ -287,6 +287,8 @@ enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mo
 		      "sessions", s, "threads", t ? t : json_null());
 	if (o && pi->ns_pid)
 		json_object_set_new(o, "ns_pid", json_integer(pi->ns_pid));
+	if (o)
+		json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(pid)));
 	ret = evr_mon_send_json(q, 200, o);
 out:
 	evr_client_free(c);

@@ -73,6 +73,14 @@ assert int(sys.argv[2]) not in ps, "the hidden program is listed: %r" % ps' "$PI
 wait_for 60 listed
 grep -q "process $PID connected in listen mode on $T/monview/agents.sock" "$T/monitor.err" ||
 	fail "no log line for the connection: $(cat "$T/monitor.err")"
+# Every route takes it: its description, by the pid the kernel gave the monitor.
+expect_status 200 "$U/processes/$PID"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["pid"] == int(sys.argv[2]) and d["listen_mode"] is True, d
+assert any(s["client"] == "evring monitor" for s in d["sessions"]), d' "$T/body" "$PID" ||
+	fail "GET /processes/$PID: $(cat "$T/body")"
 
 # The trace: the workload waits for it (--wait-sessions 1), writes N iterations and exits;
 # the trace ends with the process.
@@ -183,4 +191,6 @@ wait_for 60 refused
 ! curl -sS --max-time 30 "$U2/processes" | grep -q "\"pid\": *$NOBODY\b" ||
 	fail "the monitor lists the refused process"
 kill -0 "$NOBODY" || fail "the refused program died"
+kill "$NOBODY" "$MON2"
+wait "$NOBODY" "$MON2" 2>/dev/null || true
 echo "PASS"
