@@ -263,6 +263,7 @@ static const char *const sample_names[] = {
 	[EVR_SAMPLE_SWITCH_OUT] = "switch_out",
 	[EVR_SAMPLE_SWITCH_IN] = "switch_in",
 	[EVR_SAMPLE_LOST] = "samples_lost",
+	[EVR_SAMPLE_COUNTER] = "counter",
 };
 
 /* One record of the CPU sampler, in the same forms as events. */
@@ -282,6 +283,24 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	if (system && r->pid != own_pid)
 		sym = NULL;
 
+	if (r->type == EVR_SAMPLE_COUNTER) {
+		/* A thread's count, every CPU's: the field that names a CPU names the counter. */
+		const char *cn = evr_perf_counter_name((uint16_t)r->cpu);
+		char nb[16];
+
+		if (!cn) {
+			snprintf(nb, sizeof(nb), "%u", r->cpu);
+			cn = nb;
+		}
+		if (o->flags.json)
+			printf("{\"type\":\"counter\",\"ts\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+			       "\"counter\":\"%s\",\"value\":%" PRIu64 "}\n", r->time_ns, r->pid,
+			       r->tid, cn, r->value);
+		else
+			printf("%" PRIu64 ".%09" PRIu64 " pid=%u tid=%u COUNTER %s +%" PRIu64 "\n",
+			       t / 1000000000u, t % 1000000000u, r->pid, r->tid, cn, r->value);
+		return;
+	}
 	if (o->flags.json) {
 		sb->len = 0;
 		evr_strbuf_printf(sb, "{\"type\":\"%s\",\"ts\":%" PRIu64 ",\"cpu\":%u", name,

@@ -93,6 +93,44 @@ static int samples_of(const struct evr_samples *ss, uint32_t pid, struct evr_sam
 	return 0;
 }
 
+/* The COUNTER records, added up per thread (each is an increment). Return: 0, -ENOMEM. */
+static int build_counters(const struct evr_samples *ss, struct evr_report_cpu *ret)
+{
+	size_t cap = 0, last = 0;
+
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+		size_t k = last;
+
+		if (s->type != EVR_SAMPLE_COUNTER || s->cpu >= 32)
+			continue;
+		if (k >= ret->ncounters || ret->counters[k].tid != s->tid ||
+		    ret->counters[k].pid != s->pid)
+			for (k = 0; k < ret->ncounters && (ret->counters[k].tid != s->tid ||
+							   ret->counters[k].pid != s->pid); k++)
+				;
+		if (k == ret->ncounters) {
+			if (ret->ncounters == cap) {
+				size_t c = cap ? cap * 2 : 16;
+				struct evr_report_counters *v = realloc(ret->counters, c * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				ret->counters = v;
+				cap = c;
+			}
+			memset(&ret->counters[k], 0, sizeof(ret->counters[k]));
+			ret->counters[k].pid = s->pid;
+			ret->counters[k].tid = s->tid;
+			ret->ncounters++;
+		}
+		ret->counters[k].v[s->cpu] += s->value;
+		ret->counter_mask |= 1u << s->cpu;
+		last = k;
+	}
+	return 0;
+}
+
 int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 			 const struct evr_samples *ss, struct evr_report_cpu *ret)
 {
@@ -102,7 +140,11 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	memset(ret, 0, sizeof(*ret));
 	if (!ss || !ss->n)
 		return 0;
+	err = build_counters(ss, ret);
+	if (err < 0)
+		return err;
 	if (ss->has_sampler) {
+		ret->event = EVR_SAMPLER_EVENT(ss->sampler.event);
 		ret->lost = ss->sampler.lost;
 		ret->freq_hz = ss->sampler.freq_hz;
 		ret->system = ss->sampler.event & EVR_SAMPLER_SYSTEM;
@@ -167,6 +209,7 @@ void evr_report_cpu_fini(struct evr_report_cpu *c)
 {
 	free(c->procs);
 	free(c->funcs);
+	free(c->counters);
 	evr_profile_free(c->p);
 	memset(c, 0, sizeof(*c));
 }
@@ -205,6 +248,24 @@ static void print_procs(FILE *f, const struct evr_report_cpu *c, unsigned top)
 			pct(c->procs[i].samples, c->all_samples));
 }
 
+/* The per-thread counters as a table: a column per counter recorded. */
+static void print_counters(FILE *f, const struct evr_report_cpu *c)
+{
+	fprintf(f, "\nCounters per thread (record --perf-counters; task-clock in ns)\n  %8s %8s",
+		"PID", "TID");
+	for (uint16_t id = 0; id < 32; id++)
+		if (c->counter_mask & (1u << id))
+			fprintf(f, " %16s", evr_perf_counter_name(id) ? evr_perf_counter_name(id) : "?");
+	fputc('\n', f);
+	for (size_t i = 0; i < c->ncounters; i++) {
+		fprintf(f, "  %8" PRIu32 " %8" PRIu32, c->counters[i].pid, c->counters[i].tid);
+		for (uint16_t id = 0; id < 32; id++)
+			if (c->counter_mask & (1u << id))
+				fprintf(f, " %16" PRIu64, c->counters[i].v[id]);
+		fputc('\n', f);
+	}
+}
+
 void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 {
 	size_t n = top && top < c->nfuncs ? top : c->nfuncs;
@@ -215,10 +276,19 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 
 	if (!c->samples) {
 		fprintf(f, "\nCPU samples: none (record with --sample-cpu for a CPU profile)\n");
+		if (c->ncounters)
+			print_counters(f, c);
 		return;
 	}
-	fprintf(f, "\nCPU samples: %" PRIu64 " (%s of CPU on %" PRIu32 " thread%s", c->samples,
-		fmt_ns(c->cpu_ns, b1, sizeof(b1)), c->threads, c->threads == 1 ? "" : "s");
+	if (c->event && c->event != EVR_COUNTER_CPU_CLOCK && evr_perf_counter_name(c->event))
+		/* A hardware event's periods count that event, not time. */
+		fprintf(f, "\nCPU samples: %" PRIu64 " (%" PRIu64 " %s on %" PRIu32 " thread%s",
+			c->samples, c->cpu_ns, evr_perf_counter_name(c->event), c->threads,
+			c->threads == 1 ? "" : "s");
+	else
+		fprintf(f, "\nCPU samples: %" PRIu64 " (%s of CPU on %" PRIu32 " thread%s",
+			c->samples, fmt_ns(c->cpu_ns, b1, sizeof(b1)), c->threads,
+			c->threads == 1 ? "" : "s");
 	if (c->freq_hz)
 		fprintf(f, ", %" PRIu32 " Hz", c->freq_hz);
 	fprintf(f, "), %" PRIu64 " lost\n", c->lost);
@@ -232,6 +302,37 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 			pct(fn->self, c->cpu_ns), fmt_ns(fn->total, b2, sizeof(b2)),
 			pct(fn->total, c->cpu_ns), fn->name);
 	}
+	if (c->ncounters)
+		print_counters(f, c);
+}
+
+static int counters_json(struct evr_strbuf *sb, const struct evr_report_cpu *c)
+{
+	bool first = true;
+	int err = evr_strbuf_printf(sb, ",\"counters\":{\"names\":[");
+
+	for (uint16_t id = 0; id < 32 && !err; id++)
+		if ((c->counter_mask & (1u << id)) && evr_perf_counter_name(id)) {
+			err = evr_strbuf_printf(sb, "%s\"%s\"", first ? "" : ",",
+						evr_perf_counter_name(id));
+			first = false;
+		}
+	if (!err)
+		err = evr_strbuf_printf(sb, "],\"threads\":[");
+	for (size_t i = 0; i < c->ncounters && !err; i++) {
+		err = evr_strbuf_printf(sb, "%s{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, i ? "," : "",
+					c->counters[i].pid, c->counters[i].tid);
+		for (uint16_t id = 0; id < 32 && !err; id++)
+			if ((c->counter_mask & (1u << id)) && evr_perf_counter_name(id))
+				err = evr_strbuf_printf(sb, ",\"%s\":%" PRIu64,
+							evr_perf_counter_name(id),
+							c->counters[i].v[id]);
+		if (!err)
+			err = evr_strbuf_append(sb, "}", 1);
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "]}", 2);
+	return err;
 }
 
 int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, unsigned top)
@@ -276,6 +377,10 @@ int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, u
 			err = evr_strbuf_append(sb, "]}", 2);
 	}
 	if (!err)
-		err = evr_strbuf_append(sb, "}}\n", 3);
+		err = evr_strbuf_append(sb, "}", 1);
+	if (!err && c->ncounters)
+		err = counters_json(sb, c);
+	if (!err)
+		err = evr_strbuf_append(sb, "}\n", 2);
 	return err;
 }
