@@ -106,8 +106,11 @@ void evr_record_counters_summary(const struct evr_sideband *sb)
 	fprintf(stderr, "evring record: %" PRIu64 " per-thread counter records (", t.records);
 	for (uint32_t i = 0; i < t.counters; i++)
 		fprintf(stderr, "%s%s", i ? "," : "", evr_perf_counter_name(t.ids[i]));
-	fprintf(stderr, "; %u threads at the start%s), %" PRIu64 " thread exits lost\n", t.threads,
+	fprintf(stderr, "; %u threads at the start%s%s), %" PRIu64 " thread exits lost\n",
+		t.threads,
 		t.user_only ? "; user space only: kernel.perf_event_paranoid forbids counting in "
 			      "the kernel, where context switches and migrations happen" : "",
+		t.folded ? "; threads started later are counted with the thread that started "
+			   "them: this kernel (before 6.12) cannot keep them apart" : "",
 		t.lost);
 }

@@ -314,6 +314,19 @@ int evr_perf_counters_new(pid_t pid, const uint16_t *ids, uint32_t n,
 		c->totals.user_only = true;
 		err = evr_perf_set_new(&po, &c->set, errbuf, errlen);
 	}
+	if (err == -EINVAL) {
+		/*
+		 * Before Linux 6.12 inherit refuses PERF_SAMPLE_READ: without it
+		 * inherit_stat would exchange counts between counters, so neither.
+		 * The threads started later are then counted with their creator.
+		 */
+		for (uint32_t i = 0; i < n; i++) {
+			c->attrs[i].sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
+			c->attrs[i].inherit_stat = 0;
+		}
+		c->totals.folded = true;
+		err = evr_perf_set_new(&po, &c->set, errbuf, errlen);
+	}
 	if (err < 0)
 		goto fail;
 	err = index_events(c, errbuf, errlen);

@@ -620,6 +620,7 @@ struct evr_perf_counters_totals {
 	uint64_t records;		/* COUNTER records written */
 	uint64_t lost;			/* READ records the kernel lost (ring full) */
 	bool user_only;			/* the kernel's side refused: no context switches */
+	bool folded;			/* kernel < 6.12: later threads counted with their creator */
 	uint16_t ids[EVR_PERF_COUNTERS_MAX];	/* what was counted */
 };
 
