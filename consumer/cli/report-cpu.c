@@ -169,7 +169,52 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	return cpu_build(r, sym, ss, ret);
 }
 
-/* The recorded process's part: sample count, threads, functions. */
+static int cmp_switches(const void *a, const void *b)
+{
+	const struct evr_report_switches *x = a, *y = b;
+
+	if (x->out != y->out)
+		return x->out < y->out ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Switch-outs per thread of @ss (the recorded process's records). Return: 0, -ENOMEM. */
+static int build_switches(const struct evr_samples *ss, struct evr_report_cpu *ret)
+{
+	size_t cap = 0, last = 0;
+
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+		size_t k = last;
+
+		if (s->type != EVR_SAMPLE_SWITCH_OUT)
+			continue;
+		if (k >= ret->nswitches || ret->switches[k].tid != s->tid)
+			for (k = 0; k < ret->nswitches && ret->switches[k].tid != s->tid; k++)
+				;
+		if (k == ret->nswitches) {
+			if (ret->nswitches == cap) {
+				size_t c = cap ? cap * 2 : 16;
+				struct evr_report_switches *v = realloc(ret->switches, c * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				ret->switches = v;
+				cap = c;
+			}
+			ret->switches[k] = (struct evr_report_switches){ .tid = s->tid };
+			ret->nswitches++;
+		}
+		ret->switches[k].out++;
+		ret->switches[k].preempted += !!(s->value & EVR_SAMPLE_SWITCH_PREEMPTED);
+		last = k;
+	}
+	if (ret->nswitches > 1)
+		qsort(ret->switches, ret->nswitches, sizeof(*ret->switches), cmp_switches);
+	return 0;
+}
+
+/* The recorded process's part: sample count, threads, functions, switches. */
 static int cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 		     const struct evr_samples *ss, struct evr_report_cpu *ret)
 {
@@ -177,6 +222,9 @@ static int cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	size_t ntids = 0;
 	int err;
 
+	err = build_switches(ss, ret);
+	if (err < 0)
+		return err;
 	tids = calloc(ss->n ? ss->n : 1, sizeof(*tids));
 	if (!tids)
 		return -ENOMEM;
@@ -210,6 +258,7 @@ void evr_report_cpu_fini(struct evr_report_cpu *c)
 	free(c->procs);
 	free(c->funcs);
 	free(c->counters);
+	free(c->switches);
 	evr_profile_free(c->p);
 	memset(c, 0, sizeof(*c));
 }
@@ -266,6 +315,20 @@ static void print_counters(FILE *f, const struct evr_report_cpu *c)
 	}
 }
 
+/* The threads that left the CPU most: the @top first (0: all). */
+static void print_switches(FILE *f, const struct evr_report_cpu *c, unsigned top)
+{
+	size_t n = top && top < c->nswitches ? top : c->nswitches;
+
+	fprintf(f, "\nContext switches per thread (%zu of %zu threads; preempted, else blocked)\n"
+		"  %8s %10s %10s %10s\n", n, c->nswitches, "TID", "SWITCHES", "PREEMPTED",
+		"BLOCKED");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %8" PRIu32 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+			c->switches[i].tid, c->switches[i].out, c->switches[i].preempted,
+			c->switches[i].out - c->switches[i].preempted);
+}
+
 void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 {
 	size_t n = top && top < c->nfuncs ? top : c->nfuncs;
@@ -278,6 +341,8 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 		fprintf(f, "\nCPU samples: none (record with --sample-cpu for a CPU profile)\n");
 		if (c->ncounters)
 			print_counters(f, c);
+		if (c->nswitches)
+			print_switches(f, c, top);
 		return;
 	}
 	if (c->event && c->event != EVR_COUNTER_CPU_CLOCK && evr_perf_counter_name(c->event))
@@ -304,6 +369,8 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 	}
 	if (c->ncounters)
 		print_counters(f, c);
+	if (c->nswitches)
+		print_switches(f, c, top);
 }
 
 static int counters_json(struct evr_strbuf *sb, const struct evr_report_cpu *c)
@@ -356,6 +423,14 @@ int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, u
 			err = evr_strbuf_printf(sb, ",\"self_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64
 						"}", c->funcs[i].self, c->funcs[i].total);
 	}
+	if (!err)
+		err = evr_strbuf_append(sb, "],\"switches\":[", 14);
+	for (size_t i = 0; i < c->nswitches && !err; i++)
+		err = evr_strbuf_printf(sb, "%s{\"tid\":%" PRIu32 ",\"switches\":%" PRIu64
+					",\"preempted\":%" PRIu64 ",\"blocked\":%" PRIu64 "}",
+					i ? "," : "", c->switches[i].tid, c->switches[i].out,
+					c->switches[i].preempted,
+					c->switches[i].out - c->switches[i].preempted);
 	if (!err)
 		err = evr_strbuf_append(sb, "]", 1);
 	if (!err && c->system) {

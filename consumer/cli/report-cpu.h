@@ -27,6 +27,13 @@ struct evr_report_counters {
 	uint64_t v[32];
 };
 
+/* A thread's context switches (the sampler's switch-out records). */
+struct evr_report_switches {
+	uint32_t tid;
+	uint64_t out;			/* times it left the CPU */
+	uint64_t preempted;		/* of which preempted (the others: it blocked) */
+};
+
 struct evr_report_cpu {
 	uint64_t samples;		/* CPU samples with a stack */
 	uint64_t cpu_ns;		/* their periods */
@@ -49,6 +56,9 @@ struct evr_report_cpu {
 	struct evr_report_counters *counters;
 	size_t ncounters;
 	uint32_t counter_mask;
+	/* The recorded process's switches per thread, most first. */
+	struct evr_report_switches *switches;
+	size_t nswitches;
 };
 
 /*

@@ -63,6 +63,32 @@ cev = [e for e in evs if e.get("ph") == "C" and e.get("tid") == tid and "page-fa
 assert cev and cev[-1]["args"]["page-faults"] == pf, f"Chrome counter events: {cev[-3:]}"
 PY
 
+# report's switch view: the thread's switch-outs from --sample-cpu's switch records,
+# at least ROUNDS of them, and as many as its context-switches counter says.
+"$EVRING" record --sample-cpu=99 --perf-counters=context-switches --providers Faults \
+	-o "$T/sw.evtrace" -- "$BIN/stacks-faults" 100 $ROUNDS >"$T/sw.out" 2>"$T/sw.err" ||
+	fail "record --sample-cpu --perf-counters failed: $(cat "$T/sw.err")"
+read -r _ TID _ <"$T/sw.out" || fail "stacks-faults printed nothing"
+"$EVRING" report --json "$T/sw.evtrace" >"$T/sw.json" 2>"$T/report.err" ||
+	fail "report failed: $(cat "$T/report.err")"
+"$EVRING" report "$T/sw.evtrace" >"$T/sw.txt" 2>>"$T/report.err" || fail "report failed"
+grep -q "Context switches per thread" "$T/sw.txt" || fail "no switch view: $(cat "$T/sw.txt")"
+python3 - "$T/sw.json" "$TID" $ROUNDS $user_only <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+tid, rounds, user_only = map(int, sys.argv[2:5])
+sw = [s for s in rep["cpu_samples"]["switches"] if s["tid"] == tid]
+assert sw, f"no switches of thread {tid}: {rep['cpu_samples']['switches'][:5]}"
+sw = sw[0]
+# Each round leaves the CPU once at least: blocked in read(), or preempted by the thread
+# its write() woke.
+assert sw["switches"] >= rounds and sw["switches"] == sw["blocked"] + sw["preempted"], sw
+if not user_only:
+    cs = [t for t in rep["counters"]["threads"] if t["tid"] == tid][0]["context-switches"]
+    assert abs(cs - sw["switches"]) <= 2, f"counter {cs}, switch records {sw}"
+print(f"switches of thread {tid}: {sw}")
+PY
+
 # The hardware events.
 pmu=0
 ls /sys/bus/event_source/devices | grep -Eq '^(cpu|cpu_core|cpu_atom|armv[0-9].*)$' && pmu=1
