@@ -118,6 +118,32 @@ assert cyc > 0, "no cycles counted for the thread"
 print(f"cycles of thread {tid}: {cyc}")
 PY
 fi
+# Without CAP_PERFMON and CAP_SYS_ADMIN (root with both dropped) at perf_event_paranoid >= 2:
+# counting in the kernel is refused, so user space only, said in the summary: the page
+# faults are still counted, the context switches (in the kernel) read 0.
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+if command -v setpriv >/dev/null && ((EUID == 0 && paranoid >= 2)); then
+	setpriv --bounding-set -perfmon,-sys_admin --inh-caps -perfmon,-sys_admin \
+		"$EVRING" record --perf-counters=page-faults,context-switches --providers Faults \
+		-o "$T/nocap.evtrace" -- "$BIN/stacks-faults" $PAGES 10 >"$T/nocap.out" \
+		2>"$T/nocap.err" || fail "record without CAP_PERFMON failed: $(cat "$T/nocap.err")"
+	grep -q "; user space only: kernel.perf_event_paranoid forbids counting in the kernel" \
+		"$T/nocap.err" || fail "no user-space-only note: $(cat "$T/nocap.err")"
+	read -r _ TID _ <"$T/nocap.out" || fail "stacks-faults printed nothing"
+	"$EVRING" dump --json "$T/nocap.evtrace" >"$T/nocap.jsonl" 2>"$T/dump.err" ||
+		fail "dump failed: $(cat "$T/dump.err")"
+	python3 - "$T/nocap.jsonl" "$TID" $PAGES <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+tid, pages = int(sys.argv[2]), int(sys.argv[3])
+def total(name):
+    return sum(r["value"] for r in recs if r["type"] == "counter" and r["tid"] == tid and r["counter"] == name)
+assert total("page-faults") >= pages, f"{total('page-faults')} page faults in user space only"
+assert total("context-switches") == 0, "context switches counted in user space only"
+print(f"without CAP_PERFMON: {total('page-faults')} page faults, user space only")
+PY
+fi
+
 # A clear error for an event evring does not know.
 if "$EVRING" record --sample-cpu=bogus -p 1 -o "$T/x.evtrace" 2>"$T/bad.err"; then
 	fail "--sample-cpu=bogus was accepted"
