@@ -33,6 +33,8 @@ evr_unit(test_stack LIBS evring)
 evr_unit(test_modmap LIBS evring-symbols)
 # System calls' names, summary and Chrome slices (record --syscalls's readers).
 evr_unit(test_syscalls LIBS evring-symbols)
+# Perf event names (--perf-counters, --sample-cpu=EVENT) and the counters' Chrome tracks.
+evr_unit(test_perf_counters LIBS evring-symbols)
 target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
 
 # A sample in an rseq abort handler of libevring is named by its function (issue 28, item 5).
