@@ -17,6 +17,9 @@
 
 #define CMD "record"
 
+_Static_assert(sizeof(((struct record_opts *)0)->counters) ==
+		       EVR_PERF_COUNTERS_MAX * sizeof(uint16_t), "one list of counters");
+
 /* The counters --perf-counters counts when given no LIST. */
 static const char default_counters[] =
 	"cycles,instructions,cache-misses,branch-misses,task-clock,context-switches,"
