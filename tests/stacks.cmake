@@ -9,7 +9,7 @@ target_link_libraries(stacks-parked PRIVATE Threads::Threads)
 
 # Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
 set(EVR_STACKS_TESTS snapshot snapshot_errors event_stacks sample_cpu jit profile pprof
-    bad_input speedscope formats report_cpu untrusted_files system)
+    bad_input speedscope formats report_cpu untrusted_files system perf_counters)
 foreach(t IN LISTS EVR_STACKS_TESTS)
   add_test(NAME stacks_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>
@@ -33,6 +33,8 @@ evr_unit(test_stack LIBS evring)
 evr_unit(test_modmap LIBS evring-symbols)
 # System calls' names, summary and Chrome slices (record --syscalls's readers).
 evr_unit(test_syscalls LIBS evring-symbols)
+# Perf event names (--perf-counters, --sample-cpu=EVENT) and the counters' Chrome tracks.
+evr_unit(test_perf_counters LIBS evring-symbols)
 target_compile_options(test_stack PRIVATE ${EVR_STACKS_CFLAGS})
 
 # A sample in an rseq abort handler of libevring is named by its function (issue 28, item 5).
@@ -60,3 +62,8 @@ add_test(NAME stacks_sample_cpu_perf
           $<TARGET_FILE_DIR:stacks-parked>)
 set_tests_properties(stacks_sample_cpu_perf PROPERTIES LABELS integration TIMEOUT 180
   SKIP_RETURN_CODE 77)
+
+# A thread with a known number of page faults and context switches (stacks_perf_counters).
+add_executable(stacks-faults stacks/faults.c)
+target_compile_options(stacks-faults PRIVATE ${EVR_STACKS_CFLAGS})
+target_link_libraries(stacks-faults PRIVATE evring evr_warnings Threads::Threads)

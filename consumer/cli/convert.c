@@ -202,6 +202,23 @@ static int convert_profile_to(const struct convert_opts *o, struct evr_trace_rea
 	return ret;
 }
 
+/* Chrome's extra events: the system calls' slices, then the per-thread counters. */
+struct chrome_extra {
+	struct evr_syscall_set *sys;
+	const struct evr_samples *ss;
+};
+
+static long chrome_extra_write(void *ctx, FILE *out, bool first)
+{
+	const struct chrome_extra *x = ctx;
+	long a = x->sys && x->sys->n ? evr_syscalls_chrome_write(x->sys, out, first) : 0, b;
+
+	if (a < 0)
+		return a;
+	b = evr_counters_chrome_write(x->ss, out, first && !a);
+	return b < 0 ? b : a + b;
+}
+
 /* The CPU samples with a stack: what the profiles and Chrome's samples hold. */
 static size_t cpu_samples(const struct evr_samples *ss)
 {
@@ -547,11 +564,10 @@ static int run(void *arg)
 			struct evr_chrome_frames *cf = NULL;
 			struct evr_chrome_stacks sk = { .stack_id = evr_chrome_frames_stack_id,
 							.write_frames = evr_chrome_frames_write };
+			struct chrome_extra extra = { .sys = sys, .ss = ss };
 
-			if (sys && sys->n) {
-				sk.write_events = evr_syscalls_chrome_write;
-				sk.events_ctx = sys;
-			}
+			sk.write_events = chrome_extra_write;
+			sk.events_ctx = &extra;
 
 			ret = evr_chrome_frames_new(sym, ss, &cf);
 			if (ret == 0) {

@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include <evring/symbols.h>
+#include <evring/syscalls.h>
 #include <evring/trace.h>
 
 #include "cli.h"
+#include "report-syscalls.h"
 
 #define CMD "dump"
 
@@ -255,6 +257,7 @@ static const char *const sample_names[] = {
 	[EVR_SAMPLE_SWITCH_OUT] = "switch_out",
 	[EVR_SAMPLE_SWITCH_IN] = "switch_in",
 	[EVR_SAMPLE_LOST] = "samples_lost",
+	[EVR_SAMPLE_COUNTER] = "counter",
 };
 
 /* One record of the CPU sampler, in the same forms as events. */
@@ -274,6 +277,24 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	if (system && r->pid != own_pid)
 		sym = NULL;
 
+	if (r->type == EVR_SAMPLE_COUNTER) {
+		/* A thread's count, every CPU's: the field that names a CPU names the counter. */
+		const char *cn = evr_perf_counter_name((uint16_t)r->cpu);
+		char nb[16];
+
+		if (!cn) {
+			snprintf(nb, sizeof(nb), "%u", r->cpu);
+			cn = nb;
+		}
+		if (o->flags.json)
+			printf("{\"type\":\"counter\",\"ts\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+			       "\"counter\":\"%s\",\"value\":%" PRIu64 "}\n", r->time_ns, r->pid,
+			       r->tid, cn, r->value);
+		else
+			printf("%" PRIu64 ".%09" PRIu64 " pid=%u tid=%u COUNTER %s +%" PRIu64 "\n",
+			       t / 1000000000u, t % 1000000000u, r->pid, r->tid, cn, r->value);
+		return;
+	}
 	if (o->flags.json) {
 		sb->len = 0;
 		evr_strbuf_printf(sb, "{\"type\":\"%s\",\"ts\":%" PRIu64 ",\"cpu\":%u", name,
@@ -331,6 +352,57 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	}
 	for (uint32_t k = 0; k < r->nframes; k++)
 		put_frame_text(stdout, sym, fr[k], k > 0);
+}
+
+/* One system call (record --syscalls): name, arguments, result, duration. */
+static void put_syscall(const struct dump_opts *o, const struct evr_syscall_set *sys, size_t i,
+			uint64_t t0, int64_t mono_to_real)
+{
+	const struct evr_syscall_rec *r = &sys->v[i];
+	uint32_t machine = sys->has_info ? sys->info.machine : evr_syscall_machine();
+	char nb[32], eb[16];
+	const char *name = evr_syscall_name_or_nr(r->nr, machine, nb, sizeof(nb));
+	bool err = r->ret < 0 && r->ret >= -4095 && !(r->flags & EVR_SYSCALL_NO_EXIT);
+	uint64_t t = o->absolute ? r->time_ns + (uint64_t)mono_to_real : r->time_ns - t0;
+
+	if (o->flags.json) {
+		printf("{\"type\":\"syscall\",\"ts\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+		       "\"name\":\"%s\",\"dur_ns\":%" PRIu64, r->time_ns, r->pid, r->tid, name,
+		       r->dur_ns);
+		if (!(r->flags & EVR_SYSCALL_NO_EXIT))
+			printf(",\"ret\":%" PRId64, r->ret);
+		if (err)
+			printf(",\"errno\":\"%s\"", evr_errno_name((int)-r->ret, eb, sizeof(eb)));
+		if (!(r->flags & EVR_SYSCALL_NO_ENTER))
+			printf(",\"args\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+			       r->args[0], r->args[1], r->args[2], r->args[3]);
+		if (r->flags & (EVR_SYSCALL_NO_ENTER | EVR_SYSCALL_NO_EXIT))
+			printf(",\"incomplete\":\"%s\"",
+			       r->flags & EVR_SYSCALL_NO_ENTER ? "no entry" : "no exit");
+		fputs("}\n", stdout);
+		return;
+	}
+	printf("%" PRIu64 ".%09" PRIu64 " pid=%u tid=%u SYSCALL %s", t / 1000000000u,
+	       t % 1000000000u, r->pid, r->tid, name);
+	if (r->flags & EVR_SYSCALL_NO_ENTER)
+		printf("(?)");
+	else
+		printf("(0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 ")", r->args[0],
+		       r->args[1], r->args[2], r->args[3]);
+	if (r->flags & EVR_SYSCALL_NO_EXIT)
+		printf(" = ? (no exit)\n");
+	else if (err)
+		printf(" = %" PRId64 " %s %" PRIu64 "ns\n", r->ret,
+		       evr_errno_name((int)-r->ret, eb, sizeof(eb)), r->dur_ns);
+	else
+		printf(" = %" PRId64 " %" PRIu64 "ns\n", r->ret, r->dur_ns);
+}
+
+static int cmp_syscall(const void *a, const void *b)
+{
+	const struct evr_syscall_rec *x = a, *y = b;
+
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
 }
 
 /* ---- several processes ---------------------------------------------------------- */
@@ -449,11 +521,12 @@ static int run(void *arg)
 	struct evr_event_view v;
 	struct evr_symbolizer *sym = NULL;
 	struct evr_samples *ss = NULL;
+	struct evr_syscall_set *sys = NULL;
 	const struct evr_process_info *own;
 	int64_t mono_to_real = 0;
 	uint32_t own_pid;
 	uint64_t t0 = 0;
-	size_t si = 0;
+	size_t si = 0, yi = 0;
 	bool first = true;
 	int ret;
 
@@ -488,6 +561,11 @@ static int run(void *arg)
 				     "out", o->path);
 		else if (ret < 0)
 			goto out;
+		ret = evr_cli_syscalls_load(CMD, o->path, r, &sys);
+		if (ret < 0)
+			goto out;
+		if (sys && sys->n > 1)
+			qsort(sys->v, sys->n, sizeof(*sys->v), cmp_syscall);
 	}
 	/* Decided now: stdio would ask the terminal (ioctl) at the first write, in the sandbox. */
 	setvbuf(stdout, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, 1u << 16);
@@ -505,11 +583,22 @@ static int run(void *arg)
 			t0 = v.ts_ns;
 			if (ss && ss->n && ss->v[0].time_ns < t0)
 				t0 = ss->v[0].time_ns;
+			if (sys && sys->n && sys->v[0].time_ns < t0)
+				t0 = sys->v[0].time_ns;
 			first = false;
 		}
-		/* CPU samples on the same timeline (both CLOCK_MONOTONIC). */
-		for (; ss && si < ss->n && ss->v[si].time_ns <= v.ts_ns; si++)
-			put_sample(o, ss, si, sym, own_pid, t0, mono_to_real, &sb);
+		/* CPU samples and system calls on the same timeline (all CLOCK_MONOTONIC). */
+		for (;;) {
+			bool s_ok = ss && si < ss->n && ss->v[si].time_ns <= v.ts_ns;
+			bool y_ok = sys && yi < sys->n && sys->v[yi].time_ns <= v.ts_ns;
+
+			if (s_ok && (!y_ok || ss->v[si].time_ns <= sys->v[yi].time_ns))
+				put_sample(o, ss, si++, sym, own_pid, t0, mono_to_real, &sb);
+			else if (y_ok)
+				put_syscall(o, sys, yi++, t0, mono_to_real);
+			else
+				break;
+		}
 		if (o->flags.json) {
 			sb.len = 0;
 			ret = evr_event_to_json(&v, &sb);
@@ -533,8 +622,14 @@ static int run(void *arg)
 	}
 	if (ret == 0 && first && ss && ss->n)
 		t0 = ss->v[0].time_ns;
-	for (; ret == 0 && ss && si < ss->n; si++)
-		put_sample(o, ss, si, sym, own_pid, t0, mono_to_real, &sb);
+	if (ret == 0 && first && sys && sys->n && (!(ss && ss->n) || sys->v[0].time_ns < t0))
+		t0 = sys->v[0].time_ns;
+	while (ret == 0 && ((ss && si < ss->n) || (sys && yi < sys->n))) {
+		if (ss && si < ss->n && !(sys && yi < sys->n && sys->v[yi].time_ns < ss->v[si].time_ns))
+			put_sample(o, ss, si++, sym, own_pid, t0, mono_to_real, &sb);
+		else
+			put_syscall(o, sys, yi++, t0, mono_to_real);
+	}
 	if (ret < 0) {
 		fflush(stdout);
 		evr_cli_error(CMD, "%s: %s", evr_cli_trace_name(o->path),
@@ -564,6 +659,7 @@ static int run(void *arg)
 out:
 	free(sb.buf);
 	evr_samples_free(ss);
+	evr_syscalls_set_free(sys);
 	evr_symbolizer_free(sym);
 	evr_trace_reader_free(r);
 	return ret;

@@ -61,9 +61,16 @@ static void usage(FILE *f)
 		"                           DEPTH frames (1-127, default 64)\n"
 		"      --heap[=RATE]        sample heap allocations, one every RATE bytes on\n"
 		"                           average (default 512K), with stacks (docs/memory.md)\n"
-		"      --sample-cpu[=HZ]    also sample the process's threads on the CPU with\n"
-		"                           perf_events, HZ times a second (default 999), with\n"
-		"                           call stacks and context switches\n"
+		"      --sample-cpu[=EVENT][:HZ]  also sample the process's threads on the CPU\n"
+		"                           with perf_events, HZ times a second (default 999),\n"
+		"                           with call stacks and context switches; EVENT:\n"
+		"                           cpu-clock (default), or cycles, instructions,\n"
+		"                           cache-misses... where there is a hardware PMU\n"
+		"                           (else cpu-clock, said in one line; docs/stacks.md)\n"
+		"      --perf-counters[=LIST]  count per thread: cycles, instructions,\n"
+		"                           cache-misses, branch-misses (a PMU), task-clock,\n"
+		"                           context-switches, page-faults, cpu-migrations\n"
+		"                           (default: all of these)\n"
 		"      --system             with --sample-cpu: sample every CPU and every process,\n"
 		"                           kernel stacks included (root or CAP_PERFMON, else\n"
 		"                           the recorded process only; docs/system.md)\n"
@@ -106,7 +113,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM };
+	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -121,6 +128,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "stacks", optional_argument, NULL, OPT_STACKS },
 		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
 		{ "system", no_argument, NULL, OPT_SYSTEM },
+		{ "perf-counters", optional_argument, NULL, OPT_PERF_COUNTERS },
 		{ "heap", optional_argument, NULL, OPT_HEAP },
 		{ "syscalls", optional_argument, NULL, OPT_SYSCALLS },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
@@ -200,9 +208,11 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				return -EINVAL;
 			break;
 		case OPT_SAMPLE:
-			o->sample_hz = 999;
-			if (optarg &&
-			    parse_uint_opt("--sample-cpu", optarg, 1, 100000, &o->sample_hz) < 0)
+			if (evr_record_sample_parse(optarg, o) < 0)
+				return -EINVAL;
+			break;
+		case OPT_PERF_COUNTERS:
+			if (evr_record_counters_parse(optarg, o) < 0)
 				return -EINVAL;
 			break;
 		case OPT_SYSCALLS:
@@ -312,7 +322,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	if (evr_record_multi(o)) {
 		/* Per-process side bands and their sandbox are for one process yet. */
 		const char *one = o->stack_depth ? "--stacks" : o->sample_hz ? "--sample-cpu" :
-				  o->heap_rate ? "--heap" : o->syscalls ? "--syscalls" : NULL;
+				  o->heap_rate ? "--heap" : o->syscalls ? "--syscalls" :
+				  o->ncounters ? "--perf-counters" : NULL;
 
 		if (one) {
 			evr_cli_error(CMD, "%s records one process: not with --all or several -p/-n",
@@ -522,6 +533,7 @@ static void summary(struct recorder *r)
 				t.samples, t.threads, r->o->sample_hz, t.lost, t.switches);
 	}
 	evr_record_syscalls_summary(r->sb);
+	evr_record_counters_summary(r->sb);
 	if (st.spans_retracted)
 		fprintf(stderr, "evring record: %" PRIu64 " spans were overwritten while being "
 			"written and were retracted (their events count as lost)\n",
@@ -572,19 +584,24 @@ static int open_perf_map(void *ctx, pid_t pid, uid_t owner)
 static int sideband_open(struct recorder *r, pid_t pid)
 {
 	struct evr_sideband_opts so = { .pid = pid, .sample_hz = r->o->sample_hz,
+					.sample_event = r->o->sample_event,
+					.ncounters = r->o->ncounters,
 					.system = r->o->system,
 					.syscalls = r->o->syscalls,
 					.syscall_list = r->o->syscall_list };
 	char err[512] = "";
 	int ret;
 
-	if (!r->o->stack_depth && !r->o->sample_hz && !r->o->heap_rate && !r->o->syscalls)
+	if (!r->o->stack_depth && !r->o->sample_hz && !r->o->heap_rate && !r->o->syscalls &&
+	    !r->o->ncounters)
 		return 0;
+	memcpy(so.counters, r->o->counters, sizeof(so.counters));
 	ret = evr_sideband_new(&so, &r->sb, err, sizeof(err));
 	if (ret < 0) {
 		evr_cli_error(CMD, "%s", err[0] ? err : strerror(-ret));
 		return ret;
 	}
+	evr_record_perf_note(r->sb);
 	if (r->o->system) {
 		struct evr_sampler_totals t;
 

@@ -31,7 +31,10 @@ struct record_opts {
 	uint32_t mode;			/* enum evr_mode */
 	uint32_t counter_interval_ms;	/* --counter-interval; 0: no counters */
 	uint32_t stack_depth;		/* --stacks[=DEPTH]; 0: no stacks on events */
-	uint32_t sample_hz;		/* --sample-cpu[=HZ]; 0: no CPU sampling */
+	uint32_t sample_hz;		/* --sample-cpu[=EVENT][:HZ]; 0: no CPU sampling */
+	uint16_t sample_event;		/* its EVENT (EVR_COUNTER_*) */
+	uint16_t counters[12];		/* --perf-counters[=LIST] (EVR_COUNTER_*) */
+	uint32_t ncounters;
 	bool system;			/* --system: sample every CPU (docs/system.md) */
 	bool syscalls;			/* --syscalls[=LIST] (docs/syscalls.md) */
 	const char *syscall_list;	/* its LIST, or NULL: every call */
@@ -132,6 +135,15 @@ int evr_record_launch(struct recorder *r);
 void evr_record_syscalls_summary(const struct evr_sideband *sb);
 /* --syscalls=LIST: every name known (or a number). Return: 0, -EINVAL (said). */
 int evr_record_syscalls_parse(const char *list);
+
+/* record-perf.c: --sample-cpu[=EVENT][:HZ]. Return: 0, -EINVAL (said). */
+int evr_record_sample_parse(const char *arg, struct record_opts *o);
+/* --perf-counters[=LIST]. Return: 0, -EINVAL (said). */
+int evr_record_counters_parse(const char *list, struct record_opts *o);
+/* The line about a missing PMU, at the start (nothing where all is well). */
+void evr_record_perf_note(const struct evr_sideband *sb);
+/* The --perf-counters line of the summary. */
+void evr_record_counters_summary(const struct evr_sideband *sb);
 
 /* After recording: reap the program if it has ended (bounded wait). */
 void evr_record_child_wait(struct recorder *r);

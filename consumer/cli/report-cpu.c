@@ -93,6 +93,44 @@ static int samples_of(const struct evr_samples *ss, uint32_t pid, struct evr_sam
 	return 0;
 }
 
+/* The COUNTER records, added up per thread (each is an increment). Return: 0, -ENOMEM. */
+static int build_counters(const struct evr_samples *ss, struct evr_report_cpu *ret)
+{
+	size_t cap = 0, last = 0;
+
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+		size_t k = last;
+
+		if (s->type != EVR_SAMPLE_COUNTER || s->cpu >= 32)
+			continue;
+		if (k >= ret->ncounters || ret->counters[k].tid != s->tid ||
+		    ret->counters[k].pid != s->pid)
+			for (k = 0; k < ret->ncounters && (ret->counters[k].tid != s->tid ||
+							   ret->counters[k].pid != s->pid); k++)
+				;
+		if (k == ret->ncounters) {
+			if (ret->ncounters == cap) {
+				size_t c = cap ? cap * 2 : 16;
+				struct evr_report_counters *v = realloc(ret->counters, c * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				ret->counters = v;
+				cap = c;
+			}
+			memset(&ret->counters[k], 0, sizeof(ret->counters[k]));
+			ret->counters[k].pid = s->pid;
+			ret->counters[k].tid = s->tid;
+			ret->ncounters++;
+		}
+		ret->counters[k].v[s->cpu] += s->value;
+		ret->counter_mask |= 1u << s->cpu;
+		last = k;
+	}
+	return 0;
+}
+
 int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 			 const struct evr_samples *ss, struct evr_report_cpu *ret)
 {
@@ -102,7 +140,11 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	memset(ret, 0, sizeof(*ret));
 	if (!ss || !ss->n)
 		return 0;
+	err = build_counters(ss, ret);
+	if (err < 0)
+		return err;
 	if (ss->has_sampler) {
+		ret->event = EVR_SAMPLER_EVENT(ss->sampler.event);
 		ret->lost = ss->sampler.lost;
 		ret->freq_hz = ss->sampler.freq_hz;
 		ret->system = ss->sampler.event & EVR_SAMPLER_SYSTEM;
@@ -127,7 +169,52 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	return cpu_build(r, sym, ss, ret);
 }
 
-/* The recorded process's part: sample count, threads, functions. */
+static int cmp_switches(const void *a, const void *b)
+{
+	const struct evr_report_switches *x = a, *y = b;
+
+	if (x->out != y->out)
+		return x->out < y->out ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Switch-outs per thread of @ss (the recorded process's records). Return: 0, -ENOMEM. */
+static int build_switches(const struct evr_samples *ss, struct evr_report_cpu *ret)
+{
+	size_t cap = 0, last = 0;
+
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct evr_sample_rec *s = &ss->v[i];
+		size_t k = last;
+
+		if (s->type != EVR_SAMPLE_SWITCH_OUT)
+			continue;
+		if (k >= ret->nswitches || ret->switches[k].tid != s->tid)
+			for (k = 0; k < ret->nswitches && ret->switches[k].tid != s->tid; k++)
+				;
+		if (k == ret->nswitches) {
+			if (ret->nswitches == cap) {
+				size_t c = cap ? cap * 2 : 16;
+				struct evr_report_switches *v = realloc(ret->switches, c * sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				ret->switches = v;
+				cap = c;
+			}
+			ret->switches[k] = (struct evr_report_switches){ .tid = s->tid };
+			ret->nswitches++;
+		}
+		ret->switches[k].out++;
+		ret->switches[k].preempted += !!(s->value & EVR_SAMPLE_SWITCH_PREEMPTED);
+		last = k;
+	}
+	if (ret->nswitches > 1)
+		qsort(ret->switches, ret->nswitches, sizeof(*ret->switches), cmp_switches);
+	return 0;
+}
+
+/* The recorded process's part: sample count, threads, functions, switches. */
 static int cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 		     const struct evr_samples *ss, struct evr_report_cpu *ret)
 {
@@ -135,6 +222,9 @@ static int cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 	size_t ntids = 0;
 	int err;
 
+	err = build_switches(ss, ret);
+	if (err < 0)
+		return err;
 	tids = calloc(ss->n ? ss->n : 1, sizeof(*tids));
 	if (!tids)
 		return -ENOMEM;
@@ -167,6 +257,8 @@ void evr_report_cpu_fini(struct evr_report_cpu *c)
 {
 	free(c->procs);
 	free(c->funcs);
+	free(c->counters);
+	free(c->switches);
 	evr_profile_free(c->p);
 	memset(c, 0, sizeof(*c));
 }
@@ -205,6 +297,38 @@ static void print_procs(FILE *f, const struct evr_report_cpu *c, unsigned top)
 			pct(c->procs[i].samples, c->all_samples));
 }
 
+/* The per-thread counters as a table: a column per counter recorded. */
+static void print_counters(FILE *f, const struct evr_report_cpu *c)
+{
+	fprintf(f, "\nCounters per thread (record --perf-counters; task-clock in ns)\n  %8s %8s",
+		"PID", "TID");
+	for (uint16_t id = 0; id < 32; id++)
+		if (c->counter_mask & (1u << id))
+			fprintf(f, " %16s", evr_perf_counter_name(id) ? evr_perf_counter_name(id) : "?");
+	fputc('\n', f);
+	for (size_t i = 0; i < c->ncounters; i++) {
+		fprintf(f, "  %8" PRIu32 " %8" PRIu32, c->counters[i].pid, c->counters[i].tid);
+		for (uint16_t id = 0; id < 32; id++)
+			if (c->counter_mask & (1u << id))
+				fprintf(f, " %16" PRIu64, c->counters[i].v[id]);
+		fputc('\n', f);
+	}
+}
+
+/* The threads that left the CPU most: the @top first (0: all). */
+static void print_switches(FILE *f, const struct evr_report_cpu *c, unsigned top)
+{
+	size_t n = top && top < c->nswitches ? top : c->nswitches;
+
+	fprintf(f, "\nContext switches per thread (%zu of %zu threads; preempted, else blocked)\n"
+		"  %8s %10s %10s %10s\n", n, c->nswitches, "TID", "SWITCHES", "PREEMPTED",
+		"BLOCKED");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %8" PRIu32 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+			c->switches[i].tid, c->switches[i].out, c->switches[i].preempted,
+			c->switches[i].out - c->switches[i].preempted);
+}
+
 void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 {
 	size_t n = top && top < c->nfuncs ? top : c->nfuncs;
@@ -215,10 +339,21 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 
 	if (!c->samples) {
 		fprintf(f, "\nCPU samples: none (record with --sample-cpu for a CPU profile)\n");
+		if (c->ncounters)
+			print_counters(f, c);
+		if (c->nswitches)
+			print_switches(f, c, top);
 		return;
 	}
-	fprintf(f, "\nCPU samples: %" PRIu64 " (%s of CPU on %" PRIu32 " thread%s", c->samples,
-		fmt_ns(c->cpu_ns, b1, sizeof(b1)), c->threads, c->threads == 1 ? "" : "s");
+	if (c->event && c->event != EVR_COUNTER_CPU_CLOCK && evr_perf_counter_name(c->event))
+		/* A hardware event's periods count that event, not time. */
+		fprintf(f, "\nCPU samples: %" PRIu64 " (%" PRIu64 " %s on %" PRIu32 " thread%s",
+			c->samples, c->cpu_ns, evr_perf_counter_name(c->event), c->threads,
+			c->threads == 1 ? "" : "s");
+	else
+		fprintf(f, "\nCPU samples: %" PRIu64 " (%s of CPU on %" PRIu32 " thread%s",
+			c->samples, fmt_ns(c->cpu_ns, b1, sizeof(b1)), c->threads,
+			c->threads == 1 ? "" : "s");
 	if (c->freq_hz)
 		fprintf(f, ", %" PRIu32 " Hz", c->freq_hz);
 	fprintf(f, "), %" PRIu64 " lost\n", c->lost);
@@ -232,6 +367,39 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 			pct(fn->self, c->cpu_ns), fmt_ns(fn->total, b2, sizeof(b2)),
 			pct(fn->total, c->cpu_ns), fn->name);
 	}
+	if (c->ncounters)
+		print_counters(f, c);
+	if (c->nswitches)
+		print_switches(f, c, top);
+}
+
+static int counters_json(struct evr_strbuf *sb, const struct evr_report_cpu *c)
+{
+	bool first = true;
+	int err = evr_strbuf_printf(sb, ",\"counters\":{\"names\":[");
+
+	for (uint16_t id = 0; id < 32 && !err; id++)
+		if ((c->counter_mask & (1u << id)) && evr_perf_counter_name(id)) {
+			err = evr_strbuf_printf(sb, "%s\"%s\"", first ? "" : ",",
+						evr_perf_counter_name(id));
+			first = false;
+		}
+	if (!err)
+		err = evr_strbuf_printf(sb, "],\"threads\":[");
+	for (size_t i = 0; i < c->ncounters && !err; i++) {
+		err = evr_strbuf_printf(sb, "%s{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, i ? "," : "",
+					c->counters[i].pid, c->counters[i].tid);
+		for (uint16_t id = 0; id < 32 && !err; id++)
+			if ((c->counter_mask & (1u << id)) && evr_perf_counter_name(id))
+				err = evr_strbuf_printf(sb, ",\"%s\":%" PRIu64,
+							evr_perf_counter_name(id),
+							c->counters[i].v[id]);
+		if (!err)
+			err = evr_strbuf_append(sb, "}", 1);
+	}
+	if (!err)
+		err = evr_strbuf_append(sb, "]}", 2);
+	return err;
 }
 
 int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, unsigned top)
@@ -256,6 +424,14 @@ int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, u
 						"}", c->funcs[i].self, c->funcs[i].total);
 	}
 	if (!err)
+		err = evr_strbuf_append(sb, "],\"switches\":[", 14);
+	for (size_t i = 0; i < c->nswitches && !err; i++)
+		err = evr_strbuf_printf(sb, "%s{\"tid\":%" PRIu32 ",\"switches\":%" PRIu64
+					",\"preempted\":%" PRIu64 ",\"blocked\":%" PRIu64 "}",
+					i ? "," : "", c->switches[i].tid, c->switches[i].out,
+					c->switches[i].preempted,
+					c->switches[i].out - c->switches[i].preempted);
+	if (!err)
 		err = evr_strbuf_append(sb, "]", 1);
 	if (!err && c->system) {
 		err = evr_strbuf_printf(sb, ",\"system\":{\"samples\":%" PRIu64 ",\"kernel\":%s,"
@@ -276,6 +452,10 @@ int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, u
 			err = evr_strbuf_append(sb, "]}", 2);
 	}
 	if (!err)
-		err = evr_strbuf_append(sb, "}}\n", 3);
+		err = evr_strbuf_append(sb, "}", 1);
+	if (!err && c->ncounters)
+		err = counters_json(sb, c);
+	if (!err)
+		err = evr_strbuf_append(sb, "}\n", 2);
 	return err;
 }

@@ -21,6 +21,19 @@ struct evr_report_cpu_proc {
 	char name[18];			/* "" when no record named it */
 };
 
+/* A thread's per-thread counters (record --perf-counters), by EVR_COUNTER_* id. */
+struct evr_report_counters {
+	uint32_t pid, tid;
+	uint64_t v[32];
+};
+
+/* A thread's context switches (the sampler's switch-out records). */
+struct evr_report_switches {
+	uint32_t tid;
+	uint64_t out;			/* times it left the CPU */
+	uint64_t preempted;		/* of which preempted (the others: it blocked) */
+};
+
 struct evr_report_cpu {
 	uint64_t samples;		/* CPU samples with a stack */
 	uint64_t cpu_ns;		/* their periods */
@@ -37,6 +50,15 @@ struct evr_report_cpu {
 	uint64_t all_samples;		/* every process's */
 	struct evr_report_cpu_proc *procs;
 	size_t nprocs;
+	uint16_t event;			/* sampled: EVR_COUNTER_* (0: unknown, cpu-clock) */
+	/* The COUNTER records summed per thread, in the order threads first appear;
+	 * counter_mask: the ids (bits) any thread has. */
+	struct evr_report_counters *counters;
+	size_t ncounters;
+	uint32_t counter_mask;
+	/* The recorded process's switches per thread, most first. */
+	struct evr_report_switches *switches;
+	size_t nswitches;
 };
 
 /*
@@ -50,11 +72,13 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 			 const struct evr_samples *ss, struct evr_report_cpu *ret);
 void evr_report_cpu_fini(struct evr_report_cpu *c);
 
-/* The text section: the count line, then the @top heaviest functions (0: all). */
+/* The text section: the count line, then the @top heaviest functions (0: all), then the
+ * counters per thread. */
 void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top);
 
 /*
- * Add "cpu_samples" to the JSON object @sb holds (evr_rpt_json()'s, ending in "}\n").
+ * Add "cpu_samples" (and "counters": {"names":[...], "threads":[{"pid", "tid", NAME: sum}]}
+ * with per-thread counters) to the JSON object @sb holds (evr_rpt_json()'s, ending in "}\n").
  * Return: 0, -ENOMEM, -EINVAL if @sb is no such object.
  */
 int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, unsigned top);

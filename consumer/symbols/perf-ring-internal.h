@@ -60,6 +60,9 @@ uint32_t evr_perf_set_cpus(const struct evr_perf_set *ps);	/* rings mapped */
  */
 const int *evr_perf_set_fds(const struct evr_perf_set *ps, uint32_t *n);
 
+/* Descriptor @i of evr_perf_set_fds(): the index of its attr, and its thread. */
+uint32_t evr_perf_set_fd_attr(const struct evr_perf_set *ps, uint32_t i, uint32_t *ret_tid);
+
 void evr_perf_set_free(struct evr_perf_set *ps);
 
 #endif /* EVR_PERF_RING_INTERNAL_H */

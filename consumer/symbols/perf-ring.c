@@ -45,6 +45,8 @@ struct cpu_ring {
 struct evr_perf_set {
 	struct evr_perf_set_opts o;
 	int *fds;
+	uint32_t *fd_tid;		/* per fd: the thread (-1: every one) */
+	uint16_t *fd_attr;		/* per fd: its index in o.attrs */
 	uint32_t nfds, capfds;
 	uint32_t *tids;			/* threads opened */
 	uint32_t ntids, captids;
@@ -60,17 +62,29 @@ static int perf_open(const struct perf_event_attr *a, pid_t tid, int cpu)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int push_fd(struct evr_perf_set *ps, int fd)
+static int push_fd(struct evr_perf_set *ps, int fd, uint32_t tid, uint16_t attr)
 {
 	if (ps->nfds == ps->capfds) {
 		uint32_t cap = ps->capfds ? ps->capfds * 2 : 64;
 		int *v = realloc(ps->fds, cap * sizeof(*v));
+		uint32_t *t;
+		uint16_t *a;
 
 		if (!v)
 			return -ENOMEM;
 		ps->fds = v;
+		t = realloc(ps->fd_tid, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		ps->fd_tid = t;
+		a = realloc(ps->fd_attr, cap * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		ps->fd_attr = a;
 		ps->capfds = cap;
 	}
+	ps->fd_tid[ps->nfds] = tid;
+	ps->fd_attr[ps->nfds] = attr;
 	ps->fds[ps->nfds++] = fd;
 	return 0;
 }
@@ -101,7 +115,7 @@ static int open_one(struct evr_perf_set *ps, struct cpu_ring *r, const struct pe
 			 tid, (int)ps->o.pid, strerror(-fd), ps->o.hint ? ps->o.hint(-fd) : "");
 		return fd;
 	}
-	if (ps->nfds >= MAX_FDS || push_fd(ps, fd) < 0) {
+	if (ps->nfds >= MAX_FDS || push_fd(ps, fd, tid, (uint16_t)(a - ps->o.attrs)) < 0) {
 		close(fd);
 		snprintf(errbuf, errlen, "too many threads (%u perf descriptors) to %s process %d",
 			 MAX_FDS, ps->o.what, (int)ps->o.pid);
@@ -258,6 +272,8 @@ void evr_perf_set_free(struct evr_perf_set *ps)
 		if (ps->rings[i].page)
 			munmap(ps->rings[i].page, (1 + ps->o.ring_pages) * ps->page);
 	free(ps->fds);
+	free(ps->fd_tid);
+	free(ps->fd_attr);
 	free(ps->tids);
 	free(ps->rings);
 	free(ps);
@@ -281,6 +297,12 @@ const int *evr_perf_set_fds(const struct evr_perf_set *ps, uint32_t *n)
 {
 	*n = ps->nfds;
 	return ps->fds;
+}
+
+uint32_t evr_perf_set_fd_attr(const struct evr_perf_set *ps, uint32_t i, uint32_t *ret_tid)
+{
+	*ret_tid = ps->fd_tid[i];
+	return ps->fd_attr[i];
 }
 
 static int drain_ring(struct cpu_ring *r, evr_perf_rec_fn *fn, void *ctx)

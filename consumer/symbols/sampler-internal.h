@@ -8,12 +8,14 @@
 struct evr_sampler;
 
 /*
+ * Sampling @event (EVR_COUNTER_*: EVR_COUNTER_CPU_CLOCK, or a hardware event
+ * where the caller found a PMU: evr_pmu_check()).
  * Open a software cpu-clock event per thread of @pid and CPU, at @hz, with user
  * call chains, context switches and new executable mappings, all written to one
  * ring per CPU; enabled on return.
  */
-int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
-		    size_t errlen);
+int evr_sampler_new(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler **ret,
+		    char *errbuf, size_t errlen);
 
 /*
  * Open a software cpu-clock event on every CPU for every process (pid -1), at
@@ -23,8 +25,8 @@ int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errb
  * Return: 0, -EACCES/-EPERM (@errbuf names the paranoid value and CAP_PERFMON
  * on one line), -ENOMEM, -errno.
  */
-int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
-			   size_t errlen);
+int evr_sampler_new_system(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler **ret,
+			   char *errbuf, size_t errlen);
 
 /*
  * Drain the rings: samples, switches and losses go into SAMPLES chunks, new

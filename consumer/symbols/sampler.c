@@ -4,7 +4,9 @@
  * (shared/research/stacks.md §2, measured on this kind of VM).
  *
  * - Event: PERF_TYPE_SOFTWARE / PERF_COUNT_SW_CPU_CLOCK, an hrtimer on CPU time:
- *   virtual machines often have no hardware PMU. Frequency mode (freq=1).
+ *   virtual machines often have no hardware PMU. Or a hardware event where
+ *   there is one (--sample-cpu=cycles: perf-counters.c names them), whose
+ *   samples' periods count that event rather than ns. Frequency mode (freq=1).
  *   exclude_kernel and exclude_hv, as perf_event_paranoid 2 (the default)
  *   requires of a user watching their own process.
  * - Call chains: the kernel's frame-pointer walk of the user stack
@@ -39,6 +41,7 @@
 
 #include <evring/trace.h>
 
+#include "perf-counters-internal.h"
 #include "perf-ring-internal.h"
 #include "sampler-internal.h"
 #include "symbols-internal.h"
@@ -62,12 +65,12 @@ struct evr_sampler {
 	struct evr_sampler_rec totals;
 };
 
-static void attr_init(struct perf_event_attr *a, uint32_t hz)
+/* Sampling @event (EVR_COUNTER_*; cpu-clock unless a hardware event was asked for). */
+static void attr_init(struct perf_event_attr *a, uint16_t event, uint32_t hz)
 {
-	memset(a, 0, sizeof(*a));
-	a->size = sizeof(*a);
-	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	const struct evr_perf_counter_def *d = evr_perf_counter_by_id(event);
+
+	evr_perf_counter_attr(d ? d : evr_perf_counter_by_id(EVR_COUNTER_CPU_CLOCK), a);
 	a->freq = 1;
 	a->sample_freq = hz;
 	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
@@ -75,8 +78,6 @@ static void attr_init(struct perf_event_attr *a, uint32_t hz)
 			 PERF_SAMPLE_CALLCHAIN;
 	a->disabled = 1;
 	a->inherit = 1;
-	a->exclude_kernel = 1;
-	a->exclude_hv = 1;
 	a->exclude_callchain_kernel = 1;
 	a->sample_max_stack = 127;
 	a->use_clockid = 1;
@@ -99,7 +100,7 @@ static const char *open_hint(int err)
 		       "to 2 or lower, or run with CAP_PERFMON)";
 	case ENOENT:
 	case EOPNOTSUPP:
-		return " (this kernel has no software cpu-clock event)";
+		return " (this kernel has no such event)";
 	case EMFILE:
 	case ENFILE:
 		return " (one descriptor per thread and CPU: raise the open files limit)";
@@ -109,11 +110,15 @@ static const char *open_hint(int err)
 }
 
 /* What both samplers start from: @hz checked, the output buffer and module map. */
-static int sampler_alloc(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
-			 size_t errlen)
+static int sampler_alloc(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler **ret,
+			 char *errbuf, size_t errlen)
 {
 	struct evr_sampler *s;
 
+	if (!evr_perf_counter_by_id(event)) {
+		snprintf(errbuf, errlen, "no perf event %u to sample", event);
+		return -EINVAL;
+	}
 	if (!hz || hz > 100000) {
 		snprintf(errbuf, errlen, "sampling frequency %u Hz is not within 1-100000", hz);
 		return -EINVAL;
@@ -133,8 +138,8 @@ static int sampler_alloc(pid_t pid, uint32_t hz, struct evr_sampler **ret, char 
 	return 0;
 }
 
-int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
-		    size_t errlen)
+int evr_sampler_new(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler **ret,
+		    char *errbuf, size_t errlen)
 {
 	struct perf_event_attr a;
 	struct evr_perf_set_opts po = {
@@ -144,15 +149,15 @@ int evr_sampler_new(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errb
 	struct evr_sampler *s;
 	int err;
 
-	err = sampler_alloc(pid, hz, &s, errbuf, errlen);
+	err = sampler_alloc(pid, event, hz, &s, errbuf, errlen);
 	if (err < 0)
 		return err;
 	err = evr_proc_check_access(pid, "you can sample only your own processes", errbuf,
 				    errlen);
 	if (err < 0)
 		goto fail;
-	s->totals.event = 1;
-	attr_init(&a, hz);
+	s->totals.event = event;
+	attr_init(&a, event, hz);
 	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
 	if (err < 0)
 		goto fail;
@@ -228,8 +233,8 @@ static void system_refused(int err, char *errbuf, size_t errlen)
 			 strerror(err), paranoid, perfmon || sysadmin ? "held" : "not needed");
 }
 
-int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, char *errbuf,
-			   size_t errlen)
+int evr_sampler_new_system(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler **ret,
+			   char *errbuf, size_t errlen)
 {
 	struct perf_event_attr a;
 	struct evr_perf_set_opts po = {
@@ -239,12 +244,12 @@ int evr_sampler_new_system(pid_t pid, uint32_t hz, struct evr_sampler **ret, cha
 	struct evr_sampler *s;
 	int err;
 
-	err = sampler_alloc(pid, hz, &s, errbuf, errlen);
+	err = sampler_alloc(pid, event, hz, &s, errbuf, errlen);
 	if (err < 0)
 		return err;
 	s->system = true;
-	s->totals.event = EVR_SAMPLER_CPU_CLOCK | EVR_SAMPLER_SYSTEM | EVR_SAMPLER_KERNEL;
-	attr_init(&a, hz);
+	s->totals.event = event | EVR_SAMPLER_SYSTEM | EVR_SAMPLER_KERNEL;
+	attr_init(&a, event, hz);
 	/* Each CPU's one event sees every task: nothing to inherit. */
 	a.inherit = 0;
 	/* The kernel's side of the time (system calls, interrupts, idle) and its frames. */

@@ -25,6 +25,7 @@
 #include <evring/trace.h>
 #include <evring/untrusted-file.h>
 
+#include "perf-counters-internal.h"
 #include "sampler-internal.h"
 #include "symbols-internal.h"
 
@@ -40,7 +41,43 @@ struct evr_sideband {
 	char sampler_note[256];		/* why system-wide sampling fell back */
 	struct evr_syscalls *syscalls;
 	char syscalls_note[128];
+	struct evr_perf_counters *counters;
+	char pmu_note[256];		/* no hardware PMU: what was done instead */
 };
+
+/*
+ * The hardware events of @o when there is no PMU: the sampler on cpu-clock,
+ * the hardware counters left out (task-clock when none remain), and one line
+ * in @sb->pmu_note. Return: the event to sample; @ids/@n the counters.
+ */
+static uint16_t without_pmu(struct evr_sideband *sb, const struct evr_sideband_opts *o,
+			    uint16_t *ids, uint32_t *n)
+{
+	uint16_t event = o->sample_event ? o->sample_event : EVR_COUNTER_CPU_CLOCK;
+	bool hw = o->sample_hz && EVR_COUNTER_HARDWARE(event);
+	char why[160];
+	uint32_t k = 0;
+
+	*n = 0;
+	for (uint32_t i = 0; i < o->ncounters && i < EVR_PERF_COUNTERS_MAX; i++) {
+		hw |= EVR_COUNTER_HARDWARE(o->counters[i]);
+		ids[(*n)++] = o->counters[i];
+	}
+	if (!hw || evr_pmu_check(why, sizeof(why)))
+		return event;
+	for (uint32_t i = 0; i < *n; i++)
+		if (!EVR_COUNTER_HARDWARE(ids[i]))
+			ids[k++] = ids[i];
+	if (*n && !k)
+		ids[k++] = EVR_COUNTER_TASK_CLOCK;
+	snprintf(sb->pmu_note, sizeof(sb->pmu_note), "%s: %s", why,
+		 o->sample_hz && EVR_COUNTER_HARDWARE(event) ?
+			 (*n ? "sampling the software cpu-clock, counting software events only"
+			     : "sampling the software cpu-clock instead") :
+			 "counting software events only");
+	*n = k;
+	return EVR_COUNTER_HARDWARE(event) ? EVR_COUNTER_CPU_CLOCK : event;
+}
 
 /*
  * /tmp/perf-PID.map when it is a regular file of the process's user or root (as
@@ -65,7 +102,9 @@ static int perf_map_open(const struct evr_sideband *sb)
 int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **ret,
 		     char *errbuf, size_t errlen)
 {
+	uint16_t ids[EVR_PERF_COUNTERS_MAX], event;
 	struct evr_sideband *sb;
+	uint32_t nids;
 	int err;
 
 	err = evr_proc_check_access(o->pid, "you can record only your own processes", errbuf,
@@ -91,8 +130,10 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 		goto fail;
 	}
 	sb->perf_map_fd = perf_map_open(sb);
+	event = without_pmu(sb, o, ids, &nids);
 	if (o->sample_hz && o->system) {
-		err = evr_sampler_new_system(o->pid, o->sample_hz, &sb->sampler, sb->sampler_note,
+		err = evr_sampler_new_system(o->pid, event, o->sample_hz, &sb->sampler,
+					     sb->sampler_note,
 					     sizeof(sb->sampler_note));
 		/* Refused: the recorded process alone, which needs no privilege. */
 		if (err < 0 && err != -EACCES && err != -EPERM) {
@@ -103,7 +144,12 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 			sb->sampler_note[0] = '\0';
 	}
 	if (o->sample_hz && !sb->sampler) {
-		err = evr_sampler_new(o->pid, o->sample_hz, &sb->sampler, errbuf, errlen);
+		err = evr_sampler_new(o->pid, event, o->sample_hz, &sb->sampler, errbuf, errlen);
+		if (err < 0)
+			goto fail;
+	}
+	if (nids) {
+		err = evr_perf_counters_new(o->pid, ids, nids, &sb->counters, errbuf, errlen);
 		if (err < 0)
 			goto fail;
 	}
@@ -126,6 +172,7 @@ void evr_sideband_free(struct evr_sideband *sb)
 		return;
 	evr_sampler_free(sb->sampler);
 	evr_syscalls_free(sb->syscalls);
+	evr_perf_counters_free(sb->counters);
 	evr_modmap_free(sb->mods);
 	if (sb->perf_map_fd >= 0)
 		close(sb->perf_map_fd);
@@ -154,6 +201,8 @@ int evr_sideband_poll(struct evr_sideband *sb, evr_sideband_emit_fn *emit, void 
 
 	if (!err && sb->syscalls)
 		err = evr_syscalls_drain(sb->syscalls, emit, ctx);
+	if (!err && sb->counters)
+		err = evr_perf_counters_drain(sb->counters, emit, ctx);
 	return err;
 }
 
@@ -237,6 +286,8 @@ int evr_sideband_finish(struct evr_sideband *sb, evr_sideband_emit_fn *emit, voi
 		err = evr_sampler_finish(sb->sampler, emit, ctx);
 	if (!err && sb->syscalls)
 		err = evr_syscalls_finish(sb->syscalls, emit, ctx);
+	if (!err && sb->counters)
+		err = evr_perf_counters_finish(sb->counters, emit, ctx);
 	if (!err && sb->perf_map_fd < 0)
 		sb->perf_map_fd = open_late_perf_map(sb);
 	if (!err && sb->perf_map_fd >= 0)
@@ -260,5 +311,18 @@ bool evr_sideband_syscalls(const struct evr_sideband *sb, struct evr_syscall_inf
 	evr_syscalls_info(sb->syscalls, ret);
 	if (note)
 		*note = sb->syscalls_note;
+	return true;
+}
+
+bool evr_sideband_counters(const struct evr_sideband *sb, struct evr_perf_counters_totals *ret,
+			   const char **pmu_note)
+{
+	if (pmu_note)
+		*pmu_note = sb->pmu_note;
+	if (!sb->counters) {
+		memset(ret, 0, sizeof(*ret));
+		return false;
+	}
+	evr_perf_counters_totals(sb->counters, ret);
 	return true;
 }

@@ -109,6 +109,28 @@ assert len(enoent) == m, f"{len(enoent)} openat slices with ENOENT, expected {m}
 print(f"chrome: {len(sl)} slices on thread {child}: {len(writes)} write, {len(enoent)} ENOENT")
 PY
 
+# dump shows each call (text and --json), in time order with the events: the child's writes
+# and its openat calls with ENOENT, exactly.
+"$EVRING" dump --json "$T/launch.evtrace" >"$T/launch.jsonl" 2>"$T/dump.err" ||
+	fail "dump --json: $(cat "$T/dump.err")"
+"$EVRING" dump "$T/launch.evtrace" >"$T/launch.dump" 2>>"$T/dump.err" ||
+	fail "dump: $(cat "$T/dump.err")"
+n=$(grep -c "pid=$child tid=$child SYSCALL openat(.* = -2 ENOENT " "$T/launch.dump" || true)
+((n == M)) || fail "dump shows $n openat calls of $child with ENOENT, expected $M: $(grep SYSCALL "$T/launch.dump" | head -5)"
+python3 - "$T/launch.jsonl" "$child" $W $M <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+child, w, m = map(int, sys.argv[2:])
+calls = [r for r in recs if r["type"] == "syscall" and r["tid"] == child]
+writes = [r for r in calls if r["name"] == "write"]
+assert len(writes) == w and all(r["ret"] == 1 for r in writes), f"{len(writes)} writes"
+enoent = [r for r in calls if r["name"] == "openat" and r.get("errno") == "ENOENT"]
+assert len(enoent) == m, f"{len(enoent)} openat with ENOENT, expected {m}"
+ts = [r["ts"] for r in recs if "ts" in r]
+assert ts == sorted(ts), "dump's records are not in time order"
+print(f"dump: {len(calls)} system calls of thread {child}")
+PY
+
 # -p PID: a running process (its threads opened one by one), whose child starts later.
 mkfifo "$T/wait.in" "$T/wait.out"
 "$LAUNCH" --wait "$WORK" $W $M $F <"$T/wait.in" >"$T/wait.out" 2>"$T/wait.err" &

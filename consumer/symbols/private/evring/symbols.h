@@ -296,13 +296,51 @@ enum evr_sample_type {
 	EVR_SAMPLE_SWITCH_OUT = 2,	/* the thread left the CPU */
 	EVR_SAMPLE_SWITCH_IN = 3,	/* the thread got a CPU */
 	EVR_SAMPLE_LOST = 4,		/* value samples were lost on this CPU's ring */
+	/* Thread tid's count of counter cpu (EVR_COUNTER_*: a thread's count covers
+	 * every CPU, so that field names the counter), an increment: a thread's
+	 * count is the sum of its records (record --perf-counters). */
+	EVR_SAMPLE_COUNTER = 5,
 };
+
+/* The perf events evring names: COUNTER records' counters, evr_sampler_rec.event's. */
+enum evr_counter_id {
+	EVR_COUNTER_CPU_CLOCK = 1,	/* software: ns on a CPU (hrtimer) */
+	EVR_COUNTER_TASK_CLOCK = 2,	/* software: ns the task ran */
+	EVR_COUNTER_CONTEXT_SWITCHES = 3,
+	EVR_COUNTER_PAGE_FAULTS = 4,
+	EVR_COUNTER_CPU_MIGRATIONS = 5,
+	EVR_COUNTER_MAJOR_FAULTS = 6,
+	EVR_COUNTER_CYCLES = 16,	/* hardware (a PMU) from here on */
+	EVR_COUNTER_INSTRUCTIONS = 17,
+	EVR_COUNTER_CACHE_MISSES = 18,
+	EVR_COUNTER_BRANCH_MISSES = 19,
+	EVR_COUNTER_CACHE_REFERENCES = 20,
+	EVR_COUNTER_BRANCHES = 21,
+};
+#define EVR_COUNTER_HARDWARE(id) ((id) >= EVR_COUNTER_CYCLES)
+
+/* The name of counter @id as perf spells it ("page-faults"), or NULL. */
+const char *evr_perf_counter_name(uint16_t id);
+
+/*
+ * evr_perf_counter_list_parse() - "cycles,page-faults" into @ids (at most @max,
+ * each once). Return: how many, or -EINVAL (@errbuf names the unknown one).
+ */
+int evr_perf_counter_list_parse(const char *list, uint16_t *ids, uint32_t max, char *errbuf,
+				size_t errlen);
+
+/*
+ * evr_pmu_check() - whether this machine has hardware counters we may open.
+ * Return: 1, or 0 with @why on one line ("no hardware PMU here (...)").
+ */
+int evr_pmu_check(char *why, size_t len);
 
 #define EVR_SAMPLE_SWITCH_PREEMPTED 0x1u		/* SWITCH_OUT value: preempted */
 #define EVR_SAMPLE_SWITCH_OTHER(v) ((uint32_t)((v) >> 32))	/* next/prev tid */
 
-/* evr_sampler_rec.event: the event (low 16 bits) and how it was opened. */
+/* evr_sampler_rec.event: the event (low 16 bits: EVR_COUNTER_*) and how it was opened. */
 #define EVR_SAMPLER_CPU_CLOCK	1u		/* software cpu-clock */
+#define EVR_SAMPLER_EVENT(e)	((uint16_t)((e) & 0xffffu))
 #define EVR_SAMPLER_SYSTEM	0x10000u	/* on every CPU for every process (--system) */
 #define EVR_SAMPLER_KERNEL	0x20000u	/* kernel frames were allowed */
 
@@ -341,7 +379,7 @@ struct evr_task {
 /* The SAMPLER chunk: how samples were taken, and the totals. */
 struct evr_sampler_rec {
 	uint32_t freq_hz;		/* asked for */
-	uint32_t event;			/* 1: software cpu-clock */
+	uint32_t event;			/* EVR_SAMPLER_EVENT(): EVR_COUNTER_*, and flags */
 	uint32_t cpus;			/* rings */
 	uint32_t threads;		/* threads opened */
 	uint64_t samples;
@@ -483,6 +521,13 @@ int evr_chrome_frames_stack_id(void *ctx, const struct evr_event_view *v, uint64
 /* evr_chrome_stacks.write_frames. */
 long evr_chrome_frames_write(void *ctx, FILE *out);
 
+/*
+ * The COUNTER records of @ss (may be NULL) as Chrome counter events, each with
+ * its thread's running total; @first: nothing was written before (no comma).
+ * Return: bytes written, -EIO, -ENOMEM.
+ */
+long evr_counters_chrome_write(const struct evr_samples *ss, FILE *out, bool first);
+
 /* ---- the recorder's side-band source -------------------------------------------- */
 
 /*
@@ -500,9 +545,18 @@ struct evr_sideband;
  */
 typedef int evr_sideband_open_fn(void *ctx, pid_t pid, uid_t owner);
 
+#define EVR_PERF_COUNTERS_MAX 12
+
 struct evr_sideband_opts {
 	pid_t pid;
 	uint32_t sample_hz;		/* 0: no CPU sampling */
+	/* With sample_hz: the event sampled (EVR_COUNTER_*; 0: cpu-clock). A hardware
+	 * one where there is no PMU: cpu-clock, and pmu_note says so. */
+	uint16_t sample_event;
+	/* Per-thread counters (EVR_COUNTER_*), 0 of them: none. Hardware ones where
+	 * there is no PMU are left out (pmu_note); none left: task-clock. */
+	uint16_t counters[EVR_PERF_COUNTERS_MAX];
+	uint32_t ncounters;
 	/* With sample_hz: sample every CPU, every process (evr_sampler_new_system());
 	 * where the kernel refuses, only @pid, and sampler_note says why. */
 	bool system;
@@ -558,6 +612,24 @@ struct evr_sampler_totals {
 
 /* What the sampler did so far. */
 void evr_sideband_totals(const struct evr_sideband *sb, struct evr_sampler_totals *ret);
+
+/* The per-thread counters' totals (record --perf-counters). */
+struct evr_perf_counters_totals {
+	uint32_t counters;		/* counted */
+	uint32_t threads;		/* threads opened at the start */
+	uint64_t records;		/* COUNTER records written */
+	uint64_t lost;			/* READ records the kernel lost (ring full) */
+	bool user_only;			/* the kernel's side refused: no context switches */
+	bool folded;			/* kernel < 6.12: later threads counted with their creator */
+	uint16_t ids[EVR_PERF_COUNTERS_MAX];	/* what was counted */
+};
+
+/*
+ * The counters' totals (false without counters), and in @pmu_note (when not
+ * NULL) the line about a missing PMU, or "".
+ */
+bool evr_sideband_counters(const struct evr_sideband *sb, struct evr_perf_counters_totals *ret,
+			   const char **pmu_note);
 
 struct evr_syscall_info_rec;
 

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A thread that makes a known number of page faults and context switches, for
+ * `record --perf-counters` (tests/stacks/perf_counters.sh): it touches PAGES
+ * fresh pages of an anonymous mapping (no huge pages: one fault each), then
+ * passes a byte back and forth with the main thread ROUNDS times over pipes,
+ * both on one CPU, so that it blocks (a context switch) at least ROUNDS times;
+ * then it prints what the kernel counted for it (getrusage(RUSAGE_THREAD)):
+ * "thread TID faults F switches S". It links libevring so that `evring record
+ * -- stacks-faults` can launch it, and fires Faults/Done at the end.
+ * Usage: stacks-faults [PAGES [ROUNDS]]   (default 4000 1000)
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <evring/evring.h>
+
+#define FT_EVENTS(EVENT) EVENT(ft_done, "Done", 1, EVR_LEVEL_INFO, 0x1, (u64, pages))
+
+EVR_PROVIDER_DECLARE(ft, FT_EVENTS)
+EVR_PROVIDER_DEFINE(ft, "Faults", FT_EVENTS)
+
+static int to_b[2], to_a[2];
+static unsigned long pages = 4000, rounds = 1000;
+
+static void *thread_b(void *arg)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct rusage ru;
+	volatile char *m;
+	char c;
+
+	(void)arg;
+	m = mmap(NULL, pages * (size_t)page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || madvise((void *)m, pages * (size_t)page, MADV_NOHUGEPAGE) < 0)
+		exit(1);
+	for (unsigned long i = 0; i < pages; i++)
+		m[i * (size_t)page] = 1;
+	for (unsigned long i = 0; i < rounds; i++)
+		if (read(to_b[0], &c, 1) != 1 || write(to_a[1], &c, 1) != 1)
+			exit(1);
+	getrusage(RUSAGE_THREAD, &ru);
+	printf("thread %d faults %ld switches %ld\n", (int)gettid(), ru.ru_minflt + ru.ru_majflt,
+	       ru.ru_nvcsw + ru.ru_nivcsw);
+	fflush(stdout);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	cpu_set_t one;
+	pthread_t b;
+	char c = 'x';
+	int cpu;
+
+	if (argc > 1)
+		pages = strtoul(argv[1], NULL, 10);
+	if (argc > 2)
+		rounds = strtoul(argv[2], NULL, 10);
+	/* Both threads on one CPU: each round makes the other one wait. */
+	cpu = sched_getcpu();
+	CPU_ZERO(&one);
+	CPU_SET(cpu < 0 ? 0 : cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) < 0 || pipe(to_b) < 0 || pipe(to_a) < 0 ||
+	    pthread_create(&b, NULL, thread_b, NULL) != 0) {
+		perror("stacks-faults");
+		return 1;
+	}
+	for (unsigned long i = 0; i < rounds; i++)
+		if (write(to_b[1], &c, 1) != 1 || read(to_a[0], &c, 1) != 1)
+			return 1;
+	pthread_join(b, NULL);
+	ft_done(pages);
+	return 0;
+}
