@@ -167,12 +167,31 @@ static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 	return 0;
 }
 
-/* Remove <dir>/N.sock of processes that no longer exist. */
-static void remove_stale_sockets(const char *dir)
+/*
+ * Remove the N.sock beside ours of processes that no longer exist. Once, when
+ * the first consumer connects, not at start: reading the directory (and the
+ * allocation opendir() makes) is paid by every program nobody traces otherwise
+ * (docs/protocol.md, "What a program pays at start-up"). A stale socket harms
+ * nobody meanwhile: consumers skip sockets of dead processes, and a new process
+ * with its pid replaces it (listen_socket()). Agent lock held.
+ */
+static void remove_stale_sockets(void)
 {
-	DIR *d = opendir(dir);
+	static bool swept;
+	char dir[sizeof(agent.path)];
+	char *slash;
+	DIR *d;
 	struct dirent *e;
 
+	if (swept || !agent.path[0])
+		return;
+	swept = true;
+	memcpy(dir, agent.path, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	d = opendir(dir);
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
@@ -202,7 +221,6 @@ static int listen_socket(void)
 	n = runtime_dir(dir, sizeof(dir), agent.status, sizeof(agent.status));
 	if (n < 0)
 		return n;
-	remove_stale_sockets(dir);
 	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
 		snprintf(agent.status, sizeof(agent.status), "socket path %s/%d.sock is too long",
@@ -527,6 +545,7 @@ static int conn_add(int fd, bool reverse)
 
 static void accept_clients(void)
 {
+	remove_stale_sockets();
 	/* Bounded, so that a flood of connects cannot starve the connections. */
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(agent.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
