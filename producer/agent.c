@@ -215,12 +215,33 @@ static bool socket_served(const char *dir, const char *name)
 	return r != ECONNREFUSED && r != ENOENT;
 }
 
-/* Remove <dir>/N.sock of processes that no longer exist, and that no one serves. */
-static void remove_stale_sockets(const char *dir)
+/*
+ * Remove the N.sock beside ours of processes that no longer exist. Once, when
+ * the first consumer connects, not at start: reading the directory (and the
+ * allocation opendir() makes) is paid by every program nobody traces otherwise
+ * (docs/protocol.md, "What a program pays at start-up"). A stale socket harms
+ * nobody meanwhile: consumers skip sockets of dead processes, and a new process
+ * with its pid replaces it (listen_socket()). A socket that someone serves is
+ * kept (socket_served(): a container's agent sharing the directory). Agent
+ * lock held.
+ */
+static void remove_stale_sockets(void)
 {
-	DIR *d = opendir(dir);
+	static bool swept;
+	char dir[sizeof(agent.path)];
+	char *slash;
+	DIR *d;
 	struct dirent *e;
 
+	if (swept || !agent.path[0])
+		return;
+	swept = true;
+	memcpy(dir, agent.path, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	d = opendir(dir);
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
@@ -250,7 +271,6 @@ static int listen_socket(void)
 	n = runtime_dir(dir, sizeof(dir), agent.status, sizeof(agent.status));
 	if (n < 0)
 		return n;
-	remove_stale_sockets(dir);
 	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
 		snprintf(agent.status, sizeof(agent.status), "socket path %s/%d.sock is too long",
@@ -592,6 +612,7 @@ static int conn_add(int fd, bool reverse, bool dialed)
 
 static void accept_clients(void)
 {
+	remove_stale_sockets();
 	/* Bounded, so that a flood of connects cannot starve the connections. */
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(agent.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);

@@ -22,6 +22,7 @@
  */
 #include <cpuid.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,17 +240,19 @@ int evr_clock_get_info(struct evr_clock_info *ret)
 /* Highest possible CPU number + 1, from the kernel's list ("0-3,8-11"); 0 if unknown. */
 static uint32_t possible_cpus(void)
 {
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	/* open() and read(), not stdio: no FILE and buffer to allocate. */
+	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
 	char buf[256];
 	const char *p = buf;
 	unsigned long max = 0;
 	bool any = false;
+	ssize_t len;
 
-	if (!f)
+	if (fd < 0)
 		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[len > 0 ? len : 0] = 0;
 	while (*p >= '0' && *p <= '9') {
 		char *end;
 		unsigned long v = strtoul(p, &end, 10);
@@ -280,6 +283,12 @@ uint32_t evr_session_nr_rings(void)
  * the kernel may report has its ring), and glibc's rseq registration (every
  * thread has one when the main thread has, glibc >= 2.35 and no
  * glibc.pthread.rseq=0 tunable). EVR_RSEQ=0 forces the try-lock.
+ *
+ * At load, though a program nobody traces needs none of it: the write path's
+ * per-CPU shortcut reads evr_ring_percpu_min with no ordering but the thread
+ * creations that follow a constructor (ThreadSanitizer would see a first
+ * session's lazy set-up race with it), and the two system calls are cheap
+ * beside the rest (docs/protocol.md, "What a program pays at start-up").
  */
 static void rings_init(void)
 {

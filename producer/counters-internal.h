@@ -7,14 +7,29 @@
 
 #include "producer-internal.h"
 
-/**
- * evr_counters_session_begin() - sample counters into @s every @interval_ms
- * (nothing when 0): a timerfd on the counters thread, started on first use;
- * baselines of every counter are taken now.
- * Return: 0, -ENOMEM, -EMFILE... (the session is left without counters).
- * Context: after @s is published; registry lock not held.
+/*
+ * Lock order: agent lock, counters lock, registry lock. A session with counters
+ * is started with the counters lock held around the registry's critical section
+ * that publishes it (session-api.c), so that its baselines come before its mask
+ * bits: every value recorded once a provider shows the session's bit is in one
+ * of the session's intervals.
  */
-EVR_HIDDEN int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms);
+EVR_HIDDEN void evr_counters_lock(void);
+EVR_HIDDEN void evr_counters_unlock(void);
+
+/**
+ * evr_counters_session_begin_locked() - sample counters into @s every
+ * @interval_ms (nothing when 0): a timerfd on the counters thread, started on
+ * first use; the baselines of every counter are taken now, and @s's slot is
+ * marked sampled, so values recorded from the moment its mask bits appear
+ * count in its first interval.
+ * Return: 0, -ENOMEM, -EMFILE... (then nothing was changed: fail the start).
+ * Context: counters lock and registry lock held (evr_counters_lock() first),
+ * after @s is created and before it is published. The first tick finds @s in
+ * the table: the counters thread needs the counters lock, held until after the
+ * publication.
+ */
+EVR_HIDDEN int evr_counters_session_begin_locked(struct evr_session *s, uint32_t interval_ms);
 
 /**
  * evr_counters_session_end() - no more samples into @s; idempotent, and a

@@ -210,7 +210,7 @@ _Static_assert(EVR_HISTOGRAM_SUB_BUCKETS == 16, "hist_index() takes 4 mantissa b
 /* Whether @r records now: its kind, and a session samples it. */
 static inline bool ctr_on(const struct evr_ctr_rec *r, uint32_t kind)
 {
-	/* Acquire: pairs with the release in evr_counters_session_begin(), which
+	/* Acquire: pairs with the release in evr_counters_session_begin_locked(), which
 	 * comes after evr_ctr_sampler_start() set ctr_fence. */
 	uint64_t sampled = atomic_load_explicit(&evr_ctr_sampled, memory_order_acquire);
 

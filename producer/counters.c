@@ -367,24 +367,31 @@ err:
 	return err;
 }
 
-int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms)
+void evr_counters_lock(void)
+{
+	pthread_mutex_lock(&counters_lock);
+}
+
+void evr_counters_unlock(void)
+{
+	pthread_mutex_unlock(&counters_lock);
+}
+
+int evr_counters_session_begin_locked(struct evr_session *s, uint32_t interval_ms)
 {
 	struct itimerspec its = {0};
 	struct epoll_event ev = {.events = EPOLLIN};
 	uint32_t slot = s->slot;
-	int tfd = -1, err;
+	int tfd, err;
 
 	if (!interval_ms)
 		return 0;
-	pthread_mutex_lock(&counters_lock);
 	err = thread_start_locked();
 	if (err < 0)
-		goto out;
+		return err;
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (tfd < 0) {
-		err = -errno;
-		goto out;
-	}
+	if (tfd < 0)
+		return -errno;
 	its.it_interval.tv_sec = interval_ms / 1000;
 	its.it_interval.tv_nsec = (long)(interval_ms % 1000) * 1000000;
 	its.it_value = its.it_interval;
@@ -393,9 +400,16 @@ int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms)
 	    epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &ev) < 0) {
 		err = -errno;
 		close(tfd);
-		goto out;
+		return err;
 	}
-	/* End the epoch: the baselines hold every value recorded before. */
+	/*
+	 * End the epoch: the baselines hold every value recorded before. @s is
+	 * not published yet, so no provider has its bit: a value recorded for it
+	 * comes after these baselines, in the session's first interval. (Taken
+	 * after publishing, as they once were, the baselines swallowed what was
+	 * recorded as soon as the mask appeared: an enable callback's values, or
+	 * a program's that waited for the session.)
+	 */
 	evr_ctr_advance_locked(counters,
 			       atomic_load_explicit(&evr_ctr_sampled, memory_order_relaxed));
 	for (struct evr_ctr_rec *r = counters; r; r = r->next)
@@ -403,12 +417,11 @@ int evr_counters_session_begin(struct evr_session *s, uint32_t interval_ms)
 	sess[slot] = (struct sess_ent){
 		.s = s, .interval_ms = interval_ms, .tfd = tfd, .last_ns = evr_clock_gettime_ns(CLOCK_MONOTONIC)};
 	/* Release: pairs with the acquire in ctr_on() (counters-record.c):
-	 * recorders see how evr_ctr_sampler_start() set up the epochs. */
+	 * recorders see how evr_ctr_sampler_start() set up the epochs. Set before
+	 * the session's mask bits (published next, under the registry lock held
+	 * now): ctr_on() counts values for it from the time a provider shows it. */
 	atomic_fetch_or_explicit(&evr_ctr_sampled, 1ull << slot, memory_order_release);
-	err = 0;
-out:
-	pthread_mutex_unlock(&counters_lock);
-	return err;
+	return 0;
 }
 
 void evr_counters_session_end(struct evr_session *s)

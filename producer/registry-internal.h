@@ -38,6 +38,9 @@ struct evr_provider_priv {
 	 * event's one-section shortcut (evr_event.percpu). */
 	_Atomic uint64_t stack_slots;
 	_Atomic uint8_t sess_stack_depth[EVR_MAX_SESSIONS];
+	/* Some session has enabled this provider since it was registered: a writer
+	 * may be inside a read-side section with its events. Registry lock. */
+	bool ever_enabled;
 };
 
 /**

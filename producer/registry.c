@@ -222,6 +222,7 @@ out:
 void evr_provider_unregister(struct evr_provider *p)
 {
 	struct evr_provider_priv *pp;
+	bool enabled;
 
 	if (!p)
 		return;
@@ -244,9 +245,19 @@ void evr_provider_unregister(struct evr_provider *p)
 	}
 	atomic_store_explicit(&p->mask, 0, memory_order_relaxed);
 	p->priv = NULL;
+	enabled = pp->ever_enabled;
 	pthread_mutex_unlock(&evr_registry_lock);
-	/* Writers may still be inside evr_event_write() on these events. */
-	evr_session_table_synchronize();
+	/*
+	 * Writers may still be inside evr_event_write() on these events, if a
+	 * session ever enabled them. If none did, no writer got past the inline
+	 * mask check into a read-side section (every way in checks a mask first),
+	 * so there is nothing to wait for: a program nobody traced exits without a
+	 * grace period (a membarrier, liburcu's locks and signal masking) per
+	 * provider its destructors unregister (docs/protocol.md, "What a program
+	 * pays at start-up").
+	 */
+	if (enabled)
+		evr_session_table_synchronize();
 	evr_reclaim_after_grace_period(pp, provider_priv_free_cb);
 }
 

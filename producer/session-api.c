@@ -122,6 +122,10 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	cfg.meta_size = opts->meta_size;
 	evr_clock_calibrate(&clock);
 
+	/* Lock order (counters-internal.h): the counters lock first. Held until the
+	 * session is published, so its baselines come before its mask bits. */
+	if (opts->interval_ms)
+		evr_counters_lock();
 	pthread_mutex_lock(&evr_registry_lock);
 	if (evr_session_table_free_slot_locked(&slot) < 0) {
 		err = err_line(errbuf, errlen, -EBUSY,
@@ -164,6 +168,14 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	}
 	s->stop_table = spare;
 	cfg.providers = NULL;	/* owned by s now */
+	/* Before publishing: a value recorded once a provider shows the session's
+	 * bit must be in one of its intervals, not in its baselines. */
+	err = evr_counters_session_begin_locked(s, opts->interval_ms);
+	if (err < 0) {
+		evr_session_destroy(s);	/* never published: frees spare too */
+		err = err_line(errbuf, errlen, err, "cannot start the counters timer");
+		goto err_release;
+	}
 	/* Descriptions before anything can be enabled (see metadata.c). */
 	evr_meta_describe_session_locked(s);
 	owners[slot].client = client_copy;
@@ -171,12 +183,8 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	owners[slot].bytes = bytes;
 	evr_session_table_insert_locked(s, next);
 	pthread_mutex_unlock(&evr_registry_lock);
-	/* After publishing: the counters write into the session's table slot. */
-	err = evr_counters_session_begin(s, opts->interval_ms);
-	if (err < 0) {
-		evr_session_free(s);
-		return err_line(errbuf, errlen, err, "cannot start the counters timer");
-	}
+	if (opts->interval_ms)
+		evr_counters_unlock();
 	/* The agent backs its sessions a slice at a time (agent.c); ours now. */
 	if (!client)
 		evr_memory_populate_all(s);
@@ -187,6 +195,8 @@ err_release:
 	evr_memory_release_locked(bytes);
 err_unlock:
 	pthread_mutex_unlock(&evr_registry_lock);
+	if (opts->interval_ms)
+		evr_counters_unlock();
 	evr_provider_spec_list_free(cfg.providers);
 	free(client_copy);
 	return err;

@@ -188,6 +188,8 @@ static void provider_recompute_locked(struct evr_provider *p, const struct evr_s
 	atomic_store_explicit(&p->keywords, kw, memory_order_relaxed);
 	atomic_store_explicit(&p->level, level, memory_order_relaxed);
 	atomic_store_explicit(&p->mask, pmask, memory_order_relaxed);
+	if (pmask)
+		pp->ever_enabled = true;
 	if (changed && p->callback)
 		p->callback(p, pmask != 0, (uint8_t)level, kw, pmask ? newest : NULL,
 			    p->callback_ctx);

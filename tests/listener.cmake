@@ -12,6 +12,10 @@ if(TARGET evring-forward)
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/listener_clrtop.sh
             $<TARGET_FILE:evring-cli> $<TARGET_FILE:workload> $<TARGET_FILE:evr-forward-producer>
             $<TARGET_FILE:clrtop>)
-  set_tests_properties(listener_graphite listener_clrtop PROPERTIES LABELS integration
+  add_test(NAME listener_clrtop_callback
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/listener_clrtop.sh
+            $<TARGET_FILE:evring-cli> $<TARGET_FILE:workload> $<TARGET_FILE:evr-forward-producer>
+            $<TARGET_FILE:clrtop> callback)
+  set_tests_properties(listener_graphite listener_clrtop listener_clrtop_callback PROPERTIES LABELS integration
     TIMEOUT 180 SKIP_RETURN_CODE 77)
 endif()

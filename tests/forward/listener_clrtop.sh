@@ -5,14 +5,25 @@
 # pid, 100 ms, recording every sample with --format csv) sample them; the listener's totals
 # and clrtop's, summed over their own intervals, are the same (each value lands whole in one
 # interval of each session) and are what was recorded.
+#
+# MODE "callback" (listener_clrtop_callback): the producer records every value inside its
+# provider's enable callback, when clrtop's session is being published, before that session
+# has started: values recorded as soon as a session shows in a provider's mask count in its
+# first interval (the counters' baselines must come before the session is published).
 source "$(dirname "$0")/lib.sh"
-PRODUCER=$(realpath "${3:?usage: $0 EVRING WORKLOAD PRODUCER CLRTOP}")
-CLRTOP=$(realpath "${4:?usage: $0 EVRING WORKLOAD PRODUCER CLRTOP}")
+PRODUCER=$(realpath "${3:?usage: $0 EVRING WORKLOAD PRODUCER CLRTOP [callback]}")
+CLRTOP=$(realpath "${4:?usage: $0 EVRING WORKLOAD PRODUCER CLRTOP [callback]}")
+MODE_ARGS=()
+case ${5:-} in
+"") ;;
+callback) MODE_ARGS=(--in-callback) ;;
+*) fail "unknown mode '$5'" ;;
+esac
 need_python
 N=5000
 
 mkfifo "$T/p.out"
-"$PRODUCER" --ops "$N" --sessions 2 --listen 100 --vary >"$T/p.out" 2>"$T/p.err" \
+"$PRODUCER" --ops "$N" --sessions 2 --listen 100 --vary "${MODE_ARGS[@]}" >"$T/p.out" 2>"$T/p.err" \
 	< <(sleep 600) &
 P_PID=$!
 KILL_AT_EXIT+=("$P_PID")

@@ -17,9 +17,13 @@
  *            that sinks such as journald must map
  *
  *   evr-forward-producer [--ops N] [--sessions K] [--listen MS] [--vary] [--note]
+ *                        [--in-callback]
  *
  * Prints "ready PID"; waits until K sessions (the listener's included) enable
- * FwdCheck; runs N iterations (and writes Note) and prints "recorded OPS_TOTAL N"; with --listen
+ * FwdCheck; runs N iterations (and writes Note) and prints "recorded OPS_TOTAL N".
+ * With --in-callback the iterations run inside FwdCheck's enable callback, at the
+ * call that reports the K-th session: at the very moment the session that
+ * enabled it is published, before its evr_session_start() returns. With --listen
  * (an in-process listener sampling every MS ms) waits until the listener has
  * received every value and prints its totals:
  *   "listener ops=T count=N sum=S min=A max=B depth=D"
@@ -41,6 +45,48 @@
 
 EVR_PROVIDER_DECLARE(fc, CHECK_EVENTS)
 EVR_PROVIDER_DEFINE(fc, "FwdCheck", CHECK_EVENTS)
+
+/* What the iterations need, from main() or from the enable callback. */
+struct run {
+	struct evr_counter *ops, *lat;
+	unsigned long n, sessions;
+	bool vary;
+	double ops_total;
+	_Atomic bool armed;	/* the counters exist: the callback may run them */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void run_ops(struct run *r)
+{
+	for (unsigned long i = 1; i <= r->n; i++) {
+		evr_counter_add(r->ops, (double)(i % 7 + 1));
+		r->ops_total += (double)(i % 7 + 1);
+		evr_counter_record(r->lat, r->vary ? (double)(i % 100 + 1) : 12.5);
+		fc_op(i);
+	}
+}
+
+/* FwdCheck's enable callback (--in-callback): runs under the registry lock, on
+ * the thread that starts the session (the agent's, for clrtop's). */
+static void on_enable(struct evr_provider *p, bool enabled, uint8_t level, uint64_t keywords,
+		      const struct evr_provider_spec *args, void *ctx)
+{
+	struct run *r = ctx;
+
+	(void)enabled, (void)level, (void)keywords, (void)args;
+	if (!atomic_load(&r->armed) ||
+	    (unsigned long)__builtin_popcountll(atomic_load(&p->mask)) < r->sessions)
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (!r->done) {
+		run_ops(r);
+		r->done = true;
+		pthread_cond_broadcast(&r->cond);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
 
 struct totals {
 	pthread_mutex_t lock;
@@ -83,7 +129,7 @@ static void on_counter(const struct evr_counter_sample *s, void *ctx)
 static void usage(void)
 {
 	fprintf(stderr, "usage: evr-forward-producer [--ops N] [--sessions K] [--listen MS] "
-		"[--vary]\n");
+		"[--vary] [--note] [--in-callback]\n");
 	exit(2);
 }
 
@@ -95,6 +141,7 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "vary", no_argument, NULL, 'v' },
 		{ "note", no_argument, NULL, 'N' },
+		{ "in-callback", no_argument, NULL, 'C' },
 		{ 0 },
 	};
 	struct evr_counter_desc dops = { .name = "ops", .kind = EVR_COUNTER_INCREMENT };
@@ -102,11 +149,11 @@ int main(int argc, char **argv)
 	struct evr_counter_desc ddep = { .name = "depth", .kind = EVR_COUNTER_GAUGE,
 					 .poll = depth_42 };
 	struct totals t = { .min = 1e300, .max = -1e300 };
-	struct evr_counter *ops, *lat, *dep;
+	struct run run = { .n = 1000, .sessions = 1 };
+	struct evr_counter *dep;
 	struct evr_listener *l = NULL;
-	unsigned long n = 1000, sessions = 1, listen_ms = 0;
-	double ops_total = 0;
-	bool vary = false, note = false;
+	unsigned long listen_ms = 0;
+	bool note = false, in_callback = false;
 	struct evr_event *note_ev = NULL;
 	char err[256], buf[64];
 	int c;
@@ -114,19 +161,22 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			n = strtoul(optarg, NULL, 10);
+			run.n = strtoul(optarg, NULL, 10);
 			break;
 		case 's':
-			sessions = strtoul(optarg, NULL, 10);
+			run.sessions = strtoul(optarg, NULL, 10);
 			break;
 		case 'l':
 			listen_ms = strtoul(optarg, NULL, 10);
 			break;
 		case 'v':
-			vary = true;
+			run.vary = true;
 			break;
 		case 'N':
 			note = true;
+			break;
+		case 'C':
+			in_callback = true;
 			break;
 		default:
 			usage();
@@ -134,7 +184,20 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_init(&t.lock, NULL);
 	pthread_cond_init(&t.cond, NULL);
-	if (evr_counter_create(&fc, &dops, &ops) < 0 || evr_counter_create(&fc, &dlat, &lat) < 0 ||
+	pthread_mutex_init(&run.lock, NULL);
+	pthread_cond_init(&run.cond, NULL);
+	if (in_callback) {
+		/* The constructor registered FwdCheck; a callback is set before registering. */
+		evr_provider_unregister(&fc);
+		fc.callback = on_enable;
+		fc.callback_ctx = &run;
+		if (evr_provider_register(&fc) < 0) {
+			fprintf(stderr, "evr-forward-producer: cannot register FwdCheck again\n");
+			return 1;
+		}
+	}
+	if (evr_counter_create(&fc, &dops, &run.ops) < 0 ||
+	    evr_counter_create(&fc, &dlat, &run.lat) < 0 ||
 	    evr_counter_create(&fc, &ddep, &dep) < 0) {
 		fprintf(stderr, "evr-forward-producer: cannot create the counters\n");
 		return 1;
@@ -164,19 +227,22 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	atomic_store(&run.armed, true);
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
-	/* The sessions that will see the values: poll the provider's mask itself. */
-	while ((unsigned long)__builtin_popcountll(atomic_load(&fc.mask)) < sessions) {
-		struct timespec ts = { 0, 1000000 };
+	if (in_callback) {
+		pthread_mutex_lock(&run.lock);
+		while (!run.done)
+			pthread_cond_wait(&run.cond, &run.lock);
+		pthread_mutex_unlock(&run.lock);
+	} else {
+		/* The sessions that will see the values: poll the provider's mask itself. */
+		while ((unsigned long)__builtin_popcountll(atomic_load(&fc.mask)) < run.sessions) {
+			struct timespec ts = { 0, 1000000 };
 
-		nanosleep(&ts, NULL);
-	}
-	for (unsigned long i = 1; i <= n; i++) {
-		evr_counter_add(ops, (double)(i % 7 + 1));
-		ops_total += (double)(i % 7 + 1);
-		evr_counter_record(lat, vary ? (double)(i % 100 + 1) : 12.5);
-		fc_op(i);
+			nanosleep(&ts, NULL);
+		}
+		run_ops(&run);
 	}
 	if (note_ev) {
 		union evr_value v[5] = { { .s = "first line\nsecond line" }, { .u = 1 }, { .u = 2 },
@@ -184,11 +250,11 @@ int main(int argc, char **argv)
 
 		evr_event_writev(note_ev, v, 5);
 	}
-	printf("recorded %.17g %lu\n", ops_total, n);
+	printf("recorded %.17g %lu\n", run.ops_total, run.n);
 	fflush(stdout);
 	if (l) {
 		pthread_mutex_lock(&t.lock);
-		while (t.count < n || t.ops < ops_total || t.depth != 42)
+		while (t.count < run.n || t.ops < run.ops_total || t.depth != 42)
 			pthread_cond_wait(&t.cond, &t.lock);
 		printf("listener ops=%.17g count=%llu sum=%.17g min=%.17g max=%.17g depth=%.17g\n",
 		       t.ops, (unsigned long long)t.count, t.sum, t.min, t.max, t.depth);
@@ -198,8 +264,8 @@ int main(int argc, char **argv)
 	while (read(0, buf, sizeof(buf)) > 0)
 		;
 	evr_listener_free(l);
-	evr_counter_free(ops);
-	evr_counter_free(lat);
+	evr_counter_free(run.ops);
+	evr_counter_free(run.lat);
 	evr_counter_free(dep);
 	return 0;
 }

@@ -23,7 +23,10 @@
  * disturb each other: recording keeps cumulative values and each session takes
  * the difference between its own consecutive snapshots. Each value lands whole
  * in one interval of each session: an interval's count, mean, stddev, min and
- * max describe the same values, and totals over intervals are exact.
+ * max describe the same values, and totals over intervals are exact. A session's
+ * first interval holds every value recorded from the time its bit shows in the
+ * provider's mask (p->mask, or the enable callback's call), the callback's own
+ * included.
  *
  * Cost of recording one value, one thread, gcc -O2 on a 2-vCPU VM (medians of
  * evring-bench's counter_* scenarios): with a session sampling,
@@ -106,7 +109,9 @@ EVR_API int evr_counter_create(struct evr_provider *p, const struct evr_counter_
  * evr_counter_free() - stop sampling @c and free it. Accepts NULL. The
  * accumulators threads had for it are reused by later counters, and unmapped
  * when their thread exits.
- * Context: no thread may be recording into @c any more; not from a poll callback.
+ * Context: no thread may be recording into @c any more; not from a poll callback
+ * nor from a provider enable callback (a session with counters is published
+ * with the counters' lock held).
  */
 EVR_API void evr_counter_free(struct evr_counter *c);
 
