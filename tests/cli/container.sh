@@ -126,6 +126,27 @@ cat "$T/over.txt"
 grep -qE "^ +$C2 workload \(ns 1\) " "$T/over.txt" || fail "the overview does not show C2 with both pids"
 grep -qE "^ +$HP workload " "$T/over.txt" || fail "the overview does not show the host's workload"
 
+# The monitor: its process list and a process's page give both pids.
+if command -v curl >/dev/null; then
+	mkfifo "$T/monitor.out"
+	"$EVRING" monitor --listen 127.0.0.1:0 >"$T/monitor.out" 2>"$T/monitor.err" &
+	KILL_AT_EXIT+=("$!")
+	exec {mfd}<"$T/monitor.out"
+	IFS= read -r -t 60 -u "$mfd" U || fail "the monitor printed no URL: $(cat "$T/monitor.err")"
+	curl -sS --max-time 60 -o "$T/mon.json" "$U/processes" || fail "GET /processes"
+	curl -sS --max-time 60 -o "$T/mon1.json" "$U/processes/$C2" || fail "GET /processes/$C2"
+	python3 - "$T/mon.json" "$T/mon1.json" "$C2" "$HP" <<'EOF2'
+import json, sys
+procs = {p["pid"]: p for p in json.load(open(sys.argv[1]))}
+one, c2, hp = json.load(open(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
+assert procs[c2]["ns_pid"] == 1 and "ns_pid" not in procs[hp], procs
+assert one["pid"] == c2 and one["ns_pid"] == 1, one
+EOF2
+	kill "$!" 2>/dev/null || true
+else
+	echo "(no curl: the monitor's lists are not checked)"
+fi
+
 # 5. record --all: C2 and the host's workload at once, C3 (private directory) started during
 # the recording, found by the rescan, attached before it writes, counted exactly.
 N3=3000
