@@ -91,11 +91,21 @@ static void add_pending(struct evr_watch *w, const char *name, uint64_t now_ns)
 	w->pending_until_ns[w->npending++] = now_ns + (uint64_t)PENDING_MS * 1000000u;
 }
 
-bool evr_watch_notify_fresh(const struct evr_watch *w, pid_t pid, uint64_t now_ns)
+bool evr_watch_notify_fresh(struct evr_watch *w, pid_t pid, uint64_t now_ns)
 {
 	for (uint32_t i = 0; i < w->npending; i++)
 		if (w->pending[i] == pid)
 			return now_ns < w->pending_until_ns[i];
+	/*
+	 * A socket named after no process we watch: a container's in a directory
+	 * it shares with us, named by the pid it has there (often 1), while we
+	 * know the process by another (client-find.c). Its process may be this
+	 * one: try again while the name is pending rather than fail for good.
+	 */
+	for (uint32_t i = 0; i < w->npending; i++)
+		if (now_ns < w->pending_until_ns[i] &&
+		    !evr_watch_find(w, w->pending[i]))
+			return true;
 	return false;
 }
 
