@@ -142,6 +142,11 @@ one, c2, hp = json.load(open(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
 assert procs[c2]["ns_pid"] == 1 and "ns_pid" not in procs[hp], procs
 assert one["pid"] == c2 and one["ns_pid"] == 1, one
 EOF2
+	# Its session on C2, as ps shows it: the agent cannot see the monitor's pid.
+	"$EVRING" ps --sessions >"$T/pss.out" || fail "ps --sessions"
+	grep -A3 "^ *$C2 (ns 1) " "$T/pss.out" |
+		grep -q "client evring monitor (outside its pid namespace)" ||
+		fail "ps --sessions: $(cat "$T/pss.out")"
 	kill "$!" 2>/dev/null || true
 else
 	echo "(no curl: the monitor's lists are not checked)"
