@@ -111,13 +111,24 @@ bool evr_watch_notify_fresh(struct evr_watch *w, pid_t pid, uint64_t now_ns)
 
 void evr_watch_notify_scanned(struct evr_watch *w, uint64_t now_ns)
 {
+	bool attaching = false;
 	uint32_t k = 0;
 
+	for (uint32_t i = 0; i < w->n; i++)
+		attaching |= w->procs[i]->state == EVR_WATCH_ATTACHING;
 	for (uint32_t i = 0; i < w->npending; i++) {
 		struct evr_watch_proc *p = evr_watch_find(w, w->pending[i]);
 
 		/* Pending until its attach ended one way or the other. */
 		if ((p && p->state != EVR_WATCH_ATTACHING) || now_ns >= w->pending_until_ns[i])
+			continue;
+		/*
+		 * A name the scan listed no process by (a container's socket in a
+		 * shared directory, named by its own pid; or one removed again):
+		 * once no attach is under way, the one it may have been is done, and
+		 * scanning every SETTLE_MS for it would find nothing more.
+		 */
+		if (!p && !attaching)
 			continue;
 		w->pending[k] = w->pending[i];
 		w->pending_until_ns[k++] = w->pending_until_ns[i];
