@@ -45,6 +45,13 @@ add_test(NAME cli_container
 set_tests_properties(cli_container PROPERTIES LABELS integration TIMEOUT 180
   SKIP_RETURN_CODE 77)
 
+# How the client reaches a container's runtime directory (consumer/client/client-ns.c): the
+# walk in a root of its own, the refusals, /proc/PID/environ and the namespaces.
+evr_unit(test_client_ns LIBS evring-proto evring-consumer-api)
+target_sources(test_client_ns PRIVATE ${PROJECT_SOURCE_DIR}/consumer/client/client-ns.c
+  ${PROJECT_SOURCE_DIR}/consumer/client/client-util.c)
+target_include_directories(test_client_ns PRIVATE ${PROJECT_SOURCE_DIR}/consumer/client)
+
 # evring providers and -n NAME (record, clrtop): a workload and minirt (with counters).
 add_test(NAME cli_providers
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/providers.sh $<TARGET_FILE:evring-cli>

@@ -117,14 +117,19 @@ static void print_text(const struct evr_process_info *pi, const struct evr_sessi
 	if (clock)
 		print_clock(pi);
 	for (uint32_t i = 0; i < ns; i++) {
-		char mem[32];
+		char mem[32], cpid[48];
 
-		printf("%7s   session %u: %s, %s, %llu KiB/ring, %s in all, client %s (pid %u)\n",
+		/* The agent names its clients by the pids it sees: 0 for one outside its
+		 * pid namespace (a consumer on the host, for a process in a container). */
+		if (s[i].client_pid || !pi->ns_pid)
+			snprintf(cpid, sizeof(cpid), "pid %u", s[i].client_pid);
+		else
+			snprintf(cpid, sizeof(cpid), "outside its pid namespace");
+		printf("%7s   session %u: %s, %s, %llu KiB/ring, %s in all, client %s (%s)\n",
 		       "", s[i].session_id, s[i].providers ? s[i].providers : "",
 		       mode_name(s[i].mode), (unsigned long long)(s[i].ring_size >> 10),
 		       evr_fmt_bytes(s[i].shm_size, mem, sizeof(mem)),
-		       s[i].client && *s[i].client ? s[i].client : "in-process",
-		       s[i].client_pid);
+		       s[i].client && *s[i].client ? s[i].client : "in-process", cpid);
 	}
 }
 

@@ -91,23 +91,44 @@ static void add_pending(struct evr_watch *w, const char *name, uint64_t now_ns)
 	w->pending_until_ns[w->npending++] = now_ns + (uint64_t)PENDING_MS * 1000000u;
 }
 
-bool evr_watch_notify_fresh(const struct evr_watch *w, pid_t pid, uint64_t now_ns)
+bool evr_watch_notify_fresh(struct evr_watch *w, pid_t pid, uint64_t now_ns)
 {
 	for (uint32_t i = 0; i < w->npending; i++)
 		if (w->pending[i] == pid)
 			return now_ns < w->pending_until_ns[i];
+	/*
+	 * A socket named after no process we watch: a container's in a directory
+	 * it shares with us, named by the pid it has there (often 1), while we
+	 * know the process by another (client-find.c). Its process may be this
+	 * one: try again while the name is pending rather than fail for good.
+	 */
+	for (uint32_t i = 0; i < w->npending; i++)
+		if (now_ns < w->pending_until_ns[i] &&
+		    !evr_watch_find(w, w->pending[i]))
+			return true;
 	return false;
 }
 
 void evr_watch_notify_scanned(struct evr_watch *w, uint64_t now_ns)
 {
+	bool attaching = false;
 	uint32_t k = 0;
 
+	for (uint32_t i = 0; i < w->n; i++)
+		attaching |= w->procs[i]->state == EVR_WATCH_ATTACHING;
 	for (uint32_t i = 0; i < w->npending; i++) {
 		struct evr_watch_proc *p = evr_watch_find(w, w->pending[i]);
 
 		/* Pending until its attach ended one way or the other. */
 		if ((p && p->state != EVR_WATCH_ATTACHING) || now_ns >= w->pending_until_ns[i])
+			continue;
+		/*
+		 * A name the scan listed no process by (a container's socket in a
+		 * shared directory, named by its own pid; or one removed again):
+		 * once no attach is under way, the one it may have been is done, and
+		 * scanning every SETTLE_MS for it would find nothing more.
+		 */
+		if (!p && !attaching)
 			continue;
 		w->pending[k] = w->pending[i];
 		w->pending_until_ns[k++] = w->pending_until_ns[i];

@@ -17,7 +17,7 @@ void evr_watch_notify_close(struct evr_watch *w);
  * Did @pid's socket appear only now (a scan may have come between its bind and
  * its listen)? Then an attach refused (-ENOENT) is tried again, not failed.
  */
-bool evr_watch_notify_fresh(const struct evr_watch *w, pid_t pid, uint64_t now_ns);
+bool evr_watch_notify_fresh(struct evr_watch *w, pid_t pid, uint64_t now_ns);
 /* A scan ended: forget the pending sockets whose attach ended (or that waited too long). */
 void evr_watch_notify_scanned(struct evr_watch *w, uint64_t now_ns);
 

@@ -47,16 +47,18 @@ start_container() {
 	upid=$!
 	KILL_AT_EXIT+=("$upid")
 	exec {CT_FD}<"$T/$name.out"
-	# open: the agent refuses the directory (no socket), but the program runs all the same.
-	expect "$CT_FD" "^ready 1\$" "'ready 1' from $name"
+	# Its child, while it waits for the fifo's reader or runs: before its "ready" line, after
+	# which one that waits for a session may be done before we look (record --all).
 	CT_PID=
-	for ((i = 0; i < 100 && ${#CT_PID} == 0; i++)); do
+	for ((i = 0; i < 100000 && ${#CT_PID} == 0; i++)); do
 		CT_PID=$(tr -d ' \n' </proc/"$upid"/task/"$upid"/children)
 	done
 	[[ -n $CT_PID ]] || fail "no child of unshare $upid"
 	KILL_AT_EXIT+=("$CT_PID")
 	[[ $(awk '/^NSpid:/ { print $NF }' /proc/"$CT_PID"/status) == 1 ]] ||
 		fail "$name ($CT_PID) is not process 1 of its pid namespace"
+	# open: the agent refuses the directory (no socket), but the program runs all the same.
+	expect "$CT_FD" "^ready 1\$" "'ready 1' from $name"
 	echo "$name: pid $CT_PID here, 1 in its namespace ($mode runtime directory)"
 }
 
@@ -124,6 +126,32 @@ cat "$T/over.txt"
 grep -qE "^ +$C2 workload \(ns 1\) " "$T/over.txt" || fail "the overview does not show C2 with both pids"
 grep -qE "^ +$HP workload " "$T/over.txt" || fail "the overview does not show the host's workload"
 
+# The monitor: its process list and a process's page give both pids.
+if command -v curl >/dev/null; then
+	mkfifo "$T/monitor.out"
+	"$EVRING" monitor --listen 127.0.0.1:0 >"$T/monitor.out" 2>"$T/monitor.err" &
+	KILL_AT_EXIT+=("$!")
+	exec {mfd}<"$T/monitor.out"
+	IFS= read -r -t 60 -u "$mfd" U || fail "the monitor printed no URL: $(cat "$T/monitor.err")"
+	curl -sS --max-time 60 -o "$T/mon.json" "$U/processes" || fail "GET /processes"
+	curl -sS --max-time 60 -o "$T/mon1.json" "$U/processes/$C2" || fail "GET /processes/$C2"
+	python3 - "$T/mon.json" "$T/mon1.json" "$C2" "$HP" <<'EOF2'
+import json, sys
+procs = {p["pid"]: p for p in json.load(open(sys.argv[1]))}
+one, c2, hp = json.load(open(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
+assert procs[c2]["ns_pid"] == 1 and "ns_pid" not in procs[hp], procs
+assert one["pid"] == c2 and one["ns_pid"] == 1, one
+EOF2
+	# Its session on C2, as ps shows it: the agent cannot see the monitor's pid.
+	"$EVRING" ps --sessions >"$T/pss.out" || fail "ps --sessions"
+	grep -A3 "^ *$C2 (ns 1) " "$T/pss.out" |
+		grep -q "client evring monitor (outside its pid namespace)" ||
+		fail "ps --sessions: $(cat "$T/pss.out")"
+	kill "$!" 2>/dev/null || true
+else
+	echo "(no curl: the monitor's lists are not checked)"
+fi
+
 # 5. record --all: C2 and the host's workload at once, C3 (private directory) started during
 # the recording, found by the rescan, attached before it writes, counted exactly.
 N3=3000
@@ -161,7 +189,47 @@ assert p["events"] + p["lost"] == emitted, f"{p['events']} + {p['lost']} lost !=
 print(f"C3 ({c3}): {p['events']} events + {p['lost']} lost == {emitted} emitted")
 EOF
 
-# 6. Refusals as strict as at home. A directory in the container that others may write to:
+# 6. The default directories, chosen inside: EVR_RUNTIME_DIR unset in the container, which has
+# a /run/user/0 of its own (private /run), so its agent listens in /run/user/0/evring there.
+mkfifo "$T/c5.out"
+# shellcheck disable=SC2016 # expanded by the inner sh
+unshare --pid --mount --fork --kill-child --mount-proc sh -c \
+	'mount -t tmpfs -o mode=0755 evr-run /run && mkdir -p -m 0700 /run/user/0 || exit 3
+	unset EVR_RUNTIME_DIR; exec "$@"' sh "$WORKLOAD" --events 1000 --threads 1 --wait-sessions 1 \
+	>"$T/c5.out" 2>"$T/c5.err" &
+upid=$!
+KILL_AT_EXIT+=("$upid")
+exec {c5fd}<"$T/c5.out"
+expect "$c5fd" "^ready 1\$" "'ready 1' from c5"
+C5=$(tr -d ' \n' </proc/"$upid"/task/"$upid"/children)
+[[ -S /proc/$C5/root/run/user/0/evring/1.sock ]] || fail "C5 does not listen in /run/user/0/evring"
+"$EVRING" record -p "$C5" --providers Demo -o "$T/c5.evtrace" 2>"$T/c5.rec" ||
+	fail "record -p $C5 (default directories): $(cat "$T/c5.rec")"
+expect "$c5fd" "^done 1000 " "C5's 'done' line"
+echo "$LINE" >"$T/c5.done"
+check_accounting c5 1000 "$T/c5.done" "$T/c5.rec" "$T/c5.evtrace"
+
+# A runtime directory reached through an absolute symbolic link inside the container: resolved
+# against the container's root (on the host, $T/ctr stays empty: resolved against ours, the
+# directory would not be found).
+mkdir "$T/ctr"
+mkfifo "$T/c6.out"
+# shellcheck disable=SC2016 # expanded by the inner sh
+unshare --pid --mount --fork --kill-child --mount-proc sh -c \
+	'mount -t tmpfs -o mode=0755 evr-ctr "$1" && mkdir -m 0700 "$1/real" &&
+	ln -s "$1/real" "$1/link" || exit 3
+	EVR_RUNTIME_DIR=$1/link/rt; export EVR_RUNTIME_DIR; shift; exec "$@"' sh "$T/ctr" \
+	"$WORKLOAD" --rate 100 --threads 1 >"$T/c6.out" 2>"$T/c6.err" &
+upid=$!
+KILL_AT_EXIT+=("$upid")
+exec {c6fd}<"$T/c6.out"
+expect "$c6fd" "^ready 1\$" "'ready 1' from c6"
+C6=$(tr -d ' \n' </proc/"$upid"/task/"$upid"/children)
+[[ -z $(ls -A "$T/ctr") ]] || fail "the container's tmpfs is visible here"
+"$EVRING" record -p "$C6" --providers Demo --duration 200ms -o "$T/c6.evtrace" 2>"$T/c6.rec" ||
+	fail "record -p $C6 (a link in the container): $(cat "$T/c6.rec")"
+
+# 7. Refusals as strict as at home. A directory in the container that others may write to:
 start_container c4 open --rate 100 --threads 1
 C4=$CT_PID
 one_line 1 "^evring record: process $C4 \(workload, process 1 in its pid namespace\): refusing \
