@@ -5,10 +5,11 @@
 # once the trace's session runs: --wait-sessions 1, and the trace ends when they have all
 # ended): recorded + lost == emitted, per process, as report --json counts them; a converted
 # format (jsonl) names each line's process; and the refusals: no selection, a bad one,
-# stacks=, a duration over --max-duration, an unknown parameter.
+# stacks=, a duration over --max-duration, an unknown parameter, and a second trace while one
+# holds the only operation slot (429).
 source "$(dirname "$0")/lib.sh"
 
-start_monitor --listen 127.0.0.1:0 --max-duration 90s
+start_monitor --listen 127.0.0.1:0 --max-duration 90s --max-sessions 1
 
 # start_wl NAME ARGS...: a workload whose stdout goes to $T/NAME.out (a fifo, FD in WL_FD).
 start_wl() {
@@ -81,7 +82,11 @@ expect "$D_FD" "^done " "d's done line"
 echo "$LINE" >"$T/d.done"
 expect "$E_FD" "^done " "e's done line"
 echo "$LINE" >"$T/e.done"
-# c runs on: the trace ends with its duration or when c ends; end c now.
+# c runs on, and so does the trace, holding the one operation slot (--max-sessions 1): another
+# trace, of several processes or of one, is a 429 meanwhile.
+expect_status 429 "$U/trace?pid=$C&duration=1s"
+expect_status 429 "$U/processes/$C/trace?duration=1s&format=jsonl"
+# The trace ends with its duration or when c ends; end c now.
 kill -TERM "$C"
 wait "$CURL" || fail "curl all=1 failed"
 grep -q "^HTTP/1.1 200" "$T/h2" || fail "all=1: $(cat "$T/h2") $(head -c 400 "$T/all.evtrace")"
