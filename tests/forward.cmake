@@ -5,7 +5,7 @@ if(TARGET evring-forward)
   # Specs, filters and the outbox (real threads: the TSan build checks them).
   evr_unit(test_forward LIBS evring-forward)
 
-  set(EVR_FORWARD_TESTS jsonl errors stall)
+  set(EVR_FORWARD_TESTS jsonl errors stall all)
   foreach(t IN LISTS EVR_FORWARD_TESTS)
     add_test(NAME forward_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/forward/${t}.sh $<TARGET_FILE:evring-cli>

@@ -3,7 +3,13 @@
  * evring forward: attach to processes (or start one), run one session on each,
  * and hand every event and counter sample, decoded once, to the sinks named by
  * --to, each behind its own filter (forward.h has the threads and the
- * accounting).
+ * accounting; forward-sinks.c parses, opens and sums them up).
+ *
+ * --all: the watch (consumer/watch/, connect_only, as record --all uses it)
+ * finds every process with an agent, now and later, and connects and starts
+ * its session on an attach thread; the loop takes the finished attaches each
+ * round and adds them as sources. The forwarder is not confined (record and
+ * the monitor are): its sinks open files and sockets while it runs.
  *
  * The loop reads every source in turn (a bounded number of records each), lets
  * the sinks format and queue, and sleeps on a source's doorbell when nothing
@@ -16,6 +22,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,13 +32,17 @@
 #include <unistd.h>
 
 #include <evring/consumer.h>
+#include <evring/watch.h>
 
 #include "cli.h"
+#include "forward-cli.h"
 #include "forward.h"
 
 #define CMD "forward"
 #define CLIENT_NAME "evring forward"
 #define POLL_MS 100
+#define ATTACH_POLL_MS 10	/* --all: how often to look for finished attaches */
+#define RESCAN_MS 1000		/* --all: list the processes anyway this often */
 #define TICK_NS 100000000u
 #define RECORDS_PER_ROUND 4096u
 #define MAX_SOURCES 64u
@@ -50,6 +61,7 @@ struct fwd_opts {
 	const char *buffer_arg;
 	uint32_t counter_interval_ms;	/* 0: the default (see pick_interval) */
 	uint64_t flush_ns;
+	bool all;			/* --all: every process with an agent, late ones too */
 };
 
 enum fwd_stop { STOP_NONE, STOP_SIGNAL, STOP_DURATION, STOP_ENDED, STOP_SINKS };
@@ -59,13 +71,18 @@ struct source {
 	struct evr_client *c;
 	uint64_t events, lost;
 	bool drained;
-	bool said_end;
+	bool gone;		/* drained, and the producer died rather than ended it */
 };
 
 struct fwd {
 	const struct fwd_opts *o;
-	struct source so[MAX_SOURCES];
-	uint32_t nso;
+	/* Each its own allocation, kept to the end: sinks may keep &so->src (graphite's
+	 * event counts). */
+	struct source **so;
+	uint32_t nso, cap;
+	struct evr_watch watch;		/* --all */
+	bool watching;
+	int err;			/* a source that could not be added: -ENOMEM */
 	struct evr_fwd_sink sinks[MAX_SINKS];
 	uint32_t nsinks;
 	struct evr_launch launch;
@@ -83,12 +100,14 @@ struct fwd {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: evring forward -p PID [-p PID...] --to SINK [--to SINK...] [OPTIONS]\n"
+		"Usage: evring forward -p PID | -n NAME | --all --to SINK [--to SINK...] [OPTIONS]\n"
 		"       evring forward --to SINK [OPTIONS] -- PROGRAM [ARGS...]\n"
 		"Forward the events and counters of running processes (or of PROGRAM from its\n"
-		"first event) to other tools, live.\n"
+		"first event) to other tools, live; each item carries its process's pid.\n"
 		"  -p, --pid PID            attach to process PID (repeatable)\n"
 		"  -n, --name NAME          attach to the one process named NAME (repeatable)\n"
+		"      --all                every process of yours with libevring's agent, and\n"
+		"                           those that start while forwarding\n"
 		"      --to SINK            where to send them (repeatable), each with its own\n"
 		"                           filter: KIND[:ARG][,KEY=VALUE...]\n"
 		"                             jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
@@ -104,17 +123,19 @@ static void usage(FILE *f)
 		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h)\n"
 		"      --buffer-size SIZE   session buffer per process, split over its rings\n"
 		"      --flush-timeout TIME how long sinks may take to deliver at exit (default 5s)\n"
-		"Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit.\n");
+		"Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit (with\n"
+		"--all: Ctrl-C/SIGTERM or --duration only).\n");
 }
 
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_TO, OPT_DURATION, OPT_BUFFER,
-	       OPT_COUNTERS, OPT_FLUSH };
+	       OPT_COUNTERS, OPT_FLUSH, OPT_ALL };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "name", required_argument, NULL, 'n' },
+		{ "all", no_argument, NULL, OPT_ALL },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "providers", required_argument, NULL, OPT_PROVIDERS },
 		{ "duration", required_argument, NULL, OPT_DURATION },
@@ -145,6 +166,9 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 			if (c == 'n' && (r = evr_cli_pid_of_name(CMD, optarg, &o->pids[o->npids])) < 0)
 				return r;
 			o->npids++;
+			break;
+		case OPT_ALL:
+			o->all = true;
 			break;
 		case OPT_TO:
 			if (o->nto == MAX_SINKS) {
@@ -183,13 +207,13 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 	}
 	if (evr_cli_program_operand(CMD, argc, argv, &o->program) < 0)
 		return -EINVAL;
-	if (o->npids && o->program) {
-		evr_cli_error(CMD, "-p and -- PROGRAM exclude each other");
+	if ((o->npids || o->all) && o->program) {
+		evr_cli_error(CMD, "-- PROGRAM and -p, -n or --all exclude each other");
 		return -EINVAL;
 	}
-	if (!o->npids && !o->program) {
-		evr_cli_error(CMD, "say what to forward: -p PID, -n NAME or -- PROGRAM [ARGS...] "
-			      "(try evring forward --help)");
+	if (!o->npids && !o->program && !o->all) {
+		evr_cli_error(CMD, "say what to forward: -p PID, -n NAME, --all or -- PROGRAM "
+			      "[ARGS...] (try evring forward --help)");
 		return -EINVAL;
 	}
 	if (!o->nto) {
@@ -201,80 +225,15 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 
 /* ---- sinks ------------------------------------------------------------------------------ */
 
-static const struct evr_fwd_sink_ops *find_kind(const char *kind)
-{
-	for (uint32_t i = 0; evr_fwd_sink_kinds[i]; i++)
-		if (!strcmp(evr_fwd_sink_kinds[i]->kind, kind))
-			return evr_fwd_sink_kinds[i];
-	return NULL;
-}
-
-/* Parse every --to (usage errors: -EINVAL) before attaching to anything. */
 static int parse_sinks(struct fwd *f)
 {
-	char err[512];
-
-	for (uint32_t i = 0; i < f->o->nto; i++) {
-		struct evr_fwd_sink *s = &f->sinks[f->nsinks];
-		int r = evr_fwd_spec_parse(f->o->to[i], &s->spec, err, sizeof(err));
-
-		if (r < 0) {
-			evr_cli_error(CMD, "%s", err);
-			return r;
-		}
-		f->nsinks++;
-		s->ops = find_kind(s->spec.kind);
-		if (!s->ops) {
-			evr_cli_error(CMD, "--to %s: unknown sink '%s' (jsonl, graphite, journald, lttng)", s->spec.text,
-				      s->spec.kind);
-			return -EINVAL;
-		}
-		r = evr_fwd_filter_init(&s->filter, &s->spec, s->ops->what, s->ops->default_level,
-					s->ops->keys, err, sizeof(err));
-		if (r == 0 && s->ops->check)
-			r = s->ops->check(s, err, sizeof(err));
-		if (r < 0) {
-			evr_cli_error(CMD, "%s", err);
-			return r;
-		}
-	}
-	return 0;
-}
-
-/* Open every sink. Return: 0, or -errno. */
-static int open_sinks(struct fwd *f)
-{
-	char err[512];
-
-	for (uint32_t i = 0; i < f->nsinks; i++) {
-		struct evr_fwd_sink *s = &f->sinks[i];
-		int r = s->ops->open(s, err, sizeof(err));
-
-		if (r < 0) {
-			evr_cli_error(CMD, "%s", r == -ENOMEM ? "out of memory" : err);
-			/* Options were checked before: a file or receiver that fails is no
-			 * usage error. */
-			return r == -EINVAL ? -EIO : r;
-		}
-	}
-	return 0;
+	return evr_fwd_sinks_parse(f->sinks, &f->nsinks, f->o->to, f->o->nto,
+				   f->o->all || f->o->npids > 1);
 }
 
 static void close_sinks(struct fwd *f)
 {
-	uint64_t deadline = evr_mono_ns() + f->o->flush_ns;
-
-	for (uint32_t i = 0; i < f->nsinks; i++)
-		if (f->sinks[i].priv)
-			f->sinks[i].ops->close(&f->sinks[i], deadline);
-}
-
-static bool all_sinks_failed(struct fwd *f)
-{
-	for (uint32_t i = 0; i < f->nsinks; i++)
-		if (!atomic_load_explicit(&f->sinks[i].error, memory_order_relaxed))
-			return false;
-	return true;
+	evr_fwd_sinks_close(f->sinks, f->nsinks, evr_mono_ns() + f->o->flush_ns);
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
@@ -392,16 +351,70 @@ static void tick(struct fwd *f, uint64_t now)
 	}
 }
 
-static void say_ended(struct fwd *f, struct source *so)
+/*
+ * @so was drained to its end: say so when there are several processes (tests
+ * wait for this line), and with --all give its session's memory back at once
+ * (a forwarder that runs for days sees many processes come and go).
+ */
+static void source_ended(struct fwd *f, struct source *so)
 {
-	enum evr_client_state st = evr_client_state(so->c);
+	so->gone = evr_client_state(so->c) == EVR_CLIENT_GONE;
+	if (f->nso > 1 || f->watching)
+		fprintf(stderr, "evring forward: - process %d (%s) %s: %" PRIu64 " events, %"
+			PRIu64 " lost\n", (int)so->src.pid, so->src.comm,
+			so->gone ? "died (or exited without ending the session)" :
+				   "exited (it ended the session)", so->events, so->lost);
+	if (f->watching) {
+		evr_client_free(so->c);
+		so->c = NULL;
+	}
+}
 
-	if (so->said_end || f->nso < 2)
+/* --all: take the finished attaches (watch_changed() adds their sources). */
+static void watch_round(struct fwd *f)
+{
+	if (!f->watching)
 		return;
-	so->said_end = true;
-	fprintf(stderr, "evring forward: process %d %s\n", (int)so->src.pid,
-		st == EVR_CLIENT_GONE ? "died (or exited without ending the session)" :
-					"exited (it ended the session)");
+	if (evr_watch_scan_due(&f->watch, evr_mono_ns()))
+		(void)evr_watch_scan(&f->watch);
+	(void)evr_watch_poll(&f->watch);
+}
+
+/* --all: is an attach thread still at work (its result is polled for, not signalled)? */
+static bool attaching(const struct fwd *f)
+{
+	for (uint32_t i = 0; f->watching && i < f->watch.n; i++)
+		if (f->watch.procs[i]->state == EVR_WATCH_ATTACHING)
+			return true;
+	return false;
+}
+
+/*
+ * Nothing was read: sleep on the doorbell of a source (one at a time, in
+ * turn; the others' half-filled packets wait at most @wait_ms), and with
+ * --all on the watch's inotify too, so that a process that appears is
+ * attached at once.
+ */
+static void wait_round(struct fwd *f, uint64_t wait_ms)
+{
+	int wfd = f->watching ? evr_watch_fd(&f->watch) : -1;
+	struct source *so = NULL;
+
+	if (attaching(f) && wait_ms > ATTACH_POLL_MS)
+		wait_ms = ATTACH_POLL_MS;
+	for (uint32_t k = 0; k < f->nso && !so; k++) {
+		so = f->so[f->wait_next++ % f->nso];
+		if (so->drained)
+			so = NULL;
+	}
+	/* -EINTR (a signal) and timeouts just end the round. */
+	if (so) {
+		(void)evr_client_wait_fd(so->c, wfd, (int)wait_ms);
+	} else {
+		struct pollfd pfd = { .fd = wfd, .events = POLLIN };
+
+		(void)poll(&pfd, 1, (int)wait_ms);
+	}
 }
 
 static int forward_loop(struct fwd *f)
@@ -419,29 +432,34 @@ static int forward_loop(struct fwd *f)
 			f->stop = STOP_DURATION;
 			return 0;
 		}
-		if (all_sinks_failed(f)) {
+		if (evr_fwd_sinks_failed(f->sinks, f->nsinks)) {
 			f->stop = STOP_SINKS;
 			return 0;
 		}
+		watch_round(f);
+		if (f->err)
+			return f->err;
 		for (uint32_t i = 0; i < f->nso; i++) {
-			int r = pump(f, &f->so[i]);
+			struct source *so = f->so[i];
+			bool was = so->drained;
+			int r = pump(f, so);
 
 			if (r < 0)
 				return r;
 			got += r;
-			if (f->so[i].drained)
-				say_ended(f, &f->so[i]);
-			else
+			if (!so->drained)
 				live++;
+			else if (!was)
+				source_ended(f, so);
 		}
 		tick(f, evr_mono_ns());
-		if (!live) {
+		/* With --all, no process is no reason to stop: more may come. */
+		if (!live && !f->watching) {
 			f->stop = STOP_ENDED;
 			return 0;
 		}
 		if (!got) {
 			uint64_t wait_ms = POLL_MS;
-			struct source *so;
 
 			if (f->o->duration_ns) {
 				uint64_t left = f->t_start + f->o->duration_ns - evr_mono_ns();
@@ -451,11 +469,7 @@ static int forward_loop(struct fwd *f)
 				if (left / 1000000u + 1 < wait_ms)
 					wait_ms = left / 1000000u + 1;
 			}
-			do
-				so = &f->so[f->wait_next++ % f->nso];
-			while (so->drained);
-			/* -EINTR (a signal) and timeouts just end the round. */
-			(void)evr_client_wait(so->c, (int)wait_ms);
+			wait_round(f, wait_ms);
 		}
 	}
 }
@@ -466,7 +480,7 @@ static int finish(struct fwd *f)
 	char err[512];
 
 	for (uint32_t i = 0; i < f->nso; i++) {
-		struct source *so = &f->so[i];
+		struct source *so = f->so[i];
 
 		if (so->drained || evr_client_state(so->c) != EVR_CLIENT_LIVE)
 			continue;
@@ -476,7 +490,7 @@ static int finish(struct fwd *f)
 				     (int)so->src.pid, err);
 	}
 	for (uint32_t i = 0; i < f->nso; i++) {
-		struct source *so = &f->so[i];
+		struct source *so = f->so[i];
 		int r;
 
 		do
@@ -510,24 +524,47 @@ static void fill_source(struct source *so)
 	snprintf(so->src.host, sizeof(so->src.host), "%s", pi->hostname ? pi->hostname : "");
 }
 
-/* --buffer-size in all, to one ring's size: a power of two, rounded down. */
-static int ring_size_for(const struct fwd_opts *o, uint32_t nr_rings, uint64_t *ret)
+/*
+ * The session every process gets, fixed before the first attach. Static: with
+ * --all the watch's attach threads start sessions with it, and may outlive
+ * run() (the watch's rule: what they read is the whole program's).
+ */
+struct fwd_session {
+	const char *providers;		/* a literal, or argv's */
+	uint32_t interval_ms;
+	uint64_t buffer_size;		/* --buffer-size in all, or 0 */
+	const char *buffer_arg;
+};
+
+static struct fwd_session the_session;
+static struct fwd *the_fwd;		/* for the watch's hooks: one forwarder per program */
+
+/* The session for the process of @c; --buffer-size in all to one ring's size. */
+static int session_opts(const struct fwd_session *ss, struct evr_client *c,
+			struct evr_attach_opts *ret, char *err, size_t errlen)
 {
+	uint32_t nr_rings = evr_client_process(c)->nr_cpus;
 	uint64_t min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
 	uint64_t p2;
 
-	*ret = 0;
-	if (!o->buffer_size)
+	*ret = (struct evr_attach_opts){
+		.providers = ss->providers,
+		.mode = EVR_MODE_DISCARD,
+		.counter_interval_ms = ss->interval_ms,
+	};
+	if (!ss->buffer_size)
 		return 0;
-	p2 = evr_cli_ring_share(o->buffer_size, nr_rings);
-	/* min is a power of two: the share is under it exactly when the quotient is. */
+	/* A power of two, rounded down; min is one too: the share is under it exactly
+	 * when the quotient is. */
+	p2 = evr_cli_ring_share(ss->buffer_size, nr_rings);
 	if (p2 < min) {
-		evr_cli_error(CMD, "--buffer-size %s is too small: the process has %u rings and "
-			      "each needs at least %llu KiB", o->buffer_arg, nr_rings,
-			      (unsigned long long)(min / 1024));
+		snprintf(err, errlen, "--buffer-size %s is too small: process %d has %u rings "
+			 "and each needs at least %llu KiB", ss->buffer_arg,
+			 (int)evr_client_process(c)->pid, nr_rings,
+			 (unsigned long long)(min / 1024));
 		return -EINVAL;
 	}
-	*ret = p2 < EVR_RING_SIZE_MAX ? p2 : EVR_RING_SIZE_MAX;
+	ret->ring_size = p2 < EVR_RING_SIZE_MAX ? p2 : EVR_RING_SIZE_MAX;
 	return 0;
 }
 
@@ -558,107 +595,181 @@ static const char *pick_providers(const struct fwd *f)
 	return "*:0x0:0";
 }
 
-static int start_session(struct fwd *f, struct source *so)
+/*
+ * Start the session on @c, connected.
+ * Return: 0, -EINVAL (--buffer-size too small for it: the user's), or -errno
+ * (-EPROTO for what the agent refused), with a line in @err.
+ */
+static int session_start(const struct fwd_session *ss, struct evr_client *c, char *err,
+			 size_t errlen)
 {
-	struct evr_attach_opts ao = {
-		.providers = pick_providers(f),
-		.mode = EVR_MODE_DISCARD,
-		.counter_interval_ms = pick_interval(f),
-	};
-	char err[512];
-	int r;
+	struct evr_attach_opts ao;
+	int r = session_opts(ss, c, &ao, err, errlen);
 
-	fill_source(so);
-	r = ring_size_for(f->o, evr_client_process(so->c)->nr_cpus, &ao.ring_size);
 	if (r < 0)
 		return r;
-	r = evr_client_start(so->c, &ao, err, sizeof(err));
-	if (r < 0) {
-		evr_cli_error(CMD, "%s", err);
-		return r == -EINVAL ? -EPROTO : r;
+	r = evr_client_start(c, &ao, err, errlen);
+	return r == -EINVAL ? -EPROTO : r;
+}
+
+/*
+ * A new source for @c (connected; takes ownership: freed on failure).
+ * Return: the source, or NULL: out of memory (said, and f->err set).
+ */
+static struct source *source_add(struct fwd *f, struct evr_client *c)
+{
+	struct source *so;
+
+	if (f->nso == f->cap) {
+		uint32_t cap = f->cap ? 2 * f->cap : 16;
+		struct source **n = realloc(f->so, cap * sizeof(*n));
+
+		if (!n)
+			goto oom;
+		f->so = n;
+		f->cap = cap;
 	}
+	so = calloc(1, sizeof(*so));
+	if (!so)
+		goto oom;
+	so->c = c;
+	fill_source(so);
+	f->so[f->nso++] = so;
+	return so;
+oom:
+	evr_client_free(c);
+	evr_cli_error(CMD, "out of memory");
+	f->err = -ENOMEM;
+	return NULL;
+}
+
+/* The watch's attach thread, once connected: start the session there. */
+static int watch_start(const void *arg, struct evr_client *c, char *err, size_t errlen)
+{
+	return session_start(arg, c, err, errlen);
+}
+
+/* The watch's news (connect_only): a process connected (its session runs), or could not be. */
+static void watch_changed(struct evr_watch *w, struct evr_watch_proc *wp,
+			  const struct evr_watch_change *ch)
+{
+	struct fwd *f = the_fwd;
+	struct source *so;
+
+	(void)w;
+	if (ch->to == EVR_WATCH_LIVE && wp->client) {
+		struct evr_client *c = wp->client;
+
+		wp->client = NULL;	/* ours now: the watch reads nothing of it */
+		so = source_add(f, c);
+		/* Tests wait for this line: the process's session runs. */
+		if (so)
+			fprintf(stderr, "evring forward: + process %d (%s)\n", (int)so->src.pid,
+				so->src.comm);
+	} else if (ch->to == EVR_WATCH_FAILED && ch->from == EVR_WATCH_ATTACHING) {
+		evr_cli_warn(CMD, "process %d is not forwarded: %s", (int)wp->pid, wp->err);
+	}
+}
+
+static const struct evr_watch_ops watch_ops = {
+	EVR_WATCH_OPS_SIZES(struct evr_watch_proc, struct evr_watch_counter),
+	.start = watch_start,
+	.changed = watch_changed,
+};
+
+static int start_watch(struct fwd *f)
+{
+	const struct evr_watch_opts wo = {
+		.client_name = CLIENT_NAME,
+		.notify = true,
+		.rescan_ms = RESCAN_MS,
+		.connect_only = true,
+		.ops = &watch_ops,
+		.spec_arg = &the_session,
+	};
+	int r = evr_watch_init(&f->watch, &wo);
+
+	if (r < 0) {
+		evr_cli_error(CMD, "cannot watch for processes: %s", strerror(-r));
+		return r;
+	}
+	f->watching = true;
 	return 0;
 }
 
 static int attach(struct fwd *f)
 {
+	struct evr_client *c;
 	char err[512];
 	int r;
 
 	if (f->o->program) {
-		struct source *so = &f->so[f->nso++];
-
-		r = evr_client_launch(f->o->program, CLIENT_NAME, &f->launch, &so->c, err,
+		r = evr_client_launch(f->o->program, CLIENT_NAME, &f->launch, &c, err,
 				      sizeof(err));
 		f->launched = true;
-		if (r < 0) {
+		if (r == 0 && !source_add(f, c))
+			return f->err;
+		if (r == 0)
+			r = session_start(&the_session, c, err, sizeof(err));
+		if (r < 0)
 			evr_cli_error(CMD, "%s", err);
-			return r;
-		}
-		return start_session(f, so);
+		return r;
 	}
-	for (uint32_t i = 0; i < f->o->npids; i++) {
-		struct source *so = &f->so[f->nso];
-
-		r = evr_client_connect(f->o->pids[i], CLIENT_NAME, &so->c, err, sizeof(err));
-		if (r < 0) {
-			evr_cli_error(CMD, "%s", err);
-			return r;
-		}
-		f->nso++;
-		r = start_session(f, so);
+	if (f->o->all) {
+		r = start_watch(f);
 		if (r < 0)
 			return r;
+	}
+	for (uint32_t i = 0; i < f->o->npids; i++) {
+		pid_t pid = f->o->pids[i];
+		bool dup = false;
+
+		for (uint32_t k = 0; k < f->nso; k++)
+			dup |= f->so[k]->src.pid == pid;
+		if (dup)
+			continue;	/* named twice */
+		if (f->watching) {
+			/* --all too: through the watch, which then knows it (attached here,
+			 * at once: an error is the user's). */
+			r = evr_watch_add(&f->watch, pid, true, err, sizeof(err), NULL);
+		} else {
+			r = evr_client_connect(pid, CLIENT_NAME, &c, err, sizeof(err));
+			if (r == 0 && !source_add(f, c))
+				return f->err;
+			if (r == 0)
+				r = session_start(&the_session, c, err, sizeof(err));
+		}
+		if (r < 0) {
+			evr_cli_error(CMD, "%s", err);
+			return r;
+		}
+		if (f->err)
+			return f->err;
+	}
+	/*
+	 * --all: the processes there now, each attached on a thread of its own (a
+	 * stopped one holds up nobody), all of them before forwarding starts, so
+	 * that the line that says so names them.
+	 */
+	if (f->watching) {
+		r = evr_watch_scan(&f->watch);
+		if (r < 0) {
+			evr_cli_error(CMD, "cannot list the processes: %s", strerror(-r));
+			return r;
+		}
+		for (;;) {
+			(void)evr_watch_poll(&f->watch);
+			if (f->err)
+				return f->err;
+			if (!attaching(f) || evr_cli_stop_signal)
+				break;
+			(void)poll(NULL, 0, ATTACH_POLL_MS);
+		}
 	}
 	return 0;
 }
 
 /* ---- the end -------------------------------------------------------------------------- */
-
-static void sink_summary(struct evr_fwd_sink *s)
-{
-	struct evr_fwd_outbox_stats os = { 0 };
-	uint64_t sent = s->st.sent, dropped = s->st.dropped;
-	char why[400] = "", extra[256] = "";
-	size_t n = 0;
-	int err;
-
-	if (s->outbox) {
-		evr_fwd_outbox_stats(s->outbox, &os);
-		sent = os.delivered - s->st.sent_adjust - s->st.unconfirmed;
-		dropped = os.dropped_full + os.dropped_close + os.dropped_failed +
-			  s->st.unconfirmed;
-	}
-	dropped += s->st.too_large + s->st.rate_limited;
-#define WHY(cnt, text)                                                                         \
-	if ((cnt) && n < sizeof(why))                                                          \
-		n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%" PRIu64 " " text,         \
-				      n ? ", " : " (", (uint64_t)(cnt))
-	WHY(os.dropped_full, "the sink fell behind");
-	WHY(os.dropped_close, "undelivered at exit");
-	WHY(os.dropped_failed, "after the sink failed");
-	WHY(s->st.unconfirmed, "unconfirmed: the connection died under them");
-	WHY(s->st.too_large, "too large");
-	WHY(s->st.rate_limited, "over max-rate");
-	if (s->outbox == NULL && s->st.dropped && n < sizeof(why))
-		n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%" PRIu64 " %s", n ? ", " : " (",
-				      s->st.dropped, s->st.dropped_why ? s->st.dropped_why :
-				      "refused by the receiver");
-#undef WHY
-	if (n && n < sizeof(why))
-		snprintf(why + n, sizeof(why) - n, ")");
-	if (s->st.connects > 1 || s->st.connect_failures)
-		snprintf(extra, sizeof(extra), "%" PRIu64 " connection%s, %" PRIu64
-			 " failed attempt%s", s->st.connects, s->st.connects == 1 ? "" : "s",
-			 s->st.connect_failures, s->st.connect_failures == 1 ? "" : "s");
-	fprintf(stderr, "evring forward: %s: %" PRIu64 " sent, %" PRIu64 " dropped%s, %" PRIu64
-		" filtered%s%s\n", s->spec.text, sent, dropped, why, s->st.filtered,
-		*extra ? ", " : "", extra);
-	/* Pairs with the release store in evr_fwd_sink_fail(): why is written. */
-	err = atomic_load_explicit(&s->error, memory_order_acquire);
-	if (err)
-		evr_cli_error(CMD, "%s: %s", s->spec.text, s->why);
-}
 
 /* CPU time of the whole forwarder (reader and workers), seconds. */
 static double cpu_s(void)
@@ -679,15 +790,15 @@ static void summary(struct fwd *f)
 
 	for (uint32_t i = 0; i < f->nso; i++) {
 		fprintf(stderr, "evring forward: process %d (%s): %" PRIu64 " events, %" PRIu64
-			" lost by the producer, %.2f s\n", (int)f->so[i].src.pid, f->so[i].src.comm,
-			f->so[i].events, f->so[i].lost, secs);
-		events += f->so[i].events;
+			" lost by the producer, %.2f s\n", (int)f->so[i]->src.pid, f->so[i]->src.comm,
+			f->so[i]->events, f->so[i]->lost, secs);
+		events += f->so[i]->events;
 	}
 	/* What forwarding cost: every thread of the forwarder, sinks' workers included. */
 	fprintf(stderr, "evring forward: cpu %.3f s, %.2f us per event\n", cpu,
 		events ? cpu * 1e6 / (double)events : 0.0);
 	for (uint32_t i = 0; i < f->nsinks; i++)
-		sink_summary(&f->sinks[i]);
+		evr_fwd_sink_summary(&f->sinks[i]);
 	switch (f->stop) {
 	case STOP_SIGNAL:
 		snprintf(why, sizeof(why), "stopped by %s", strsignal(evr_cli_stop_signal));
@@ -697,7 +808,7 @@ static void summary(struct fwd *f)
 		break;
 	case STOP_ENDED:
 		snprintf(why, sizeof(why), f->nso > 1 ? "the processes ended" :
-			 evr_client_state(f->so[0].c) == EVR_CLIENT_GONE ?
+			 f->so[0]->gone ?
 			 "the process died (or exited without ending the session)" :
 			 "the process exited (it ended the session)");
 		break;
@@ -726,14 +837,17 @@ static void say_started(struct fwd *f)
 	if (f->launched)
 		n += (size_t)snprintf(line, sizeof(line), "forwarding %s (pid %d) to",
 				      f->o->program[0], (int)f->launch.pid);
+	else if (f->watching)
+		n += (size_t)snprintf(line, sizeof(line), "forwarding every process with an "
+				      "agent (%u now%s", f->nso, f->nso ? ":" : "");
 	else
 		n += (size_t)snprintf(line, sizeof(line), "forwarding process%s",
 				      f->nso > 1 ? "es" : "");
 	for (uint32_t i = 0; !f->launched && i < f->nso && n < sizeof(line); i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %d", i ? "," : "",
-				      (int)f->so[i].src.pid);
+				      (int)f->so[i]->src.pid);
 	if (!f->launched && n < sizeof(line))
-		n += (size_t)snprintf(line + n, sizeof(line) - n, " to");
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s to", f->watching ? ")" : "");
 	for (uint32_t i = 0; i < f->nsinks && n < sizeof(line); i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s", i ? "," : "",
 				      f->sinks[i].spec.text);
@@ -754,11 +868,18 @@ static int run(const struct fwd_opts *o)
 	}
 	f->o = o;
 	f->launch = (struct evr_launch){ .pid = -1, .pidfd = -1 };
+	the_fwd = f;
 	r = parse_sinks(f);
 	if (r < 0)
 		goto out;
+	the_session = (struct fwd_session){
+		.providers = pick_providers(f),
+		.interval_ms = pick_interval(f),
+		.buffer_size = o->buffer_size,
+		.buffer_arg = o->buffer_arg,
+	};
 	evr_cli_catch_stop_signals();
-	r = open_sinks(f);
+	r = evr_fwd_sinks_open(f->sinks, f->nsinks);
 	if (r < 0)
 		goto out;
 	r = attach(f);
@@ -772,7 +893,7 @@ static int run(const struct fwd_opts *o)
 	f->t_start = evr_mono_ns();
 	f->cpu_start = cpu_s();
 	if (f->launched) {
-		r = evr_client_resume(f->so[0].c, err, sizeof(err));
+		r = evr_client_resume(f->so[0]->c, err, sizeof(err));
 		if (r < 0) {
 			evr_cli_error(CMD, "cannot let %s run: %s", o->program[0], err);
 			goto out;
@@ -800,9 +921,16 @@ out:
 		evr_fwd_outbox_free(f->sinks[i].outbox);
 		evr_fwd_spec_fini(&f->sinks[i].spec);
 	}
-	for (uint32_t i = 0; i < f->nso; i++)
-		evr_client_free(f->so[i].c);
+	/* The watch first: it may still hold clients it connected. */
+	if (f->watching)
+		evr_watch_fini(&f->watch);
+	for (uint32_t i = 0; i < f->nso; i++) {
+		evr_client_free(f->so[i]->c);
+		free(f->so[i]);
+	}
+	free(f->so);
 	evr_launch_fini(&f->launch);
+	the_fwd = NULL;
 	free(f);
 	return r;
 }

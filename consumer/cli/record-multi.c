@@ -28,8 +28,13 @@
  * Confinement, as clrtop's: a broker (forked before any thread) lists the
  * processes and connects to them; once the named processes are recording and
  * inotify is armed, seccomp allows waiting, the sockets already open, threads
- * (the attaches) and mapping the sessions that agents send. Side bands
- * (--stacks, --sample-cpu, --heap) are for one process yet.
+ * (the attaches) and mapping the sessions that agents send.
+ *
+ * Side bands (--stacks, --sample-cpu, --heap, --syscalls), with -p/-n only:
+ * each process gets its own (its module map, its perf events, in its own
+ * stream), opened in proc_start() before the sandbox, as record.c opens the
+ * one process's. Not with --all: a process found later is attached inside the
+ * sandbox, which may not read its /proc maps nor open perf events.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +48,7 @@
 #include <evring/consumer.h>
 #include <evring/recorder.h>
 #include <evring/sandbox.h>
+#include <evring/symbols.h>
 #include <evring/trace.h>
 #include <evring/watch.h>
 
@@ -60,6 +66,8 @@ struct mproc {
 	struct evr_client *c;
 	struct evr_recorder *rec;
 	uint32_t stream;
+	struct evr_sideband *sb;	/* --stacks, --sample-cpu, --heap, --syscalls; or NULL */
+	bool sb_started;
 	bool finished;		/* evr_recorder_stop() was called */
 	enum evr_trace_proc_what how;	/* how its recording ended */
 };
@@ -131,6 +139,7 @@ static struct evr_attach_opts attach_opts(const struct record_opts *o, struct ev
 		.providers = o->providers,
 		.mode = o->mode,
 		.counter_interval_ms = o->counter_interval_ms,
+		.stack_depth = o->stack_depth,
 		.ring_size = o->buffer_size ? evr_cli_ring_share(o->buffer_size, pi->nr_cpus) : 0,
 	};
 }
@@ -147,6 +156,81 @@ static int watch_start(const void *arg, struct evr_client *c, char *err, size_t 
 	const struct evr_attach_opts ao = attach_opts(arg, c);
 
 	return evr_client_start(c, &ao, err, errlen);
+}
+
+static int sideband_emit(void *ctx, uint32_t kind, const void *data, size_t len)
+{
+	return evr_trace_writer_chunk(ctx, kind, data, (uint32_t)len);
+}
+
+/* The recorder's side band, into @arg's stream: the module map first, then samples. */
+static int sideband_cb(struct evr_recorder *rec, struct evr_trace_writer *w, uint64_t now_ns,
+		       bool final, void *arg)
+{
+	struct mproc *p = arg;
+	int ret = 0;
+
+	(void)rec;
+	(void)now_ns;
+	if (!p->sb_started) {
+		p->sb_started = true;
+		ret = evr_sideband_start(p->sb, sideband_emit, w);
+	}
+	if (ret == 0)
+		ret = final ? evr_sideband_finish(p->sb, sideband_emit, w)
+			    : evr_sideband_poll(p->sb, sideband_emit, w);
+	return ret;
+}
+
+/* evr_sideband_open_fn through the broker: a perf map created after the sandbox. */
+static int open_perf_map(void *ctx, pid_t pid, uid_t owner)
+{
+	char err[512];
+
+	return evr_broker_open_perf_map(ctx, pid, owner, err, sizeof(err));
+}
+
+/*
+ * @p's side band, when one is asked for (before the sandbox: its module map,
+ * its perf events; added to the recorder once it started). Return: 0, or
+ * -errno with a line in @err.
+ */
+static int proc_sideband(struct multi *m, struct mproc *p, char *err, size_t errlen)
+{
+	const struct record_opts *o = m->o;
+	struct evr_sideband_opts so = { .pid = p->pid, .sample_hz = o->sample_hz,
+					.syscalls = o->syscalls, .syscall_list = o->syscall_list };
+	int ret;
+
+	if (!o->stack_depth && !o->sample_hz && !o->heap_rate && !o->syscalls)
+		return 0;
+	err[0] = '\0';
+	ret = evr_sideband_new(&so, &p->sb, err, errlen);
+	if (ret < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "%s", strerror(-ret));
+		return ret;
+	}
+	/* A JIT may start its perf map later, which the confined recorder could not open. */
+	if (!evr_sideband_has_perf_map(p->sb) && m->broker)
+		evr_sideband_set_perf_map_opener(p->sb, open_perf_map, m->broker);
+	return 0;
+}
+
+/* Once the recorder writes its stream: @p's side band into it. Return: 0, -errno with @err. */
+static int proc_sideband_add(const struct record_opts *o, struct mproc *p, char *err,
+			     size_t errlen)
+{
+	int ret;
+
+	if (!p->sb)
+		return 0;
+	/* As record.c: often enough for the sampling and system-call rings. */
+	ret = evr_recorder_add_sideband(p->rec, o->syscalls ? 10 : o->sample_hz ? 100 : 1000,
+					sideband_cb, p);
+	if (ret < 0)
+		snprintf(err, errlen, "cannot add the side band: %s", strerror(-ret));
+	return ret;
 }
 
 /*
@@ -190,7 +274,11 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool sta
 	ro.log_arg = p;
 	ret = evr_recorder_new(c, &ro, &p->rec, err, sizeof(err));
 	if (ret == 0)
+		ret = proc_sideband(m, p, err, sizeof(err));
+	if (ret == 0)
 		ret = evr_recorder_start(p->rec, -1, err, sizeof(err));
+	if (ret == 0)
+		ret = proc_sideband_add(m->o, p, err, sizeof(err));
 	if (ret < 0) {
 		struct evr_recorder_stats st;
 
@@ -201,6 +289,7 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool sta
 			m->err = ret;
 		}
 		evr_recorder_free(p->rec);
+		evr_sideband_free(p->sb);
 		evr_client_free(c);
 		free(p);
 		return ret;
@@ -554,6 +643,7 @@ out:
 		evr_watch_fini(&m.watch);
 	for (uint32_t i = 0; i < m.n; i++) {
 		evr_recorder_free(m.procs[i]->rec);
+		evr_sideband_free(m.procs[i]->sb);	/* after the recorder, which borrowed it */
 		evr_client_free(m.procs[i]->c);
 		free(m.procs[i]);
 	}

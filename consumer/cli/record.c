@@ -78,6 +78,8 @@ static void usage(FILE *f)
 		"                           threads (or those in LIST: write,openat,...) with\n"
 		"                           perf tracepoints: needs root or CAP_PERFMON\n"
 		"                           (docs/syscalls.md)\n"
+		"                           (these four: per process with several -p/-n; not\n"
+		"                           with --all)\n"
 		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
 		"                           (default 10s); then it is stopped with SIGTERM\n"
 		"      --io MODE            auto (default: whole packets go to the disk with\n"
@@ -319,15 +321,17 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			      "samples: not with --all or several -p/-n yet");
 		return -EINVAL;
 	}
-	if (evr_record_multi(o)) {
-		/* Per-process side bands and their sandbox are for one process yet. */
+	if (o->all) {
+		/* With -p/-n each process gets its side band before the sandbox (record-multi.c);
+		 * one found later is attached inside it. */
 		const char *one = o->stack_depth ? "--stacks" : o->sample_hz ? "--sample-cpu" :
 				  o->heap_rate ? "--heap" : o->syscalls ? "--syscalls" :
 				  o->ncounters ? "--perf-counters" : NULL;
 
 		if (one) {
-			evr_cli_error(CMD, "%s records one process: not with --all or several -p/-n",
-				      one);
+			evr_cli_error(CMD, "%s: not with --all (a process found while recording is "
+				      "attached inside the sandbox, which reads no process's maps "
+				      "nor opens perf events): name them with -p/-n", one);
 			return -EINVAL;
 		}
 	}

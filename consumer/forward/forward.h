@@ -240,6 +240,9 @@ struct evr_fwd_sink {
 	struct evr_fwd_filter filter;
 	struct evr_fwd_sink_stats st;
 	struct evr_fwd_outbox *outbox;	/* set by open() if the sink has one */
+	/* The forwarder may have several processes (several -p/-n, --all): set
+	 * before check(), for sinks whose output must then say which (graphite). */
+	bool many;
 	/* A failure that ends the sink (its worker sets it): -errno, and why. */
 	_Atomic int error;
 	char why[256];			/* written before error is set (release) */

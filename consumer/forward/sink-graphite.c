@@ -3,7 +3,7 @@
  * The graphite sink: counter samples (and, with events=1, event counts) in
  * carbon's plaintext protocol over TCP, "PATH VALUE TIMESTAMP\n".
  *
- *   --to graphite:HOST:PORT[,prefix=P][,instance=pid][,events=1][,queue=SIZE]
+ *   --to graphite:HOST:PORT[,prefix=P][,instance=pid|comm][,events=1][,queue=SIZE]
  *
  * Paths: PREFIX.COMM[.PID].PROVIDER.COUNTER.STAT, each component reduced to
  * [A-Za-z0-9_-] (anything else becomes '_', never empty), PREFIX (default
@@ -12,7 +12,7 @@
  * and .count; rates .rate (per second) and .increment; gauges .value;
  * histograms .count .sum and .p50 .p90 .p99 (when values were recorded). The
  * timestamp is the end of the sample's interval, in whole seconds of
- * CLOCK_REALTIME. events=1 adds PREFIX.COMM.PROVIDER.events.EVENT.count per
+ * CLOCK_REALTIME. events=1 adds PREFIX.COMM[.PID].PROVIDER.events.EVENT.count per
  * second: the events that passed the filter.
  *
  * Each sample's lines are one outbox message, so a sample is sent whole or
@@ -634,15 +634,21 @@ static int parse_opts(struct evr_fwd_sink *s, struct graphite *g, size_t *ret_qu
 			 "(e.g. graphite:127.0.0.1:2003)", s->spec.text);
 		return -EINVAL;
 	}
-	if (inst && strcmp(inst, "pid")) {
-		snprintf(err, errlen, "--to %s: instance= takes only 'pid'", s->spec.text);
+	if (inst && strcmp(inst, "pid") && strcmp(inst, "comm")) {
+		snprintf(err, errlen, "--to %s: instance= takes 'pid' or 'comm'", s->spec.text);
 		return -EINVAL;
 	}
 	if (events && strcmp(events, "0") && strcmp(events, "1")) {
 		snprintf(err, errlen, "--to %s: events= takes 0 or 1", s->spec.text);
 		return -EINVAL;
 	}
-	g->instance = inst != NULL;
+	/*
+	 * Several processes: the pid in the path unless told otherwise, or two of one
+	 * name would write the same series (carbon keeps the last write of a slot:
+	 * silently one process's values, or a mix). instance=comm: the user knows
+	 * the names are unique and wants series that outlive a restart.
+	 */
+	g->instance = inst ? !strcmp(inst, "pid") : s->many;
 	g->events = events && !strcmp(events, "1");
 	return evr_fwd_queue_size(s, OUTBOX_BYTES, ret_queue, err, errlen);
 }

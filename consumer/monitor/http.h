@@ -203,6 +203,9 @@ evr_mon_handler_fn evr_mon_route_event_stream, evr_mon_route_counter_stream;
 evr_mon_handler_fn evr_mon_route_trace_get, evr_mon_route_trace_start, evr_mon_route_trace_list,
 	evr_mon_route_trace_one, evr_mon_route_trace_stop, evr_mon_route_trace_download,
 	evr_mon_route_trace_delete;
+/* trace-multi.c: GET /trace over several processes or all; the query parameters it takes. */
+evr_mon_handler_fn evr_mon_route_trace_multi;
+extern const char *const evr_mon_trace_multi_params[];
 
 /* pages.c */
 evr_mon_handler_fn evr_mon_page_index, evr_mon_page_process, evr_mon_page_counters,

@@ -51,6 +51,9 @@ static const struct evr_mon_route routes[] = {
 	  "providers=SPEC&events=A,B&duration=T" },
 	{ "GET", "/processes/{pid}/trace", evr_mon_route_trace_get, evr_mon_trace_params,
 	  "duration=T&providers=SPEC&format=evtrace|chrome|jsonl|ctf" },
+	/* Several processes, or every one with an agent: one file of format 2. */
+	{ "GET", "/trace", evr_mon_route_trace_multi, evr_mon_trace_multi_params,
+	  "pid=A,B|all=1&duration=T&providers=SPEC&format=evtrace|chrome|jsonl|ctf" },
 	/* Its parameters are the JSON body's (evr_mon_tparams_from_json()). */
 	{ "POST", "/processes/{pid}/traces", evr_mon_route_trace_start, P_NONE, NULL },
 	{ "GET", "/processes/{pid}/stacks", evr_mon_route_stacks, P_STACKS, "depth=N" },

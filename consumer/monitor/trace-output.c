@@ -246,6 +246,107 @@ out:
 	return r;
 }
 
+/*
+ * JSON lines of several processes (@rs[i] of pid @pids[i]): merged in time
+ * order, each object with its process's "pid" first, as `evring convert`
+ * writes them.
+ */
+static int jsonl_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
+		       FILE *out, char *err, size_t errlen)
+{
+	struct evr_event_view *v = calloc(n ? n : 1, sizeof(*v));
+	int *st = calloc(n ? n : 1, sizeof(*st));
+	struct evr_strbuf sb = { 0 };
+	int r = 0;
+
+	if (!v || !st) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		st[i] = evr_trace_reader_next(rs[i], &v[i]);
+	for (;;) {
+		int64_t k = -1;
+
+		for (uint32_t i = 0; i < n; i++) {
+			if (st[i] < 0) {
+				snprintf(err, errlen, "%s", evr_trace_reader_errmsg(rs[i]));
+				r = st[i];
+				goto out;
+			}
+			if (st[i] == 1 && (k < 0 || v[i].ts_ns < v[k].ts_ns))
+				k = i;
+		}
+		if (k < 0)
+			break;
+		sb.len = 0;
+		r = evr_event_to_json(&v[k], &sb);
+		if (r < 0) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		if (sb.len && sb.buf[0] == '{' &&
+		    fprintf(out, "{\"pid\":%u,%.*s\n", pids[k], (int)(sb.len - 1), sb.buf + 1) < 0) {
+			r = -EIO;
+			snprintf(err, errlen, "cannot write the converted trace");
+			goto out;
+		}
+		st[k] = evr_trace_reader_next(rs[k], &v[k]);
+	}
+out:
+	free(sb.buf);
+	free(v);
+	free(st);
+	return r;
+}
+
+/*
+ * A file of several processes (@rd read it: its process table) as chrome or
+ * jsonl: a reader per process. Other formats are of one process (the multi
+ * route refuses them before recording). Return: 0, -errno with @err.
+ */
+static int convert_procs(int trace_fd, struct evr_trace_reader *rd, enum evr_mon_format f,
+			 FILE *out, char *err, size_t errlen)
+{
+	const struct evr_trace_proc *procs;
+	struct evr_trace_reader **rs;
+	struct evr_convert_stats cs;
+	uint32_t n, k = 0, *pids;
+	int r = 0;
+
+	(void)evr_trace_reader_procs(rd, &procs, &n);
+	if (f != EVR_MON_FMT_CHROME && f != EVR_MON_FMT_JSONL) {
+		snprintf(err, errlen, "a %s file is of one process", evr_mon_format_name(f));
+		return -EINVAL;
+	}
+	rs = calloc(n ? n : 1, sizeof(*rs));
+	pids = calloc(n ? n : 1, sizeof(*pids));
+	if (!rs || !pids) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		if (procs[i].end == EVR_TRACE_PROC_FAILED && !procs[i].attach_ns)
+			continue;	/* never recorded: nothing to read */
+		r = evr_trace_reader_open_fd_stream(trace_fd, procs[i].stream, &rs[k], err,
+						    errlen);
+		if (r == 0)
+			pids[k++] = procs[i].pid;
+	}
+	if (r == 0)
+		r = f == EVR_MON_FMT_CHROME
+			    ? evr_convert_chrome_procs(rs, pids, k, out, &cs, err, errlen)
+			    : jsonl_procs(rs, pids, k, out, err, errlen);
+out:
+	for (uint32_t i = 0; rs && i < k; i++)
+		evr_trace_reader_free(rs[i]);
+	free(rs);
+	free(pids);
+	return r;
+}
+
 int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdir,
 			  const char *top, int client_fd, int *ret_fd, char *err, size_t errlen)
 {
@@ -297,7 +398,10 @@ int evr_mon_trace_convert(int trace_fd, enum evr_mon_format f, const char *outdi
 			goto out;
 		}
 		setvbuf(out, NULL, _IOFBF, 1u << 16);
-		if (f == EVR_MON_FMT_CHROME)
+		if (evr_trace_reader_procs(rd, &(const struct evr_trace_proc *){ NULL },
+					   &(uint32_t){ 0 }))
+			r = convert_procs(trace_fd, rd, f, out, err, errlen);
+		else if (f == EVR_MON_FMT_CHROME)
 			r = evr_convert_chrome(rd, out, &cs, err, errlen);
 		else if (f == EVR_MON_FMT_JSONL)
 			r = evr_convert_jsonl(rd, out, &cs, err, errlen);

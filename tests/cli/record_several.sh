@@ -3,7 +3,7 @@
 # evring record -p A -p B: two processes in one trace, drained by one loop; the recording
 # ends by itself when the last of them exits. Each counts exactly (events + lost == what it
 # wrote), dump --pid shows one process only, dump alone both with their pids, and the
-# options that are for one process say so.
+# side bands that --all cannot have say so (record_several_stacks.sh has them with -p -p).
 source "$(dirname "$0")/lib.sh"
 need_python
 
@@ -20,8 +20,9 @@ start_workload b --events 3000 --threads 1 --wait-sessions 1
 PB=$WL_PID FB=$WL_FD
 
 # What is for one process is refused with one line, before anything is attached.
-one_line 2 "^evring record: --stacks records one process: not with --all or several -p/-n\$" \
-	"$EVRING" record -p "$PA" -p "$PB" --stacks -o "$T/x.evtrace"
+one_line 2 "^evring record: --stacks: not with --all \(a process found while recording is \
+attached inside the sandbox, which reads no process's maps nor opens perf events\): name them \
+with -p/-n\$" "$EVRING" record --all --stacks -o "$T/x.evtrace"
 one_line 2 "^evring record: -- PROGRAM and -p, -n or --all exclude each other\$" \
 	"$EVRING" record --all -o "$T/x.evtrace" -- /bin/true
 [[ ! -e $T/x.evtrace ]] || fail "a refused recording left a file"

@@ -28,7 +28,7 @@ expect_error 2 "--to jsonl:x,max-rate=0: max-rate=0 is not a rate" -p "$WL_PID" 
 	--to jsonl:x,max-rate=0
 expect_error 2 "--to jsonl:x,nokey: 'nokey' is not KEY=VALUE" -p "$WL_PID" --to jsonl:x,nokey
 expect_error 2 "--pid: 'abc' is not a process id" -p abc --to jsonl:-
-expect_error 2 "-p and -- PROGRAM exclude each other" -p "$WL_PID" --to jsonl:- -- true
+expect_error 2 "-- PROGRAM and -p, -n or --all exclude each other" -p "$WL_PID" --to jsonl:- -- true
 expect_error 2 "--counter-interval 1ms is not between 10ms and 1h" -p "$WL_PID" --to jsonl:- \
 	--counter-interval 1ms
 [[ ! -e $T/x ]] || fail "a usage error created a sink's file"
