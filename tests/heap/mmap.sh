@@ -3,7 +3,8 @@
 # Anonymous mmap/munmap as a kind of their own (heap-mmap: mappings of known sizes, kept,
 # unmapped, unmapped in part), recorded from the start at 4 KiB: the report's "mmap" sites
 # within 15% of the truth, mapped and still mapped at the end (a part unmapped counts
-# out), a file mapping and the heap blocks not among them, nor the mappings among the heap
+# out; mremap() is the unmap of the old range and the mapping of the new one, so a
+# mapping grown counts at its new size and one moved and unmapped there is gone), a file mapping and the heap blocks not among them, nor the mappings among the heap
 # sites; pprof's samples labelled kind=mmap (checked with go tool pprof when present).
 source "$(dirname "$0")/lib.sh"
 
@@ -22,7 +23,11 @@ h = json.load(open(sys.argv[1]))["heap"]
 mm = {s["site"].split()[0]: s for s in h["mmap"]["sites"]}
 heap = {s["site"].split()[0]: s for s in h["sites"]}
 truth = {"map_keep": (32 * MiB, 32 * MiB), "map_churn": (16 * MiB, 0),
-         "map_part": (16 * MiB, 4 * MiB)}
+         "map_part": (16 * MiB, 4 * MiB),
+         # 8 x (1 MiB mapped, then 2 MiB by mremap()), kept.
+         "map_grow": (24 * MiB, 16 * MiB),
+         # 8 x (a 3 MiB place, 1 MiB, moved there grown to 3 MiB), unmapped at the new place.
+         "map_move": (56 * MiB, 0)}
 for site, (mapped, inuse) in truth.items():
     assert site in mm, f"no mmap site {site}: {mm}"
     got = mm[site]["alloc_bytes"]
