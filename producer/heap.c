@@ -5,14 +5,17 @@
  *
  * Nothing happens until a session enables the provider: then the enable
  * callback points the GOT slots of malloc, calloc, realloc, free,
- * aligned_alloc, posix_memalign, memalign, valloc, reallocarray, and mmap and
- * munmap (anonymous mappings, a kind of their own: Mmap and Munmap events) in
+ * aligned_alloc, posix_memalign, memalign, valloc, reallocarray, and mmap,
+ * munmap and mremap (anonymous mappings, a kind of their own: Mmap and Munmap
+ * events; mremap as the unmap of the old range and the mapping of the new) in
  * every loaded module at the hooks below (heap-got.c); when the last such session
  * ends it puts them back. The hooks stay mapped and keep working, so a thread
  * that entered one before the restore passes straight through. A child forked
  * while they were in has no session: the registry's fork handler switches the
  * provider off there, which puts its slots back (the patcher's flag is reset
- * first, its holder being a thread the child does not have).
+ * first, its holder being a thread the child does not have), and ours empties
+ * the tables (heap_fork_child()). Free and Munmap carry no stack
+ * (EVR_EVENT_F_NOSTACK): consumers match them by address.
  *
  * Sampling (Poisson by bytes, as tcmalloc and Go do): every byte is marked
  * with probability 1/RATE. Each thread counts down the bytes until its next
