@@ -954,9 +954,7 @@ static void heap_fork_child(void)
 	maps_release();
 }
 
-/* At load, not with the provider's registration: that runs under the registry lock,
- * which fork()'s prepare handlers take while glibc holds the lock pthread_atfork() takes. */
-__attribute__((constructor)) static void heap_init(void)
+void evr_heap_atfork_register(void)
 {
 	(void)pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
 }
