@@ -352,6 +352,11 @@ static struct map_ent *maps;	/* MAP_SLOTS, in the mapping of the tables */
  * alive, for a scan of maps_top entries; a thread holding it has tls_busy set,
  * so a signal handler that interrupts it passes by (it never spins on itself). */
 static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
+/* Held by a sampled path while it calls dl_iterate_phdr(), which holds the loader's
+ * lock: fork() waits for it, or the child would inherit that lock held by a thread it
+ * does not have, and its first dl_iterate_phdr() (libevring's fork handler's restore
+ * of the slots) would wait for ever. */
+static atomic_flag dl_busy = ATOMIC_FLAG_INIT;
 
 static void maps_acquire(void)
 {
@@ -492,9 +497,14 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n, bool mmap)
 	tls_left = draw(rate);
 	if (!p || !atomic_load_explicit(&heap_on, memory_order_relaxed))
 		goto out;
-	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice). */
-	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) && evr_heap_got_modules_changed())
-		repatch();
+	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice),
+	 * under dl_busy (heap_fork_prepare()); skipped while another thread looks. */
+	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) &&
+	    !atomic_flag_test_and_set_explicit(&dl_busy, memory_order_acquire)) {
+		if (evr_heap_got_modules_changed())
+			repatch();
+		atomic_flag_clear_explicit(&dl_busy, memory_order_release);
+	}
 	if (!evr_event_enabled(mmap ? &mmap_ev : &alloc_ev))
 		goto out;
 	rec[0] = (uintptr_t)p;
@@ -911,6 +921,9 @@ static void heap_fork_prepare(void)
 	if (tls_busy)
 		return;
 	maps_acquire();
+	/* And no sampled path inside dl_iterate_phdr() (dl_busy): the loader's lock free. */
+	while (atomic_flag_test_and_set_explicit(&dl_busy, memory_order_acquire))
+		sched_yield();
 	tls_fork_held = 1;
 }
 
@@ -918,6 +931,7 @@ static void heap_fork_parent(void)
 {
 	if (tls_fork_held) {
 		tls_fork_held = 0;
+		atomic_flag_clear_explicit(&dl_busy, memory_order_release);
 		maps_release();
 	}
 }
@@ -951,6 +965,7 @@ static void heap_fork_child(void)
 		atomic_store_explicit(&est[i].allocated, 0, memory_order_relaxed);
 	}
 	tls_fork_held = 0;
+	atomic_flag_clear_explicit(&dl_busy, memory_order_release);
 	maps_release();
 }
 

@@ -60,7 +60,8 @@ set_tests_properties(heap_chrome PROPERTIES LABELS integration TIMEOUT 300 SKIP_
 
 # fork() while another thread maps and unmaps under a Heap session that samples every
 # mapping: each child finds the hooks out, runs a Heap session of its own and exits
-# (an inherited lock of the table of mappings hung it: its alarm fails the test).
+# (an inherited lock of the table of mappings hung it: its alarm fails the test), and frees
+# the parent's sampled blocks under it, which its session must not report.
 add_test(NAME heap_fork
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/heap/fork.sh $<TARGET_FILE:evring-cli>
           $<TARGET_FILE_DIR:heap-fork>)
