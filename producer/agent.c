@@ -1039,6 +1039,8 @@ void evr_agent_library_init(void)
 	pthread_cond_init(&resume_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	/* After ours: its prepare handler runs before fork_prepare(). */
+	evr_heap_atfork_register();
 
 	/* Our children must not connect to the same consumer again. */
 	if (conn) {

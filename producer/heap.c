@@ -5,14 +5,17 @@
  *
  * Nothing happens until a session enables the provider: then the enable
  * callback points the GOT slots of malloc, calloc, realloc, free,
- * aligned_alloc, posix_memalign, memalign, valloc, reallocarray, and mmap and
- * munmap (anonymous mappings, a kind of their own: Mmap and Munmap events) in
+ * aligned_alloc, posix_memalign, memalign, valloc, reallocarray, and mmap,
+ * munmap and mremap (anonymous mappings, a kind of their own: Mmap and Munmap
+ * events; mremap as the unmap of the old range and the mapping of the new) in
  * every loaded module at the hooks below (heap-got.c); when the last such session
  * ends it puts them back. The hooks stay mapped and keep working, so a thread
  * that entered one before the restore passes straight through. A child forked
  * while they were in has no session: the registry's fork handler switches the
  * provider off there, which puts its slots back (the patcher's flag is reset
- * first, its holder being a thread the child does not have).
+ * first, its holder being a thread the child does not have), and ours empties
+ * the tables (heap_fork_child()). Free and Munmap carry no stack
+ * (EVR_EVENT_F_NOSTACK): consumers match them by address.
  *
  * Sampling (Poisson by bytes, as tcmalloc and Go do): every byte is marked
  * with probability 1/RATE. Each thread counts down the bytes until its next
@@ -50,7 +53,9 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,6 +63,7 @@
 
 #include "fmath-internal.h"
 #include "heap-internal.h"
+#include "registry-internal.h"
 
 #define EVR_HEAP_DEFAULT_RATE (512u * 1024u)
 #define NEAR_BITS 9u
@@ -100,9 +106,11 @@ static const struct evr_event_desc munmap_desc = {
 	.fields = munmap_fields,
 };
 static struct evr_event alloc_ev = { .desc = &alloc_desc };
-static struct evr_event free_ev = { .desc = &free_desc };
+/* Frees and unmaps are matched by address: no stack, even where the session asks for them
+ * (half the sampled path's bytes in the ring, and its walk, saved). */
+static struct evr_event free_ev = { .desc = &free_desc, .flags = EVR_EVENT_F_NOSTACK };
 static struct evr_event mmap_ev = { .desc = &mmap_desc };
-static struct evr_event munmap_ev = { .desc = &munmap_desc };
+static struct evr_event munmap_ev = { .desc = &munmap_desc, .flags = EVR_EVENT_F_NOSTACK };
 static struct evr_event *const heap_events[] = { &alloc_ev, &free_ev, &mmap_ev, &munmap_ev,
 						 NULL };
 
@@ -165,6 +173,7 @@ static void *(*real_valloc)(size_t);
 static void *(*real_reallocarray)(void *, size_t, size_t);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
 
 /* ---- the hash of sampled addresses -------------------------------------------------- */
 
@@ -343,6 +352,11 @@ static struct map_ent *maps;	/* MAP_SLOTS, in the mapping of the tables */
  * alive, for a scan of maps_top entries; a thread holding it has tls_busy set,
  * so a signal handler that interrupts it passes by (it never spins on itself). */
 static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
+/* Held by a sampled path while it calls dl_iterate_phdr(), which holds the loader's
+ * lock: fork() waits for it, or the child would inherit that lock held by a thread it
+ * does not have, and its first dl_iterate_phdr() (libevring's fork handler's restore
+ * of the slots) would wait for ever. */
+static atomic_flag dl_busy = ATOMIC_FLAG_INIT;
 
 static void maps_acquire(void)
 {
@@ -378,24 +392,24 @@ static void emit_unmap(uintptr_t key, uint64_t bytes)
 		(void)evr_event_write(&munmap_ev, rec, sizeof(rec));
 }
 
-/*
- * [@a, @a + @len) is being unmapped (munmap(), or a MAP_FIXED mmap() over it):
- * each sampled mapping it overlaps gets a Munmap event with the bytes it loses,
- * and keeps the pieces left on either side (a hole in the middle splits it in
- * two entries of the same key). A piece the table has no room for is reported
- * unmapped too: the estimate then misses it, rather than keeping it forever.
- */
-static __attribute__((noinline)) void note_unmap(uintptr_t a, size_t len)
+static inline uintptr_t page_end(uintptr_t a, size_t len)
 {
-	uintptr_t b;
+	uintptr_t b = a + ((len + 4095u) & ~(size_t)4095u);
 
-	if (tls_busy || !len)
-		return;
-	b = a + ((len + 4095u) & ~(size_t)4095u);
-	if (b < a)
-		b = UINTPTR_MAX;
-	tls_busy = 1;
-	maps_acquire();
+	return b < a ? UINTPTR_MAX : b;
+}
+
+/*
+ * [@a, @b) is no longer mapped (munmap(), a MAP_FIXED mmap() over it, the old
+ * place of an mremap()): each sampled mapping it overlaps gets a Munmap event
+ * with the bytes it loses, and keeps the pieces left on either side (a hole in
+ * the middle splits it in two entries of the same key). A piece the table has
+ * no room for is reported unmapped too: the estimate then misses it, rather
+ * than keeping it forever.
+ * Context: maps_lock held, tls_busy set.
+ */
+static void unmap_locked(uintptr_t a, uintptr_t b)
+{
 	for (uint32_t i = 0, top = maps_top; i < top; i++) {
 		struct map_ent e = maps[i];
 
@@ -420,6 +434,16 @@ static __attribute__((noinline)) void note_unmap(uintptr_t a, size_t len)
 			emit_unmap(e.key, e.hi - e.lo);
 		}
 	}
+}
+
+/* [@a, @a + @len) is being unmapped: unmap_locked() under the lock. */
+static __attribute__((noinline)) void note_unmap(uintptr_t a, size_t len)
+{
+	if (tls_busy || !len)
+		return;
+	tls_busy = 1;
+	maps_acquire();
+	unmap_locked(a, page_end(a, len));
 	maps_release();
 	tls_busy = 0;
 }
@@ -473,9 +497,14 @@ static __attribute__((noinline)) void sample_alloc(void *p, size_t n, bool mmap)
 	tls_left = draw(rate);
 	if (!p || !atomic_load_explicit(&heap_on, memory_order_relaxed))
 		goto out;
-	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice). */
-	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) && evr_heap_got_modules_changed())
-		repatch();
+	/* New modules: looked for every 8th sample of a thread (the loader's lock, twice),
+	 * under dl_busy (heap_fork_prepare()); skipped while another thread looks. */
+	if (EVR_UNLIKELY(!(tls_samples++ & 7u)) &&
+	    !atomic_flag_test_and_set_explicit(&dl_busy, memory_order_acquire)) {
+		if (evr_heap_got_modules_changed())
+			repatch();
+		atomic_flag_clear_explicit(&dl_busy, memory_order_release);
+	}
 	if (!evr_event_enabled(mmap ? &mmap_ev : &alloc_ev))
 		goto out;
 	rec[0] = (uintptr_t)p;
@@ -698,6 +727,61 @@ static int hook_munmap(void *a, size_t len)
 	return real_munmap(a, len);
 }
 
+/*
+ * mremap() is followed as realloc() is: the old range's sampled mappings get
+ * their Munmap (when the call succeeds: a failed one leaves them mapped), so do
+ * those a MREMAP_FIXED destination replaced, and
+ * the new mapping is an allocation of its size, sampled by the count like any
+ * anonymous mmap(). The table's lock is held across the call while a sampled
+ * mapping is alive, so that another thread that maps the range this one frees
+ * (and samples it) writes its Mmap after our Munmap, never before.
+ */
+static __attribute__((noinline)) void *mremap_sampled(void *a, size_t olen, size_t nlen,
+						      int flags, void *na, bool mark)
+{
+	bool held = false;
+	void *p;
+
+	if (!tls_busy && atomic_load_explicit(&nmaps, memory_order_relaxed)) {
+		tls_busy = 1;
+		maps_acquire();
+		held = true;
+	}
+	p = real_mremap(a, olen, nlen, flags, na);
+	if (held) {
+		if (p != MAP_FAILED) {
+			unmap_locked((uintptr_t)a, page_end((uintptr_t)a, olen));
+			/* A fixed destination replaced what was mapped there. */
+			if (flags & MREMAP_FIXED)
+				unmap_locked((uintptr_t)p, page_end((uintptr_t)p, nlen));
+		}
+		maps_release();
+		tls_busy = 0;
+	}
+	if (mark)
+		sample_alloc(p == MAP_FAILED ? NULL : p, (nlen + 4095u) & ~(size_t)4095u, true);
+	return p;
+}
+
+static void *hook_mremap(void *a, size_t olen, size_t nlen, int flags, ...)
+{
+	void *na = NULL;
+	bool mark;
+
+	/* The new address is read only when the flags say it is there, as the kernel does. */
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+
+		va_start(ap, flags);
+		na = va_arg(ap, void *);
+		va_end(ap);
+	}
+	mark = nlen && marked((nlen + 4095u) & ~(size_t)4095u);
+	if (EVR_LIKELY(!mark) && !atomic_load_explicit(&nmaps, memory_order_relaxed))
+		return real_mremap(a, olen, nlen, flags, na);
+	return mremap_sampled(a, olen, nlen, flags, na, mark);
+}
+
 static const struct evr_heap_sym heap_syms[] = {
 	{ "malloc", (uintptr_t)hook_malloc },
 	{ "calloc", (uintptr_t)hook_calloc },
@@ -711,6 +795,7 @@ static const struct evr_heap_sym heap_syms[] = {
 	{ "mmap", (uintptr_t)hook_mmap },
 	{ "mmap64", (uintptr_t)hook_mmap },
 	{ "munmap", (uintptr_t)hook_munmap },
+	{ "mremap", (uintptr_t)hook_mremap },
 };
 #define NSYMS ((uint32_t)(sizeof(heap_syms) / sizeof(heap_syms[0])))
 
@@ -785,6 +870,7 @@ static void heap_enable(struct evr_provider *p, bool enabled, uint8_t level, uin
 	real_reallocarray = reallocarray;
 	real_mmap = mmap;
 	real_munmap = munmap;
+	real_mremap = mremap;
 	if (atomic_load_explicit(&heap_rate, memory_order_relaxed) != rate_arg(args)) {
 		atomic_store_explicit(&heap_rate, rate_arg(args), memory_order_relaxed);
 		atomic_fetch_add_explicit(&heap_gen, 1, memory_order_relaxed);
@@ -815,6 +901,77 @@ void evr_heap_estimates(double *ret_live, double *ret_allocated)
 bool evr_heap_provider_by_name_only(const struct evr_provider *p)
 {
 	return p == &heap_prov;
+}
+
+/* ---- fork -------------------------------------------------------------------------- */
+
+/* Whether this thread took maps_lock in heap_fork_prepare(). */
+static TLS uint8_t tls_fork_held;
+
+/*
+ * The table of mappings is under a spin lock that another thread may hold at
+ * the moment of fork(): the child would inherit it held by a thread it does
+ * not have, and its first munmap() under a later Heap session would spin for
+ * ever. So fork() waits for it. Not when this thread is itself in the sampled
+ * path (a signal handler that interrupted it calls fork()): it may hold the
+ * lock, and releases it in both processes when the handler returns.
+ */
+static void heap_fork_prepare(void)
+{
+	if (tls_busy)
+		return;
+	maps_acquire();
+	/* And no sampled path inside dl_iterate_phdr() (dl_busy): the loader's lock free. */
+	while (atomic_flag_test_and_set_explicit(&dl_busy, memory_order_acquire))
+		sched_yield();
+	tls_fork_held = 1;
+}
+
+static void heap_fork_parent(void)
+{
+	if (tls_fork_held) {
+		tls_fork_held = 0;
+		atomic_flag_clear_explicit(&dl_busy, memory_order_release);
+		maps_release();
+	}
+}
+
+/*
+ * The child has no session (the registry's handler switches the provider off,
+ * which puts the slots back), and none of the parent's samples: the blocks and
+ * mappings they name are the parent's to report. Its tables start empty, so
+ * that a session the child starts later neither reports frees of blocks it
+ * never sampled nor counts them in its estimates. A thread that was inside a
+ * table at the fork is not in the child; a key it left half-written goes too.
+ */
+static void heap_fork_child(void)
+{
+	if (!tls_fork_held)
+		return;	/* this thread holds the tables (see heap_fork_prepare()): left as they are */
+	if (far_tab.e) {
+		memset(near_tab.e, 0, NEAR_SIZE * sizeof(struct tab_ent));
+		/* Zero pages again, not faulted in by a memset() of 4 MiB. */
+		if (atomic_load_explicit(&far_keys, memory_order_relaxed))
+			(void)madvise(far_tab.e, TAB_SIZE * sizeof(struct tab_ent), MADV_DONTNEED);
+		memset(maps, 0, MAP_SLOTS * sizeof(*maps));
+	}
+	atomic_store_explicit(&far_keys, 0, memory_order_relaxed);
+	atomic_store_explicit(&nmaps, 0, memory_order_relaxed);
+	maps_top = 0;
+	for (uint32_t i = 0; i < FILT_SIZE; i++)
+		atomic_store_explicit(&filt[i], 0, memory_order_relaxed);
+	for (uint32_t i = 0; i < EST_STRIPES; i++) {
+		atomic_store_explicit(&est[i].live, 0, memory_order_relaxed);
+		atomic_store_explicit(&est[i].allocated, 0, memory_order_relaxed);
+	}
+	tls_fork_held = 0;
+	atomic_flag_clear_explicit(&dl_busy, memory_order_release);
+	maps_release();
+}
+
+void evr_heap_atfork_register(void)
+{
+	(void)pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
 }
 
 void evr_heap_provider_register(void)

@@ -161,6 +161,15 @@ EVR_HIDDEN void evr_agent_library_init(void);
 EVR_HIDDEN void evr_process_provider_register(void);
 EVR_HIDDEN void evr_memory_provider_register(void);
 EVR_HIDDEN void evr_heap_provider_register(void);
+/*
+ * evr_heap_atfork_register() - the Heap provider's fork handlers. Called at load
+ * (not with the provider's registration, which holds the registry lock that
+ * fork()'s prepare handlers take while glibc holds the lock pthread_atfork()
+ * takes), after the agent's: prepare handlers run in the reverse order, so the
+ * table of mappings' lock is taken before the registry lock and liburcu's, which
+ * a thread holding it may need to write its event.
+ */
+EVR_HIDDEN void evr_heap_atfork_register(void);
 
 /*
  * evr_builtin_providers_ensure_locked() - register the built-in providers unless done.

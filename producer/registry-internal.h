@@ -9,6 +9,10 @@
 
 #define EVR_EVENT_F_BUILTIN	0x1u	/* Dynamic/Json: filtered per write */
 #define EVR_EVENT_F_OWNED	0x2u	/* allocated by the registry */
+/* Never written with a stack, even to a session that asks for stacks: the Heap
+ * provider's Free and Munmap, which consumers match to their Alloc or Mmap by
+ * address (the walk and its bytes would be paid for nothing). */
+#define EVR_EVENT_F_NOSTACK	0x4u
 
 /*
  * Registry-private metadata of one event: its packed evr.EventDesc (what goes

@@ -112,7 +112,8 @@ static struct evr_ring_writer *event_percpu_rings(const struct evr_event *ev,
 	const struct evr_session *s;
 
 	/* A session that wants stacks captures them under the RCU path (write_rcu()). */
-	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN) || (m & stack_slots))
+	if (!m || (m & (m - 1)) || (ev->flags & EVR_EVENT_F_BUILTIN) ||
+	    ((m & stack_slots) && !(ev->flags & EVR_EVENT_F_NOSTACK)))
 		return NULL;
 	s = t->slot[__builtin_ctzll(m)];
 	/* The fast path reads it inside rseq critical sections: only with their fence. */

@@ -157,7 +157,8 @@ write_rcu(struct evr_session_table *t, uint64_t mask, struct evr_event *ev, cons
 {
 	/* Read once: unregistering the provider clears priv before its grace period. */
 	const struct evr_provider_priv *pp = ev->provider ? ev->provider->priv : NULL;
-	uint64_t smask = pp ? atomic_load_explicit(&pp->stack_slots, memory_order_relaxed) & mask : 0;
+	uint64_t smask = pp && !(ev->flags & EVR_EVENT_F_NOSTACK) ?
+				 atomic_load_explicit(&pp->stack_slots, memory_order_relaxed) & mask : 0;
 	uint32_t cpu = UINT32_MAX;
 	struct evr_rseq_rec rec;
 	struct rseq *rs;

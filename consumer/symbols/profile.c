@@ -651,11 +651,21 @@ int evr_profile_add_event_stack(struct evr_profile *p, struct evr_symbolizer *sy
 	return evr_profile_add(p, thread_label(r, tid, tl, sizeof(tl)), names, n, time_ns, 1);
 }
 
-/* A sampled block alive, for the in-use profile: its thread and stack (malloc'ed). */
+/* A sampled block alive, for the in-use profile: its thread, kind and stack (malloc'ed). */
 struct heap_stack {
 	uint32_t tid, n;
+	bool mmap;		/* an anonymous mapping, not a heap block */
 	uint64_t frames[];
 };
+
+/*
+ * The in-use profile's frame between the thread and the stack: which kind of
+ * memory the bytes below it are, so that folded and speedscope profiles keep
+ * heap blocks and anonymous mappings apart (both kinds are bytes in use, of
+ * different allocators; pprof labels them kind=heap / kind=mmap).
+ */
+#define HEAP_KIND_HEAP "[heap]"
+#define HEAP_KIND_MMAP "[anonymous mmap]"
 
 struct heap_ctx {
 	struct evr_profile *p;
@@ -675,9 +685,11 @@ static void heap_add_live(const struct evr_heap_block *b, void *arg)
 	char tl[64];
 	uint32_t n = 0;
 
-	for (uint32_t k = 0; k < hs->n && n < 128; k++)
-		n += frame_names(c->sym, hs->frames[k], true, names + n, 128 - n, bufs[n],
+	/* One name kept for the kind, the root-most. */
+	for (uint32_t k = 0; k < hs->n && n < 127; k++)
+		n += frame_names(c->sym, hs->frames[k], true, names + n, 127 - n, bufs[n],
 				 sizeof(bufs[n]));
+	names[n++] = hs->mmap ? HEAP_KIND_MMAP : HEAP_KIND_HEAP;
 	if (!c->err && b->bytes >= 0.5)
 		c->err = evr_profile_add(c->p, thread_label(c->r, hs->tid, tl, sizeof(tl)), names, n,
 					 b->ts_ns, (uint64_t)(b->bytes + 0.5));
@@ -716,6 +728,7 @@ static int heap_event(struct heap_ctx *c, const struct evr_event_view *v, enum e
 		return -ENOMEM;
 	hs->tid = v->tid;
 	hs->n = n;
+	hs->mmap = h->flags & EVR_HEAP_F_MMAP;
 	if (n)
 		memcpy(hs->frames, v->frames, 8u * n);
 	b = (struct evr_heap_block){ .address = h->address, .size = h->size, .ts_ns = v->ts_ns,

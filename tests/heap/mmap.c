@@ -5,7 +5,11 @@
  * maps 16 MiB in 256 KiB mappings and unmaps each, map_part maps 16 MiB in
  * 2 MiB mappings and unmaps three quarters of each in two calls (a hole in the
  * middle first, which splits it, then the piece below the hole), map_file maps
- * 8 MiB of a file (not anonymous: not counted) and keep_heap keeps 4 MiB of
+ * 8 MiB of a file (not anonymous: not counted), map_grow maps 8 MiB in 1 MiB
+ * mappings and mremap()s each to 2 MiB (kept: 16 MiB), map_move maps a 3 MiB
+ * place and a 1 MiB mapping and moves the mapping there with mremap() grown to
+ * 3 MiB (MREMAP_FIXED, which replaces the place), then unmaps it at its new
+ * address (nothing left), 8 times, and keep_heap keeps 4 MiB of
  * malloc() in 1 KiB blocks (the other kind). Waits for the hooks first (run
  * under `evring record --heap -- heap-mmap`).
  */
@@ -75,6 +79,33 @@ static __attribute__((noinline)) void map_file(void)
 	}
 }
 
+static inline __attribute__((always_inline)) void *remap(void *p, size_t o, size_t n, int flags,
+							  void *to)
+{
+	void *q = mremap(p, o, n, flags, to);
+
+	if (q == MAP_FAILED) {
+		perror("heap-mmap: mremap");
+		exit(1);
+	}
+	return q;
+}
+
+static __attribute__((noinline)) void map_grow(void)
+{
+	for (int i = 0; i < 8; i++)
+		sink = remap(map(MIB), MIB, 2 * MIB, MREMAP_MAYMOVE, NULL);
+}
+
+static __attribute__((noinline)) void map_move(void)
+{
+	for (int i = 0; i < 8; i++) {
+		void *to = map(3 * MIB), *p = map(MIB);
+
+		unmap(remap(p, MIB, 3 * MIB, MREMAP_MAYMOVE | MREMAP_FIXED, to), 3 * MIB);
+	}
+}
+
 static __attribute__((noinline)) void keep_heap(void)
 {
 	for (size_t i = 0; i < 4 * MIB / KIB; i++)
@@ -89,6 +120,8 @@ int main(void)
 	map_churn();
 	map_part();
 	map_file();
+	map_grow();
+	map_move();
 	keep_heap();
 	printf("done\n");
 	return 0;
