@@ -42,20 +42,27 @@ if ! command -v strace >/dev/null || ! strace -f -o /dev/null true 2>/dev/null; 
 	exit 77
 fi
 strace -ff -o "$T/strace-st1" "$EVRING" record -p "$WL_PID" --providers Demo --duration 300ms \
-	--debug-sandbox-probe -o "$T/st.evtrace" 2>/dev/null || fail "record under strace"
+	--debug-sandbox-probe -o "$T/st.evtrace" 2>"$T/st1.err" || fail "record under strace"
 strace -ff -o "$T/strace-st2" "$EVRING" record --providers Demo --debug-sandbox-probe \
-	-o "$T/st2.evtrace" -- "$WORKLOAD" --events 3000 >/dev/null 2>&1 ||
+	-o "$T/st2.evtrace" -- "$WORKLOAD" --events 3000 >/dev/null 2>"$T/st2.err" ||
 	fail "record -- PROGRAM under strace"
-strace -ff -o "$T/strace-st3" "$EVRING" dump --debug-sandbox-probe "$T/st.evtrace" >/dev/null 2>&1 ||
-	fail "dump under strace"
+strace -ff -o "$T/strace-st3" "$EVRING" dump --debug-sandbox-probe "$T/st.evtrace" \
+	>/dev/null 2>"$T/st3.err" || fail "dump under strace"
 strace -ff -o "$T/strace-st4" "$EVRING" dump --json --debug-sandbox-probe "$T/st2.evtrace" \
-	>/dev/null 2>&1 || fail "dump --json under strace"
+	>/dev/null 2>"$T/st4.err" || fail "dump --json under strace"
 # -ff: a file per thread (ST.TID), so that no call is split into "<unfinished ...>" and
 # "<... resumed>" lines by another thread's, which would hide the path of a refused open.
 for f in st1 st2 st3 st4; do
 	# The probe's own refusal must be there: else strace saw nothing of the filter.
-	cat "$T/strace-$f".* 2>/dev/null | grep -qE 'open.*"/etc/passwd".*= -1 EPERM' ||
+	# grep reads the files itself: `cat | grep -q` under pipefail fails whenever grep
+	# exits at its match before cat has written everything (cat dies of SIGPIPE).
+	if ! grep -qsE 'open.*"/etc/passwd".*= -1 EPERM' "$T/strace-$f".*; then
+		# What there is to tell why: the tool's own lines, and every trace of the probe.
+		echo "stderr of $f:" >&2; cat "$T/$f.err" >&2
+		echo "strace files of $f: $(ls "$T/strace-$f".* | wc -l); lines naming the probe:" >&2
+		grep -H -e passwd -e 'seccomp\|prctl' "$T/strace-$f".* >&2 || true
 		fail "strace did not see the probe refused ($f): is the filter on?"
+	fi
 	for g in "$T/strace-$f".*; do
 		denied=$(grep -E '= -1 EPERM' "$g" | grep -v 'open.*"/etc/passwd"' || true)
 		if [[ -n $denied ]]; then
