@@ -5,7 +5,7 @@
 # bad provider list, unknown route, wrong method, form POST, body too large, bad JSON).
 source "$(dirname "$0")/lib.sh"
 
-start_producer minirt "$MINIRT" --seconds 120 --phase steady --threads 2
+start_producer minirt "$MINIRT" --seconds 900 --phase steady --threads 2
 PID=$PROD_PID
 start_monitor --listen 127.0.0.1:0 --counter-interval 200ms
 
