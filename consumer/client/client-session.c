@@ -97,7 +97,9 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 	 * that evr_clock_to_mono_ns() could not take (checked on the copy: the
 	 * producer may rewrite the header meanwhile). */
 	c->clock = hdr->clock;
-	if (hdr->producer_pid != (uint32_t)c->pid || c->clock.shift > 63) {
+	/* The producer writes its pid as it knows it, as its HelloReply said: in a pid
+	 * namespace of its own, not the pid (or listen mode's id) we know it by. */
+	if (hdr->producer_pid != c->info.pid || c->clock.shift > 63) {
 		evr_shm_session_unmap(hdr);
 		close(fds[1]);
 		return fail(errbuf, errlen, -EBADMSG,

@@ -78,6 +78,7 @@ static void hub_changed(struct evr_watch *w, struct evr_watch_proc *wp,
 		p->uid = pi->uid;
 		p->nr_cpus = pi->nr_cpus;
 		p->start_realtime_ns = pi->start_realtime_ns;
+		p->ns_pid = pi->pid;
 	}
 	if (ch->to == EVR_WATCH_LIVE)
 		h->attaches++;

@@ -116,6 +116,7 @@ struct evr_mon_proc {
 	char *exe;
 	char version[32];		/* the process's evring version */
 	uint32_t uid, nr_cpus;
+	uint32_t ns_pid;		/* its pid as it knows it (another pid namespace's maybe) */
 	uint64_t start_realtime_ns;
 };
 
