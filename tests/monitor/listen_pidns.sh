@@ -74,6 +74,12 @@ assert d["pid"] == int(sys.argv[2]) and d["ns_pid"] == int(sys.argv[3]), d
 assert d["listen_mode"] is True and d["pid_namespace"] == "other", d
 assert any(s["client"] == "evring monitor" for s in d["sessions"]), d
 PY
+# The other {pid} routes take the id too: its threads (their tids as it knows them) and events.
+expect_status 200 "$U/processes/$ID/threads"
+python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert len(t) >= 3, t' \
+	"$T/body" || fail "GET /processes/$ID/threads: $(cat "$T/body")"
+expect_status 200 "$U/processes/$ID/events?provider=Demo"
+grep -q '"Tick"' "$T/body" || fail "GET /processes/$ID/events: $(head -c 300 "$T/body")"
 # Its counters session's figures, labelled by the id.
 curl -sS --max-time 30 "$U/metrics" >"$T/metrics" || fail "GET /metrics failed"
 grep -q "^evring_session_lost_events_total{pid=\"$ID\"," "$T/metrics" ||
