@@ -87,6 +87,8 @@ grep -q "^evring_session_lost_events_total{pid=\"$ID\"," "$T/metrics" ||
 # Stacks need ptrace on a pid of the monitor's: refused, with the reason.
 expect_status 409 "$U/processes/$ID/stacks"
 grep -q "pid namespace the monitor cannot see" "$T/body" || fail "stacks: $(cat "$T/body")"
+expect_status 409 "$U/processes/$ID/trace?duration=1s&providers=Demo&stacks=8"
+grep -q "stacks= and sample_cpu= need its pid" "$T/body" || fail "trace stacks=: $(cat "$T/body")"
 # A pid no process has, next to it, is still unknown.
 expect_status 404 "$U/processes/$((ID + 1))/sessions"
 
