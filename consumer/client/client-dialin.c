@@ -64,6 +64,9 @@ struct dialin_proc {
 	bool foreign;			/* in a pid namespace ours cannot name */
 	uint64_t ino;			/* foreign: its pidfd's pidfs inode, who it is */
 	uid_t uid;			/* foreign: SO_PEERCRED's, which its next connection repeats */
+	/* foreign: what it said its executable's and argv[0]'s base names are (its HelloReply;
+	 * "" until then): our /proc has no entry to find it by name. */
+	char exe_name[64], argv0_name[64];
 	int pidfd;			/* readable once the process exited; -1 without pidfd_open */
 	int fd;				/* the parked connection, -1 while none */
 	uint64_t gen;			/* + 1 whenever fd changes hands */
@@ -593,4 +596,39 @@ int evr_client_dialin_pids(pid_t **ret, uint32_t *ret_n)
 	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+static const char *base_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "";
+}
+
+void evr_client_dialin_learn(pid_t pid, const struct evr_process_info *pi)
+{
+	struct dialin_proc *p;
+
+	pthread_mutex_lock(&di.lock);
+	p = di.running ? find_locked(pid) : NULL;
+	if (p && p->foreign) {
+		snprintf(p->exe_name, sizeof(p->exe_name), "%s", base_of(pi->exe));
+		snprintf(p->argv0_name, sizeof(p->argv0_name), "%s",
+			 base_of(pi->argc ? pi->argv[0] : NULL));
+	}
+	pthread_mutex_unlock(&di.lock);
+}
+
+int evr_client_dialin_named(pid_t pid, const char *name)
+{
+	struct dialin_proc *p;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&di.lock);
+	p = di.running ? find_locked(pid) : NULL;
+	if (p && p->foreign)
+		r = (p->exe_name[0] && strcmp(p->exe_name, name) == 0) ||
+		    (p->argv0_name[0] && strcmp(p->argv0_name, name) == 0);
+	pthread_mutex_unlock(&di.lock);
+	return r;
 }

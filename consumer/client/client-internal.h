@@ -97,5 +97,13 @@ void evr_client_read_meta(struct evr_client *c);
 int evr_client_dialin_take(pid_t pid, int timeout_ms, int *ret_fd, int *ret_pidfd,
 			   bool *ret_foreign, char *errbuf, size_t errlen);
 int evr_client_dialin_pids(pid_t **ret, uint32_t *ret_n);
+/*
+ * A foreign process (listen mode's id) has no /proc entry of ours: its names come
+ * from its HelloReply. evr_client_dialin_learn() keeps them (after a Hello);
+ * evr_client_dialin_named(): 1 if @pid is a foreign process named @name (its
+ * executable's or argv[0]'s base name), 0 if another, -ENOENT if not foreign.
+ */
+void evr_client_dialin_learn(pid_t pid, const struct evr_process_info *pi);
+int evr_client_dialin_named(pid_t pid, const char *name);
 
 #endif /* EVR_CLIENT_INTERNAL_H */

@@ -263,6 +263,8 @@ static int adopt(pid_t pid, bool foreign, int sock, int pidfd, const char *clien
 		evr_client_free(c);
 		return err;
 	}
+	if (foreign)
+		evr_client_dialin_learn(pid, &c->info);	/* names to find it by (-n NAME) */
 	*ret = c;
 	return 0;
 

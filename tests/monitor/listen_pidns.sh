@@ -86,6 +86,11 @@ python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert len(t) >=
 	"$T/body" || fail "GET /processes/$ID/threads: $(cat "$T/body")"
 expect_status 200 "$U/processes/$ID/events?provider=Demo"
 grep -q '"Tick"' "$T/body" || fail "GET /processes/$ID/events: $(head -c 300 "$T/body")"
+# By name too: the names it gave in its HelloReply (the monitor's /proc has no entry for it).
+expect_status 200 "$U/processes?name=workload"
+python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); assert [x["pid"] for x in p] == [int(sys.argv[2])], p' \
+	"$T/body" "$ID" || fail "GET /processes?name=workload: $(cat "$T/body")"
+expect_status 200 "$U/processes/workload/sessions"
 # Its counters session's figures, labelled by the id.
 curl -sS --max-time 30 "$U/metrics" >"$T/metrics" || fail "GET /metrics failed"
 grep -q "^evring_session_lost_events_total{pid=\"$ID\"," "$T/metrics" ||
