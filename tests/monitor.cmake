@@ -16,7 +16,8 @@ if(TARGET evring-monitor)
   # the auth case). Each is `bash tests/monitor/NAME.sh EVRING MINIRT WORKLOAD`; exit 77:
   # skipped (no chromium, no promtool...).
   set(EVR_MONITOR_TESTS api trace metrics streams hostile auth browser sandbox resources limits
-    perf_map_fifo security slowloris conversions profile routes listen_mode trace_multi)
+    perf_map_fifo security slowloris conversions profile routes listen_mode listen_pidns
+    trace_multi)
   foreach(t IN LISTS EVR_MONITOR_TESTS)
     add_test(NAME monitor_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/monitor/${t}.sh $<TARGET_FILE:evring-cli>

@@ -10,10 +10,18 @@
  * looking for <pid>.sock, and evr_process_list() lists the pid.
  *
  * One thread (started by evr_client_dialin_start()) accepts, checks each
- * peer's credentials (SO_PEERCRED: our uid, anyone's when we are root, a pid
- * this pid namespace can see), parks the connection, and forgets a process
- * when its pidfd says it exited. It waits in poll(), not epoll: the monitor's
- * sandbox allows no epoll_ctl(), and the set is small.
+ * peer's credentials (SO_PEERCRED: our uid, anyone's when we are root), parks
+ * the connection, and forgets a process when its pidfd says it exited. It
+ * waits in poll(), not epoll: the monitor's sandbox allows no epoll_ctl(), and
+ * the set is small.
+ *
+ * A process in a pid namespace that ours cannot name (a sidecar's neighbour:
+ * SO_PEERCRED says pid 0) gets an id of ours, from EVR_DIALIN_ID_MIN up, which
+ * no real pid can be (PID_MAX_LIMIT is 4194304), kept while it stays
+ * connected. Which process a connection comes from is the kernel's word, not
+ * the program's: SO_PEERPIDFD gives its pidfd, and pidfs (Linux 6.9) gives
+ * every process one inode, so the agent's next connection lands on the same
+ * id, and no program can claim another's.
  *
  * Locking: di.lock covers the process list and the parked fds. A parked fd
  * belongs to the pool until evr_client_dialin_take() hands it out (fd -1,
@@ -33,6 +41,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,9 +51,22 @@
 /* Processes in listen mode at once; connections beyond are refused (and said so). */
 #define DIALIN_MAX_PROCS 1024u
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77			/* Linux 6.5 */
+#endif
+#ifndef PID_FS_MAGIC
+#define PID_FS_MAGIC 0x50494446		/* pidfs, Linux 6.9: one inode per process */
+#endif
+
 struct dialin_proc {
 	struct dialin_proc *next;
-	pid_t pid;			/* as SO_PEERCRED gave it: in our pid namespace */
+	pid_t pid;			/* SO_PEERCRED's, or ours (EVR_DIALIN_ID_MIN up) if foreign */
+	bool foreign;			/* in a pid namespace ours cannot name */
+	uint64_t ino;			/* foreign: its pidfd's pidfs inode, who it is */
+	uid_t uid;			/* foreign: SO_PEERCRED's, which its next connection repeats */
+	/* foreign: what it said its executable's and argv[0]'s base names are (its HelloReply;
+	 * "" until then): our /proc has no entry to find it by name. */
+	char exe_name[64], argv0_name[64];
 	int pidfd;			/* readable once the process exited; -1 without pidfd_open */
 	int fd;				/* the parked connection, -1 while none */
 	uint64_t gen;			/* + 1 whenever fd changes hands */
@@ -61,10 +83,12 @@ static struct {
 	void *log_arg;
 	struct dialin_proc *procs;
 	uint32_t nprocs;
+	pid_t next_id;			/* the next foreign process's id, to try */
 } di = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.lfd = -1,
 	.wakefd = -1,
+	.next_id = EVR_DIALIN_ID_MIN,
 };
 
 static void wake_thread(void)
@@ -114,6 +138,61 @@ static void forget_locked(struct dialin_proc *p)
 	}
 }
 
+static struct dialin_proc *find_foreign_locked(uint64_t ino, uid_t uid)
+{
+	for (struct dialin_proc *p = di.procs; p; p = p->next)
+		if (p->foreign && p->ino == ino && p->uid == uid)
+			return p;
+	return NULL;
+}
+
+/* An id for a new foreign process: one no listed process has, from EVR_DIALIN_ID_MIN. */
+static pid_t foreign_id_locked(void)
+{
+	for (;;) {
+		pid_t id = di.next_id;
+
+		di.next_id = id == INT32_MAX ? EVR_DIALIN_ID_MIN : id + 1;
+		if (!find_locked(id))
+			return id;	/* DIALIN_MAX_PROCS ids at most are taken: it ends */
+	}
+}
+
+/*
+ * The peer of @fd is in a pid namespace ours cannot name: its pidfd (the
+ * kernel's, through the socket) and that pidfd's pidfs inode, which is the
+ * same for every pidfd of one process and never another's.
+ * Return: the pidfd (close-on-exec), or -errno with the reason said.
+ */
+static int foreign_pidfd(int fd, uid_t uid, uint64_t *ret_ino)
+{
+	struct statfs sfs;
+	struct stat st;
+	socklen_t l = sizeof(int);
+	int pidfd = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &l) < 0 || pidfd < 0) {
+		int err = errno;
+
+		say("refusing a listen-mode connection of uid %u on %s: its process is in a pid "
+		    "namespace this one cannot see, and this kernel cannot tell which process it "
+		    "is (SO_PEERPIDFD: %s; Linux 6.9 or later can); run the monitor in the "
+		    "program's pid namespace or an ancestor of it", (unsigned int)uid, di.path,
+		    strerror(err));
+		return -err;
+	}
+	if (fstatfs(pidfd, &sfs) < 0 || sfs.f_type != PID_FS_MAGIC || fstat(pidfd, &st) < 0) {
+		close(pidfd);
+		say("refusing a listen-mode connection of uid %u on %s: its process is in a pid "
+		    "namespace this one cannot see, and this kernel's pidfds do not tell processes "
+		    "apart (no pidfs: Linux 6.9 or later); run the monitor in the program's pid "
+		    "namespace or an ancestor of it", (unsigned int)uid, di.path);
+		return -ENOTSUP;
+	}
+	*ret_ino = (uint64_t)st.st_ino;
+	return pidfd;
+}
+
 /* Check and park one accepted connection. */
 static void admit(int fd)
 {
@@ -121,6 +200,8 @@ static void admit(int fd)
 	socklen_t cl = sizeof(cred);
 	struct dialin_proc *p;
 	uid_t me = geteuid();
+	uint64_t ino = 0;
+	int pidfd = -1;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
 		close(fd);
@@ -134,31 +215,46 @@ static void admit(int fd)
 		return;
 	}
 	if (cred.pid <= 0) {
-		say("refusing a listen-mode connection of uid %u on %s: its process is in a pid "
-		    "namespace this one cannot see (run the monitor in the program's pid namespace "
-		    "or an ancestor of it)", (unsigned int)cred.uid, di.path);
-		close(fd);
-		return;
+		pidfd = foreign_pidfd(fd, cred.uid, &ino);
+		if (pidfd < 0) {
+			close(fd);
+			return;
+		}
 	}
 	pthread_mutex_lock(&di.lock);
-	p = find_locked(cred.pid);
+	p = pidfd >= 0 ? find_foreign_locked(ino, cred.uid) : find_locked(cred.pid);
 	if (!p) {
 		if (di.nprocs >= DIALIN_MAX_PROCS || !(p = calloc(1, sizeof(*p)))) {
 			pthread_mutex_unlock(&di.lock);
 			say("refusing a listen-mode connection from process %d: %u processes are "
 			    "connected already", (int)cred.pid, di.nprocs);
 			close(fd);
+			if (pidfd >= 0)
+				close(pidfd);
 			return;
 		}
-		p->pid = cred.pid;
 		p->fd = -1;
-		/* Opened now, while the connection holds the process: it names that one. */
-		p->pidfd = evr_consumer_pidfd_open(cred.pid);
+		if (pidfd >= 0) {
+			p->foreign = true;
+			p->ino = ino;
+			p->uid = cred.uid;
+			p->pid = foreign_id_locked();
+			p->pidfd = pidfd;
+			pidfd = -1;
+			say("process %d connected in listen mode on %s (from a pid namespace this one "
+			    "cannot see: id %d)", (int)p->pid, di.path, (int)p->pid);
+		} else {
+			p->pid = cred.pid;
+			/* Opened now, while the connection holds the process: it names that one. */
+			p->pidfd = evr_consumer_pidfd_open(cred.pid);
+			say("process %d connected in listen mode on %s", (int)cred.pid, di.path);
+		}
 		p->next = di.procs;
 		di.procs = p;
 		di.nprocs++;
-		say("process %d connected in listen mode on %s", (int)cred.pid, di.path);
 	}
+	if (pidfd >= 0)
+		close(pidfd);	/* the process's first pidfd stands for it */
 	/* The agent keeps one spare: a second one replaces the first (it reconnected). */
 	if (p->fd >= 0)
 		close(p->fd);
@@ -413,11 +509,25 @@ bool evr_client_dialin_has(pid_t pid)
 	return has;
 }
 
-int evr_client_dialin_take(pid_t pid, int timeout_ms, int *ret_fd, char *errbuf, size_t errlen)
+bool evr_client_dialin_foreign(pid_t pid)
+{
+	struct dialin_proc *p;
+	bool foreign;
+
+	pthread_mutex_lock(&di.lock);
+	p = di.running ? find_locked(pid) : NULL;
+	foreign = p && p->foreign;
+	pthread_mutex_unlock(&di.lock);
+	return foreign;
+}
+
+int evr_client_dialin_take(pid_t pid, int timeout_ms, int *ret_fd, int *ret_pidfd,
+			   bool *ret_foreign, char *errbuf, size_t errlen)
 {
 	struct dialin_proc *p;
 	struct timespec dl;
-	int fd;
+	bool foreign;
+	int fd, pidfd;
 
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += timeout_ms / 1000;
@@ -450,10 +560,16 @@ int evr_client_dialin_take(pid_t pid, int timeout_ms, int *ret_fd, char *errbuf,
 	fd = p->fd;
 	p->fd = -1;
 	p->gen++;
+	foreign = p->foreign;
+	/* A foreign process has no pid of ours to pidfd_open(): a copy of the one we hold.
+	 * Without it the caller notices the exit by EOF, as without pidfd_open(). */
+	pidfd = foreign ? (p->pidfd >= 0 ? fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0) : -1) : -2;
 	/* Out of the thread's poll set: the connection is the caller's now. */
 	wake_thread();
 	pthread_mutex_unlock(&di.lock);
 	*ret_fd = fd;
+	*ret_pidfd = pidfd == -2 ? evr_consumer_pidfd_open(pid) : pidfd;
+	*ret_foreign = foreign;
 	return 0;
 }
 
@@ -480,4 +596,39 @@ int evr_client_dialin_pids(pid_t **ret, uint32_t *ret_n)
 	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+static const char *base_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "";
+}
+
+void evr_client_dialin_learn(pid_t pid, const struct evr_process_info *pi)
+{
+	struct dialin_proc *p;
+
+	pthread_mutex_lock(&di.lock);
+	p = di.running ? find_locked(pid) : NULL;
+	if (p && p->foreign) {
+		snprintf(p->exe_name, sizeof(p->exe_name), "%s", base_of(pi->exe));
+		snprintf(p->argv0_name, sizeof(p->argv0_name), "%s",
+			 base_of(pi->argc ? pi->argv[0] : NULL));
+	}
+	pthread_mutex_unlock(&di.lock);
+}
+
+int evr_client_dialin_named(pid_t pid, const char *name)
+{
+	struct dialin_proc *p;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&di.lock);
+	p = di.running ? find_locked(pid) : NULL;
+	if (p && p->foreign)
+		r = (p->exe_name[0] && strcmp(p->exe_name, name) == 0) ||
+		    (p->argv0_name[0] && strcmp(p->argv0_name, name) == 0);
+	pthread_mutex_unlock(&di.lock);
+	return r;
 }

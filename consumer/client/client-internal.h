@@ -122,11 +122,23 @@ void evr_client_read_meta(struct evr_client *c);
 /*
  * Listen mode (client-dialin.c). evr_client_dialin_take(): the parked
  * connection of @pid (non-blocking, close-on-exec; the caller's), waiting up
- * to @timeout_ms for the agent's next one if another request holds it.
+ * to @timeout_ms for the agent's next one if another request holds it; with
+ * the process's pidfd in @ret_pidfd (-1 if none) and in @ret_foreign whether
+ * @pid is our id for a process of another pid namespace (SO_PEERCRED then
+ * says pid 0, not @pid).
  * Return: 0; -ENOENT @pid is not in listen mode; -ESRCH, -ETIMEDOUT with a line.
  * evr_client_dialin_pids(): the pids in listen mode (malloc'ed, or NULL when none).
  */
-int evr_client_dialin_take(pid_t pid, int timeout_ms, int *ret_fd, char *errbuf, size_t errlen);
+int evr_client_dialin_take(pid_t pid, int timeout_ms, int *ret_fd, int *ret_pidfd,
+			   bool *ret_foreign, char *errbuf, size_t errlen);
 int evr_client_dialin_pids(pid_t **ret, uint32_t *ret_n);
+/*
+ * A foreign process (listen mode's id) has no /proc entry of ours: its names come
+ * from its HelloReply. evr_client_dialin_learn() keeps them (after a Hello);
+ * evr_client_dialin_named(): 1 if @pid is a foreign process named @name (its
+ * executable's or argv[0]'s base name), 0 if another, -ENOENT if not foreign.
+ */
+void evr_client_dialin_learn(pid_t pid, const struct evr_process_info *pi);
+int evr_client_dialin_named(pid_t pid, const char *name);
 
 #endif /* EVR_CLIENT_INTERNAL_H */

@@ -57,7 +57,11 @@ static bool named(pid_t pid, const char *name)
 {
 	char buf[PATH_MAX], path[64];
 	ssize_t n;
+	int r = evr_client_dialin_named(pid, name);
 
+	/* Listen mode's id of a process in another pid namespace: no /proc entry here. */
+	if (r >= 0)
+		return r == 1;
 	n = proc_read(pid, "comm", buf, sizeof(buf));
 	if (n > 0) {
 		buf[strcspn(buf, "\n")] = '\0';

@@ -243,8 +243,9 @@ static int hello(struct evr_client *c, const char *client_name, char *errbuf, si
 	return err;
 }
 
-int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
-		     struct evr_client **ret, char *errbuf, size_t errlen)
+/* @foreign: listen mode's id of a process our pid namespace cannot name (SO_PEERCRED: 0). */
+static int adopt(pid_t pid, bool foreign, int sock, int pidfd, const char *client_name,
+		 struct evr_client **ret, char *errbuf, size_t errlen)
 {
 	struct evr_client *c;
 	struct ucred cred;
@@ -256,7 +257,8 @@ int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
 		goto err;
 	}
 	/* Whoever connected checked the peer; the pid at least is cheap to confirm. */
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid != pid) {
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+	    cred.pid != (foreign ? 0 : pid)) {
 		err = fail(errbuf, errlen, -EPERM,
 			   "refusing the connection: it is served by process %d, not by process %d",
 			   (int)cred.pid, (int)pid);
@@ -272,6 +274,8 @@ int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
 		evr_client_free(c);
 		return err;
 	}
+	if (foreign)
+		evr_client_dialin_learn(pid, &c->info);	/* names to find it by (-n NAME) */
 	*ret = c;
 	return 0;
 
@@ -283,18 +287,25 @@ err:
 	return err;
 }
 
+int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
+		     struct evr_client **ret, char *errbuf, size_t errlen)
+{
+	return adopt(pid, false, sock, pidfd, client_name, ret, errbuf, errlen);
+}
+
 int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **ret,
 		       char *errbuf, size_t errlen)
 {
+	bool foreign;
 	int sock, pidfd, err;
 
 	if (!ret)
 		return -EINVAL;
 	/* A process that connected to us (listen mode): its connection, not its socket. */
-	err = evr_client_dialin_take(pid, EVR_CLIENT_HELLO_TIMEOUT_MS, &sock, errbuf, errlen);
+	err = evr_client_dialin_take(pid, EVR_CLIENT_HELLO_TIMEOUT_MS, &sock, &pidfd, &foreign,
+				     errbuf, errlen);
 	if (err == 0)
-		return evr_client_adopt(pid, sock, evr_consumer_pidfd_open(pid), client_name, ret,
-					errbuf, errlen);
+		return adopt(pid, foreign, sock, pidfd, client_name, ret, errbuf, errlen);
 	if (err != -ENOENT)
 		return err;
 	err = evr_client_open_socket(pid, &sock, &pidfd, errbuf, errlen);

@@ -115,6 +115,11 @@ static json_t *proc_json(const struct evr_mon_proc *p)
 	json_object_set_new(o, "state", json_string(evr_mon_proc_state_name(p->state)));
 	/* It connected to --agent-socket (listen mode): no runtime directory of its here. */
 	json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(p->pid)));
+	/* "other": the pid namespace it knows itself in is not ours; "pid" is then ours for
+	 * it (listen mode's id when we cannot name it at all), "ns_pid" its own. */
+	json_object_set_new(o, "pid_namespace",
+			    json_string(evr_client_dialin_foreign(p->pid) || p->ns_pid ? "other"
+					: "same"));
 	if (p->command) {
 		json_object_set_new(o, "command", evr_mon_jstr(p->command));
 		json_object_set_new(o, "exe", evr_mon_jstr(p->exe));
@@ -278,8 +283,9 @@ enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mo
 		goto out;
 	}
 	t = threads_json(c, err, sizeof(err), &r);
+	/* The pid asked for: ours for it, not necessarily the one it knows (ns_pid). */
 	o = json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:I, s:o, s:o}",
-		      "pid", (int)pi->pid, "ppid", (int)pi->ppid, "uid", (int)pi->uid,
+		      "pid", (int)pid, "ppid", (int)pi->ppid, "uid", (int)pi->uid,
 		      "name", evr_mon_jstr(name), "argv", argv, "exe", evr_mon_jstr(pi->exe),
 		      "hostname", evr_mon_jstr(pi->hostname),
 		      "evring_version", evr_mon_jstr(pi->evring_version),
@@ -287,8 +293,12 @@ enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mo
 		      "sessions", s, "threads", t ? t : json_null());
 	if (o && pi->ns_pid)
 		json_object_set_new(o, "ns_pid", json_integer(pi->ns_pid));
-	if (o)
+	if (o) {
 		json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(pid)));
+		json_object_set_new(o, "pid_namespace",
+				    json_string(evr_client_dialin_foreign(pid) || pi->ns_pid ? "other"
+						: "same"));
+	}
 	ret = evr_mon_send_json(q, 200, o);
 out:
 	evr_client_free(c);

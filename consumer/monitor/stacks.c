@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <evring/export.h>
+#include <evring/consumer.h>
 #include <evring/symbols.h>
 
 #include "http.h"
@@ -46,6 +47,15 @@ static struct evr_stacks *snapshot(struct evr_mon_req *q, pid_t pid, enum MHD_Re
 	if (parse_depth(q, &depth) < 0) {
 		*ret_mhd = evr_mon_send_problem(q, 400, "Bad Request", -EINVAL, "depth: a number "
 						"from 1 to 1024");
+		return NULL;
+	}
+	/* ptrace() and /proc need a pid of ours; listen mode's id of a process elsewhere is not. */
+	if (evr_client_dialin_foreign(pid)) {
+		*ret_mhd = evr_mon_send_problem(q, 409, "Conflict", -EOPNOTSUPP, "process %d is "
+						"in a pid namespace the monitor cannot see (it came "
+						"in listen mode): its stacks cannot be read from here "
+						"(ptrace needs its pid); run the monitor in its pid "
+						"namespace for stacks", (int)pid);
 		return NULL;
 	}
 	/* The snapshot stops each thread for a moment: not for a page elsewhere. */

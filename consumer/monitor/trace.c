@@ -376,6 +376,16 @@ static struct trace *trace_create(struct evr_mon_req *q, pid_t pid, const struct
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
+	/* Stacks and CPU samples read /proc/PID/maps and sample PID: not through an id of ours. */
+	if ((p->stack_depth || p->sample_hz) && evr_client_dialin_foreign(pid)) {
+		*ret_mhd = evr_mon_send_problem(q, 409, "Conflict", -EOPNOTSUPP, "process %d is "
+						"in a pid namespace the monitor cannot see (it came "
+						"in listen mode): stacks= and sample_cpu= need its "
+						"pid; trace it without them, or run the monitor in "
+						"its pid namespace", (int)pid);
+		trace_put(t);
+		return NULL;
+	}
 	r = evr_client_connect(pid, EVR_MON_NAME, &t->c, err, sizeof(err));
 	if (r < 0)
 		goto fail;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -76,7 +77,7 @@ int evr_mon_parse_pid(const char *s, pid_t *ret)
 		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || *end || v <= 0 || v > 0x3fffffff)
+	if (errno || *end || v <= 0 || v > INT32_MAX)
 		return -EINVAL;
 	*ret = (pid_t)v;
 	return 0;

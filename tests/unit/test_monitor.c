@@ -131,6 +131,11 @@ static void test_evr_mon_parse_duration_forms(void **state)
 	assert_int_equal(evr_mon_parse_pid("0", &pid), -EINVAL);
 	assert_int_equal(evr_mon_parse_pid("12a", &pid), -EINVAL);
 	assert_int_equal(evr_mon_parse_pid("-3", &pid), -EINVAL);
+	/* Listen mode's ids of processes in another pid namespace (EVR_DIALIN_ID_MIN up). */
+	assert_int_equal(evr_mon_parse_pid("1073741824", &pid), 0);
+	assert_int_equal(pid, EVR_DIALIN_ID_MIN);
+	assert_int_equal(evr_mon_parse_pid("2147483647", &pid), 0);
+	assert_int_equal(evr_mon_parse_pid("2147483648", &pid), -EINVAL);
 }
 
 static void test_evr_mon_jstr_invalid_utf8(void **state)

@@ -143,7 +143,9 @@ typedef void (*evr_client_dialin_log_fn)(void *arg, const char *line);
  * directory (another mount namespace). Creates the socket @path (mode 0600; an
  * old socket there is replaced; its directory must not be writable by others)
  * and a thread that accepts, checks each peer (SO_PEERCRED: our uid, or any when
- * we are root; a pid visible in our pid namespace) and keeps its connection.
+ * we are root) and keeps its connection. A process that our pid namespace
+ * cannot name gets an id of ours (EVR_DIALIN_ID_MIN) instead of its pid (needs
+ * Linux 6.9: SO_PEERPIDFD and pidfs tell which process it is; refused before).
  * From then on, evr_process_list() includes those processes and
  * evr_client_connect() attaches to them through their connections. One per
  * process. @log: called from that thread with one line per peer refused or
@@ -157,6 +159,15 @@ int evr_client_dialin_start(const char *path, evr_client_dialin_log_fn log, void
 void evr_client_dialin_stop(void);
 /* True if process @pid came in listen mode and has not exited. Context: any thread. */
 bool evr_client_dialin_has(pid_t pid);
+
+/*
+ * The first id listen mode gives a process in a pid namespace that ours cannot
+ * name (SO_PEERCRED says pid 0): ids from here up are ours, never a real pid
+ * (PID_MAX_LIMIT is 4194304), each kept while its process stays connected.
+ */
+#define EVR_DIALIN_ID_MIN (1 << 30)
+/* True if @pid is such an id (its process's own pid is in its HelloReply). */
+bool evr_client_dialin_foreign(pid_t pid);
 
 /*
  * A program started to be traced from its first event (evr_client_launch()).
