@@ -247,61 +247,6 @@ out:
 }
 
 /*
- * JSON lines of several processes (@rs[i] of pid @pids[i]): merged in time
- * order, each object with its process's "pid" first, as `evring convert`
- * writes them.
- */
-static int jsonl_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
-		       FILE *out, char *err, size_t errlen)
-{
-	struct evr_event_view *v = calloc(n ? n : 1, sizeof(*v));
-	int *st = calloc(n ? n : 1, sizeof(*st));
-	struct evr_strbuf sb = { 0 };
-	int r = 0;
-
-	if (!v || !st) {
-		r = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		st[i] = evr_trace_reader_next(rs[i], &v[i]);
-	for (;;) {
-		int64_t k = -1;
-
-		for (uint32_t i = 0; i < n; i++) {
-			if (st[i] < 0) {
-				snprintf(err, errlen, "%s", evr_trace_reader_errmsg(rs[i]));
-				r = st[i];
-				goto out;
-			}
-			if (st[i] == 1 && (k < 0 || v[i].ts_ns < v[k].ts_ns))
-				k = i;
-		}
-		if (k < 0)
-			break;
-		sb.len = 0;
-		r = evr_event_to_json(&v[k], &sb);
-		if (r < 0) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		if (sb.len && sb.buf[0] == '{' &&
-		    fprintf(out, "{\"pid\":%u,%.*s\n", pids[k], (int)(sb.len - 1), sb.buf + 1) < 0) {
-			r = -EIO;
-			snprintf(err, errlen, "cannot write the converted trace");
-			goto out;
-		}
-		st[k] = evr_trace_reader_next(rs[k], &v[k]);
-	}
-out:
-	free(sb.buf);
-	free(v);
-	free(st);
-	return r;
-}
-
-/*
  * A file of several processes (@rd read it: its process table) as chrome or
  * jsonl: a reader per process. Other formats are of one process (the multi
  * route refuses them before recording). Return: 0, -errno with @err.
@@ -311,7 +256,7 @@ static int convert_procs(int trace_fd, struct evr_trace_reader *rd, enum evr_mon
 {
 	const struct evr_trace_proc *procs;
 	struct evr_trace_reader **rs;
-	struct evr_convert_stats cs;
+	struct evr_convert_stats cs = { 0 };
 	uint32_t n, k = 0, *pids;
 	int r = 0;
 
@@ -338,7 +283,7 @@ static int convert_procs(int trace_fd, struct evr_trace_reader *rd, enum evr_mon
 	if (r == 0)
 		r = f == EVR_MON_FMT_CHROME
 			    ? evr_convert_chrome_procs(rs, pids, k, out, &cs, err, errlen)
-			    : jsonl_procs(rs, pids, k, out, err, errlen);
+			    : evr_convert_jsonl_procs(rs, pids, k, out, &cs, err, errlen);
 out:
 	for (uint32_t i = 0; rs && i < k; i++)
 		evr_trace_reader_free(rs[i]);

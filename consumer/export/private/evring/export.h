@@ -159,6 +159,17 @@ int evr_convert_chrome_procs(struct evr_trace_reader *const *rs, const uint32_t 
 int evr_convert_jsonl(struct evr_trace_reader *r, FILE *out, struct evr_convert_stats *ret,
 		      char *err, size_t errlen);
 
+/**
+ * evr_convert_jsonl_procs() - several processes (@rs[i] of pid @pids[i]) as
+ * JSON lines: their events merged in time order (as `evring dump --json`
+ * shows them), each object with its process's "pid" first; @ret counts the
+ * events, losses and bytes written.
+ * Return: 0, or -errno with a one-line reason in @err.
+ * Context: the caller's thread.
+ */
+int evr_convert_jsonl_procs(struct evr_trace_reader *const *rs, const uint32_t *pids, uint32_t n,
+			    FILE *out, struct evr_convert_stats *ret, char *err, size_t errlen);
+
 /* "1.25 M", "987" into @buf: event counts and rates, as the report and the evring
  * command show them (report-util.c). Return: @buf. */
 const char *evr_fmt_count(double n, char *buf, size_t len);
