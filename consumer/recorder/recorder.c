@@ -281,7 +281,8 @@ static int flush_release(struct evr_recorder *r, bool wait)
 
 /*
  * Direct I/O leaves the rings as the only buffer between the process and the
- * disk. When the disk falls behind (a ring half full after a batch went out),
+ * disk. When the disk falls behind (a ring three quarters full after a batch
+ * went out: evr_recorder_direct_behind()),
  * the page cache takes over, as without direct I/O. Direct I/O comes back
  * once the rings have stayed nearly empty for a second (@interval: a flush
  * interval passed) while the process sent less than three quarters of what
@@ -302,7 +303,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	if (!r->direct_ok || r->err)
 		return 0;
 	if (r->hold) {
-		if (evr_client_span_backlog(r->c) <= ring_size / 2)
+		if (!evr_recorder_direct_behind(evr_client_span_backlog(r->c), ring_size))
 			return 0;
 		ret = flush_release(r, true);
 		if (ret < 0)
@@ -318,7 +319,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		r->fell_back = true;
 		if (!r->io_warned) {
 			r->io_warned = true;
-			warn(r, "direct I/O fell behind (a ring was half full): writing through "
+			warn(r, "direct I/O fell behind (a ring was three quarters full): writing through "
 			     "the page cache while the disk catches up");
 		}
 		return 0;
