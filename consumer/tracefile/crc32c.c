@@ -145,6 +145,9 @@ uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 	if (len >= 3 * CRC3_BLOCK) {
 		pthread_once(&zshift_once, zshift_build);
 		do {
+			/* Never past the end: behind a whole packet, the
+			 * producer is writing the next one's first lines. */
+			const bool pf = len >= 6 * CRC3_BLOCK;
 			uint64_t c1 = 0, c2 = 0;
 
 			for (uint32_t i = 0; i < CRC3_BLOCK; i += 8) {
@@ -154,7 +157,7 @@ uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 				 * recorder's packets were just written by another
 				 * CPU, and three interleaved streams within 3 KiB
 				 * leave the hardware prefetcher behind. */
-				if (!(i & 63u)) {
+				if (pf && !(i & 63u)) {
 					__builtin_prefetch(p + 3 * CRC3_BLOCK + i);
 					__builtin_prefetch(p + 4 * CRC3_BLOCK + i);
 					__builtin_prefetch(p + 5 * CRC3_BLOCK + i);
