@@ -62,21 +62,4 @@ static inline bool evr_recorder_rings_hold(uint64_t ring_size, uint64_t bytes, u
 	       (double)bytes * (double)EVR_RECORDER_DIRECT_HOLD_NS;
 }
 
-/*
- * evr_recorder_direct_behind() - whether direct I/O fell behind the stream: a
- * ring of @ring_size bytes holds @backlog bytes not yet known to be in the
- * file, more than three quarters of it. Whatever is in flight counts: through
- * io_uring up to EVR_URING_DEPTH batches of 4 MiB (16 MiB) and the one being
- * gathered, so with the half of a 32 MiB ring that was the threshold before,
- * a disk with three batches queued (32 ms of a 500 MB/s stream) sent the
- * recorder through the page cache for a second or more, at two to three times
- * the CPU per event, although the ring held 64 ms. Either way the ring alone
- * holds a stall until the writes in flight end (the switch waits for them), so
- * waiting longer loses no more.
- */
-static inline bool evr_recorder_direct_behind(uint64_t backlog, uint64_t ring_size)
-{
-	return backlog > ring_size - ring_size / 4;
-}
-
 #endif

@@ -281,8 +281,7 @@ static int flush_release(struct evr_recorder *r, bool wait)
 
 /*
  * Direct I/O leaves the rings as the only buffer between the process and the
- * disk. When the disk falls behind (a ring three quarters full after a batch
- * went out: evr_recorder_direct_behind()),
+ * disk. When the disk falls behind (a ring half full after a batch went out),
  * the page cache takes over, as without direct I/O. Direct I/O comes back
  * once the rings have stayed nearly empty for a second (@interval: a flush
  * interval passed) while the process sent less than three quarters of what
@@ -303,7 +302,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	if (!r->direct_ok || r->err)
 		return 0;
 	if (r->hold) {
-		if (!evr_recorder_direct_behind(evr_client_span_backlog(r->c), ring_size))
+		if (evr_client_span_backlog(r->c) <= ring_size / 2)
 			return 0;
 		ret = flush_release(r, true);
 		if (ret < 0)
@@ -319,7 +318,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		r->fell_back = true;
 		if (!r->io_warned) {
 			r->io_warned = true;
-			warn(r, "direct I/O fell behind (a ring was three quarters full): writing through "
+			warn(r, "direct I/O fell behind (a ring was half full): writing through "
 			     "the page cache while the disk catches up");
 		}
 		return 0;

@@ -96,14 +96,13 @@ print("small rings: through the page cache from the start")
 EOF
 
 # A disk slower than the producer, surely: rings that take direct I/O from the start (2 of
-# 32 MiB or more), and the recorder stopped (SIGSTOP) while 1,000,000 iterations fill them:
-# 160 MiB over 2 rings of 64 MiB, so one ring gets 80 MiB or more, past three quarters of
-# it however the threads share them. Its first batch then finds that ring more than three
-# quarters full, and the recorder goes on through the page cache (it says so). Whatever was
-# lost is counted: events + lost == what the workload wrote, and dump agrees.
-record_stalled behind 1000000 "$out/behind.evtrace" --providers Demo --buffer-size 128M
+# 32 MiB or more), and the recorder stopped (SIGSTOP) while 1,000,000 iterations fill them.
+# Its first batch then finds a ring more than half full, and the recorder goes on through
+# the page cache (it says so). Whatever was lost is counted: events + lost == what the
+# workload wrote, and dump agrees.
+record_stalled behind 1000000 "$out/behind.evtrace" --providers Demo --buffer-size 256M
 cat "$T/behind.err"
-grep -q "^evring record: warning: direct I/O fell behind (a ring was three quarters full): writing \
+grep -q "^evring record: warning: direct I/O fell behind (a ring was half full): writing \
 through the page cache while the disk catches up$" "$T/behind.err" ||
 	fail "no word of direct I/O falling behind"
 check_accounting behind 1000000 "$T/behind.out" "$T/behind.err" "$out/behind.evtrace"

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The recorder's way back to direct I/O (consumer/recorder/recorder-io.h):
- * what the disk took, and whether the stream fits three quarters of it; and
- * when direct I/O counts as fallen behind.
+ * what the disk took, and whether the stream fits three quarters of it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -81,27 +80,6 @@ static void test_rings_hold_twice_the_longest_stall(void **state)
 	assert_false(evr_recorder_rings_hold(UINT64_C(1) << 32, UINT64_MAX, 1 * MS));
 }
 
-/*
- * A 32 MiB ring with io_uring's four 4 MiB batches in flight and a fifth being
- * gathered holds 20 MiB: the disk is keeping its queue, not behind.
- */
-static void test_direct_behind_counts_what_is_in_flight(void **state)
-{
-	const uint64_t mib = 1ull << 20, ring = 32 * mib;
-
-	(void)state;
-	assert_false(evr_recorder_direct_behind(20 * mib, ring));
-	assert_false(evr_recorder_direct_behind(16 * mib + 1, ring));
-	assert_false(evr_recorder_direct_behind(24 * mib, ring));
-	assert_true(evr_recorder_direct_behind(24 * mib + 1, ring));
-	assert_true(evr_recorder_direct_behind(ring, ring));
-	/* Small rings (128 KiB, the least that turns direct) and huge ones alike. */
-	assert_false(evr_recorder_direct_behind(96 * 1024, 128 * 1024));
-	assert_true(evr_recorder_direct_behind(96 * 1024 + 8, 128 * 1024));
-	assert_false(evr_recorder_direct_behind(3ull << 61, 1ull << 63));
-	assert_true(evr_recorder_direct_behind((3ull << 61) + 1, 1ull << 63));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,7 +88,6 @@ int main(void)
 		cmocka_unit_test(test_stream_fits_when_nothing_was_measured),
 		cmocka_unit_test(test_stream_fits_without_overflow),
 		cmocka_unit_test(test_rings_hold_twice_the_longest_stall),
-		cmocka_unit_test(test_direct_behind_counts_what_is_in_flight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
