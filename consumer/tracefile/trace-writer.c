@@ -76,13 +76,11 @@ struct evr_trace_writer {
 	 * the file got (evr_trace_writer_completed()). */
 	evr_trace_writer_submit_fn *submit;
 	void *submit_arg;
-	uint64_t extended;		/* the file's size set ahead of the batches, 0: not */
 };
 
 #define SEG_MAX		512		/* segments per batch (IOV_MAX is 1024) */
 #define STAGE_MIN	(2u << 20)	/* initial stage: a batch of small chunks */
 #define STAGE_ALIGN	4096u		/* the stage's address: at least any w->align */
-#define EXTEND_AHEAD	(64ull << 20)	/* asynchronous batches: the file's size this far ahead */
 
 static const uint8_t zero_pad[8];
 
@@ -258,40 +256,6 @@ static void stage_pad(struct evr_trace_writer *w, uint32_t extra)
 	w->seq++;
 }
 
-/*
- * Asynchronous batches: the file's size set (ftruncate(), a hole) a step ahead
- * of the batch that ends at @end. ext4 takes a direct write past the end of the
- * file under the inode's exclusive lock, puts the inode on its orphan list
- * (a journal handle) and completes it synchronously, so io_uring hands each
- * such write to a worker and they go one at a time, each behind the journal:
- * the batches in flight were in flight only on paper. Within the file's size
- * the writes go out together. 512 MiB in 4 MiB writes, 4 in flight, ext4 on
- * virtio (the 2-vCPU guest, at load 13-15): median 363 -> 416 MB/s, CPU 7.9 ->
- * 3.2 ns per 42 bytes, the slowest write 299 -> 213 ms (seven runs each,
- * interleaved). Best effort: a refusal (EFBIG over RLIMIT_FSIZE) leaves the
- * writes extending the file as before. The file is cut back to what was
- * written at the end (evr_trace_writer_end(), evr_trace_writer_free()); a
- * recorder killed meanwhile leaves up to EXTEND_AHEAD of zeros behind its last
- * chunk, which readers take for a truncated file.
- */
-static void extend_ahead(struct evr_trace_writer *w, uint64_t end)
-{
-	uint64_t to;
-
-	if (w->mux || end <= w->extended)
-		return;
-	to = (end + EXTEND_AHEAD) & ~(EXTEND_AHEAD - 1);
-	if (ftruncate(w->fd, (off_t)to) == 0)
-		w->extended = to;
-}
-
-/* The file back to its @end after extend_ahead(). */
-static void trim_ahead(struct evr_trace_writer *w, uint64_t end)
-{
-	if (w->extended > end && ftruncate(w->fd, (off_t)end) == 0)
-		w->extended = 0;
-}
-
 /* Write the batch, ended on a block boundary by a PAD chunk. */
 static int flush_batch(struct evr_trace_writer *w)
 {
@@ -301,7 +265,6 @@ static int flush_batch(struct evr_trace_writer *w)
 		return 0;
 	stage_pad(w, 0);
 	if (w->submit) {
-		extend_ahead(w, w->off);
 		/* The engine takes the stage with the batch and gives one back. */
 		err = w->submit(w->submit_arg, w->seg, w->nseg, w->off - w->pending, w->pending,
 				&w->stage, &w->stage_cap);
@@ -604,10 +567,6 @@ void evr_trace_writer_free(struct evr_trace_writer *w)
 {
 	if (!w)
 		return;
-	/* A recording that ended without END: the file ends where the last
-	 * whole batch does (the engine has waited for its writes by now). */
-	if (!w->ended)
-		trim_ahead(w, evr_trace_writer_written(w));
 	free(w->stage);
 	free(w->seg);
 	free(w);
@@ -942,8 +901,6 @@ int evr_trace_writer_end(struct evr_trace_writer *w, const struct evr_trace_end 
 		err = flush_batch(w);
 	if (err)
 		return err;
-	/* Every batch is in the file or on its way, below w->off. */
-	trim_ahead(w, w->off);
 	w->ended = true;
 	return 0;
 }
