@@ -21,6 +21,10 @@
  * built by running the instruction over zeros from each single-bit register),
  * so a join is 8 table lookups per 3 KiB. Measured here: 0.107 -> 0.04 ns per
  * byte, which is most of what the recorder spends in user space per event.
+ * That is on bytes in the cache; the recorder's are not (the producer wrote
+ * them on another CPU), and there the three chains waited on memory: 0.24-0.32
+ * ns per byte over 256 MiB, 0.20-0.25 with each group's lines prefetched while
+ * the group before it is summed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -141,11 +145,23 @@ uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 	if (len >= 3 * CRC3_BLOCK) {
 		pthread_once(&zshift_once, zshift_build);
 		do {
+			/* Never past the end: behind a whole packet, the
+			 * producer is writing the next one's first lines. */
+			const bool pf = len >= 6 * CRC3_BLOCK;
 			uint64_t c1 = 0, c2 = 0;
 
 			for (uint32_t i = 0; i < CRC3_BLOCK; i += 8) {
 				uint64_t w0, w1, w2;
 
+				/* The next group's lines, a group ahead: the
+				 * recorder's packets were just written by another
+				 * CPU, and three interleaved streams within 3 KiB
+				 * leave the hardware prefetcher behind. */
+				if (pf && !(i & 63u)) {
+					__builtin_prefetch(p + 3 * CRC3_BLOCK + i);
+					__builtin_prefetch(p + 4 * CRC3_BLOCK + i);
+					__builtin_prefetch(p + 5 * CRC3_BLOCK + i);
+				}
 				memcpy(&w0, p + i, 8);
 				memcpy(&w1, p + CRC3_BLOCK + i, 8);
 				memcpy(&w2, p + 2 * CRC3_BLOCK + i, 8);
