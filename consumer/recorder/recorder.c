@@ -39,7 +39,10 @@
 #include "recorder-uring.h"
 
 #define SPANS_PER_PUMP		EVR_RECORDER_STEP_MAX	/* then look at the clock and the caller */
-#define THREADS_NS		250000000u	/* ask for the thread names 4 times a second */
+/* Thread names: asked for at most this often when a ring shows a thread not named yet, */
+#define THREADS_NS		250000000u
+/* and this often anyway, for renames (and threads whose records were missed). */
+#define THREADS_RENAME_NS	2000000000u
 #define FLUSH_MS_DEFAULT	250u
 #define TICK_MS_DEFAULT		250u
 #define META_BATCH		256u
@@ -75,6 +78,7 @@ struct evr_recorder {
 	uint64_t *sync_heads;		/* nr_rings: the SYNC chunk's ring heads */
 	uint64_t *held;			/* nr_rings: bytes of done spans held (direct I/O) */
 	uint64_t ring_size;		/* bytes per ring; direct I/O thresholds are fractions */
+	uint32_t packet_size;		/* bytes per packet: where packet headers sit in a span */
 	bool hold;			/* spans are held until their batch is written */
 	/* Direct I/O: the EVENTS chunks not known to be in the file yet, so that a
 	 * failed batch counts exactly the events of the chunks it did write. */
@@ -114,6 +118,9 @@ struct evr_recorder {
 	uint32_t ntnames;
 	uint64_t t_threads;		/* when the thread list was last asked for */
 	bool threads_off;		/* the process cannot list its threads: stop asking */
+	bool tid_new;			/* a ring showed tid_seen, not in tnames, since that */
+	uint32_t tid_seen;
+	uint32_t tid_last;		/* the last tid looked up: most THREAD records repeat it */
 
 	struct sideband sb[SIDEBANDS_MAX];
 	uint32_t nsb;
@@ -372,6 +379,79 @@ static int note_unwritten(struct evr_recorder *r, uint64_t events)
 	return 0;
 }
 
+/* Is @tid among the threads named so far (tnames, sorted by tid)? */
+static bool tid_named(const struct evr_recorder *r, uint32_t tid)
+{
+	uint32_t lo = 0, hi = r->ntnames;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->tnames[mid].tid == tid)
+			return true;
+		if (r->tnames[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * Does @sp name a thread (a THREAD record) that tnames lacks? Then the thread
+ * list is asked for at the next round, not at the next look for renames: the
+ * agent is asked only when a ring shows a thread it was not asked about. A walk
+ * of the record headers (one load a record, the lines that the CRC reads
+ * next); in overwrite mode the span may be rewritten under us, so every size
+ * is checked, and a torn tid costs at most one look too many.
+ */
+static void scan_tids(struct evr_recorder *r, const struct evr_span *sp)
+{
+	const uint8_t *d = sp->data;
+	uint64_t pmask = (uint64_t)r->packet_size - 1;
+	uint32_t off = 0;
+
+	if (r->tid_new || r->threads_off || !r->packet_size)
+		return;
+	while (sp->len - off >= 8) {
+		uint64_t in_pkt = (sp->pos + off) & pmask;
+		uint16_t size;
+		uint8_t type;
+		uint32_t tid;
+
+		if (in_pkt == 0) {
+			if (sp->len - off < EVR_PACKET_HDR_SIZE)
+				return;
+			off += EVR_PACKET_HDR_SIZE;
+			continue;
+		}
+		memcpy(&size, d + off, sizeof(size));
+		type = d[off + 2];
+		if (size < 8 || size > sp->len - off)
+			return;
+		if (type == EVR_REC_END) {
+			if (pmask + 1 - in_pkt > sp->len - off)
+				return;
+			off += (uint32_t)(pmask + 1 - in_pkt);
+			continue;
+		}
+		if (type == EVR_REC_THREAD && size >= EVR_REC_HDR_SIZE + sizeof(uint32_t)) {
+			memcpy(&tid, d + off + EVR_REC_HDR_SIZE, sizeof(tid));
+			if (tid != r->tid_last) {
+				if (!tid_named(r, tid)) {
+					r->tid_new = true;
+					r->tid_seen = tid;
+					return;
+				}
+				r->tid_last = tid;
+			}
+		}
+		if (((size + 7u) & ~7u) > sp->len - off)
+			return;
+		off += (size + 7u) & ~7u;
+	}
+}
+
 /*
  * Write what is published, at most SPANS_PER_PUMP spans: whole packets (the
  * rest of a packet once the next one has begun), and with @partial the part of
@@ -404,6 +484,7 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 			r->write_ns += evr_mono_ns() - t0;
 		if (ret < 0)
 			return write_error(r, ret);
+		scan_tids(r, &sp);
 		/* In overwrite mode the writers may be rewriting the span under us
 		 * already: what the writer's CRC read counts only if
 		 * evr_client_span_done() then says it stayed intact. In discard mode
@@ -494,6 +575,11 @@ static int record_threads(struct evr_recorder *r)
 	if (r->threads_off || r->err)
 		return 0;
 	r->t_threads = evr_mono_ns();
+	/* Asked about from here on: a thread that is gone by now (not in the
+	 * answer) does not make every later round ask again. */
+	if (r->tid_new)
+		r->tid_last = r->tid_seen;
+	r->tid_new = false;
 	if (evr_client_list_threads(r->c, &cur, &n, err, sizeof(err)) < 0) {
 		/* An older agent (EOPNOTSUPP) or a stopped one: names are a nicety. */
 		r->threads_off = true;
@@ -537,6 +623,12 @@ out:
 	free(batch);
 	free(cur);
 	return ret;
+}
+
+/* How long after the last look at the threads the next is due. */
+static uint64_t threads_every(const struct evr_recorder *r)
+{
+	return r->tid_new ? THREADS_NS : THREADS_RENAME_NS;
 }
 
 /* ---- side bands ---------------------------------------------------------------------- */
@@ -708,6 +800,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		}
 	}
 	r->ring_size = h->ring_size;
+	r->packet_size = h->packet_size;
 	r->start_ns = r->last_pump_ns = r->mark_ns = evr_mono_ns();
 	r->mark_bytes = evr_trace_writer_bytes(r->w);
 	s.mode = h->mode;
@@ -782,7 +875,7 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	ret = write_sync(r, now, 0);
 	if (ret < 0)
 		goto failed;
-	if (!r->threads_off && now - r->t_threads >= THREADS_NS) {
+	if (!r->threads_off && now - r->t_threads >= threads_every(r)) {
 		ret = record_threads(r);
 		if (ret < 0)
 			goto failed;
@@ -814,8 +907,8 @@ static uint64_t next_due(const struct evr_recorder *r)
 	if (r->sync.next_ns < due)
 		due = r->sync.next_ns;
 
-	if (!r->threads_off && r->t_threads + THREADS_NS < due)
-		due = r->t_threads + THREADS_NS;
+	if (!r->threads_off && r->t_threads + threads_every(r) < due)
+		due = r->t_threads + threads_every(r);
 	for (uint32_t i = 0; i < r->nsb; i++)
 		if (r->sb[i].due_ns < due)
 			due = r->sb[i].due_ns;
