@@ -182,7 +182,8 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
  * -errno: the recording failed (evr_recorder_stats says why; later calls
  * return the same error).
  * Context: the recorder's thread; may block on a full output, and on the
- * agent's answer when thread names are due (every 250 ms, up to 5 s).
+ * agent's answer when thread names are due (a thread not named yet showed in
+ * a ring, at most every 250 ms; else every 2 s; up to 5 s).
  */
 int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen);
 
