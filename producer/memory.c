@@ -13,24 +13,14 @@
  * session over a limit is refused with a line that names what was asked, the
  * limit and how to raise it. What counts is the rings' memory (what
  * `--buffer-size` means); each session's metadata area comes on top. A session
- * whose consumer named no ring size gets the largest ring up to 128 MiB whose
- * session fits under the per-session limit, under half of what the total limit
- * leaves (so that another consumer still gets one) and under 256 MiB in all,
- * but never a smaller ring than the rule of before gave (the largest up to
- * 32 MiB within the two limits). Why 128 MiB: a thread writes into one ring,
- * and a ring must hold what a fast writer sends while the recorder cannot read
- * or the disk stalls. 32 MiB (64 ms of a 500 MB/s stream; the 4 MiB of before
- * that held 8 ms and lost 40-60% of `evring record`'s first example) still
- * lost 100k-240k of 4 M events in 3 of 5 recordings on a 2-CPU guest, all in
- * the first 200 ms, where the producer, the agent backing the rings and the
- * recorder reading cold data share two CPUs and the rings went unread for up
- * to 123 ms; 128 MiB holds 256 ms (bench/results, "default-ring"). Why the
- * 256 MiB cap: every online CPU's ring is backed, and that first-second
- * contention is a few-CPU affair (the same recordings with the producer and
- * the recorder on CPUs of their own lost nothing), so 2 CPUs get 128 MiB
- * rings, 4 get 64 MiB and 8 or more what they got before, never a default
- * session of up to 512 MiB on a machine that has CPUs to spare. The size
- * granted is in StartSessionReply and
+ * whose consumer named no ring size gets
+ * the largest ring up to 32 MiB whose session fits under the per-session limit
+ * and under half of what the total limit leaves (so that another consumer still
+ * gets one): a ring must hold a disk's stall of a fast writer (a thread writes
+ * into one ring; 32 MiB is 64 ms of a 500 MB/s stream, where the 4 MiB
+ * default of before held 8 ms and `evring record`'s first example lost 40-60%
+ * of its events; larger rings cost every event more once they outgrow the
+ * cache: docs/recorder.md). The size granted is in StartSessionReply and
  * ListSessions. In-process sessions are the program's own
  * choice and are neither capped nor counted.
  *
@@ -55,10 +45,7 @@
 #include "producer-internal.h"
 
 #define MIB (1ull << 20)
-/* Default sessions (the consumer named no size): see the top of this file. */
-#define DEFAULT_RING_MAX (128ull << 20)
-#define DEFAULT_RING_FLOOR (32ull << 20)
-#define DEFAULT_SESSION_CAP (256ull << 20)
+#define DEFAULT_RING_MAX (32ull << 20)
 
 static struct evr_session_limits limits;	/* 0: not set (the defaults) */
 static uint64_t in_use;				/* bytes of live agent sessions */
@@ -169,34 +156,18 @@ static uint64_t ring_bytes(uint32_t nr_rings, uint64_t ring_size)
 	return (uint64_t)nr_rings * ring_size;
 }
 
-/*
- * The largest ring from @max down to the smallest whose @nr_rings rings stay
- * within @budget (the smallest when none does).
- */
-static uint64_t ring_within(uint32_t nr_rings, uint64_t max, uint64_t budget)
-{
-	uint64_t ring = max, min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
-
-	while (ring > min && ring_bytes(nr_rings, ring) > budget)
-		ring /= 2;
-	return ring;
-}
-
 uint64_t evr_memory_default_ring_locked(uint32_t nr_rings)
 {
-	uint64_t session, total, budget, before, cap;
+	uint64_t session, total, budget, ring = DEFAULT_RING_MAX;
+	uint64_t min = (uint64_t)EVR_PACKET_SIZE_MIN * EVR_RING_PACKETS_MIN;
 
 	limits_locked(&session, &total);
 	budget = in_use < total ? (total - in_use) / 2 : 0;
 	if (session < budget)
 		budget = session;
-	/* The rule of before (rings up to 32 MiB) is the floor; the cap on the
-	 * session's whole never takes a ring below it. */
-	before = ring_within(nr_rings, DEFAULT_RING_FLOOR, budget);
-	cap = ring_bytes(nr_rings, before);
-	if (cap < DEFAULT_SESSION_CAP)
-		cap = DEFAULT_SESSION_CAP;
-	return ring_within(nr_rings, DEFAULT_RING_MAX, budget < cap ? budget : cap);
+	while (ring > min && ring_bytes(nr_rings, ring) > budget)
+		ring /= 2;
+	return ring;
 }
 
 int evr_memory_admit_locked(uint32_t nr_rings, uint64_t ring_size, uint64_t *ret_bytes,

@@ -217,10 +217,9 @@ static int test_memory(void)
 	prod_limits(&p, line, &per, &want);
 	CHECK(per == session && want == total, "set %" PRIu64 " %" PRIu64, per, want);
 
-	/* A session that names no size gets the largest ring up to 128 MiB that fits
-	 * under the session limit, half the total and 256 MiB in all: 256 KiB here. */
-	for (ring = 128 * MiB; ring > min_ring && (nr * ring > session || 2 * nr * ring > total ||
-						  nr * ring > 256 * MiB);
+	/* A session that names no size gets the largest ring up to 32 MiB that fits
+	 * under the session limit and half the total: 256 KiB here. */
+	for (ring = 32 * MiB; ring > min_ring && (nr * ring > session || 2 * nr * ring > total);
 	     ring /= 2)
 		;
 	CHECK(try_start(p.pid, 0, &c[0], err, sizeof(err)) == 0, "default session: %s", err);
@@ -269,22 +268,6 @@ static int test_memory(void)
 	evr_client_free(extra);
 	for (uint32_t i = 0; i < k; i++)
 		evr_client_free(c[i]);
-	prod_end(&p);
-
-	/* With room to spare (issue 29): 128 MiB per ring (256 ms of a 500 MB/s writer),
-	 * at most 256 MiB for the session, but never rings under the 32 MiB of before. */
-	prod_spawn(&p);
-	snprintf(line, sizeof(line), "limits %" PRIu64 " %" PRIu64, (uint64_t)nr * 128 * MiB,
-		 (uint64_t)nr * 512 * MiB);
-	prod_limits(&p, line, &per, &want);
-	for (ring = 128 * MiB; ring > 32 * MiB && nr * ring > 256 * MiB; ring /= 2)
-		;
-	CHECK(try_start(p.pid, 0, &c[0], err, sizeof(err)) == 0, "default session: %s", err);
-	CHECK(evr_client_shm(c[0])->ring_size == ring, "granted %" PRIu64 " per ring with %u rings,"
-	      " expected %" PRIu64, evr_client_shm(c[0])->ring_size, nr, ring);
-	printf("default session with room to spare: %u rings of %" PRIu64 " MiB\n", nr,
-	       ring / MiB);
-	evr_client_free(c[0]);
 	prod_end(&p);
 	return 0;
 }
