@@ -17,16 +17,38 @@ need_python
 command -v curl >/dev/null 2>&1 || skip "curl is needed (scripts/setup installs it)"
 [[ -x $(dirname "$EVRING")/evring-monitor ]] || skip "evring-monitor is not built"
 
-# start_producer NAME PROGRAM ARGS...: run it, wait for "ready PID"; sets PROD_PID.
+# start_producer NAME PROGRAM ARGS...: run it, wait for "ready PID"; sets PROD_PID, and
+# PROD_FD: its stdout (a fifo), kept open for what it prints later.
 start_producer() {
-	local name=$1 prog=$2 fd
+	local name=$1 prog=$2
 	shift 2
 	mkfifo "$T/$name.out"
 	"$prog" "$@" >"$T/$name.out" 2>"$T/$name.err" &
 	PROD_PID=$!
 	KILL_AT_EXIT+=("$PROD_PID")
-	exec {fd}<"$T/$name.out"
-	expect "$fd" "^ready $PROD_PID\$" "'ready $PROD_PID' from $name"
+	exec {PROD_FD}<"$T/$name.out"
+	expect "$PROD_FD" "^ready $PROD_PID\$" "'ready $PROD_PID' from $name"
+}
+
+# start_monitor_apart [UNSHARE OPTIONS...]: evring monitor in a mount namespace of its own
+# (unshare --mount and the options given, e.g. --pid --fork --kill-child --mount-proc),
+# where the runtime directory is an empty tmpfs and $T/shared is reachable only as
+# $T/monview; it listens for programs (listen mode) on $T/monview/agents.sock, which is
+# $T/shared/agents.sock here. Sets U, MON_PID, MON_FD; stderr goes to $T/monitor.err.
+start_monitor_apart() {
+	mkdir -m 0700 "$T/shared" "$T/monview"
+	mkfifo "$T/monitor.out"
+	unshare "$@" --mount --propagation private -- sh -c '
+		mount -t tmpfs -o mode=0700 evr-hidden "$EVR_RUNTIME_DIR" &&
+		mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/shared" "$T/monview" \
+		"$EVRING" monitor --listen 127.0.0.1:0 --agent-socket "$T/monview/agents.sock" \
+		>"$T/monitor.out" 2>"$T/monitor.err" &
+	MON_PID=$!
+	KILL_AT_EXIT+=("$MON_PID")
+	exec {MON_FD}<"$T/monitor.out"
+	IFS= read -r -t 60 -u "$MON_FD" U ||
+		fail "the monitor printed no URL: $(cat "$T/monitor.err")"
+	[[ -S $T/shared/agents.sock ]] || fail "no socket at $T/shared/agents.sock"
 }
 
 # start_monitor ARGS...: evring monitor in the background; waits for its first line, the

@@ -25,32 +25,9 @@ unshare --mount --propagation private true 2>/dev/null ||
 	skip "unshare --mount is not permitted here"
 N=20000
 
-# start_prog NAME PROGRAM ARGS...: as start_producer, and keeps its stdout open as PROD_FD.
-start_prog() {
-	local name=$1 prog=$2
-	shift 2
-	mkfifo "$T/$name.out"
-	"$prog" "$@" >"$T/$name.out" 2>"$T/$name.err" &
-	PROD_PID=$!
-	KILL_AT_EXIT+=("$PROD_PID")
-	exec {PROD_FD}<"$T/$name.out"
-	expect "$PROD_FD" "^ready $PROD_PID\$" "'ready $PROD_PID' from $name"
-}
-
 # --- 1. a monitor in another mount namespace ------------------------------------------------
-mkdir -m 0700 "$T/shared" "$T/monview"
 # The monitor sees $T/shared only as $T/monview, and an empty runtime directory.
-mkfifo "$T/monitor.out"
-unshare --mount --propagation private -- sh -c '
-	mount -t tmpfs -o mode=0700 evr-hidden "$EVR_RUNTIME_DIR" &&
-	mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/shared" "$T/monview" \
-	"$EVRING" monitor --listen 127.0.0.1:0 --agent-socket "$T/monview/agents.sock" \
-	>"$T/monitor.out" 2>"$T/monitor.err" &
-MON_PID=$!
-KILL_AT_EXIT+=("$MON_PID")
-exec {MON_FD}<"$T/monitor.out"
-IFS= read -r -t 60 -u "$MON_FD" U || fail "the monitor printed no URL: $(cat "$T/monitor.err")"
-[[ -S $T/shared/agents.sock ]] || fail "no socket at $T/shared/agents.sock"
+start_monitor_apart
 [[ $(stat -c %a "$T/shared/agents.sock") == 600 ]] || fail "the socket's mode is not 0600"
 [[ ! -e $T/monview/agents.sock ]] || fail "the bind mount leaked into this namespace"
 
@@ -58,7 +35,7 @@ IFS= read -r -t 60 -u "$MON_FD" U || fail "the monitor printed no URL: $(cat "$T
 start_producer hidden "$WORKLOAD" --threads 1 --rate 100
 HIDDEN=$PROD_PID
 # And the one in listen mode.
-EVR_MONITOR_SOCKET=$T/shared/agents.sock start_prog wl "$WORKLOAD" --events "$N" \
+EVR_MONITOR_SOCKET=$T/shared/agents.sock start_producer wl "$WORKLOAD" --events "$N" \
 	--threads 2 --wait-sessions 1 --pin
 PID=$PROD_PID
 WL_FD=$PROD_FD
@@ -133,7 +110,7 @@ python3 "$T/hostile.py" "$T/shared/hostile.sock" 6 >"$T/hostile.out" &
 KILL_AT_EXIT+=("$!")
 exec {HFD}<"$T/hostile.out"
 expect "$HFD" '^listening$' "the hostile listener"
-EVR_MONITOR_SOCKET=$T/shared/hostile.sock start_prog victim "$WORKLOAD" --threads 2 \
+EVR_MONITOR_SOCKET=$T/shared/hostile.sock start_producer victim "$WORKLOAD" --threads 2 \
 	--rate 2000 --report-every 2000
 VICTIM=$PROD_PID
 VFD=$PROD_FD

@@ -19,18 +19,7 @@ N=20000
 ID_MIN=$((1 << 30))
 
 # --- the monitor: its own pid namespace, its own mount namespace ------------------------------
-mkdir -m 0700 "$T/shared" "$T/monview"
-mkfifo "$T/monitor.out"
-unshare --pid --fork --kill-child --mount-proc --propagation private -- sh -c '
-	mount -t tmpfs -o mode=0700 evr-hidden "$EVR_RUNTIME_DIR" &&
-	mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/shared" "$T/monview" \
-	"$EVRING" monitor --listen 127.0.0.1:0 --agent-socket "$T/monview/agents.sock" \
-	>"$T/monitor.out" 2>"$T/monitor.err" &
-MON_PID=$!
-KILL_AT_EXIT+=("$MON_PID")
-exec {MON_FD}<"$T/monitor.out"
-IFS= read -r -t 60 -u "$MON_FD" U || fail "the monitor printed no URL: $(cat "$T/monitor.err")"
-[[ -S $T/shared/agents.sock ]] || fail "no socket at $T/shared/agents.sock"
+start_monitor_apart --pid --fork --kill-child --mount-proc
 
 # --- the workload: another pid namespace (a sibling of the monitor's), another mount one -----
 mkfifo "$T/wl.out"

@@ -11,18 +11,6 @@ source "$(dirname "$0")/lib.sh"
 
 start_monitor --listen 127.0.0.1:0 --max-duration 90s --max-sessions 1
 
-# start_wl NAME ARGS...: a workload whose stdout goes to $T/NAME.out (a fifo, FD in WL_FD).
-start_wl() {
-	local name=$1
-	shift
-	mkfifo "$T/$name.out"
-	"$WORKLOAD" "$@" >"$T/$name.out" 2>"$T/$name.err" &
-	WL_PID=$!
-	KILL_AT_EXIT+=("$WL_PID")
-	exec {WL_FD}<"$T/$name.out"
-	expect "$WL_FD" "^ready $WL_PID\$" "'ready $WL_PID' from $name"
-}
-
 # check_counts FILE PID:DONEFILE...: report --json's processes are exactly these, each
 # process's events + lost == what its done line says it emitted.
 check_counts() {
@@ -50,12 +38,12 @@ EOF
 }
 
 # --- pid=A,B: two processes of three ------------------------------------------------------
-start_wl a --events 3000 --threads 2 --wait-sessions 1
-A=$WL_PID A_FD=$WL_FD
-start_wl b --events 5000 --threads 1 --wait-sessions 1
-B=$WL_PID B_FD=$WL_FD
-start_wl c --rate 50 --threads 1
-C=$WL_PID
+start_producer a "$WORKLOAD" --events 3000 --threads 2 --wait-sessions 1
+A=$PROD_PID A_FD=$PROD_FD
+start_producer b "$WORKLOAD" --events 5000 --threads 1 --wait-sessions 1
+B=$PROD_PID B_FD=$PROD_FD
+start_producer c "$WORKLOAD" --rate 50 --threads 1
+C=$PROD_PID
 curl -sS --max-time 120 -D "$T/h1" -o "$T/ab.evtrace" \
 	"$U/trace?pid=$A,$B&duration=80s&providers=Demo&buffer_size=64M" &
 CURL=$!
@@ -71,10 +59,10 @@ grep -qi '^X-Evring-Processes: 2' "$T/h1" || fail "X-Evring-Processes: $(cat "$T
 check_counts "$T/ab.evtrace" "$A:$T/a.done" "$B:$T/b.done"
 
 # --- all=1: every process there (c, still running, and two more), as JSON lines ----------
-start_wl d --events 2000 --threads 2 --wait-sessions 1
-D=$WL_PID D_FD=$WL_FD
-start_wl e --events 4000 --threads 1 --wait-sessions 1
-E=$WL_PID E_FD=$WL_FD
+start_producer d "$WORKLOAD" --events 2000 --threads 2 --wait-sessions 1
+D=$PROD_PID D_FD=$PROD_FD
+start_producer e "$WORKLOAD" --events 4000 --threads 1 --wait-sessions 1
+E=$PROD_PID E_FD=$PROD_FD
 curl -sS --max-time 120 -D "$T/h2" -o "$T/all.evtrace" \
 	"$U/trace?all=1&duration=80s&providers=Demo&buffer_size=64M" &
 CURL=$!
@@ -112,10 +100,10 @@ for a in sys.argv[2:]:
 EOF
 
 # A converted format: each JSON line names its process.
-start_wl f --events 1000 --threads 1 --wait-sessions 1
-F=$WL_PID F_FD=$WL_FD
-start_wl g --events 1500 --threads 1 --wait-sessions 1
-G=$WL_PID G_FD=$WL_FD
+start_producer f "$WORKLOAD" --events 1000 --threads 1 --wait-sessions 1
+F=$PROD_PID F_FD=$PROD_FD
+start_producer g "$WORKLOAD" --events 1500 --threads 1 --wait-sessions 1
+G=$PROD_PID G_FD=$PROD_FD
 got=$(code_type "$U/trace?pid=$F,$G&duration=80s&providers=Demo&format=jsonl")
 [[ $got == "200 application/x-ndjson" ]] || fail "format=jsonl: $got $(head -c 300 "$T/body")"
 expect "$F_FD" "^done " "f's done line"
