@@ -101,6 +101,22 @@ json_t *evr_mon_sample_json(pid_t pid, const struct evr_counter_sample *s)
 
 /* ---- processes ------------------------------------------------------------------------ */
 
+/*
+ * What @o says of where process @pid lives: "ns_pid", the pid it knows itself
+ * by in a pid namespace of its own (a container), when not @pid; "listen_mode",
+ * whether it connected to --agent-socket (no runtime directory of its here);
+ * "pid_namespace": "other" when the namespace it knows itself in is not ours
+ * ("pid" is then ours for it: listen mode's id when we cannot name it at all).
+ */
+static void set_pid_namespace(json_t *o, pid_t pid, uint32_t ns_pid)
+{
+	if (ns_pid)
+		json_object_set_new(o, "ns_pid", json_integer(ns_pid));
+	json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(pid)));
+	json_object_set_new(o, "pid_namespace",
+			    json_string(evr_client_dialin_foreign(pid) || ns_pid ? "other" : "same"));
+}
+
 static json_t *proc_json(const struct evr_mon_proc *p)
 {
 	json_t *o = json_object();
@@ -108,18 +124,9 @@ static json_t *proc_json(const struct evr_mon_proc *p)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "pid", json_integer(p->pid));
-	/* In a pid namespace of its own (a container): the pid it knows itself by. */
-	if (p->ns_pid)
-		json_object_set_new(o, "ns_pid", json_integer(p->ns_pid));
 	json_object_set_new(o, "name", evr_mon_jstr(p->name));
 	json_object_set_new(o, "state", json_string(evr_mon_proc_state_name(p->state)));
-	/* It connected to --agent-socket (listen mode): no runtime directory of its here. */
-	json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(p->pid)));
-	/* "other": the pid namespace it knows itself in is not ours; "pid" is then ours for
-	 * it (listen mode's id when we cannot name it at all), "ns_pid" its own. */
-	json_object_set_new(o, "pid_namespace",
-			    json_string(evr_client_dialin_foreign(p->pid) || p->ns_pid ? "other"
-					: "same"));
+	set_pid_namespace(o, p->pid, p->ns_pid);
 	if (p->command) {
 		json_object_set_new(o, "command", evr_mon_jstr(p->command));
 		json_object_set_new(o, "exe", evr_mon_jstr(p->exe));
@@ -291,14 +298,8 @@ enum MHD_Result evr_mon_route_process(struct evr_mon_req *q, const struct evr_mo
 		      "evring_version", evr_mon_jstr(pi->evring_version),
 		      "cpus", (int)pi->nr_cpus, "start_time_ns", (json_int_t)pi->start_realtime_ns,
 		      "sessions", s, "threads", t ? t : json_null());
-	if (o && pi->ns_pid)
-		json_object_set_new(o, "ns_pid", json_integer(pi->ns_pid));
-	if (o) {
-		json_object_set_new(o, "listen_mode", json_boolean(evr_client_dialin_has(pid)));
-		json_object_set_new(o, "pid_namespace",
-				    json_string(evr_client_dialin_foreign(pid) || pi->ns_pid ? "other"
-						: "same"));
-	}
+	if (o)
+		set_pid_namespace(o, pid, pi->ns_pid);
 	ret = evr_mon_send_json(q, 200, o);
 out:
 	evr_client_free(c);
