@@ -94,22 +94,6 @@ static void usage(FILE *f)
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
 
-static int parse_uint_opt(const char *opt, const char *s, uint32_t lo, uint32_t hi,
-			  uint32_t *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v < lo || v > hi) {
-		evr_cli_error(CMD, "%s: '%s' is not a number from %u to %u", opt, s, lo, hi);
-		return -EINVAL;
-	}
-	*ret = (uint32_t)v;
-	return 0;
-}
-
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
@@ -206,7 +190,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_STACKS:
 			o->stack_depth = 64;
-			if (optarg && parse_uint_opt("--stacks", optarg, 1, 127, &o->stack_depth) < 0)
+			if (optarg && evr_cli_parse_uint(CMD, "--stacks", optarg, 1, 127, &o->stack_depth) < 0)
 				return -EINVAL;
 			break;
 		case OPT_SAMPLE:

@@ -61,21 +61,6 @@ static void usage(FILE *f)
 		"  --no-sandbox     do not confine evring with seccomp once the files are open\n");
 }
 
-static int parse_uint(const char *opt, const char *s, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > 100000 || *s == '-') {
-		evr_cli_error(CMD, "%s: '%s' is not a number from 0 to 100000", opt, s);
-		return -EINVAL;
-	}
-	*ret = (unsigned)v;
-	return 0;
-}
-
 static int parse_argv(int argc, char **argv, struct report_opts *o)
 {
 	enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS, OPT_FUNCTIONS };
@@ -101,15 +86,15 @@ static int parse_argv(int argc, char **argv, struct report_opts *o)
 			o->html = optarg;
 			continue;
 		case OPT_WIDTH:
-			if (parse_uint("--width", optarg, &o->width) < 0)
+			if (evr_cli_parse_uint(CMD, "--width", optarg, 0, 100000, &o->width) < 0)
 				return -EINVAL;
 			continue;
 		case OPT_THREADS:
-			if (parse_uint("--threads", optarg, &o->threads) < 0)
+			if (evr_cli_parse_uint(CMD, "--threads", optarg, 0, 100000, &o->threads) < 0)
 				return -EINVAL;
 			continue;
 		case OPT_FUNCTIONS:
-			if (parse_uint("--functions", optarg, &o->functions) < 0)
+			if (evr_cli_parse_uint(CMD, "--functions", optarg, 0, 100000, &o->functions) < 0)
 				return -EINVAL;
 			continue;
 		}
