@@ -98,3 +98,7 @@ add_test(NAME cli_syscalls
           $<TARGET_FILE:workload> $<TARGET_FILE:evr-syscalls-launch>
           $<TARGET_FILE:evr-syscalls-work>)
 set_tests_properties(cli_syscalls PROPERTIES LABELS integration TIMEOUT 180 SKIP_RETURN_CODE 77)
+
+# The tools' option tables: getopt's tables and the --help list from one table
+# (consumer/common/cli-options.c, issue 27).
+evr_unit(test_cli_options LIBS evring-cli-options)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <evring/cli-options.h>
 #include <evring/export.h>
 #include <evring/mono-time.h>
 
@@ -50,17 +51,13 @@ void evr_cli_warn(const char *cmd, const char *fmt, ...);
  */
 int evr_cli_getopt_error(const char *cmd, int c, char **argv);
 
-/* getopt_long() values of the long-only options shared by the subcommands. */
+/* getopt_long() values of the long-only options shared by the subcommands
+ * (EVR_CLI_OPTIONS_SANDBOX()'s). */
 enum {
-	EVR_OPT_NO_SANDBOX = 0x100,
+	EVR_OPT_NO_SANDBOX = EVR_CLI_LONG_ONLY,
 	EVR_OPT_SANDBOX_PROBE,
 	EVR_OPT_FIRST_OWN,	/* a subcommand's own long-only options start here */
 };
-
-/* The longopts entries of --no-sandbox and the hidden --debug-sandbox-probe. */
-#define EVR_CLI_LONGOPTS_SANDBOX \
-	{ "no-sandbox", no_argument, NULL, EVR_OPT_NO_SANDBOX }, \
-	{ "debug-sandbox-probe", no_argument, NULL, EVR_OPT_SANDBOX_PROBE }
 
 /* Options spelled the same in every subcommand that takes them. */
 struct evr_cli_flags {

@@ -42,26 +42,34 @@ struct convert_opts {
 	pid_t pid;			/* --pid: one process of a trace of several; 0: all */
 };
 
+enum { OPT_EVENT_STACKS = EVR_OPT_FIRST_OWN, OPT_PID };
+
+static const struct evr_cli_option longopts[] = {
+	{ "format", required_argument, 'f', "FORMAT",
+	  "one of the formats above; ctf writes a directory: -o required" },
+	{ "event-stacks", no_argument, OPT_EVENT_STACKS, NULL,
+	  "folded/speedscope/pprof: the events' stacks (record --stacks)\n"
+	  "instead of the CPU samples (the default when there are none)" },
+	{ "output", required_argument, 'o', "OUTPUT",
+	  "the directory (ctf) or file to write; '-' or none: stdout" },
+	{ "pid", required_argument, OPT_PID, "PID",
+	  "only process PID of a trace of several (record --all);\n"
+	  "folded/speedscope/pprof make one profile per process" },
+	{ "quiet", no_argument, 'q', NULL, "no summary line on stderr" },
+	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
+				"do not confine evring with seccomp"),
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	char names[128];
-
-	fprintf(f, "Usage: evring convert FILE --format FORMAT [-o OUTPUT] [--event-stacks] [-q]\n"
-		"Convert trace FILE for other tools. FORMAT is one of:\n");
+	fputs("Usage: evring convert FILE --format FORMAT [-o OUTPUT] [--event-stacks] [-q]\n"
+	      "Convert trace FILE for other tools. FORMAT is one of:\n", f);
 	evr_cli_print_formats(f, "  ");
-	fprintf(f,
-		"  -f, --format FORMAT  one of those (%s);\n"
-		"                       ctf writes a directory: -o required\n"
-		"      --event-stacks   folded/speedscope/pprof: the events' stacks (record --stacks)\n"
-		"                       instead of the CPU samples (the default when there are none)\n"
-		"  -o, --output OUTPUT  the directory (ctf) or file to write; '-' or none: stdout\n"
-		"      --pid PID        only process PID of a trace of several (record --all);\n"
-		"                       folded/speedscope/pprof make one profile per process\n"
-		"  -q, --quiet          no summary line on stderr\n"
-		"  --no-sandbox         do not confine evring with seccomp\n"
-		"The summary on stderr counts what was written: events (chrome, jsonl, ctf), CPU\n"
-		"samples or event stacks (folded, speedscope, pprof), and the distinct stacks.\n",
-		evr_export_format_names(names, sizeof(names)));
+	evr_cli_options_print(f, longopts);
+	fputs("The summary on stderr counts what was written: events (chrome, jsonl, ctf), CPU\n"
+	      "samples or event stacks (folded, speedscope, pprof), and the distinct stacks.\n", f);
 }
 
 static int parse_format(const char *s, enum convert_format *ret)
@@ -80,21 +88,13 @@ static int parse_format(const char *s, enum convert_format *ret)
 
 static int parse_argv(int argc, char **argv, struct convert_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "event-stacks", no_argument, NULL, 'E' },
-		{ "pid", required_argument, NULL, 'P' },
-		EVR_CLI_LONGOPTS_SANDBOX,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	int c, r;
 
-	opterr = 0;
 	/* No '+': GNU getopt permutes, so FILE may come first (evring convert F --format ctf). */
-	while ((c = getopt_long(argc, argv, ":f:o:qh", longopts, NULL)) != -1) {
+	evr_cli_getopt_init(&g, ":", longopts);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (parse_format(optarg, &o->format) < 0)
@@ -106,10 +106,10 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 		case 'q':
 			o->quiet = true;
 			continue;
-		case 'E':
+		case OPT_EVENT_STACKS:
 			o->event_stacks = true;
 			continue;
-		case 'P': {
+		case OPT_PID: {
 			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)
 				return -EINVAL;
 			continue;

@@ -33,34 +33,38 @@ struct dump_opts {
 	pid_t pid;			/* --pid: that process only; 0: every one */
 };
 
+enum { OPT_ABSOLUTE = EVR_OPT_FIRST_OWN, OPT_PID };
+
+static const struct evr_cli_option longopts[] = {
+	{ "json", no_argument, 'j', NULL, "one JSON object per line (see docs/cli.md)" },
+	{ "pid", required_argument, OPT_PID, "PID",
+	  "only process PID's events (a trace of several processes:\n"
+	  "record --all, or several -p)" },
+	{ "absolute", no_argument, OPT_ABSOLUTE, NULL,
+	  "wall-clock time (seconds.nanoseconds since the epoch) instead of\n"
+	  "the time since the first event" },
+	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
+				"do not confine evring with seccomp once the file is open"),
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring dump [--json] [--absolute] [--pid PID] [--no-sandbox] FILE\n"
-		"Print every event of trace FILE in timestamp order.\n"
-		"  --json         one JSON object per line (see docs/cli.md)\n"
-		"  --pid PID      only process PID's events (a trace of several processes:\n"
-		"                 record --all, or several -p)\n"
-		"  --absolute     wall-clock time (seconds.nanoseconds since the epoch) instead of\n"
-		"                 the time since the first event\n"
-		"  --no-sandbox   do not confine evring with seccomp once the file is open\n");
+	evr_cli_usage(f,
+		      "Usage: evring dump [--json] [--absolute] [--pid PID] [--no-sandbox] FILE\n"
+		      "Print every event of trace FILE in timestamp order.\n",
+		      longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct dump_opts *o)
 {
-	enum { OPT_ABSOLUTE = EVR_OPT_FIRST_OWN, OPT_PID };
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "absolute", no_argument, NULL, OPT_ABSOLUTE },
-		{ "pid", required_argument, NULL, OPT_PID },
-		EVR_CLI_LONGOPTS_SANDBOX,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	int c, r;
 
+	evr_cli_getopt_init(&g, "+:", longopts);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		if (c == OPT_ABSOLUTE) {
 			o->absolute = true;
 			continue;

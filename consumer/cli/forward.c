@@ -97,61 +97,65 @@ struct fwd {
 	struct evr_field_value vals[EVR_SCHEMA_MAX_FIELDS];
 };
 
+enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_TO, OPT_DURATION, OPT_BUFFER, OPT_COUNTERS,
+       OPT_FLUSH, OPT_ALL };
+
+static const struct evr_cli_option longopts[] = {
+	{ "pid", required_argument, 'p', "PID", "attach to process PID (repeatable)" },
+	{ "name", required_argument, 'n', "NAME",
+	  "attach to the one process named NAME (repeatable)" },
+	{ "all", no_argument, OPT_ALL, NULL,
+	  "every process of yours with libevring's agent, and\n"
+	  "those that start while forwarding" },
+	{ "to", required_argument, OPT_TO, "SINK",
+	  "where to send them (repeatable), each with its own\n"
+	  "filter: KIND[:ARG][,KEY=VALUE...]\n"
+	  "  jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
+	  "  graphite:HOST:PORT  counters to carbon (plaintext)\n"
+	  "  journald[:SOCKET]   one journal entry per event\n"
+	  "  lttng               evring:* LTTng-UST tracepoints\n"
+	  "filter keys: level=N, provider=GLOB, event=GLOB,\n"
+	  "keywords=0xMASK, what=events|counters|all, max-rate=N" },
+	{ "providers", required_argument, OPT_PROVIDERS, "LIST",
+	  "Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*';\n"
+	  "only counters when every sink takes only counters)" },
+	{ "counter-interval", required_argument, OPT_COUNTERS, "TIME",
+	  "sample counters every TIME (e.g. 1s; default:\n"
+	  "none, or 1s when a sink takes only counters)" },
+	{ "duration", required_argument, OPT_DURATION, "TIME",
+	  "stop after TIME (500ms, 30s, 5m, 1h)" },
+	{ "buffer-size", required_argument, OPT_BUFFER, "SIZE",
+	  "session buffer per process, split over its rings" },
+	{ "flush-timeout", required_argument, OPT_FLUSH, "TIME",
+	  "how long sinks may take to deliver at exit (default 5s)" },
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring forward -p PID | -n NAME | --all --to SINK [--to SINK...] [OPTIONS]\n"
-		"       evring forward --to SINK [OPTIONS] -- PROGRAM [ARGS...]\n"
-		"Forward the events and counters of running processes (or of PROGRAM from its\n"
-		"first event) to other tools, live; each item carries its process's pid.\n"
-		"  -p, --pid PID            attach to process PID (repeatable)\n"
-		"  -n, --name NAME          attach to the one process named NAME (repeatable)\n"
-		"      --all                every process of yours with libevring's agent, and\n"
-		"                           those that start while forwarding\n"
-		"      --to SINK            where to send them (repeatable), each with its own\n"
-		"                           filter: KIND[:ARG][,KEY=VALUE...]\n"
-		"                             jsonl[:PATH]        JSON lines to PATH (- stdout)\n"
-		"                             graphite:HOST:PORT  counters to carbon (plaintext)\n"
-		"                             journald[:SOCKET]   one journal entry per event\n"
-		"                             lttng               evring:* LTTng-UST tracepoints\n"
-		"                           filter keys: level=N, provider=GLOB, event=GLOB,\n"
-		"                           keywords=0xMASK, what=events|counters|all, max-rate=N\n"
-		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*';\n"
-		"                           only counters when every sink takes only counters)\n"
-		"      --counter-interval TIME  sample counters every TIME (e.g. 1s; default:\n"
-		"                           none, or 1s when a sink takes only counters)\n"
-		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h)\n"
-		"      --buffer-size SIZE   session buffer per process, split over its rings\n"
-		"      --flush-timeout TIME how long sinks may take to deliver at exit (default 5s)\n"
-		"Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit (with\n"
-		"--all: Ctrl-C/SIGTERM or --duration only).\n");
+	evr_cli_usage(f,
+		      "Usage: evring forward -p PID | -n NAME | --all --to SINK [--to SINK...] [OPTIONS]\n"
+		      "       evring forward --to SINK [OPTIONS] -- PROGRAM [ARGS...]\n"
+		      "Forward the events and counters of running processes (or of PROGRAM from its\n"
+		      "first event) to other tools, live; each item carries its process's pid.\n",
+		      longopts,
+		      "Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit (with\n"
+		      "--all: Ctrl-C/SIGTERM or --duration only).\n");
 }
 
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 {
-	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_TO, OPT_DURATION, OPT_BUFFER,
-	       OPT_COUNTERS, OPT_FLUSH, OPT_ALL };
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "all", no_argument, NULL, OPT_ALL },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "providers", required_argument, NULL, OPT_PROVIDERS },
-		{ "duration", required_argument, NULL, OPT_DURATION },
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
-		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
-		{ "flush-timeout", required_argument, NULL, OPT_FLUSH },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	struct evr_cli_flags flags = { 0 };
 	int c, r;
 
 	o->providers = "*";
 	o->flush_ns = 5000000000ull;
+	evr_cli_getopt_init(&g, "+:", longopts);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 		case 'n':

@@ -27,32 +27,34 @@ struct providers_opts {
 	const char *name;
 };
 
+static const struct evr_cli_option longopts[] = {
+	{ "pid", required_argument, 'p', "PID", "the process" },
+	{ "process-id", required_argument, 'p', NULL, NULL },	/* dotnet-trace's name */
+	{ "name", required_argument, 'n', "NAME",
+	  "the one process named NAME that runs libevring's agent" },
+	{ "json", no_argument, 'j', NULL, "one JSON object" },
+	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
+				"do not confine evring with seccomp"),
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring providers -p PID | -n NAME [--json] [--no-sandbox]\n"
-		"List what a process offers: its providers, their events and counters.\n"
-		"  -p, --pid PID     the process\n"
-		"  -n, --name NAME   the one process named NAME that runs libevring's agent\n"
-		"  --json            one JSON object\n"
-		"  --no-sandbox      do not confine evring with seccomp\n");
+	evr_cli_usage(f,
+		      "Usage: evring providers -p PID | -n NAME [--json] [--no-sandbox]\n"
+		      "List what a process offers: its providers, their events and counters.\n",
+		      longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct providers_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "process-id", required_argument, NULL, 'p' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		EVR_CLI_LONGOPTS_SANDBOX,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	int c, r;
 
+	evr_cli_getopt_init(&g, "+:", longopts);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:n:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)

@@ -23,32 +23,33 @@ struct ps_opts {
 	bool clock;
 };
 
+static const struct evr_cli_option longopts[] = {
+	{ "json", no_argument, 'j', NULL, "one JSON object per process and line" },
+	{ "sessions", no_argument, 's', NULL, "also list each process's sessions" },
+	{ "clock", no_argument, 'c', NULL, "also say why each process uses its clock" },
+	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
+				"do not confine evring with seccomp"),
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring ps [--json] [--sessions] [--clock] [--no-sandbox]\n"
-		"List the processes running libevring's agent that you may attach to.\n"
-		"CLOCK is what events carry: tsc (raw TSC ticks) or mono (CLOCK_MONOTONIC).\n"
-		"  --json       one JSON object per process and line\n"
-		"  --sessions   also list each process's sessions\n"
-		"  --clock      also say why each process uses its clock\n"
-		"  --no-sandbox do not confine evring with seccomp\n");
+	evr_cli_usage(f,
+		      "Usage: evring ps [--json] [--sessions] [--clock] [--no-sandbox]\n"
+		      "List the processes running libevring's agent that you may attach to.\n"
+		      "CLOCK is what events carry: tsc (raw TSC ticks) or mono (CLOCK_MONOTONIC).\n",
+		      longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct ps_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "sessions", no_argument, NULL, 's' },
-		{ "clock", no_argument, NULL, 'c' },
-		EVR_CLI_LONGOPTS_SANDBOX,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	int c, r;
 
+	evr_cli_getopt_init(&g, "+:", longopts);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:jsch", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		if (c == 's') {
 			o->sessions = true;
 			continue;

@@ -31,100 +31,103 @@
 #define CMD "record"
 #define PROGRESS_NS 250000000u		/* refresh ~4 times a second */
 
+enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE, OPT_COUNTERS,
+       OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE, OPT_FORMAT, OPT_HEAP,
+       OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS };
+
+static const struct evr_cli_option longopts[] = {
+	{ "pid", required_argument, 'p', "PID",
+	  "attach to process PID (no restart needed); repeat\n"
+	  "-p and -n to record several processes in one file" },
+	{ "process-id", required_argument, 'p', NULL, NULL },	/* dotnet-trace's and dotnet-counters' name */
+	{ "name", required_argument, 'n', "NAME", "attach to the one process named NAME" },
+	{ "all", no_argument, OPT_ALL, NULL,
+	  "every process of yours with libevring's agent, and\n"
+	  "those that start while recording, in one file" },
+	{ "providers", required_argument, OPT_PROVIDERS, "LIST",
+	  "Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')" },
+	{ "output", required_argument, 'o', "FILE",
+	  "trace file to write (default: PROCNAME_YYYYMMDD_HHMMSS\n"
+	  ".evtrace, never an existing file; -: stdout)" },
+	{ "profile", required_argument, OPT_PROFILE, "NAME[,...]",
+	  "a named set of providers and options (evring profiles\n"
+	  "lists them: cpu-sampling, gc-verbose, ...)" },
+	{ "format", required_argument, OPT_FORMAT, "FORMAT",
+	  "also convert the trace when the recording ends, next\n"
+	  "to it (chrome, speedscope, pprof...: evring --help)" },
+	{ "duration", required_argument, OPT_DURATION, "TIME",
+	  "stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)" },
+	{ "buffer-size", required_argument, OPT_BUFFER, "SIZE",
+	  "session buffer in all, split over the process's rings\n"
+	  "(e.g. 256M; default: up to 32 MiB per ring, within\n"
+	  "the process's memory limits)" },
+	{ "mode", required_argument, OPT_MODE, "MODE",
+	  "discard (default: drop new events when full) or\n"
+	  "overwrite (flight recorder: keep the newest)" },
+	{ "counter-interval", required_argument, OPT_COUNTERS, "TIME",
+	  "sample the providers' counters every TIME\n"
+	  "(e.g. 1s; at least 10ms; default: no counters)" },
+	{ "stacks", optional_argument, OPT_STACKS, "[=DEPTH]",
+	  "every event carries its thread's call stack, at most\n"
+	  "DEPTH frames (1-127, default 64)" },
+	{ "heap", optional_argument, OPT_HEAP, "[=RATE]",
+	  "sample heap allocations, one every RATE bytes on\n"
+	  "average (default 512K), with stacks (docs/memory.md)" },
+	{ "sample-cpu", optional_argument, OPT_SAMPLE, "[=EVENT][:HZ]",
+	  "also sample the process's threads on the CPU\n"
+	  "with perf_events, HZ times a second (default 999),\n"
+	  "with call stacks and context switches; EVENT:\n"
+	  "cpu-clock (default), or cycles, instructions,\n"
+	  "cache-misses... where there is a hardware PMU\n"
+	  "(else cpu-clock, said in one line; docs/stacks.md)" },
+	{ "perf-counters", optional_argument, OPT_PERF_COUNTERS, "[=LIST]",
+	  "count per thread: cycles, instructions,\n"
+	  "cache-misses, branch-misses (a PMU), task-clock,\n"
+	  "context-switches, page-faults, cpu-migrations\n"
+	  "(default: all of these)" },
+	{ "system", no_argument, OPT_SYSTEM, NULL,
+	  "with --sample-cpu: sample every CPU and every process,\n"
+	  "kernel stacks included (root or CAP_PERFMON, else\n"
+	  "the recorded process only; docs/system.md)" },
+	{ "syscalls", optional_argument, OPT_SYSCALLS, "[=LIST]",
+	  "also record every system call of the process's\n"
+	  "threads (or those in LIST: write,openat,...) with\n"
+	  "perf tracepoints: needs root or CAP_PERFMON\n"
+	  "(docs/syscalls.md)\n"
+	  "(these four: per process with several -p/-n; not\n"
+	  "with --all)" },
+	{ "connect-timeout", required_argument, OPT_CONNECT_TIMEOUT, "TIME",
+	  "with -- PROGRAM: how long PROGRAM has to connect\n"
+	  "(default 10s); then it is stopped with SIGTERM" },
+	{ "io", required_argument, OPT_IO, "MODE",
+	  "auto (default: whole packets go to the disk with\n"
+	  "direct I/O where the file system allows it, in\n"
+	  "discard mode, with rings that hold 64 ms of the\n"
+	  "stream, several writes in flight through io_uring\n"
+	  "where the kernel allows it), uring (the same, and\n"
+	  "say so when io_uring is refused), direct (direct\n"
+	  "I/O, one write at a time) or buffered (through the\n"
+	  "page cache)" },
+	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
+				"do not confine evring with seccomp once attached"),
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring record -p PID | -n NAME | --all [OPTIONS]\n"
-		"       evring record [OPTIONS] -- PROGRAM [ARGS...]\n"
-		"Record events of running processes, or of PROGRAM from its first event.\n"
-		"  -p, --pid PID            attach to process PID (no restart needed); repeat\n"
-		"                           -p and -n to record several processes in one file\n"
-		"  -n, --name NAME          attach to the one process named NAME\n"
-		"      --all                every process of yours with libevring's agent, and\n"
-		"                           those that start while recording, in one file\n"
-		"      --providers LIST     Name[:0xKEYWORDS[:LEVEL[:k=v;...]]],... (default: '*')\n"
-		"  -o, --output FILE        trace file to write (default: PROCNAME_YYYYMMDD_HHMMSS\n"
-		"                           .evtrace, never an existing file; -: stdout)\n"
-		"      --profile NAME[,...] a named set of providers and options (evring profiles\n"
-		"                           lists them: cpu-sampling, gc-verbose, ...)\n"
-		"      --format FORMAT      also convert the trace when the recording ends, next\n"
-		"                           to it (chrome, speedscope, pprof...: evring --help)\n"
-		"      --duration TIME      stop after TIME (500ms, 30s, 5m, 1h, hh:mm:ss, dd:hh:mm:ss)\n"
-		"      --buffer-size SIZE   session buffer in all, split over the process's rings\n"
-		"                           (e.g. 256M; default: up to 32 MiB per ring, within\n"
-		"                           the process's memory limits)\n"
-		"      --mode MODE          discard (default: drop new events when full) or\n"
-		"                           overwrite (flight recorder: keep the newest)\n"
-		"      --counter-interval TIME  sample the providers' counters every TIME\n"
-		"                           (e.g. 1s; at least 10ms; default: no counters)\n"
-		"      --stacks[=DEPTH]     every event carries its thread's call stack, at most\n"
-		"                           DEPTH frames (1-127, default 64)\n"
-		"      --heap[=RATE]        sample heap allocations, one every RATE bytes on\n"
-		"                           average (default 512K), with stacks (docs/memory.md)\n"
-		"      --sample-cpu[=EVENT][:HZ]  also sample the process's threads on the CPU\n"
-		"                           with perf_events, HZ times a second (default 999),\n"
-		"                           with call stacks and context switches; EVENT:\n"
-		"                           cpu-clock (default), or cycles, instructions,\n"
-		"                           cache-misses... where there is a hardware PMU\n"
-		"                           (else cpu-clock, said in one line; docs/stacks.md)\n"
-		"      --perf-counters[=LIST]  count per thread: cycles, instructions,\n"
-		"                           cache-misses, branch-misses (a PMU), task-clock,\n"
-		"                           context-switches, page-faults, cpu-migrations\n"
-		"                           (default: all of these)\n"
-		"      --system             with --sample-cpu: sample every CPU and every process,\n"
-		"                           kernel stacks included (root or CAP_PERFMON, else\n"
-		"                           the recorded process only; docs/system.md)\n"
-		"      --syscalls[=LIST]    also record every system call of the process's\n"
-		"                           threads (or those in LIST: write,openat,...) with\n"
-		"                           perf tracepoints: needs root or CAP_PERFMON\n"
-		"                           (docs/syscalls.md)\n"
-		"                           (these four: per process with several -p/-n; not\n"
-		"                           with --all)\n"
-		"      --connect-timeout TIME  with -- PROGRAM: how long PROGRAM has to connect\n"
-		"                           (default 10s); then it is stopped with SIGTERM\n"
-		"      --io MODE            auto (default: whole packets go to the disk with\n"
-		"                           direct I/O where the file system allows it, in\n"
-		"                           discard mode, with rings that hold 64 ms of the\n"
-		"                           stream, several writes in flight through io_uring\n"
-		"                           where the kernel allows it), uring (the same, and\n"
-		"                           say so when io_uring is refused), direct (direct\n"
-		"                           I/O, one write at a time) or buffered (through the\n"
-		"                           page cache)\n"
-		"      --no-sandbox         do not confine evring with seccomp once attached\n"
-		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
+	evr_cli_usage(f,
+		      "Usage: evring record -p PID | -n NAME | --all [OPTIONS]\n"
+		      "       evring record [OPTIONS] -- PROGRAM [ARGS...]\n"
+		      "Record events of running processes, or of PROGRAM from its first event.\n",
+		      longopts,
+		      "Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
 
 /* Return: 1 run, 0 done (--help), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
-	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
-	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS };
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
-		{ "name", required_argument, NULL, 'n' },
-		{ "all", no_argument, NULL, OPT_ALL },
-		{ "providers", required_argument, NULL, OPT_PROVIDERS },
-		{ "output", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, OPT_DURATION },
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "counter-interval", required_argument, NULL, OPT_COUNTERS },
-		{ "stacks", optional_argument, NULL, OPT_STACKS },
-		{ "sample-cpu", optional_argument, NULL, OPT_SAMPLE },
-		{ "system", no_argument, NULL, OPT_SYSTEM },
-		{ "perf-counters", optional_argument, NULL, OPT_PERF_COUNTERS },
-		{ "heap", optional_argument, NULL, OPT_HEAP },
-		{ "syscalls", optional_argument, NULL, OPT_SYSCALLS },
-		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-		{ "io", required_argument, NULL, OPT_IO },
-		{ "profile", required_argument, NULL, OPT_PROFILE },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		EVR_CLI_LONGOPTS_SANDBOX,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	char optname[32];
 	int c, r, longindex;
 
@@ -132,9 +135,10 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 	/* No -o: named after the process once it is known (evr_record_default_output()). */
 	o->mode = EVR_MODE_DISCARD;
 	o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING;
+	evr_cli_getopt_init(&g, "+:", longopts);
 	opterr = 0;
 	while ((longindex = -1,
-		c = getopt_long(argc, argv, "+:p:n:o:h", longopts, &longindex)) != -1) {
+		c = getopt_long(argc, argv, g.shortopts, g.longopts, &longindex)) != -1) {
 		switch (c) {
 		case 'p':
 			/* The option as typed: -p, --pid or --process-id. */

@@ -42,45 +42,48 @@ struct report_opts {
 	unsigned functions;		/* --functions N */
 };
 
+enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS, OPT_FUNCTIONS };
+
+static const struct evr_cli_option longopts[] = {
+	{ "json", no_argument, 'j', NULL, "one JSON object with the same numbers instead of tables" },
+	{ "html", required_argument, OPT_HTML, "FILE",
+	  "write a self-contained HTML page with plots to FILE instead\n"
+	  "of the tables (with --json: both)" },
+	{ "threads", required_argument, OPT_THREADS, "N",
+	  "how many threads to list (default 10, 0 for all)" },
+	{ "functions", required_argument, OPT_FUNCTIONS, "N",
+	  "how many functions of the CPU samples to list (default 20,\n0 for all)" },
+	{ "width", required_argument, OPT_WIDTH, "N",
+	  "fit tables into N columns (default: the terminal's)" },
+	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
+				"do not confine evring with seccomp once the files are open"),
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring report [--json] [--html FILE] [--threads N] [--functions N]\n"
-		"                     [--width N] FILE\n"
-		"Summarize trace FILE: process, time span, events per provider and event type,\n"
-		"lost events per CPU, counter statistics, the busiest threads, the CPU samples\n"
-		"and the functions they were in (record --sample-cpu), and per process the\n"
-		"system calls (record --syscalls), as strace -c counts them.\n"
-		"  -j, --json       one JSON object with the same numbers instead of tables\n"
-		"  --html FILE      write a self-contained HTML page with plots to FILE instead\n"
-		"                   of the tables (with --json: both)\n"
-		"  --threads N      how many threads to list (default 10, 0 for all)\n"
-		"  --functions N    how many functions of the CPU samples to list (default 20,\n"
-		"                   0 for all)\n"
-		"  --width N        fit tables into N columns (default: the terminal's)\n"
-		"  --no-sandbox     do not confine evring with seccomp once the files are open\n");
+	evr_cli_usage(f,
+		      "Usage: evring report [--json] [--html FILE] [--threads N] [--functions N]\n"
+		      "                     [--width N] FILE\n"
+		      "Summarize trace FILE: process, time span, events per provider and event type,\n"
+		      "lost events per CPU, counter statistics, the busiest threads, the CPU samples\n"
+		      "and the functions they were in (record --sample-cpu), and per process the\n"
+		      "system calls (record --syscalls), as strace -c counts them.\n",
+		      longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct report_opts *o)
 {
-	enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS, OPT_FUNCTIONS };
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "html", required_argument, NULL, OPT_HTML },
-		{ "width", required_argument, NULL, OPT_WIDTH },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "functions", required_argument, NULL, OPT_FUNCTIONS },
-		EVR_CLI_LONGOPTS_SANDBOX,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	int c, r;
 
 	o->threads = TOP_THREADS;
 	o->functions = TOP_FUNCTIONS;
-	opterr = 0;
 	/* No '+': the file may come before the options (evring report F --html R.html). */
-	while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+	evr_cli_getopt_init(&g, ":", longopts);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_HTML:
 			o->html = optarg;

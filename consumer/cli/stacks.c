@@ -27,39 +27,41 @@ struct stacks_opts {
 	bool verbose;
 };
 
+enum { OPT_DEPTH = EVR_OPT_FIRST_OWN, OPT_LINES };
+
+static const struct evr_cli_option longopts[] = {
+	{ "pid", required_argument, 'p', "PID", "the process (yours; any process when root)" },
+	{ "name", required_argument, 'n', "NAME",
+	  "the one process named NAME that runs libevring's agent" },
+	{ "json", no_argument, 'j', NULL, "one JSON document instead of text" },
+	{ "depth", required_argument, OPT_DEPTH, "N",
+	  "at most N frames per thread (1-1024, default 64)" },
+	{ "lines", no_argument, OPT_LINES, NULL,
+	  "add source file:line where debug information has it" },
+	{ "verbose", no_argument, 'v', NULL, "say on stderr how long each thread was stopped" },
+	EVR_CLI_OPTION_HELP,
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring stacks -p PID|-n NAME [--json] [--depth N] [--lines] [--verbose]\n"
-		"Print the current call stack of every thread of process PID, symbolized.\n"
-		"  -p, --pid PID    the process (yours; any process when root)\n"
-		"  -n, --name NAME  the one process named NAME that runs libevring's agent\n"
-		"  -j, --json       one JSON document instead of text\n"
-		"      --depth N    at most N frames per thread (1-1024, default 64)\n"
-		"      --lines      add source file:line where debug information has it\n"
-		"  -v, --verbose    say on stderr how long each thread was stopped\n"
-		"Each thread is stopped with ptrace while it is unwound (well under a\n"
-		"millisecond each); a process that a debugger traces cannot be snapshotted.\n");
+	evr_cli_usage(f,
+		      "Usage: evring stacks -p PID|-n NAME [--json] [--depth N] [--lines] [--verbose]\n"
+		      "Print the current call stack of every thread of process PID, symbolized.\n",
+		      longopts,
+		      "Each thread is stopped with ptrace while it is unwound (well under a\n"
+		      "millisecond each); a process that a debugger traces cannot be snapshotted.\n");
 }
 
 static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 {
-	enum { OPT_DEPTH = EVR_OPT_FIRST_OWN, OPT_LINES };
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "depth", required_argument, NULL, OPT_DEPTH },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	int c, r;
 
 	o->depth = 64;
+	evr_cli_getopt_init(&g, "+:", longopts);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:n:jvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)

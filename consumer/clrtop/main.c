@@ -24,6 +24,8 @@
 #include <unistd.h>
 #include <curses.h>
 
+#include <evring/cli-options.h>
+
 #include "detail.h"
 #include "model.h"
 #include "view.h"
@@ -65,27 +67,41 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+enum { OPT_COUNTERS = EVR_CLI_LONG_ONLY, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE,
+       OPT_NAME, OPT_VERSION };
+
+/* tests/cli/help.sh checks that --help names every option of this table. */
+static const struct evr_cli_option longopts[] = {
+	{ "pid", required_argument, 'p', "PID",
+	  "watch PID (repeatable); default: an overview of all" },
+	{ "process-id", required_argument, 'p', NULL, NULL },	/* dotnet-trace's and dotnet-counters' name */
+	{ "name", required_argument, OPT_NAME, "NAME",
+	  "watch the one process named NAME (repeatable)" },
+	{ "counters", required_argument, OPT_COUNTERS, "LIST",
+	  "'Provider[counter,...],Provider2': only these" },
+	{ "delay", required_argument, 'd', "SECONDS",
+	  "refresh and sampling interval (default 1; 0.01-3600;\n"
+	  "or a TimeSpan, 00:00:01, as dotnet-counters takes it)" },
+	{ "refresh-interval", required_argument, 'd', NULL, NULL },
+	{ "batch", no_argument, 'b', NULL, "plain-text snapshots on stdout, no terminal needed" },
+	{ "iterations", required_argument, 'n', "N", "stop after N refreshes" },
+	{ "duration", required_argument, OPT_DURATION, "SECONDS", "stop after this long" },
+	{ "format", required_argument, OPT_FORMAT, "csv|json",
+	  "record every sample (to -o FILE; batch: stdout)" },
+	{ "output", required_argument, 'o', "FILE", "where --format writes" },
+	EVR_CLI_OPTIONS_SANDBOX(OPT_NO_SANDBOX, OPT_PROBE, "do not confine clrtop with seccomp"),
+	EVR_CLI_OPTION_HELP,
+	EVR_CLI_OPTION_VERSION(OPT_VERSION),
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: clrtop [OPTIONS]\n"
-		"Live view of the counters of processes running libevring's agent.\n"
-		"  -p, --pid, --process-id PID\n"
-		"                         watch PID (repeatable); default: an overview of all\n"
-		"      --name NAME        watch the one process named NAME (repeatable)\n"
-		"      --counters LIST    'Provider[counter,...],Provider2': only these\n"
-		"  -d, --delay, --refresh-interval SECONDS\n"
-		"                         refresh and sampling interval (default 1; 0.01-3600;\n"
-		"                         or a TimeSpan, 00:00:01, as dotnet-counters takes it)\n"
-		"  -b, --batch            plain-text snapshots on stdout, no terminal needed\n"
-		"  -n, --iterations N     stop after N refreshes\n"
-		"      --duration SECONDS stop after this long\n"
-		"      --format csv|json  record every sample (to -o FILE; batch: stdout)\n"
-		"  -o, --output FILE      where --format writes\n"
-		"      --no-sandbox       do not confine clrtop with seccomp\n"
-		"  -h, --help             this help\n"
-		"      --version          the version of evring\n"
-		"Keys: q quit, space pause, < > sort, Enter details, Esc back, h help.\n");
+	evr_cli_usage(f,
+		      "Usage: clrtop [OPTIONS]\n"
+		      "Live view of the counters of processes running libevring's agent.\n",
+		      longopts,
+		      "Keys: q quit, space pause, < > sort, Enter details, Esc back, h help.\n");
 }
 
 __attribute__((format(printf, 1, 2)))
@@ -101,7 +117,6 @@ static int bad(const char *fmt, ...)
 	return -EINVAL;
 }
 
-enum { OPT_COUNTERS = 0x100, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBOX, OPT_PROBE, OPT_NAME };
 
 /*
  * The options that set no value of clrtop's own: the sandbox's flags, --help,
@@ -115,7 +130,7 @@ static int other_opt(int c, char **argv, struct opts *o)
 	}
 	if (c == 'h')
 		usage(stdout);
-	else if (c == 'V')
+	else if (c == OPT_VERSION)
 		printf("clrtop %s\n", EVR_VERSION);
 	else if (c == ':')
 		return bad("option '%s' needs a value", argv[optind - 1]);
@@ -128,30 +143,15 @@ static int other_opt(int c, char **argv, struct opts *o)
 
 static int parse_argv(int argc, char **argv, struct opts *o)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
-		{ "counters", required_argument, NULL, OPT_COUNTERS },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "refresh-interval", required_argument, NULL, 'd' },
-		{ "batch", no_argument, NULL, 'b' },
-		{ "iterations", required_argument, NULL, 'n' },
-		{ "duration", required_argument, NULL, OPT_DURATION },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, OPT_NAME },
-		EVR_SANDBOX_LONGOPTS(OPT_NO_SANDBOX, OPT_PROBE),
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	char err[256], optname[32];
 	int c, r, longindex;
 
 	o->interval_ms = 1000;
+	evr_cli_getopt_init(&g, ":", longopts);
 	opterr = 0;
 	while ((longindex = -1,
-		c = getopt_long(argc, argv, ":p:d:bn:o:h", longopts, &longindex)) != -1) {
+		c = getopt_long(argc, argv, g.shortopts, g.longopts, &longindex)) != -1) {
 		char *end;
 		long long v;
 

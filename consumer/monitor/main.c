@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <evring/cli-options.h>
 #include <evring/sandbox.h>
 
 #include "monitor.h"
@@ -37,44 +38,72 @@ static void error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+enum { OPT_LISTEN = EVR_CLI_LONG_ONLY, OPT_UNIX, OPT_NO_TCP, OPT_KEY_HASH, OPT_KEY_FILE,
+       OPT_GENKEY, OPT_NO_AUTH, OPT_MAX_CONN, OPT_MAX_SESS, OPT_IDLE, OPT_MAX_BODY, OPT_INTERVAL,
+       OPT_HISTORY, OPT_MAX_DUR, OPT_OUTDIR, OPT_NO_SANDBOX, OPT_PROBE, OPT_HDR_TIMEOUT,
+       OPT_MAX_PEER, OPT_MAX_TSIZE, OPT_TTL, OPT_MAX_KEPT, OPT_AGENT_SOCKET, OPT_VERSION };
+
+#define STRINGIFY(x) #x
+#define NUMBER_TEXT(x) STRINGIFY(x)
+
+static const struct evr_cli_option longopts[] = {
+	{ "listen", required_argument, OPT_LISTEN, "HOST:PORT",
+	  "TCP address (default 127.0.0.1:" NUMBER_TEXT(EVR_MON_DEFAULT_PORT)
+	  "; port 0: any free)" },
+	{ "unix", required_argument, OPT_UNIX, "PATH",
+	  "also (or with --no-tcp, only) a Unix socket, mode 0600" },
+	{ "no-tcp", no_argument, OPT_NO_TCP, NULL, "no TCP listener (use with --unix)" },
+	{ "agent-socket", required_argument, OPT_AGENT_SOCKET, "PATH",
+	  "listen mode: programs started with\n"
+	  "EVR_MONITOR_SOCKET=PATH connect to this socket (mode 0600)\n"
+	  "and are served like the others" },
+	{ "key-hash", required_argument, OPT_KEY_HASH, "sha256:HEX",
+	  "require this API key (as a bearer token) from anyone but\n"
+	  "local processes of your user; --generate-key makes one" },
+	{ "key-hash-file", required_argument, OPT_KEY_FILE, "FILE", "the same, read from FILE" },
+	{ "generate-key", no_argument, OPT_GENKEY, NULL, "print a new key and its hash, and exit" },
+	{ "no-auth", no_argument, OPT_NO_AUTH, NULL,
+	  "let anyone who reaches the address in (explicit only)" },
+	{ "max-connections", required_argument, OPT_MAX_CONN, "N",
+	  "open connections at once (default 512)" },
+	{ "max-sessions", required_argument, OPT_MAX_SESS, "N",
+	  "traces and streams at once (default 16; then 429)" },
+	{ "idle-timeout", required_argument, OPT_IDLE, "TIME",
+	  "close connections idle this long (default 30s)" },
+	{ "header-timeout", required_argument, OPT_HDR_TIMEOUT, "TIME",
+	  "the most time a request's headers may take, in all\n(default 30s)" },
+	{ "max-peer-connections", required_argument, OPT_MAX_PEER, "N",
+	  "connections per address of others than your\nlocal processes (default 16)" },
+	{ "max-body", required_argument, OPT_MAX_BODY, "SIZE",
+	  "largest request body (default 64K; then 413)" },
+	{ "counter-interval", required_argument, OPT_INTERVAL, "TIME",
+	  "sampling of the counters kept for every process\n(default 1s)" },
+	{ "history", required_argument, OPT_HISTORY, "N",
+	  "samples kept per counter (default 300)" },
+	{ "max-duration", required_argument, OPT_MAX_DUR, "TIME",
+	  "longest trace (default 1h; also the limit of a trace\nstarted without a duration)" },
+	{ "max-trace-size", required_argument, OPT_MAX_TSIZE, "SIZE",
+	  "largest trace, and max_size's default (default 1G)" },
+	{ "trace-ttl", required_argument, OPT_TTL, "TIME",
+	  "forget a stopped kept trace this long after (default 1h)" },
+	{ "max-kept-bytes", required_argument, OPT_MAX_KEPT, "SIZE",
+	  "stopped kept traces in all; the oldest go first\n(default 4G)" },
+	{ "output-dir", required_argument, OPT_OUTDIR, "DIR",
+	  "where started traces are kept (default $TMPDIR or /tmp)" },
+	EVR_CLI_OPTIONS_SANDBOX(OPT_NO_SANDBOX, OPT_PROBE, "do not confine the monitor with seccomp"),
+	EVR_CLI_OPTION_HELP,
+	EVR_CLI_OPTION_VERSION(OPT_VERSION),
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: evring monitor [OPTIONS]\n"
-		"Serve the processes you can attach to over HTTP: traces, counters, /metrics,\n"
-		"live events and browsable pages (docs/monitor.md).\n"
-		"  --listen HOST:PORT     TCP address (default 127.0.0.1:%d; port 0: any free)\n"
-		"  --unix PATH            also (or with --no-tcp, only) a Unix socket, mode 0600\n"
-		"  --no-tcp               no TCP listener (use with --unix)\n"
-		"  --agent-socket PATH    listen mode: programs started with\n"
-		"                         EVR_MONITOR_SOCKET=PATH connect to this socket (mode 0600)\n"
-		"                         and are served like the others\n"
-		"  --key-hash sha256:HEX  require this API key (as a bearer token) from anyone but\n"
-		"                         local processes of your user; --generate-key makes one\n"
-		"  --key-hash-file FILE   the same, read from FILE\n"
-		"  --generate-key         print a new key and its hash, and exit\n"
-		"  --no-auth              let anyone who reaches the address in (explicit only)\n"
-		"  --max-connections N    open connections at once (default 512)\n"
-		"  --max-sessions N       traces and streams at once (default 16; then 429)\n"
-		"  --idle-timeout TIME    close connections idle this long (default 30s)\n"
-		"  --header-timeout TIME  the most time a request's headers may take, in all\n"
-		"                         (default 30s)\n"
-		"  --max-peer-connections N  connections per address of others than your\n"
-		"                         local processes (default 16)\n"
-		"  --max-body SIZE        largest request body (default 64K; then 413)\n"
-		"  --counter-interval TIME  sampling of the counters kept for every process\n"
-		"                         (default 1s)\n"
-		"  --history N            samples kept per counter (default 300)\n"
-		"  --max-duration TIME    longest trace (default 1h; also the limit of a trace\n"
-		"                         started without a duration)\n"
-		"  --max-trace-size SIZE  largest trace, and max_size's default (default 1G)\n"
-		"  --trace-ttl TIME       forget a stopped kept trace this long after (default 1h)\n"
-		"  --max-kept-bytes SIZE  stopped kept traces in all; the oldest go first\n"
-		"                         (default 4G)\n"
-		"  --output-dir DIR       where started traces are kept (default $TMPDIR or /tmp)\n"
-		"  --no-sandbox           do not confine the monitor with seccomp\n"
-		"  --version              print the version and exit\n"
-		"The first line on stdout is the URL it listens on.\n", EVR_MON_DEFAULT_PORT);
+	evr_cli_usage(f,
+		      "Usage: evring monitor [OPTIONS]\n"
+		      "Serve the processes you can attach to over HTTP: traces, counters, /metrics,\n"
+		      "live events and browsable pages (docs/monitor.md).\n",
+		      longopts,
+		      "The first line on stdout is the URL it listens on.\n");
 }
 
 static int parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi, unsigned *ret)
@@ -206,38 +235,7 @@ static const struct evr_mon_opts mon_defaults = {
 /* Return: 1 run, 0 done (--help, --generate-key: *ret_exit), -EINVAL. */
 static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_exit)
 {
-	enum { OPT_LISTEN = 0x100, OPT_UNIX, OPT_NO_TCP, OPT_KEY_HASH, OPT_KEY_FILE, OPT_GENKEY,
-	       OPT_NO_AUTH, OPT_MAX_CONN, OPT_MAX_SESS, OPT_IDLE, OPT_MAX_BODY, OPT_INTERVAL,
-	       OPT_HISTORY, OPT_MAX_DUR, OPT_OUTDIR, OPT_NO_SANDBOX, OPT_PROBE, OPT_HDR_TIMEOUT,
-	       OPT_MAX_PEER, OPT_MAX_TSIZE, OPT_TTL, OPT_MAX_KEPT, OPT_AGENT_SOCKET };
-	static const struct option longopts[] = {
-		{ "listen", required_argument, NULL, OPT_LISTEN },
-		{ "unix", required_argument, NULL, OPT_UNIX },
-		{ "no-tcp", no_argument, NULL, OPT_NO_TCP },
-		{ "agent-socket", required_argument, NULL, OPT_AGENT_SOCKET },
-		{ "key-hash", required_argument, NULL, OPT_KEY_HASH },
-		{ "key-hash-file", required_argument, NULL, OPT_KEY_FILE },
-		{ "generate-key", no_argument, NULL, OPT_GENKEY },
-		{ "no-auth", no_argument, NULL, OPT_NO_AUTH },
-		{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
-		{ "max-sessions", required_argument, NULL, OPT_MAX_SESS },
-		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
-		{ "header-timeout", required_argument, NULL, OPT_HDR_TIMEOUT },
-		{ "max-peer-connections", required_argument, NULL, OPT_MAX_PEER },
-		{ "max-trace-size", required_argument, NULL, OPT_MAX_TSIZE },
-		{ "trace-ttl", required_argument, NULL, OPT_TTL },
-		{ "max-kept-bytes", required_argument, NULL, OPT_MAX_KEPT },
-		{ "max-body", required_argument, NULL, OPT_MAX_BODY },
-		{ "counter-interval", required_argument, NULL, OPT_INTERVAL },
-		{ "history", required_argument, NULL, OPT_HISTORY },
-		{ "max-duration", required_argument, NULL, OPT_MAX_DUR },
-		{ "output-dir", required_argument, NULL, OPT_OUTDIR },
-		{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
-		{ "debug-sandbox-probe", no_argument, NULL, OPT_PROBE },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
-	};
+	struct evr_cli_getopt g;
 	bool no_tcp = false, genkey = false;
 	char err[256];
 	uint64_t v;
@@ -246,8 +244,9 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 
 	*o = mon_defaults;
 	o->output_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	evr_cli_getopt_init(&g, ":", longopts);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_LISTEN:
 			if (parse_listen(optarg, o) < 0)
@@ -368,7 +367,7 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 			usage(stdout);
 			*ret_exit = EXIT_OK;
 			return 0;
-		case 'V':
+		case OPT_VERSION:
 			printf("evring monitor %s\n", EVR_VERSION);
 			*ret_exit = EXIT_OK;
 			return 0;

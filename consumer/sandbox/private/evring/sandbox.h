@@ -36,13 +36,9 @@
 struct evr_client;
 
 /*
- * The getopt_long() entries of the options every confined tool takes:
- * --no-sandbox and the hidden --debug-sandbox-probe, returning @no_sandbox and
- * @probe. For a tool's longopts table (the tool includes <getopt.h>).
+ * Every confined tool takes --no-sandbox and the hidden --debug-sandbox-probe:
+ * the rows EVR_CLI_OPTIONS_SANDBOX() of <evring/cli-options.h>.
  */
-#define EVR_SANDBOX_LONGOPTS(no_sandbox, probe)					\
-	{ "no-sandbox", no_argument, NULL, (no_sandbox) },			\
-	{ "debug-sandbox-probe", no_argument, NULL, (probe) }
 
 /*
  * What a confined tool may still do. Always allowed: read, write and close
