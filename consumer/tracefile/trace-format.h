@@ -24,6 +24,35 @@
 #define EVR_TRACE_EVENTS_MAX		((uint32_t)sizeof(struct evr_trace_events_rec) + \
 					 EVR_PACKET_SIZE_MAX)
 
+/*
+ * The fields that struct evr_trace_session (what the writer is given and the
+ * reader returns) and struct evr_trace_session_rec (the SESSION chunk) share,
+ * by the same names and types: the one list both directions copy by, so that
+ * a field added to both is written and read back, not listed twice and
+ * forgotten once. The strings travel after the record, with their lengths.
+ */
+#define EVR_TRACE_SESSION_FIELDS(X)						\
+	X(mode) X(packet_size) X(ring_size) X(nr_rings) X(session_id)		\
+	X(session_serial) X(start_realtime_ns) X(start_mono_ns) X(clock)
+
+/* The record of @s's fields (the caller zeroes it first and sets the string lengths). */
+static inline void evr_trace_session_to_rec(struct evr_trace_session_rec *rec,
+					    const struct evr_trace_session *s)
+{
+#define EVR_COPY_FIELD(f) rec->f = s->f;
+	EVR_TRACE_SESSION_FIELDS(EVR_COPY_FIELD)
+#undef EVR_COPY_FIELD
+}
+
+/* @rec's fields into @s (the caller points @s's strings into the chunk's). */
+static inline void evr_trace_session_from_rec(struct evr_trace_session *s,
+					      const struct evr_trace_session_rec *rec)
+{
+#define EVR_COPY_FIELD(f) s->f = rec->f;
+	EVR_TRACE_SESSION_FIELDS(EVR_COPY_FIELD)
+#undef EVR_COPY_FIELD
+}
+
 static inline uint32_t evr_trace_chunk_hdr_crc(const struct evr_trace_chunk_hdr *h)
 {
 	return evr_crc32c(0, h, EVR_TRACE_CHUNK_HDR_CRC_LEN);

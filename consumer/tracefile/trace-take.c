@@ -15,6 +15,7 @@
 
 #include "crc32c.h"
 #include "trace-chunk.h"
+#include "trace-format.h"
 #include "trace-take.h"
 
 int evr_trace_check_file_hdr(struct evr_trace_reader *r, struct evr_trace_file_hdr *fh,
@@ -145,15 +146,7 @@ int evr_trace_take_session(struct evr_trace_reader *r, const uint8_t *data, uint
 	memcpy(str + rec.providers_len + 1, data + sizeof(rec) + rec.providers_len, rec.client_len);
 	str[rec.providers_len + 1 + rec.client_len] = '\0';
 	r->session_strings = str;
-	s->mode = rec.mode;
-	s->packet_size = rec.packet_size;
-	s->ring_size = rec.ring_size;
-	s->nr_rings = rec.nr_rings;
-	s->session_id = rec.session_id;
-	s->session_serial = rec.session_serial;
-	s->start_realtime_ns = rec.start_realtime_ns;
-	s->start_mono_ns = rec.start_mono_ns;
-	s->clock = rec.clock;
+	evr_trace_session_from_rec(s, &rec);
 	s->providers = str;
 	s->client = str + rec.providers_len + 1;
 	r->clk.nr_rings = rec.nr_rings;

@@ -619,15 +619,7 @@ int evr_trace_writer_session(struct evr_trace_writer *w, const struct evr_trace_
 	if (strlen(prov) > EVR_TRACE_STRING_MAX || strlen(client) > EVR_TRACE_STRING_MAX)
 		return -EINVAL;
 	memset(&rec, 0, sizeof(rec));
-	rec.mode = s->mode;
-	rec.packet_size = s->packet_size;
-	rec.ring_size = s->ring_size;
-	rec.nr_rings = s->nr_rings;
-	rec.session_id = s->session_id;
-	rec.session_serial = s->session_serial;
-	rec.start_realtime_ns = s->start_realtime_ns;
-	rec.start_mono_ns = s->start_mono_ns;
-	rec.clock = s->clock;
+	evr_trace_session_to_rec(&rec, s);
 	rec.providers_len = (uint32_t)strlen(prov);
 	rec.client_len = (uint32_t)strlen(client);
 	parts[0] = (struct iovec){.iov_base = &rec, .iov_len = sizeof(rec)};
