@@ -52,9 +52,9 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring dump [--json] [--absolute] [--pid PID] [--no-sandbox] FILE\n"
-		      "Print every event of trace FILE in timestamp order.\n",
-		      longopts, "");
+		"Usage: evring dump [--json] [--absolute] [--pid PID] [--no-sandbox] FILE\n"
+		"Print every event of trace FILE in timestamp order.\n",
+		longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct dump_opts *o)

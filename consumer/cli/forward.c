@@ -135,13 +135,13 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring forward -p PID | -n NAME | --all --to SINK [--to SINK...] [OPTIONS]\n"
-		      "       evring forward --to SINK [OPTIONS] -- PROGRAM [ARGS...]\n"
-		      "Forward the events and counters of running processes (or of PROGRAM from its\n"
-		      "first event) to other tools, live; each item carries its process's pid.\n",
-		      longopts,
-		      "Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit (with\n"
-		      "--all: Ctrl-C/SIGTERM or --duration only).\n");
+		"Usage: evring forward -p PID | -n NAME | --all --to SINK [--to SINK...] [OPTIONS]\n"
+		"       evring forward --to SINK [OPTIONS] -- PROGRAM [ARGS...]\n"
+		"Forward the events and counters of running processes (or of PROGRAM from its\n"
+		"first event) to other tools, live; each item carries its process's pid.\n",
+		longopts,
+		"Stops on Ctrl-C/SIGTERM, after --duration, or when the processes exit (with\n"
+		"--all: Ctrl-C/SIGTERM or --duration only).\n");
 }
 
 /* Return: 1 run, 0 done (--help), -EINVAL. */

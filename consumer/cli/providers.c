@@ -42,9 +42,9 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring providers -p PID | -n NAME [--json] [--no-sandbox]\n"
-		      "List what a process offers: its providers, their events and counters.\n",
-		      longopts, "");
+		"Usage: evring providers -p PID | -n NAME [--json] [--no-sandbox]\n"
+		"List what a process offers: its providers, their events and counters.\n",
+		longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct providers_opts *o)

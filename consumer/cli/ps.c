@@ -36,10 +36,10 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring ps [--json] [--sessions] [--clock] [--no-sandbox]\n"
-		      "List the processes running libevring's agent that you may attach to.\n"
-		      "CLOCK is what events carry: tsc (raw TSC ticks) or mono (CLOCK_MONOTONIC).\n",
-		      longopts, "");
+		"Usage: evring ps [--json] [--sessions] [--clock] [--no-sandbox]\n"
+		"List the processes running libevring's agent that you may attach to.\n"
+		"CLOCK is what events carry: tsc (raw TSC ticks) or mono (CLOCK_MONOTONIC).\n",
+		longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct ps_opts *o)

@@ -39,7 +39,8 @@ static const struct evr_cli_option longopts[] = {
 	{ "pid", required_argument, 'p', "PID",
 	  "attach to process PID (no restart needed); repeat\n"
 	  "-p and -n to record several processes in one file" },
-	{ "process-id", required_argument, 'p', NULL, NULL },	/* dotnet-trace's and dotnet-counters' name */
+	/* dotnet-trace's and dotnet-counters' name */
+	{ "process-id", required_argument, 'p', NULL, NULL },
 	{ "name", required_argument, 'n', "NAME", "attach to the one process named NAME" },
 	{ "all", no_argument, OPT_ALL, NULL,
 	  "every process of yours with libevring's agent, and\n"
@@ -117,11 +118,11 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring record -p PID | -n NAME | --all [OPTIONS]\n"
-		      "       evring record [OPTIONS] -- PROGRAM [ARGS...]\n"
-		      "Record events of running processes, or of PROGRAM from its first event.\n",
-		      longopts,
-		      "Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
+		"Usage: evring record -p PID | -n NAME | --all [OPTIONS]\n"
+		"       evring record [OPTIONS] -- PROGRAM [ARGS...]\n"
+		"Record events of running processes, or of PROGRAM from its first event.\n",
+		longopts,
+		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
 
 /* Return: 1 run, 0 done (--help), -EINVAL. */

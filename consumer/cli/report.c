@@ -45,7 +45,8 @@ struct report_opts {
 enum { OPT_HTML = EVR_OPT_FIRST_OWN, OPT_WIDTH, OPT_THREADS, OPT_FUNCTIONS };
 
 static const struct evr_cli_option longopts[] = {
-	{ "json", no_argument, 'j', NULL, "one JSON object with the same numbers instead of tables" },
+	{ "json", no_argument, 'j', NULL,
+	  "one JSON object with the same numbers instead of tables" },
 	{ "html", required_argument, OPT_HTML, "FILE",
 	  "write a self-contained HTML page with plots to FILE instead\n"
 	  "of the tables (with --json: both)" },
@@ -64,13 +65,13 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring report [--json] [--html FILE] [--threads N] [--functions N]\n"
-		      "                     [--width N] FILE\n"
-		      "Summarize trace FILE: process, time span, events per provider and event type,\n"
-		      "lost events per CPU, counter statistics, the busiest threads, the CPU samples\n"
-		      "and the functions they were in (record --sample-cpu), and per process the\n"
-		      "system calls (record --syscalls), as strace -c counts them.\n",
-		      longopts, "");
+		"Usage: evring report [--json] [--html FILE] [--threads N] [--functions N]\n"
+		"                     [--width N] FILE\n"
+		"Summarize trace FILE: process, time span, events per provider and event type,\n"
+		"lost events per CPU, counter statistics, the busiest threads, the CPU samples\n"
+		"and the functions they were in (record --sample-cpu), and per process the\n"
+		"system calls (record --syscalls), as strace -c counts them.\n",
+		longopts, "");
 }
 
 static int parse_argv(int argc, char **argv, struct report_opts *o)

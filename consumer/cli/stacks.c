@@ -46,11 +46,11 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring stacks -p PID|-n NAME [--json] [--depth N] [--lines] [--verbose]\n"
-		      "Print the current call stack of every thread of process PID, symbolized.\n",
-		      longopts,
-		      "Each thread is stopped with ptrace while it is unwound (well under a\n"
-		      "millisecond each); a process that a debugger traces cannot be snapshotted.\n");
+		"Usage: evring stacks -p PID|-n NAME [--json] [--depth N] [--lines] [--verbose]\n"
+		"Print the current call stack of every thread of process PID, symbolized.\n",
+		longopts,
+		"Each thread is stopped with ptrace while it is unwound (well under a\n"
+		"millisecond each); a process that a debugger traces cannot be snapshotted.\n");
 }
 
 static int parse_argv(int argc, char **argv, struct stacks_opts *o)

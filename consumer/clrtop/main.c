@@ -74,7 +74,8 @@ enum { OPT_COUNTERS = EVR_CLI_LONG_ONLY, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBO
 static const struct evr_cli_option longopts[] = {
 	{ "pid", required_argument, 'p', "PID",
 	  "watch PID (repeatable); default: an overview of all" },
-	{ "process-id", required_argument, 'p', NULL, NULL },	/* dotnet-trace's and dotnet-counters' name */
+	/* dotnet-trace's and dotnet-counters' name */
+	{ "process-id", required_argument, 'p', NULL, NULL },
 	{ "name", required_argument, OPT_NAME, "NAME",
 	  "watch the one process named NAME (repeatable)" },
 	{ "counters", required_argument, OPT_COUNTERS, "LIST",
@@ -89,7 +90,8 @@ static const struct evr_cli_option longopts[] = {
 	{ "format", required_argument, OPT_FORMAT, "csv|json",
 	  "record every sample (to -o FILE; batch: stdout)" },
 	{ "output", required_argument, 'o', "FILE", "where --format writes" },
-	EVR_CLI_OPTIONS_SANDBOX(OPT_NO_SANDBOX, OPT_PROBE, "do not confine clrtop with seccomp"),
+	EVR_CLI_OPTIONS_SANDBOX(OPT_NO_SANDBOX, OPT_PROBE,
+				"do not confine clrtop with seccomp"),
 	EVR_CLI_OPTION_HELP,
 	EVR_CLI_OPTION_VERSION(OPT_VERSION),
 	{ 0 },
@@ -98,10 +100,10 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: clrtop [OPTIONS]\n"
-		      "Live view of the counters of processes running libevring's agent.\n",
-		      longopts,
-		      "Keys: q quit, space pause, < > sort, Enter details, Esc back, h help.\n");
+		"Usage: clrtop [OPTIONS]\n"
+		"Live view of the counters of processes running libevring's agent.\n",
+		longopts,
+		"Keys: q quit, space pause, < > sort, Enter details, Esc back, h help.\n");
 }
 
 __attribute__((format(printf, 1, 2)))

@@ -90,7 +90,8 @@ static const struct evr_cli_option longopts[] = {
 	  "stopped kept traces in all; the oldest go first\n(default 4G)" },
 	{ "output-dir", required_argument, OPT_OUTDIR, "DIR",
 	  "where started traces are kept (default $TMPDIR or /tmp)" },
-	EVR_CLI_OPTIONS_SANDBOX(OPT_NO_SANDBOX, OPT_PROBE, "do not confine the monitor with seccomp"),
+	EVR_CLI_OPTIONS_SANDBOX(OPT_NO_SANDBOX, OPT_PROBE,
+				"do not confine the monitor with seccomp"),
 	EVR_CLI_OPTION_HELP,
 	EVR_CLI_OPTION_VERSION(OPT_VERSION),
 	{ 0 },
@@ -99,11 +100,11 @@ static const struct evr_cli_option longopts[] = {
 static void usage(FILE *f)
 {
 	evr_cli_usage(f,
-		      "Usage: evring monitor [OPTIONS]\n"
-		      "Serve the processes you can attach to over HTTP: traces, counters, /metrics,\n"
-		      "live events and browsable pages (docs/monitor.md).\n",
-		      longopts,
-		      "The first line on stdout is the URL it listens on.\n");
+		"Usage: evring monitor [OPTIONS]\n"
+		"Serve the processes you can attach to over HTTP: traces, counters, /metrics,\n"
+		"live events and browsable pages (docs/monitor.md).\n",
+		longopts,
+		"The first line on stdout is the URL it listens on.\n");
 }
 
 static int parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi, unsigned *ret)
