@@ -93,8 +93,7 @@ static int parse_argv(int argc, char **argv, struct convert_opts *o)
 
 	/* No '+': GNU getopt permutes, so FILE may come first (evring convert F --format ctf). */
 	evr_cli_getopt_init(&g, ":", longopts);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'f':
 			if (parse_format(optarg, &o->format) < 0)

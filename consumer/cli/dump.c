@@ -63,8 +63,7 @@ static int parse_argv(int argc, char **argv, struct dump_opts *o)
 	int c, r;
 
 	evr_cli_getopt_init(&g, "+:", longopts);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		if (c == OPT_ABSOLUTE) {
 			o->absolute = true;
 			continue;

@@ -154,8 +154,7 @@ static int parse_argv(int argc, char **argv, struct fwd_opts *o)
 	o->providers = "*";
 	o->flush_ns = 5000000000ull;
 	evr_cli_getopt_init(&g, "+:", longopts);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':
 		case 'n':

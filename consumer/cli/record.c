@@ -129,23 +129,18 @@ static void usage(FILE *f)
 static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	struct evr_cli_getopt g;
-	char optname[32];
-	int c, r, longindex;
+	int c, r;
 
 	o->providers = "*";
 	/* No -o: named after the process once it is known (evr_record_default_output()). */
 	o->mode = EVR_MODE_DISCARD;
 	o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING;
 	evr_cli_getopt_init(&g, "+:", longopts);
-	opterr = 0;
-	while ((longindex = -1,
-		c = getopt_long(argc, argv, g.shortopts, g.longopts, &longindex)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':
 			/* The option as typed: -p, --pid or --process-id. */
-			if (longindex >= 0)
-				snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
-			if (evr_cli_parse_pid(CMD, longindex < 0 ? "-p" : optname, optarg, &o->pid) < 0)
+			if (evr_cli_parse_pid(CMD, g.opt, optarg, &o->pid) < 0)
 				return -EINVAL;
 			if (o->npids == sizeof(o->pids) / sizeof(o->pids[0])) {
 				evr_cli_error(CMD, "-p: at most 64 processes (use --all for more)");

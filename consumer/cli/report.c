@@ -83,8 +83,7 @@ static int parse_argv(int argc, char **argv, struct report_opts *o)
 	o->functions = TOP_FUNCTIONS;
 	/* No '+': the file may come before the options (evring report F --html R.html). */
 	evr_cli_getopt_init(&g, ":", longopts);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case OPT_HTML:
 			o->html = optarg;

@@ -60,8 +60,7 @@ static int parse_argv(int argc, char **argv, struct stacks_opts *o)
 
 	o->depth = 64;
 	evr_cli_getopt_init(&g, "+:", longopts);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':
 			if (evr_cli_parse_pid(CMD, "--pid", optarg, &o->pid) < 0)

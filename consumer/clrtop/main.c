@@ -146,31 +146,24 @@ static int other_opt(int c, char **argv, struct opts *o)
 static int parse_argv(int argc, char **argv, struct opts *o)
 {
 	struct evr_cli_getopt g;
-	char err[256], optname[32];
-	int c, r, longindex;
+	char err[256];
+	int c, r;
 
 	o->interval_ms = 1000;
 	evr_cli_getopt_init(&g, ":", longopts);
-	opterr = 0;
-	while ((longindex = -1,
-		c = getopt_long(argc, argv, g.shortopts, g.longopts, &longindex)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
+		/* g.opt: the option as the user spelled it (-d, --delay or --refresh-interval). */
 		char *end;
 		long long v;
-
-		/* The option as the user spelled it: -d, --delay or --refresh-interval. */
-		if (longindex >= 0)
-			snprintf(optname, sizeof(optname), "--%s", longopts[longindex].name);
-		else
-			snprintf(optname, sizeof(optname), "-%c", c);
 
 		switch (c) {
 		case 'p':
 			errno = 0;
 			v = strtoll(optarg, &end, 10);
 			if (end == optarg || *end || errno || v <= 0 || v > INT_MAX)
-				return bad("%s: '%s' is not a process id", optname, optarg);
+				return bad("%s: '%s' is not a process id", g.opt, optarg);
 			if (o->npids + o->nnames == MAX_PIDS)
-				return bad("%s: at most %d processes", optname, MAX_PIDS);
+				return bad("%s: at most %d processes", g.opt, MAX_PIDS);
 			o->pids[o->npids++] = (pid_t)v;
 			break;
 		case OPT_COUNTERS:
@@ -184,7 +177,7 @@ static int parse_argv(int argc, char **argv, struct opts *o)
 					     &o->interval_ms);
 			if (r < 0)
 				return bad("%s: '%s' is not a duration from 0.01 to 3600 seconds "
-					   "(e.g. 0.5, 2s, 250ms, 00:00:01)", optname, optarg);
+					   "(e.g. 0.5, 2s, 250ms, 00:00:01)", g.opt, optarg);
 			break;
 		case 'b':
 			o->batch = true;

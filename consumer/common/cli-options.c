@@ -46,6 +46,22 @@ void evr_cli_getopt_init(struct evr_cli_getopt *g, const char *mode,
 	}
 	g->longopts[n] = (struct option){ 0 };
 	g->shortopts[len] = '\0';
+	g->longindex = -1;
+	g->opt[0] = '\0';
+	opterr = 0;
+}
+
+int evr_cli_getopt(struct evr_cli_getopt *g, int argc, char **argv)
+{
+	int c;
+
+	g->longindex = -1;
+	c = getopt_long(argc, argv, g->shortopts, g->longopts, &g->longindex);
+	if (g->longindex >= 0)
+		snprintf(g->opt, sizeof(g->opt), "--%s", g->longopts[g->longindex].name);
+	else
+		snprintf(g->opt, sizeof(g->opt), "-%c", c);
+	return c;
 }
 
 /* Row @i's names with its aliases' ("-p, --pid, --process-id PID") into @buf. */

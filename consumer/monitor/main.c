@@ -246,8 +246,7 @@ static int parse_argv(int argc, char **argv, struct evr_mon_opts *o, int *ret_ex
 	*o = mon_defaults;
 	o->output_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	evr_cli_getopt_init(&g, ":", longopts);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, argc, argv)) != -1) {
 		switch (c) {
 		case OPT_LISTEN:
 			if (parse_listen(optarg, o) < 0)

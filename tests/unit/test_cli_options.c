@@ -44,7 +44,7 @@ static void test_evr_cli_getopt_init_tables(void **state)
 	assert_null(g.longopts[n].name);
 }
 
-static void test_evr_cli_getopt_init_parses(void **state)
+static void test_evr_cli_getopt_parses(void **state)
 {
 	char *argv[] = { "t", "--process-id", "7", "-j", "--stacks=3", "--all", "rest", NULL };
 	struct evr_cli_getopt g;
@@ -52,19 +52,25 @@ static void test_evr_cli_getopt_init_parses(void **state)
 
 	(void)state;
 	evr_cli_getopt_init(&g, "+:", table);
+	assert_int_equal(opterr, 0);
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(7, argv, g.shortopts, g.longopts, NULL)) != -1) {
+	while ((c = evr_cli_getopt(&g, 7, argv)) != -1) {
 		switch (c) {
 		case 'p':
+			/* As typed, and the row of the table it was. */
 			assert_string_equal(optarg, "7");
+			assert_string_equal(g.opt, "--process-id");
+			assert_int_equal(g.longindex, 1);
 			seen |= 1;
 			break;
 		case 'j':
+			assert_string_equal(g.opt, "-j");
+			assert_int_equal(g.longindex, -1);
 			seen |= 2;
 			break;
 		case OPT_STACKS:
 			assert_string_equal(optarg, "3");
+			assert_string_equal(g.opt, "--stacks");
 			seen |= 4;
 			break;
 		case OPT_ALL:
@@ -109,7 +115,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_evr_cli_getopt_init_tables),
-		cmocka_unit_test(test_evr_cli_getopt_init_parses),
+		cmocka_unit_test(test_evr_cli_getopt_parses),
 		cmocka_unit_test(test_evr_cli_options_print_lists_every_option),
 	};
 

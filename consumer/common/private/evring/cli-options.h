@@ -61,18 +61,24 @@ struct evr_cli_option {
 #define EVR_CLI_MAX_OPTIONS 48
 
 /*
- * getopt_long()'s two tables for one evr_cli_option table: @longopts row for
- * row (so that getopt's longindex is also the index in the tool's table), and
+ * getopt_long()'s two tables for one evr_cli_option table, and what the last
+ * evr_cli_getopt() read.
+ * @longopts: the table's rows, row for row.
  * @shortopts: the mode prefix, then every letter once, each with ':' or '::'.
+ * @longindex: the table's row of the long option just read; -1 for a short one.
+ * @opt: that option as it was typed, for messages: "--process-id" or "-p".
  */
 struct evr_cli_getopt {
 	struct option longopts[EVR_CLI_MAX_OPTIONS + 1];
 	char shortopts[8 + 3 * EVR_CLI_MAX_OPTIONS];
+	int longindex;
+	char opt[40];
 };
 
 /**
- * evr_cli_getopt_init() - build getopt_long()'s tables from @opts.
- * @g: filled; borrowed by getopt_long() while it parses.
+ * evr_cli_getopt_init() - build getopt_long()'s tables from @opts, and turn
+ * getopt's own messages off (opterr): every tool says what is wrong itself.
+ * @g: filled, for evr_cli_getopt().
  * @mode: what @shortopts starts with: ":" (report a missing value as ':'),
  *        "+:" (and stop at the first operand), "" (neither).
  * @opts: the tool's table, NULL-name terminated, at most EVR_CLI_MAX_OPTIONS
@@ -80,6 +86,14 @@ struct evr_cli_getopt {
  */
 void evr_cli_getopt_init(struct evr_cli_getopt *g, const char *mode,
 			 const struct evr_cli_option *opts);
+
+/**
+ * evr_cli_getopt() - getopt_long() over @g's tables: the next option of @argv.
+ * Return: the option's @val (optarg set as getopt_long() sets it; @g's
+ * longindex and opt say how it was typed), '?' unknown, ':' missing value (with
+ * a ':' mode), -1 at the end.
+ */
+int evr_cli_getopt(struct evr_cli_getopt *g, int argc, char **argv);
 
 /**
  * evr_cli_options_print() - the option list of --help: one entry per listed
