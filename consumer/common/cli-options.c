@@ -30,10 +30,9 @@ void evr_cli_getopt_init(struct evr_cli_getopt *g, const char *mode,
 
 	assert(len < 8);
 	memcpy(g->shortopts, mode, len);
-	for (; opts[n].name; n++) {
+	for (; opts[n].name && n < EVR_CLI_MAX_OPTIONS; n++) {
 		const struct evr_cli_option *o = &opts[n];
 
-		assert(n < EVR_CLI_MAX_OPTIONS);
 		g->longopts[n] = (struct option){ o->name, o->has_arg, NULL, o->val };
 		/* An alias's letter is there already. */
 		if (!has_short(o) || memchr(g->shortopts, o->val, len))
@@ -44,6 +43,7 @@ void evr_cli_getopt_init(struct evr_cli_getopt *g, const char *mode,
 		if (o->has_arg == optional_argument)
 			g->shortopts[len++] = ':';
 	}
+	assert(!opts[n].name);
 	g->longopts[n] = (struct option){ 0 };
 	g->shortopts[len] = '\0';
 	g->longindex = -1;
@@ -59,8 +59,10 @@ int evr_cli_getopt(struct evr_cli_getopt *g, int argc, char **argv)
 	c = getopt_long(argc, argv, g->shortopts, g->longopts, &g->longindex);
 	if (g->longindex >= 0)
 		snprintf(g->opt, sizeof(g->opt), "--%s", g->longopts[g->longindex].name);
-	else
+	else if (c > 0 && c < EVR_CLI_LONG_ONLY)
 		snprintf(g->opt, sizeof(g->opt), "-%c", c);
+	else
+		g->opt[0] = '\0';
 	return c;
 }
 

@@ -8,8 +8,8 @@
  * text, and the two drifted apart (issue 28 found options the help did not
  * name); the tools also repeated each other's getopt tables (issue 27).
  *
- * The parsing itself stays the tool's own: getopt_long() over the tables
- * built here, then a switch on each row's @val.
+ * The parsing itself stays the tool's own: evr_cli_getopt() (getopt_long()
+ * over the tables built here), then a switch on each row's @val.
  */
 #ifndef EVR_CLI_OPTIONS_H
 #define EVR_CLI_OPTIONS_H
@@ -82,7 +82,7 @@ struct evr_cli_getopt {
  * @mode: what @shortopts starts with: ":" (report a missing value as ':'),
  *        "+:" (and stop at the first operand), "" (neither).
  * @opts: the tool's table, NULL-name terminated, at most EVR_CLI_MAX_OPTIONS
- *        rows (more is a bug: assert()).
+ *        rows (more is a bug: assert(); without assertions the rest is left out).
  */
 void evr_cli_getopt_init(struct evr_cli_getopt *g, const char *mode,
 			 const struct evr_cli_option *opts);
