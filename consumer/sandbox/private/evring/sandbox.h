@@ -36,11 +36,6 @@
 struct evr_client;
 
 /*
- * Every confined tool takes --no-sandbox and the hidden --debug-sandbox-probe:
- * the rows EVR_CLI_OPTIONS_SANDBOX() of <evring/cli-options.h>.
- */
-
-/*
  * What a confined tool may still do. Always allowed: read, write and close
  * descriptors already open; memory (brk, mmap and mprotect without PROT_EXEC,
  * munmap, mremap, madvise); clocks and futexes; its own signals (sigaction,
