@@ -41,7 +41,11 @@ struct evr_perf_set_opts {
 int evr_perf_set_new(const struct evr_perf_set_opts *o, struct evr_perf_set **ret,
 		     char *errbuf, size_t errlen);
 
-/* Called for each whole record, copied out of the ring; non-zero stops the drain. */
+/*
+ * Called for each whole record: in the ring itself (the kernel leaves it alone until the
+ * drain ends), or a copy where it wraps the ring's end. 8-byte aligned either way; read it
+ * with memcpy and keep no pointer into it. Non-zero stops the drain.
+ */
 typedef int evr_perf_rec_fn(void *ctx, const uint8_t *rec, const struct perf_event_header *h);
 
 /**

@@ -325,8 +325,17 @@ static int drain_ring(struct cpu_ring *r, evr_perf_rec_fn *fn, void *ctx)
 		memcpy((uint8_t *)&h + first, r->data, sizeof(h) - first);
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
-		if (h.size <= REC_MAX) {
-			first = (uint32_t)(r->size - off < h.size ? r->size - off : h.size);
+		if (h.size <= REC_MAX && off + h.size <= r->size) {
+			/*
+			 * Read in place: only a record that wraps is copied out. A busy
+			 * machine's context switches are tens of thousands of records a
+			 * second, each of which was copied twice.
+			 */
+			err = fn(ctx, r->data + off, &h);
+			if (err)
+				break;
+		} else if (h.size <= REC_MAX) {
+			first = (uint32_t)(r->size - off);
 			memcpy(rec, r->data + off, first);
 			memcpy(rec + first, r->data, h.size - first);
 			err = fn(ctx, rec, &h);

@@ -86,9 +86,13 @@ static void attr_init(struct perf_event_attr *a, uint16_t event, uint32_t hz)
 	a->mmap2 = 1;
 	a->build_id = 1;
 	a->sample_id_all = 1;
-	/* We read on the recorder's own schedule: no wake-ups. */
+	/*
+	 * We read on the recorder's own schedule and nothing polls the events: a
+	 * wake-up (an irq_work, a self-interrupt: tens of µs in a guest) only once
+	 * a whole ring of data came (the size is set once the ring's is known).
+	 */
 	a->watermark = 1;
-	a->wakeup_watermark = (RING_PAGES * 4096u) / 2;
+	a->wakeup_watermark = RING_PAGES * (uint32_t)sysconf(_SC_PAGESIZE);
 }
 
 static const char *open_hint(int err)
@@ -267,9 +271,11 @@ int evr_sampler_new_system(pid_t pid, uint16_t event, uint32_t hz, struct evr_sa
 	 * profiling may be what is refused (an LSM), user space only.
 	 */
 	po.ring_pages = system_ring_pages();
+	a.wakeup_watermark = po.ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
 	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
 	if (err == -EACCES || err == -EPERM) {
 		po.ring_pages = RING_PAGES;
+		a.wakeup_watermark = po.ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
 		err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
 	}
 	if (err == -EACCES || err == -EPERM) {
