@@ -57,6 +57,8 @@ int evr_perf_set_drain(struct evr_perf_set *ps, evr_perf_rec_fn *fn, void *ctx);
 
 uint32_t evr_perf_set_threads(const struct evr_perf_set *ps);	/* threads opened */
 uint32_t evr_perf_set_cpus(const struct evr_perf_set *ps);	/* rings mapped */
+/* The most bytes one ring holds unread, and the size of a ring (@ring_size). */
+uint64_t evr_perf_set_fill(const struct evr_perf_set *ps, uint64_t *ring_size);
 
 /**
  * evr_perf_set_fds() - the event descriptors, for ioctl()s on every event

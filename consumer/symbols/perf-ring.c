@@ -293,6 +293,24 @@ uint32_t evr_perf_set_cpus(const struct evr_perf_set *ps)
 	return n;
 }
 
+uint64_t evr_perf_set_fill(const struct evr_perf_set *ps, uint64_t *ring_size)
+{
+	uint64_t most = 0;
+
+	*ring_size = ps->o.ring_pages * ps->page;
+	for (uint32_t i = 0; i < ps->nrings; i++) {
+		const struct cpu_ring *r = &ps->rings[i];
+		uint64_t n;
+
+		if (!r->page)
+			continue;
+		n = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE) - r->page->data_tail;
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
 const int *evr_perf_set_fds(const struct evr_perf_set *ps, uint32_t *n)
 {
 	*n = ps->nfds;
