@@ -24,7 +24,8 @@
  *   event per CPU with pid -1, kernel frames where allowed, CPU-wide context
  *   switches (PERF_RECORD_SWITCH_CPU_WIDE: the thread on the other side too),
  *   and COMM/FORK/EXIT records plus a /proc scan at the start into TASKS
- *   chunks, so that processes without libevring have names.
+ *   chunks, so that processes without libevring have names. The rings are
+ *   drained when one is an eighth full or once a second (docs/system.md "Cost").
  */
 #include <dirent.h>
 #include <errno.h>
