@@ -41,7 +41,11 @@ struct evr_perf_set_opts {
 int evr_perf_set_new(const struct evr_perf_set_opts *o, struct evr_perf_set **ret,
 		     char *errbuf, size_t errlen);
 
-/* Called for each whole record, copied out of the ring; non-zero stops the drain. */
+/*
+ * Called for each whole record: in the ring itself (the kernel leaves it alone until the
+ * drain ends), or a copy where it wraps the ring's end. 8-byte aligned either way; read it
+ * with memcpy and keep no pointer into it. Non-zero stops the drain.
+ */
 typedef int evr_perf_rec_fn(void *ctx, const uint8_t *rec, const struct perf_event_header *h);
 
 /**
@@ -53,6 +57,8 @@ int evr_perf_set_drain(struct evr_perf_set *ps, evr_perf_rec_fn *fn, void *ctx);
 
 uint32_t evr_perf_set_threads(const struct evr_perf_set *ps);	/* threads opened */
 uint32_t evr_perf_set_cpus(const struct evr_perf_set *ps);	/* rings mapped */
+/* The most bytes one ring holds unread, and the size of a ring (@ring_size). */
+uint64_t evr_perf_set_fill(const struct evr_perf_set *ps, uint64_t *ring_size);
 
 /**
  * evr_perf_set_fds() - the event descriptors, for ioctl()s on every event

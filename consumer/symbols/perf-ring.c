@@ -293,6 +293,24 @@ uint32_t evr_perf_set_cpus(const struct evr_perf_set *ps)
 	return n;
 }
 
+uint64_t evr_perf_set_fill(const struct evr_perf_set *ps, uint64_t *ring_size)
+{
+	uint64_t most = 0;
+
+	*ring_size = ps->o.ring_pages * ps->page;
+	for (uint32_t i = 0; i < ps->nrings; i++) {
+		const struct cpu_ring *r = &ps->rings[i];
+		uint64_t n;
+
+		if (!r->page)
+			continue;
+		n = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE) - r->page->data_tail;
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
 const int *evr_perf_set_fds(const struct evr_perf_set *ps, uint32_t *n)
 {
 	*n = ps->nfds;
@@ -325,8 +343,17 @@ static int drain_ring(struct cpu_ring *r, evr_perf_rec_fn *fn, void *ctx)
 		memcpy((uint8_t *)&h + first, r->data, sizeof(h) - first);
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
-		if (h.size <= REC_MAX) {
-			first = (uint32_t)(r->size - off < h.size ? r->size - off : h.size);
+		if (h.size <= REC_MAX && off + h.size <= r->size) {
+			/*
+			 * Read in place: only a record that wraps is copied out. A busy
+			 * machine's context switches are tens of thousands of records a
+			 * second, each of which was copied twice.
+			 */
+			err = fn(ctx, r->data + off, &h);
+			if (err)
+				break;
+		} else if (h.size <= REC_MAX) {
+			first = (uint32_t)(r->size - off);
 			memcpy(rec, r->data + off, first);
 			memcpy(rec + first, r->data, h.size - first);
 			err = fn(ctx, rec, &h);

@@ -30,7 +30,8 @@ int evr_sampler_new_system(pid_t pid, uint16_t event, uint32_t hz, struct evr_sa
 
 /*
  * Drain the rings: samples, switches and losses go into SAMPLES chunks, new
- * mappings into MODULES chunks, through @emit.
+ * mappings into MODULES chunks, through @emit. System-wide, only when a ring
+ * is an eighth full or a second has passed since the last drain (0 otherwise).
  */
 int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx);
 

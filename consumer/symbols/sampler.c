@@ -24,7 +24,8 @@
  *   event per CPU with pid -1, kernel frames where allowed, CPU-wide context
  *   switches (PERF_RECORD_SWITCH_CPU_WIDE: the thread on the other side too),
  *   and COMM/FORK/EXIT records plus a /proc scan at the start into TASKS
- *   chunks, so that processes without libevring have names.
+ *   chunks, so that processes without libevring have names. The rings are
+ *   drained when one is an eighth full or once a second (docs/system.md "Cost").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,6 +52,7 @@
 #define SYSTEM_RINGS_MAX (64ull << 20)	/* and at most 64 MiB for all CPUs */
 #define CHUNK_BYTES (1u << 20)		/* SAMPLES chunks are cut at this size */
 #define REC_MAX 4096u			/* bytes of one perf record (127 frames fit) */
+#define SYSTEM_DRAIN_NS 1000000000u	/* system-wide: drained at least once a second */
 
 struct evr_sampler {
 	pid_t pid;
@@ -63,6 +65,7 @@ struct evr_sampler {
 	size_t outlen;
 	struct evr_modmap *newmods;	/* MMAP2 records since the last drain */
 	struct evr_sampler_rec totals;
+	uint64_t drained_ns;		/* CLOCK_MONOTONIC of the last drain (system-wide) */
 };
 
 /* Sampling @event (EVR_COUNTER_*; cpu-clock unless a hardware event was asked for). */
@@ -86,9 +89,13 @@ static void attr_init(struct perf_event_attr *a, uint16_t event, uint32_t hz)
 	a->mmap2 = 1;
 	a->build_id = 1;
 	a->sample_id_all = 1;
-	/* We read on the recorder's own schedule: no wake-ups. */
+	/*
+	 * We read on the recorder's own schedule and nothing polls the events: a
+	 * wake-up (an irq_work, a self-interrupt: tens of µs in a guest) only once
+	 * a whole ring of data came (the size is set once the ring's is known).
+	 */
 	a->watermark = 1;
-	a->wakeup_watermark = (RING_PAGES * 4096u) / 2;
+	a->wakeup_watermark = RING_PAGES * (uint32_t)sysconf(_SC_PAGESIZE);
 }
 
 static const char *open_hint(int err)
@@ -267,9 +274,11 @@ int evr_sampler_new_system(pid_t pid, uint16_t event, uint32_t hz, struct evr_sa
 	 * profiling may be what is refused (an LSM), user space only.
 	 */
 	po.ring_pages = system_ring_pages();
+	a.wakeup_watermark = po.ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
 	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
 	if (err == -EACCES || err == -EPERM) {
 		po.ring_pages = RING_PAGES;
+		a.wakeup_watermark = po.ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
 		err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
 	}
 	if (err == -EACCES || err == -EPERM) {
@@ -634,7 +643,30 @@ static int on_rec(void *arg, const uint8_t *rec, const struct perf_event_header 
 	return parse_rec(d->s, rec, d->emit, d->ctx);
 }
 
-int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
+/*
+ * System-wide, a drain that would find little is put off (up to
+ * SYSTEM_DRAIN_NS): each is a SAMPLES chunk and its write, ten a second
+ * otherwise, which on a quiet machine cost the recorder more than the records.
+ * A ring an eighth full is drained at once, which leaves room for 7 times
+ * what came since the last look.
+ */
+static bool drain_later(struct evr_sampler *s)
+{
+	struct timespec ts;
+	uint64_t now, size, fill;
+
+	if (!s->system)
+		return false;
+	fill = evr_perf_set_fill(s->events, &size);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (fill < size / 8 && now - s->drained_ns < SYSTEM_DRAIN_NS)
+		return true;
+	s->drained_ns = now;
+	return false;
+}
+
+static int drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
 {
 	struct drain_ctx d = { .s = s, .emit = emit, .ctx = ctx };
 	int err = evr_perf_set_drain(s->events, on_rec, &d);
@@ -661,9 +693,14 @@ int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *c
 	return err;
 }
 
+int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
+{
+	return drain_later(s) ? 0 : drain(s, emit, ctx);
+}
+
 int evr_sampler_finish(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
 {
-	int err = evr_sampler_drain(s, emit, ctx);
+	int err = drain(s, emit, ctx);
 
 	s->totals.threads = evr_perf_set_threads(s->events);
 	if (!err)
