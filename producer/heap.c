@@ -29,14 +29,15 @@
  *
  * Frees: the addresses of sampled blocks live in two fixed open-addressing
  * tables (lock-free: insert and remove by compare-and-swap, a removed key
- * becomes a tombstone that later inserts reuse, probes bounded), a small near
- * one that stays in cache and a big far one for the blocks the near one has
- * no room for (tab_insert()). A free looks its address up only when its page
- * has sampled blocks (filt), in the far table only while it holds keys, and
- * the Free event of a sampled block is written before the real free, so the
- * address cannot be handed out again and sampled before its Free is written.
- * A block the hash had no room for is sampled anyway, flagged untracked, and
- * consumers leave it out of what is in use.
+ * becomes a tombstone that later inserts reuse, or empty where an empty slot
+ * follows it, probes bounded), a small near one that stays in cache and a big
+ * far one for the blocks the near one has no room for (tab_insert()). A free
+ * looks its address up only when its page has sampled blocks (filt), in the
+ * far table only while it holds keys, and the Free event of a sampled block
+ * is written before the real free, so the address cannot be handed out again
+ * and sampled before its Free is written. A block the hash had no room for is
+ * sampled anyway, flagged untracked, and consumers leave it out of what is in
+ * use.
  *
  * Reentrancy: the sampled path sets a per-thread flag (initial-exec TLS, which
  * never allocates): an allocation made while it is set (by the write path's
