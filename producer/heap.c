@@ -29,14 +29,15 @@
  *
  * Frees: the addresses of sampled blocks live in two fixed open-addressing
  * tables (lock-free: insert and remove by compare-and-swap, a removed key
- * becomes a tombstone that later inserts reuse, probes bounded), a small near
- * one that stays in cache and a big far one for the blocks the near one has
- * no room for (tab_insert()). A free looks its address up only when its page
- * has sampled blocks (filt), in the far table only while it holds keys, and
- * the Free event of a sampled block is written before the real free, so the
- * address cannot be handed out again and sampled before its Free is written.
- * A block the hash had no room for is sampled anyway, flagged untracked, and
- * consumers leave it out of what is in use.
+ * becomes a tombstone that later inserts reuse, or empty where an empty slot
+ * follows it, probes bounded), a small near one that stays in cache and a big
+ * far one for the blocks the near one has no room for (tab_insert()). A free
+ * looks its address up only when its page has sampled blocks (filt), in the
+ * far table only while it holds keys, and the Free event of a sampled block
+ * is written before the real free, so the address cannot be handed out again
+ * and sampled before its Free is written. A block the hash had no room for is
+ * sampled anyway, flagged untracked, and consumers leave it out of what is in
+ * use.
  *
  * Reentrancy: the sampled path sets a per-thread flag (initial-exec TLS, which
  * never allocates): an allocation made while it is set (by the write path's
@@ -247,21 +248,30 @@ static bool tab_insert(uintptr_t a, uint64_t w)
  * past it: it becomes empty, and so do the tombstones just before it, so that
  * misses stay short. (An insert racing into the slot after it, found empty
  * here, could be cut off from its home: that key's free would go unreported,
- * a sampled block counted in use. Both are rare events, sampled ones.)
+ * a sampled block counted in use. Both are rare events, sampled ones.) Each
+ * slot is loaded before its compare-and-swap, which is tried on tombstones
+ * only: the slot before a removed key usually holds a key or nothing, and a
+ * failed compare-and-swap costs a locked instruction all the same.
  */
 static void tab_trim(const struct htab *t, uint32_t i)
 {
 	while (atomic_load_explicit(&t->e[(i + 1) & t->mask].key, memory_order_relaxed) == 0) {
 		uintptr_t x = TOMB;
 
-		if (!atomic_compare_exchange_strong_explicit(&t->e[i].key, &x, 0, memory_order_relaxed,
+		if (atomic_load_explicit(&t->e[i].key, memory_order_relaxed) != TOMB ||
+		    !atomic_compare_exchange_strong_explicit(&t->e[i].key, &x, 0, memory_order_relaxed,
 							     memory_order_relaxed))
 			return;
 		i = (i - 1) & t->mask;
 	}
 }
 
-/* Return: whether @a was in @t (now removed), its weight in @ret_w. */
+/*
+ * Return: whether @a was in @t (now removed), its weight in @ret_w. A key that
+ * an empty slot follows is emptied at once rather than made a tombstone that
+ * tab_trim() would empty next (the same race as there): one compare-and-swap
+ * for the common removal, not two, and the tombstones before it trimmed.
+ */
 static inline bool htab_remove(const struct htab *t, uintptr_t a, uint64_t *ret_w)
 {
 	uint32_t h = tab_home(t, a);
@@ -271,12 +281,17 @@ static inline bool htab_remove(const struct htab *t, uintptr_t a, uint64_t *ret_
 		uintptr_t v = atomic_load_explicit(&t->e[k].key, memory_order_relaxed);
 
 		if (v == a) {
+			bool last = atomic_load_explicit(&t->e[(k + 1) & t->mask].key,
+							 memory_order_relaxed) == 0;
+
 			*ret_w = atomic_load_explicit(&t->e[k].w, memory_order_relaxed);
-			if (!atomic_compare_exchange_strong_explicit(&t->e[k].key, &v, TOMB,
+			if (!atomic_compare_exchange_strong_explicit(&t->e[k].key, &v,
+								     last ? 0 : TOMB,
 								     memory_order_relaxed,
 								     memory_order_relaxed))
 				return false;
-			tab_trim(t, k);
+			if (last)
+				tab_trim(t, (k - 1) & t->mask);
 			return true;
 		}
 		if (v == 0)
