@@ -66,6 +66,8 @@ struct evr_sampler {
 	struct evr_modmap *newmods;	/* MMAP2 records since the last drain */
 	struct evr_sampler_rec totals;
 	uint64_t drained_ns;		/* CLOCK_MONOTONIC of the last drain (system-wide) */
+	uint64_t lost_said;		/* records PERF_RECORD_LOST reported */
+	bool lost_format;		/* the events count their own losses (PERF_FORMAT_LOST) */
 };
 
 /* Sampling @event (EVR_COUNTER_*; cpu-clock unless a hardware event was asked for). */
@@ -89,6 +91,8 @@ static void attr_init(struct perf_event_attr *a, uint16_t event, uint32_t hz)
 	a->mmap2 = 1;
 	a->build_id = 1;
 	a->sample_id_all = 1;
+	/* What each event failed to write to a full ring: see lost_unsaid(). */
+	a->read_format = PERF_FORMAT_LOST;
 	/*
 	 * We read on the recorder's own schedule and nothing polls the events: a
 	 * wake-up (an irq_work, a self-interrupt: tens of µs in a guest) only once
@@ -145,6 +149,50 @@ static int sampler_alloc(pid_t pid, uint16_t event, uint32_t hz, struct evr_samp
 	return 0;
 }
 
+/*
+ * Pages per CPU ring (system-wide, and one process's where allowed): SYSTEM_RING_PAGES, less on
+ * machines with many CPUs so that all of them stay within SYSTEM_RINGS_MAX
+ * of locked memory (a power of two, at least RING_PAGES).
+ */
+static uint32_t system_ring_pages(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+	uint32_t pages = SYSTEM_RING_PAGES;
+
+	while (ncpu > 0 && page > 0 && pages > RING_PAGES &&
+	       (uint64_t)pages * (uint64_t)page * (uint64_t)ncpu > SYSTEM_RINGS_MAX)
+		pages /= 2;
+	return pages;
+}
+
+/*
+ * Open @po's events with the big rings of system_ring_pages(), else (past
+ * perf_event_mlock_kb: EPERM) RING_PAGES; without PERF_FORMAT_LOST on a kernel
+ * older than 6.0 (EINVAL). One process's context switches alone can fill
+ * 256 KiB between two drains (100 ms apart): two threads ping-ponging write
+ * 4 records of 40 bytes per round trip, 90,000 switches a second here.
+ */
+static int open_rings(struct evr_sampler *s, struct evr_perf_set_opts *po,
+		      struct perf_event_attr *a, char *errbuf, size_t errlen)
+{
+	int err;
+
+	po->ring_pages = system_ring_pages();
+	a->wakeup_watermark = po->ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
+	err = evr_perf_set_new(po, &s->events, errbuf, errlen);
+	if (err == -EINVAL && a->read_format) {
+		a->read_format = 0;
+		err = evr_perf_set_new(po, &s->events, errbuf, errlen);
+	}
+	if (err == -EACCES || err == -EPERM) {
+		po->ring_pages = RING_PAGES;
+		a->wakeup_watermark = po->ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
+		err = evr_perf_set_new(po, &s->events, errbuf, errlen);
+	}
+	s->lost_format = a->read_format & PERF_FORMAT_LOST;
+	return err;
+}
+
 int evr_sampler_new(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler **ret,
 		    char *errbuf, size_t errlen)
 {
@@ -165,7 +213,7 @@ int evr_sampler_new(pid_t pid, uint16_t event, uint32_t hz, struct evr_sampler *
 		goto fail;
 	s->totals.event = event;
 	attr_init(&a, event, hz);
-	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
+	err = open_rings(s, &po, &a, errbuf, errlen);
 	if (err < 0)
 		goto fail;
 	s->totals.cpus = evr_perf_set_cpus(s->events);
@@ -178,22 +226,6 @@ fail:
 }
 
 static int scan_proc(struct evr_sampler *s);
-
-/*
- * Pages per CPU ring for system-wide sampling: SYSTEM_RING_PAGES, less on
- * machines with many CPUs so that all of them stay within SYSTEM_RINGS_MAX
- * of locked memory (a power of two, at least RING_PAGES).
- */
-static uint32_t system_ring_pages(void)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
-	uint32_t pages = SYSTEM_RING_PAGES;
-
-	while (ncpu > 0 && page > 0 && pages > RING_PAGES &&
-	       (uint64_t)pages * (uint64_t)page * (uint64_t)ncpu > SYSTEM_RINGS_MAX)
-		pages /= 2;
-	return pages;
-}
 
 /* Bit @cap of this process's effective capabilities (/proc/self/status CapEff). */
 static bool have_cap(unsigned cap)
@@ -273,14 +305,7 @@ int evr_sampler_new_system(pid_t pid, uint16_t event, uint32_t hz, struct evr_sa
 	 * mapping is refused with EPERM: then the usual 256 KiB. Then, as kernel
 	 * profiling may be what is refused (an LSM), user space only.
 	 */
-	po.ring_pages = system_ring_pages();
-	a.wakeup_watermark = po.ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
-	err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
-	if (err == -EACCES || err == -EPERM) {
-		po.ring_pages = RING_PAGES;
-		a.wakeup_watermark = po.ring_pages * (uint32_t)sysconf(_SC_PAGESIZE);
-		err = evr_perf_set_new(&po, &s->events, errbuf, errlen);
-	}
+	err = open_rings(s, &po, &a, errbuf, errlen);
 	if (err == -EACCES || err == -EPERM) {
 		a.exclude_kernel = 1;
 		a.exclude_callchain_kernel = 1;
@@ -614,6 +639,8 @@ static int parse_rec(struct evr_sampler *s, const uint8_t *rec, evr_sideband_emi
 		r.type = EVR_SAMPLE_LOST;
 		r.value = v[1];
 		s->totals.lost += v[1];
+		if (h.type == PERF_RECORD_LOST)
+			s->lost_said += v[1];
 		return put_rec(s, &r, NULL, emit, ctx);
 	}
 	case PERF_RECORD_MMAP2:
@@ -698,9 +725,50 @@ int evr_sampler_drain(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *c
 	return drain_later(s) ? 0 : drain(s, emit, ctx);
 }
 
+/*
+ * Records lost that no PERF_RECORD_LOST reported. The kernel writes that
+ * record only in front of the next record that fits, so a ring that
+ * overflowed after its last drain but one says nothing of it; each event
+ * counts what it failed to write (PERF_FORMAT_LOST; an inherited event counts
+ * into its parent, the event we opened), and their sum is every record lost.
+ */
+static int lost_unsaid(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
+{
+	struct evr_sample_rec r = { .type = EVR_SAMPLE_LOST };
+	const int *fds;
+	uint64_t sum = 0;
+	struct timespec ts;
+	uint32_t n;
+
+	if (!s->lost_format)
+		return 0;
+	fds = evr_perf_set_fds(s->events, &n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v[2];	/* value, lost */
+
+		if (read(fds[i], v, sizeof(v)) == (ssize_t)sizeof(v))
+			sum += v[1];
+	}
+	if (sum <= s->lost_said)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	r.time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	r.pid = (uint32_t)s->pid;
+	r.cpu = UINT32_MAX;
+	r.value = sum - s->lost_said;
+	s->totals.lost += r.value;
+	s->lost_said = sum;
+	return put_rec(s, &r, NULL, emit, ctx);
+}
+
 int evr_sampler_finish(struct evr_sampler *s, evr_sideband_emit_fn *emit, void *ctx)
 {
 	int err = drain(s, emit, ctx);
+
+	if (!err)
+		err = lost_unsaid(s, emit, ctx);
+	if (!err)
+		err = flush_out(s, emit, ctx);
 
 	s->totals.threads = evr_perf_set_threads(s->events);
 	if (!err)

@@ -51,7 +51,8 @@ cs = sums[(tid, "context-switches")]
 if user_only:
     assert cs == 0, f"user-space-only counting saw {cs} context switches"
 else:
-    assert cs >= rounds, f"{cs} context switches counted, the thread blocked {rounds} times"
+    # Its first read() may find the main thread's byte already there: rounds - 1 blocks.
+    assert cs >= rounds - 1, f"{cs} context switches counted, the thread blocked {rounds} times"
     assert abs(cs - switches) <= 16, f"{cs} context switches counted, rusage says {switches}"
 assert sums[(tid, "task-clock")] > 0, "no task-clock for the thread"
 rep = json.load(open(sys.argv[2]))
@@ -81,8 +82,8 @@ sw = [s for s in rep["cpu_samples"]["switches"] if s["tid"] == tid]
 assert sw, f"no switches of thread {tid}: {rep['cpu_samples']['switches'][:5]}"
 sw = sw[0]
 # Each round leaves the CPU once at least: blocked in read(), or preempted by the thread
-# its write() woke.
-assert sw["switches"] >= rounds and sw["switches"] == sw["blocked"] + sw["preempted"], sw
+# its write() woke; but the first, whose read() may find the byte already written.
+assert sw["switches"] >= rounds - 1 and sw["switches"] == sw["blocked"] + sw["preempted"], sw
 if not user_only:
     cs = [t for t in rep["counters"]["threads"] if t["tid"] == tid][0]["context-switches"]
     assert abs(cs - sw["switches"]) <= 2, f"counter {cs}, switch records {sw}"
