@@ -200,6 +200,14 @@ static int write_error(struct evr_recorder *r, int err)
 	return fail(r, err, "cannot write the trace: %s", strerror(-err));
 }
 
+/* When the packets still open are flushed next, after a flush at @now. */
+static uint64_t next_flush(const struct evr_recorder *r, uint64_t now)
+{
+	if (r->flags & EVR_RECORDER_FLUSH_ALIGNED)
+		return (now / r->flush_ns + 1) * r->flush_ns;
+	return now + r->flush_ns;
+}
+
 /* ---- metadata and spans ------------------------------------------------------------ */
 
 /* Copy the metadata entries not yet in the output into METADATA chunks. */
@@ -846,7 +854,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		goto out;
 	ret = write_metadata(r);
 	r->t_threads = 0;	/* the first pump asks for the thread names at once */
-	r->flush_due = evr_mono_ns() + r->flush_ns;
+	r->flush_due = next_flush(r, evr_mono_ns());
 out:
 	if (ret < 0)
 		copy_msg(errbuf, errlen, r->errmsg);
@@ -876,7 +884,7 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 	if (now >= r->flush_due) {
 		/* Time to write what waits in the packets still open, too. */
 		partial = true;
-		r->flush_due = now + r->flush_ns;
+		r->flush_due = next_flush(r, now);
 	}
 	n = pump_spans(r, partial);
 	if (n < 0)
