@@ -116,6 +116,7 @@ struct multi {
 	bool failed;		/* the file could not be written: stop */
 	int err;
 	int epfd;		/* every process's doorbell, pidfd and socket, and the watch's */
+	bool watch_fired;	/* the watch's inotify descriptor is readable */
 };
 
 static struct multi *the_multi;	/* for the watch's hook: one recording per program */
@@ -296,7 +297,9 @@ static void proc_watch(struct multi *m, struct mproc *p, uint32_t idx)
 	if (m->epfd < 0)
 		return;
 	evr_client_wait_set(p->c, &ws);
-	p->ws.doorbell = ep_add(m, ws.doorbell, tag + EV_DOORBELL, EPOLLIN);
+	/* Edge-triggered: every ring is an edge (an eventfd wakes its waiters at each
+	 * write), so its count need not be read back: a system call less a wake-up. */
+	p->ws.doorbell = ep_add(m, ws.doorbell, tag + EV_DOORBELL, EPOLLIN | EPOLLET);
 	p->ws.pidfd = ep_add(m, ws.pidfd, tag + EV_PIDFD, EPOLLIN);
 	p->ws.sock = ep_add(m, ws.sock, tag + EV_SOCK, EPOLLIN | EPOLLRDHUP);
 	if (p->ws.doorbell >= 0 && (p->ws.pidfd >= 0 || p->ws.sock >= 0)) {
@@ -603,21 +606,21 @@ static bool step_due(struct multi *m)
 static void take_events(struct multi *m, const struct epoll_event *ev, int n)
 {
 	for (int i = 0; i < n; i++) {
-		uint64_t tag = ev[i].data.u64, v;
+		uint64_t tag = ev[i].data.u64;
 		struct mproc *p;
 
-		if (tag == EV_WATCH || tag / 4u >= m->n)
-			continue;	/* the watch: looked at every round */
+		if (tag == EV_WATCH) {
+			m->watch_fired = true;
+			continue;
+		}
+		if (tag / 4u >= m->n)
+			continue;
 		p = m->procs[tag / 4u];
 		if (p->finished)
 			continue;
 		p->ready = true;
-		if (tag % 4u == EV_DOORBELL) {
-			/* Non-blocking: clears the count. */
-			if (read(p->ws.doorbell, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				ep_del(m, &p->ws.doorbell);
+		if (tag % 4u == EV_DOORBELL)
 			continue;
-		}
 		evr_client_check_alive(p->c);
 		if (evr_client_state(p->c) != EVR_CLIENT_LIVE) {
 			/* Readable for good now (level-triggered): out of the set. */
@@ -709,8 +712,14 @@ static int run_loop(struct multi *m)
 		if (deadline && evr_mono_ns() >= deadline)
 			break;
 		if (m->watching) {
-			if (evr_watch_scan_due(&m->watch, evr_mono_ns()))
-				(void)evr_watch_scan(&m->watch);
+			uint64_t now = evr_mono_ns(), wd = evr_watch_due_ns(&m->watch);
+
+			/* Its inotify descriptor is read only when epoll said so. */
+			if (m->watch_fired || m->epfd < 0 || !wd || now >= wd) {
+				m->watch_fired = false;
+				if (evr_watch_scan_due(&m->watch, now))
+					(void)evr_watch_scan(&m->watch);
+			}
 			/* Takes finished attaches: watch_changed() starts their recorders. */
 			(void)evr_watch_poll(&m->watch);
 		}

@@ -924,16 +924,30 @@ failed:
 	return r->err;
 }
 
+/*
+ * EVR_RECORDER_FLUSH_ALIGNED: @t, or the next flush instant after it. For the
+ * sync points of the steady cadence (one a second; not the first ones nor the
+ * one 10 ms after a jump) and the thread names, which may come a flush
+ * interval late: a loop over many processes then wakes for none of them.
+ */
+static uint64_t on_grid(const struct evr_recorder *r, uint64_t t)
+{
+	if (!(r->flags & EVR_RECORDER_FLUSH_ALIGNED) || t > UINT64_MAX - r->flush_ns)
+		return t;
+	return (t + r->flush_ns - 1) / r->flush_ns * r->flush_ns;
+}
+
 /* The next time something of the recorder's own is due (UINT64_MAX: nothing). */
 static uint64_t next_due(const struct evr_recorder *r)
 {
-	uint64_t due = r->flush_due;
+	uint64_t due = r->flush_due, sync = r->sync.next_ns;
 
-	if (r->sync.next_ns < due)
-		due = r->sync.next_ns;
-
-	if (!r->threads_off && r->t_threads + threads_every(r) < due)
-		due = r->t_threads + threads_every(r);
+	if (r->sync.points >= 2 && r->sync.seg_points >= 2)
+		sync = on_grid(r, sync);
+	if (sync < due)
+		due = sync;
+	if (!r->threads_off && on_grid(r, r->t_threads + threads_every(r)) < due)
+		due = on_grid(r, r->t_threads + threads_every(r));
 	for (uint32_t i = 0; i < r->nsb; i++)
 		if (r->sb[i].due_ns < due)
 			due = r->sb[i].due_ns;

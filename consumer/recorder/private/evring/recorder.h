@@ -78,7 +78,9 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  * many processes (evr_recorder_step()) then all have their flush due at the
  * same instant, and one wake-up serves every one of them. The latency of a
  * record in an open packet is the same: at most flush_ms (and the loop's
- * lateness).
+ * lateness). evr_recorder_due_ns() then puts the clock sync points of the
+ * steady cadence (one a second) and the looks at the thread names on those
+ * instants too, at most flush_ms late.
  */
 #define EVR_RECORDER_FLUSH_ALIGNED	0x200u
 /*
