@@ -724,6 +724,13 @@ static int run_loop(struct multi *m)
 			(void)evr_watch_poll(&m->watch);
 		}
 		more = step_due(m);
+		/* What the round wrote, every stream's chunks: one write(). */
+		ret = evr_trace_mux_flush(m->mux);
+		if (ret < 0 && !m->failed) {
+			evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
+			m->failed = true;
+			m->err = ret;
+		}
 		/* Without --all, the recording ends with the last process. */
 		if (!m->watching && !live_count(m))
 			break;
@@ -768,6 +775,8 @@ int evr_record_multi_run(const struct record_opts *o)
 	if (ret < 0)
 		return ret;
 	ret = evr_trace_mux_new(m.out_fd, &m.mux);
+	if (ret == 0)
+		ret = evr_trace_mux_gather(m.mux, true);
 	if (ret < 0) {
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
 		goto out;

@@ -187,8 +187,9 @@ static int write_error(struct evr_recorder *r, int err)
 		evr_uring_stats(r->u, &us);
 		if (r->hold)
 			r->events = us.events;
-	} else if (r->hold) {
-		/* Events count once their chunk is whole in the file. */
+	} else if (r->hold || r->mux) {
+		/* Events count once their chunk is whole in the file (a mux may
+		 * gather the chunks of many streams for one write). */
 		uint64_t in_file = evr_trace_writer_written(r->w);
 
 		r->events = r->events_written;
@@ -390,6 +391,23 @@ static int note_unwritten(struct evr_recorder *r, uint64_t events)
 	return 0;
 }
 
+/*
+ * A stream of a mux: forget the EVENTS chunks the file holds by now (the mux
+ * may gather chunks for one write: evr_trace_mux_gather()).
+ */
+static void trim_unwritten(struct evr_recorder *r)
+{
+	uint64_t in_file = evr_trace_writer_written(r->w);
+	uint32_t k = 0;
+
+	while (k < r->nunw && r->unw[k].end <= in_file)
+		r->events_written += r->unw[k++].events;
+	if (!k)
+		return;
+	r->nunw -= k;
+	memmove(r->unw, r->unw + k, r->nunw * sizeof(*r->unw));
+}
+
 /* Is @tid among the threads named so far (tnames, sorted by tid)? */
 static bool tid_named(const struct evr_recorder *r, uint32_t tid)
 {
@@ -531,6 +549,11 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		r->lost += sp.lost;
 		r->spans++;
 		n++;
+		if (r->mux) {
+			ret = note_unwritten(r, sp.events);
+			if (ret < 0)
+				return ret;
+		}
 		if (r->hold) {
 			ret = r->u ? 0 : note_unwritten(r, sp.events);
 			if (ret < 0)
@@ -880,6 +903,8 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 			goto failed;
 		}
 	}
+	if (r->mux)
+		trim_unwritten(r);
 	now = evr_mono_ns();
 	if (now >= r->flush_due) {
 		/* Time to write what waits in the packets still open, too. */
