@@ -503,6 +503,19 @@ static bool whole_span_waits(const struct evr_span_reader *sr)
 	return false;
 }
 
+int evr_span_reader_arm(struct evr_span_reader *sr)
+{
+	if (!sr)
+		return -EINVAL;
+	if (sr->pending || sr->gone || sr->drained)
+		return 1;
+	sr->waits.doorbell++;
+	__atomic_store_n(&sr->hdr->waiting, 1, __ATOMIC_RELAXED);
+	/* Pairs with the full fence in the writer's doorbell, as in the wait below. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return __atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE) || whole_span_waits(sr);
+}
+
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
 			     unsigned int nextra, int timeout_ms)
 {

@@ -8,15 +8,26 @@
  * points, threads, losses and END; the file's stream 0 is its process table
  * (pid, name, command line, start, how its recording ended).
  *
- * One thread, one loop, whatever the number of processes: every round steps
- * each recorder (evr_recorder_step(): pump what its producer published,
- * notice that it ended or died), and sleeps in poll() unless a recorder
- * stopped at its most spans per step, for DRAIN_MS (the recorders' own
- * deadlines wait for the next round): the work per round that every process
- * costs (its state, its rings' heads, its clocks) is paid about 100 times a
- * second, however many processes there are and whatever they publish. A thread per process would buy lower latency per process at the
- * price of a lock around the shared file and N stacks; the rings are sized to
- * hold far more than a DRAIN_MS pause (32 MiB per ring by default).
+ * One thread, one loop, whatever the number of processes, which sleeps in
+ * epoll_wait() on every process's descriptors and steps a recorder
+ * (evr_recorder_step(): pump what its producer published, notice that it ended
+ * or died) only when it has something to do, so that a process costs the loop
+ * in proportion to what it publishes, not to the loop's rounds:
+ *  - a packet completed: its doorbell (armed after each step, the handshake of
+ *    evr_client_wait_fd()) wakes the loop, for that process alone;
+ *  - the session ended (the doorbell again) or the process died (its pidfd, or
+ *    its socket's end): at once;
+ *  - its recorder's own deadlines (evr_recorder_due_ns(): the packets still
+ *    open every flush interval, clock sync points, thread names, side bands);
+ *    the flushes of every recorder fall on the same instants
+ *    (EVR_RECORDER_FLUSH_ALIGNED), so that one wake-up serves them all;
+ *  - a busy process, whose doorbell would ring more than 10 times a second
+ *    (a packet within FAST_WINDOW_NS), is looked at every DRAIN_MS instead,
+ *    its doorbell unarmed: its writers then make no system call for us (as a
+ *    paced reader, docs/protocol.md "Waking the consumer").
+ * A thread per process would buy lower latency per process at the price of a
+ * lock around the shared file and N stacks; the rings are sized to hold far
+ * more than a DRAIN_MS pause (32 MiB per ring by default).
  *
  * Discovery is the watch's (consumer/watch/): inotify on the runtime
  * directories says a socket appeared, a scan lists the processes, and an attach
@@ -42,6 +53,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,8 +68,19 @@
 #include "record.h"
 
 #define CMD "record"
-#define DRAIN_MS 10		/* the longest the loop sleeps while every ring is calm */
+#define DRAIN_MS 10		/* a busy process is looked at this often */
+#define DRAIN_NS (DRAIN_MS * 1000000ull)
+/* Busy: FAST_PACKETS packets or more a second, measured over FAST_WINDOW_NS
+ * (longer than the flush interval: what is written comes in bursts then). */
+#define FAST_WINDOW_NS 1000000000ull
+#define FAST_PACKETS 10u
 #define RESCAN_MS 1000		/* --all: list the processes anyway this often */
+#define WAKE_MAX 64		/* epoll events taken per wake-up */
+/* epoll_event.data: the process's index times 4 plus which descriptor, or the watch's. */
+#define EV_DOORBELL 0u
+#define EV_PIDFD 1u
+#define EV_SOCK 2u
+#define EV_WATCH UINT64_MAX
 
 /* A process being recorded, or that was. */
 struct mproc {
@@ -70,6 +93,14 @@ struct mproc {
 	bool sb_started;
 	bool finished;		/* evr_recorder_stop() was called */
 	enum evr_trace_proc_what how;	/* how its recording ended */
+	/* The loop's (run_loop()). */
+	struct evr_client_wait_set ws;	/* its descriptors in the epoll set, -1: not */
+	bool polled;		/* not in the set: looked at every DRAIN_MS, as a busy one */
+	bool fast;		/* busy: looked at every DRAIN_MS, its doorbell unarmed */
+	bool ready;		/* step it at the next round (woken, or it had more) */
+	uint64_t due;		/* step it then at the latest */
+	uint64_t win_ns, win_bytes;	/* its rate: the window's start, bytes written then */
+	uint32_t packet_size;
 };
 
 struct multi {
@@ -84,6 +115,8 @@ struct multi {
 	struct evr_broker *broker;	/* lists and connects once confined; NULL: --no-sandbox */
 	bool failed;		/* the file could not be written: stop */
 	int err;
+	int epfd;		/* every process's doorbell, pidfd and socket, and the watch's */
+	bool watch_fired;	/* the watch's inotify descriptor is readable */
 };
 
 static struct multi *the_multi;	/* for the watch's hook: one recording per program */
@@ -233,6 +266,55 @@ static int proc_sideband_add(const struct record_opts *o, struct mproc *p, char 
 	return ret;
 }
 
+static int ep_add(struct multi *m, int fd, uint64_t tag, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = tag };
+
+	return fd >= 0 && epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? fd : -1;
+}
+
+static void ep_del(struct multi *m, int *fd)
+{
+	if (*fd >= 0)
+		(void)epoll_ctl(m->epfd, EPOLL_CTL_DEL, *fd, NULL);
+	*fd = -1;
+}
+
+/*
+ * Put @p (m->procs[@idx]) in the loop's epoll set: its doorbell, and its pidfd
+ * and socket for its death, which its readers then no longer poll() for. A
+ * process whose descriptors cannot be watched is looked at every DRAIN_MS.
+ */
+static void proc_watch(struct multi *m, struct mproc *p, uint32_t idx)
+{
+	struct evr_client_wait_set ws;
+	uint64_t tag = (uint64_t)idx * 4u;
+
+	p->ws = (struct evr_client_wait_set){ .doorbell = -1, .pidfd = -1, .sock = -1 };
+	p->packet_size = evr_client_shm(p->c)->packet_size;
+	p->ready = true;
+	p->polled = true;
+	if (m->epfd < 0)
+		return;
+	evr_client_wait_set(p->c, &ws);
+	/* Edge-triggered: every ring is an edge (an eventfd wakes its waiters at each
+	 * write), so its count need not be read back: a system call less a wake-up. */
+	p->ws.doorbell = ep_add(m, ws.doorbell, tag + EV_DOORBELL, EPOLLIN | EPOLLET);
+	p->ws.pidfd = ep_add(m, ws.pidfd, tag + EV_PIDFD, EPOLLIN);
+	p->ws.sock = ep_add(m, ws.sock, tag + EV_SOCK, EPOLLIN | EPOLLRDHUP);
+	if (p->ws.doorbell >= 0 && (p->ws.pidfd >= 0 || p->ws.sock >= 0)) {
+		p->polled = false;
+		evr_client_watch_alive(p->c);
+	}
+}
+
+static void proc_unwatch(struct multi *m, struct mproc *p)
+{
+	ep_del(m, &p->ws.doorbell);
+	ep_del(m, &p->ws.pidfd);
+	ep_del(m, &p->ws.sock);
+}
+
 /*
  * Start recording process @c (connected; its session started when @started,
  * else not yet; ours from now on).
@@ -244,7 +326,7 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool sta
 	struct evr_recorder_opts ro = {
 		.attach = attach_opts(m->o, c),
 		.client = EVR_RECORD_CLIENT_NAME,
-		.flags = started ? EVR_RECORDER_SESSION_STARTED : 0,
+		.flags = (started ? EVR_RECORDER_SESSION_STARTED : 0) | EVR_RECORDER_FLUSH_ALIGNED,
 		.log = log_warning,
 		.mux = m->mux,
 	};
@@ -295,7 +377,9 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool sta
 		return ret;
 	}
 	p->stream = evr_recorder_stream(p->rec);
-	m->procs[m->n++] = p;
+	m->procs[m->n] = p;
+	proc_watch(m, p, m->n);
+	m->n++;
 	(void)table_line(m, p, EVR_TRACE_PROC_ATTACHED, NULL);
 	/* Tests wait for this line: the process's session runs. */
 	fprintf(stderr, "evring record: + process %d (%s), stream %u\n", (int)pid, p->name,
@@ -339,6 +423,7 @@ static void proc_finish(struct multi *m, struct mproc *p, bool interrupted)
 	if (p->finished)
 		return;
 	p->finished = true;
+	proc_unwatch(m, p);
 	ret = evr_recorder_stop(p->rec, interrupted ? EVR_TRACE_END_INTERRUPTED : 0, err,
 				sizeof(err));
 	evr_recorder_stats(p->rec, &st);
@@ -428,14 +513,58 @@ static int live_count(const struct multi *m)
 }
 
 /*
- * Step every live recorder once.
- * Return: true when one of them stopped at EVR_RECORDER_STEP_MAX spans (it
- * may have more ready: step again before sleeping). A round that found less
- * drained every ring: stepping again at once would mostly find them empty and
- * cost a round of every process's fixed work for nothing.
+ * After a step of @p that left nothing ready (@spans taken): when to look at it
+ * next. Return: true when it should be stepped again at once.
  */
-static bool step_all(struct multi *m)
+static bool proc_plan(struct mproc *p, uint32_t nr_rings, int spans)
 {
+	uint64_t now = evr_mono_ns(), bytes = 0;
+	int ret;
+
+	/* What its writers published and we took, its rings' positions summed. */
+	for (uint32_t i = 0; i < nr_rings; i++)
+		bytes += evr_client_span_pos(p->c, i);
+
+	if (!p->win_ns) {
+		/* From its first step on: not the stream's header nor the backlog. */
+		p->win_ns = now;
+		p->win_bytes = bytes;
+	} else if (now - p->win_ns >= FAST_WINDOW_NS) {
+		/* At this rate, would its doorbell ring FAST_PACKETS times a second? */
+		p->fast = (unsigned __int128)(bytes - p->win_bytes) * 1000000000u >=
+			  (unsigned __int128)FAST_PACKETS * p->packet_size * (now - p->win_ns);
+		p->win_ns = now;
+		p->win_bytes = bytes;
+	}
+	p->due = evr_recorder_due_ns(p->rec);
+	if (p->polled || p->fast) {
+		if (p->due > now + DRAIN_NS)
+			p->due = now + DRAIN_NS;
+		return false;
+	}
+	/* The doorbell rings when a packet completes; a whole one may have just now. */
+	ret = evr_client_span_arm(p->c);
+	if (ret == 0)
+		return false;
+	if (ret < 0 || !spans) {
+		/* Nothing taken, yet something said to wait (a packet completed
+		 * meanwhile, or garbage): the next round, not a spin. */
+		if (p->due > now + 1000000u)
+			p->due = now + 1000000u;
+		return false;
+	}
+	p->ready = true;
+	return true;
+}
+
+/*
+ * Step every live recorder that is due: woken by its descriptors, or its own
+ * deadline passed. Return: true when one should be stepped again before
+ * sleeping (it stopped at EVR_RECORDER_STEP_MAX spans, or more came).
+ */
+static bool step_due(struct multi *m)
+{
+	uint64_t now = evr_mono_ns();
 	bool more = false;
 
 	for (uint32_t i = 0; i < m->n && !m->failed; i++) {
@@ -444,8 +573,9 @@ static bool step_all(struct multi *m)
 		char err[512];
 		int n;
 
-		if (p->finished)
+		if (p->finished || (!p->ready && p->due > now))
 			continue;
+		p->ready = false;
 		n = evr_recorder_step(p->rec, err, sizeof(err));
 		if (n < 0) {
 			evr_cli_error(CMD, "process %d: %s", (int)p->pid, err);
@@ -457,33 +587,87 @@ static bool step_all(struct multi *m)
 			proc_finish(m, p, false);
 			continue;
 		}
-		more |= n >= (int)EVR_RECORDER_STEP_MAX;
 		evr_recorder_stats(p->rec, &st);
-		if (st.stop != EVR_RECORDER_RUNNING)
+		if (st.stop != EVR_RECORDER_RUNNING) {
 			proc_finish(m, p, false);
+			continue;
+		}
+		if (n >= (int)EVR_RECORDER_STEP_MAX) {
+			p->ready = true;
+			more = true;
+			continue;
+		}
+		more |= proc_plan(p, st.nr_rings, n);
 	}
 	return more;
 }
 
-/*
- * Sleep until the watch's inotify fires, a signal, @deadline_ns or DRAIN_MS.
- * Not until the recorders' own deadlines (flushes, sync points, thread names:
- * every 250 ms or more, each process's at its own phase): waking for each
- * would add a round over every process per deadline, rounds growing with the
- * square of the processes; served at the next round instead, at most
- * DRAIN_MS late.
- */
-static void wait_round(struct multi *m, uint64_t deadline_ns)
+/* What epoll said: mark the processes to step; a death is asked about now. */
+static void take_events(struct multi *m, const struct epoll_event *ev, int n)
 {
-	uint64_t now = evr_mono_ns(), until = now + DRAIN_MS * 1000000ull;
-	struct pollfd pfd = { .fd = m->watching ? evr_watch_fd(&m->watch) : -1,
-			      .events = POLLIN };
+	for (int i = 0; i < n; i++) {
+		uint64_t tag = ev[i].data.u64;
+		struct mproc *p;
 
+		if (tag == EV_WATCH) {
+			m->watch_fired = true;
+			continue;
+		}
+		if (tag / 4u >= m->n)
+			continue;
+		p = m->procs[tag / 4u];
+		if (p->finished)
+			continue;
+		p->ready = true;
+		if (tag % 4u == EV_DOORBELL)
+			continue;
+		evr_client_check_alive(p->c);
+		if (evr_client_state(p->c) != EVR_CLIENT_LIVE) {
+			/* Readable for good now (level-triggered): out of the set. */
+			ep_del(m, &p->ws.pidfd);
+			ep_del(m, &p->ws.sock);
+		}
+	}
+}
+
+/*
+ * Sleep until a descriptor fires (a doorbell, a death, the watch's inotify), a
+ * signal, @deadline_ns, or the first process's own deadline; while attaches
+ * are under way, DRAIN_MS at most (their threads wake no one).
+ */
+static void wait_events(struct multi *m, uint64_t deadline_ns)
+{
+	uint64_t now = evr_mono_ns(), until = now + RESCAN_MS * 1000000ull;
+	struct epoll_event ev[WAKE_MAX];
+	int n;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		if (!m->procs[i]->finished && m->procs[i]->due < until)
+			until = m->procs[i]->due;
 	if (deadline_ns && deadline_ns < until)
 		until = deadline_ns;
-	if (until <= now)
+	if (m->watching) {
+		uint64_t wd = evr_watch_due_ns(&m->watch);
+
+		if (!wd)
+			wd = now + DRAIN_NS;
+		if (wd < until)
+			until = wd;
+	}
+	if (m->epfd < 0) {
+		struct pollfd pfd = { .fd = m->watching ? evr_watch_fd(&m->watch) : -1,
+				      .events = POLLIN };
+
+		if (until > now + DRAIN_NS)
+			until = now + DRAIN_NS;
+		if (until > now)
+			(void)poll(&pfd, 1, (int)((until - now + 999999) / 1000000u));
 		return;
-	(void)poll(&pfd, 1, (int)((until - now + 999999) / 1000000u));
+	}
+	n = epoll_wait(m->epfd, ev, WAKE_MAX,
+		       until <= now ? 0 : (int)((until - now + 999999) / 1000000u));
+	if (n > 0)
+		take_events(m, ev, n);
 }
 
 static void summary(struct multi *m, uint64_t t0, uint64_t t1)
@@ -528,17 +712,30 @@ static int run_loop(struct multi *m)
 		if (deadline && evr_mono_ns() >= deadline)
 			break;
 		if (m->watching) {
-			if (evr_watch_scan_due(&m->watch, evr_mono_ns()))
-				(void)evr_watch_scan(&m->watch);
+			uint64_t now = evr_mono_ns(), wd = evr_watch_due_ns(&m->watch);
+
+			/* Its inotify descriptor is read only when epoll said so. */
+			if (m->watch_fired || m->epfd < 0 || !wd || now >= wd) {
+				m->watch_fired = false;
+				if (evr_watch_scan_due(&m->watch, now))
+					(void)evr_watch_scan(&m->watch);
+			}
 			/* Takes finished attaches: watch_changed() starts their recorders. */
 			(void)evr_watch_poll(&m->watch);
 		}
-		more = step_all(m);
+		more = step_due(m);
+		/* What the round wrote, every stream's chunks: one write(). */
+		ret = evr_trace_mux_flush(m->mux);
+		if (ret < 0 && !m->failed) {
+			evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
+			m->failed = true;
+			m->err = ret;
+		}
 		/* Without --all, the recording ends with the last process. */
 		if (!m->watching && !live_count(m))
 			break;
 		if (!more)
-			wait_round(m, deadline);
+			wait_events(m, deadline);
 	}
 	for (uint32_t i = 0; i < m->n; i++)
 		proc_finish(m, m->procs[i], evr_cli_stop_signal != 0);
@@ -568,14 +765,18 @@ static int run_loop(struct multi *m)
 
 int evr_record_multi_run(const struct record_opts *o)
 {
-	struct multi m = { .o = o, .out_fd = -1 };
+	struct multi m = { .o = o, .out_fd = -1, .epfd = -1 };
 	int ret;
 
 	the_multi = &m;
+	/* Without it (no memory), every process is looked at every DRAIN_MS. */
+	m.epfd = epoll_create1(EPOLL_CLOEXEC);
 	ret = evr_record_open_output(o, &m.out_fd, &m.created);
 	if (ret < 0)
 		return ret;
 	ret = evr_trace_mux_new(m.out_fd, &m.mux);
+	if (ret == 0)
+		ret = evr_trace_mux_gather(m.mux, true);
 	if (ret < 0) {
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(-ret));
 		goto out;
@@ -610,6 +811,8 @@ int evr_record_multi_run(const struct record_opts *o)
 			goto out;
 		}
 		m.watching = true;
+		if (m.epfd >= 0 && evr_watch_fd(&m.watch) >= 0)
+			(void)ep_add(&m, evr_watch_fd(&m.watch), EV_WATCH, EPOLLIN);
 	}
 	ret = attach_named(&m);
 	if (ret < 0)
@@ -652,6 +855,8 @@ out:
 		unlink(o->output);
 	evr_trace_mux_free(m.mux);
 	evr_broker_free(m.broker);
+	if (m.epfd >= 0)
+		close(m.epfd);
 	if (m.out_fd >= 0 && close(m.out_fd) < 0 && ret == 0) {
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(errno));
 		ret = -EIO;

@@ -32,6 +32,7 @@ struct evr_client {
 	int pidfd;			/* the producer, -1 if the kernel has no pidfd_open */
 	bool sock_eof;			/* the agent closed the connection */
 	uint64_t alive_checked_ns;	/* the last poll() of pidfd and socket */
+	bool alive_watched;		/* the caller polls pidfd and socket (epoll) */
 	/*
 	 * Replies still owed to requests that timed out: the agent answers every
 	 * request in order, so the next transaction reads and drops these first.

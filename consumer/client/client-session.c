@@ -156,7 +156,7 @@ void evr_client_refresh_state_lazy(struct evr_client *c)
 	if (c->state != EVR_CLIENT_LIVE)
 		return;
 	if (!c->sock_eof && !__atomic_load_n(&c->hdr->ended, __ATOMIC_ACQUIRE) &&
-	    evr_mono_ns() - c->alive_checked_ns < EVR_CLIENT_ALIVE_CHECK_NS)
+	    (c->alive_watched || evr_mono_ns() - c->alive_checked_ns < EVR_CLIENT_ALIVE_CHECK_NS))
 		return;
 	evr_client_refresh_state(c);
 }
@@ -410,6 +410,30 @@ int evr_client_wait_fd(struct evr_client *c, int fd, int timeout_ms)
 	return ret;
 }
 
+void evr_client_wait_set(const struct evr_client *c, struct evr_client_wait_set *ret)
+{
+	if (!ret)
+		return;
+	*ret = (struct evr_client_wait_set){ .doorbell = -1, .pidfd = -1, .sock = -1 };
+	if (!c || c->state == EVR_CLIENT_IDLE)
+		return;
+	ret->doorbell = c->doorbell_fd;
+	ret->pidfd = c->pidfd;
+	ret->sock = c->sock_eof ? -1 : c->sock;
+}
+
+void evr_client_watch_alive(struct evr_client *c)
+{
+	if (c)
+		c->alive_watched = true;
+}
+
+void evr_client_check_alive(struct evr_client *c)
+{
+	if (c)
+		evr_client_refresh_state(c);
+}
+
 /* ---- spans ---------------------------------------------------------------------------------- */
 
 static int use_spans(struct evr_client *c)
@@ -452,6 +476,17 @@ int evr_client_span_get(struct evr_client *c, uint32_t flags, struct evr_span *r
 	*ret = (struct evr_span){ .ring = sp.ring, .pos = sp.pos, .data = sp.data, .len = sp.len,
 				  .events = sp.events, .lost = sp.lost };
 	return 1;
+}
+
+int evr_client_span_arm(struct evr_client *c)
+{
+	int err = use_spans(c);
+
+	if (err < 0)
+		return err;
+	if (c->state != EVR_CLIENT_LIVE)
+		return 1;
+	return evr_span_reader_arm(c->spans);
 }
 
 int evr_client_span_next(struct evr_client *c, struct evr_span *ret)

@@ -204,7 +204,7 @@ int evr_clock_sync_take(struct evr_clock_sync_state *st, const struct evr_shm_hd
 	 * before the clocks below are read. Pairs with the writers'
 	 * store-release of head.
 	 */
-	(void)evr_shm_read_heads(shm, ret_heads, evr_shm_nr_rings(shm));
+	(void)evr_shm_read_heads(shm, ret_heads, UINT32_MAX);	/* nr_rings: one look-up less */
 	evr_clock_sync_point(st, flags, ret);
 	return 0;
 }

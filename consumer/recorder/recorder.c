@@ -187,8 +187,9 @@ static int write_error(struct evr_recorder *r, int err)
 		evr_uring_stats(r->u, &us);
 		if (r->hold)
 			r->events = us.events;
-	} else if (r->hold) {
-		/* Events count once their chunk is whole in the file. */
+	} else if (r->hold || r->mux) {
+		/* Events count once their chunk is whole in the file (a mux may
+		 * gather the chunks of many streams for one write). */
 		uint64_t in_file = evr_trace_writer_written(r->w);
 
 		r->events = r->events_written;
@@ -198,6 +199,14 @@ static int write_error(struct evr_recorder *r, int err)
 	}
 	r->write_failed = true;
 	return fail(r, err, "cannot write the trace: %s", strerror(-err));
+}
+
+/* When the packets still open are flushed next, after a flush at @now. */
+static uint64_t next_flush(const struct evr_recorder *r, uint64_t now)
+{
+	if (r->flags & EVR_RECORDER_FLUSH_ALIGNED)
+		return (now / r->flush_ns + 1) * r->flush_ns;
+	return now + r->flush_ns;
 }
 
 /* ---- metadata and spans ------------------------------------------------------------ */
@@ -382,6 +391,23 @@ static int note_unwritten(struct evr_recorder *r, uint64_t events)
 	return 0;
 }
 
+/*
+ * A stream of a mux: forget the EVENTS chunks the file holds by now (the mux
+ * may gather chunks for one write: evr_trace_mux_gather()).
+ */
+static void trim_unwritten(struct evr_recorder *r)
+{
+	uint64_t in_file = evr_trace_writer_written(r->w);
+	uint32_t k = 0;
+
+	while (k < r->nunw && r->unw[k].end <= in_file)
+		r->events_written += r->unw[k++].events;
+	if (!k)
+		return;
+	r->nunw -= k;
+	memmove(r->unw, r->unw + k, r->nunw * sizeof(*r->unw));
+}
+
 /* Is @tid among the threads named so far (tnames, sorted by tid)? */
 static bool tid_named(const struct evr_recorder *r, uint32_t tid)
 {
@@ -523,6 +549,11 @@ static int pump_spans(struct evr_recorder *r, bool partial)
 		r->lost += sp.lost;
 		r->spans++;
 		n++;
+		if (r->mux) {
+			ret = note_unwritten(r, sp.events);
+			if (ret < 0)
+				return ret;
+		}
 		if (r->hold) {
 			ret = r->u ? 0 : note_unwritten(r, sp.events);
 			if (ret < 0)
@@ -846,7 +877,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		goto out;
 	ret = write_metadata(r);
 	r->t_threads = 0;	/* the first pump asks for the thread names at once */
-	r->flush_due = evr_mono_ns() + r->flush_ns;
+	r->flush_due = next_flush(r, evr_mono_ns());
 out:
 	if (ret < 0)
 		copy_msg(errbuf, errlen, r->errmsg);
@@ -872,11 +903,13 @@ int evr_recorder_pump(struct evr_recorder *r, char *errbuf, size_t errlen)
 			goto failed;
 		}
 	}
+	if (r->mux)
+		trim_unwritten(r);
 	now = evr_mono_ns();
 	if (now >= r->flush_due) {
 		/* Time to write what waits in the packets still open, too. */
 		partial = true;
-		r->flush_due = now + r->flush_ns;
+		r->flush_due = next_flush(r, now);
 	}
 	n = pump_spans(r, partial);
 	if (n < 0)
@@ -916,16 +949,30 @@ failed:
 	return r->err;
 }
 
+/*
+ * EVR_RECORDER_FLUSH_ALIGNED: @t, or the next flush instant after it. For the
+ * sync points of the steady cadence (one a second; not the first ones nor the
+ * one 10 ms after a jump) and the thread names, which may come a flush
+ * interval late: a loop over many processes then wakes for none of them.
+ */
+static uint64_t on_grid(const struct evr_recorder *r, uint64_t t)
+{
+	if (!(r->flags & EVR_RECORDER_FLUSH_ALIGNED) || t > UINT64_MAX - r->flush_ns)
+		return t;
+	return (t + r->flush_ns - 1) / r->flush_ns * r->flush_ns;
+}
+
 /* The next time something of the recorder's own is due (UINT64_MAX: nothing). */
 static uint64_t next_due(const struct evr_recorder *r)
 {
-	uint64_t due = r->flush_due;
+	uint64_t due = r->flush_due, sync = r->sync.next_ns;
 
-	if (r->sync.next_ns < due)
-		due = r->sync.next_ns;
-
-	if (!r->threads_off && r->t_threads + threads_every(r) < due)
-		due = r->t_threads + threads_every(r);
+	if (r->sync.points >= 2 && r->sync.seg_points >= 2)
+		sync = on_grid(r, sync);
+	if (sync < due)
+		due = sync;
+	if (!r->threads_off && on_grid(r, r->t_threads + threads_every(r)) < due)
+		due = on_grid(r, r->t_threads + threads_every(r));
 	for (uint32_t i = 0; i < r->nsb; i++)
 		if (r->sb[i].due_ns < due)
 			due = r->sb[i].due_ns;

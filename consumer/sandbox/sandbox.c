@@ -58,7 +58,7 @@ static const int base_calls[] = {
 
 static const int wait_calls[] = {
 	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(select), SCMP_SYS(pselect6),
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(nanosleep),
+	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(nanosleep),
 	SCMP_SYS(clock_nanosleep), SCMP_SYS(rt_sigtimedwait),
 };
 

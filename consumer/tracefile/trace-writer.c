@@ -47,7 +47,14 @@ struct evr_trace_mux {
 	uint64_t off;			/* bytes in the file (whole chunks) */
 	uint32_t nstreams;		/* streams handed out */
 	struct evr_trace_writer *w0;	/* stream 0: the process table and the END */
+	/* evr_trace_mux_gather(): chunks copied here until evr_trace_mux_flush(). */
+	bool gather;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t written;		/* bytes in the file while gathering */
 };
+
+#define GATHER_MAX	(1u << 20)	/* the gathering buffer; bigger chunks go at once */
 
 struct evr_trace_writer {
 	int fd;
@@ -131,6 +138,55 @@ static int write_all_count(int fd, struct iovec *iov, int iovcnt, uint64_t *done
 static int write_all(int fd, struct iovec *iov, int iovcnt)
 {
 	return write_all_count(fd, iov, iovcnt, NULL);
+}
+
+/* ---- a mux's gathered chunks ---------------------------------------------------------- */
+
+/* Write what @m gathered (one write()). */
+static int mux_write(struct evr_trace_mux *m)
+{
+	struct iovec v = { .iov_base = m->buf, .iov_len = m->len };
+	int err;
+
+	if (!m->len)
+		return 0;
+	err = write_all_count(m->fd, &v, 1, &m->written);
+	m->len = 0;
+	if (err && !m->err)
+		m->err = err;
+	return err;
+}
+
+/* Copy a chunk given as @iov into @m's buffer, or write it at once when it is too big. */
+static int mux_gather(struct evr_trace_mux *m, struct iovec *iov, int n)
+{
+	size_t len = 0;
+	int err;
+
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	if (m->len + len > m->cap) {
+		err = mux_write(m);
+		if (err)
+			return err;
+		if (len > GATHER_MAX) {
+			err = write_all_count(m->fd, iov, n, &m->written);
+			if (err && !m->err)
+				m->err = err;
+			return err;
+		}
+		if (!m->buf) {
+			m->buf = malloc(GATHER_MAX);
+			if (!m->buf)
+				return -ENOMEM;
+			m->cap = GATHER_MAX;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		memcpy(m->buf + m->len, iov[i].iov_base, iov[i].iov_len);
+		m->len += iov[i].iov_len;
+	}
+	return 0;
 }
 
 /* ---- direct I/O batches ------------------------------------------------------------ */
@@ -365,7 +421,12 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 	if (evr_align8(len) != len)
 		iov[++n] = (struct iovec){.iov_base = (void *)zero_pad,
 					  .iov_len = evr_align8(len) - len};
-	err = w->direct ? stage_iov(w, iov, n + 1) : write_all(w->fd, iov, n + 1);
+	if (w->direct)
+		err = stage_iov(w, iov, n + 1);
+	else if (w->mux && w->mux->gather)
+		err = mux_gather(w->mux, iov, n + 1);
+	else
+		err = write_all(w->fd, iov, n + 1);
 	if (err) {
 		w->err = err;
 		if (w->mux)
@@ -560,6 +621,8 @@ uint64_t evr_trace_writer_written(const struct evr_trace_writer *w)
 {
 	if (!w)
 		return 0;
+	if (w->mux && w->mux->gather)
+		return w->mux->written;
 	return w->direct ? w->written : w->off;
 }
 
@@ -1031,9 +1094,35 @@ int evr_trace_mux_proc(struct evr_trace_mux *m, const struct evr_trace_proc_rec 
 
 int evr_trace_mux_end(struct evr_trace_mux *m, const struct evr_trace_end *e)
 {
+	int err;
+
 	if (!m)
 		return -EINVAL;
-	return evr_trace_writer_end(m->w0, e);
+	err = evr_trace_writer_end(m->w0, e);
+	return err ? err : evr_trace_mux_flush(m);
+}
+
+int evr_trace_mux_gather(struct evr_trace_mux *m, bool on)
+{
+	int err;
+
+	if (!m)
+		return -EINVAL;
+	err = evr_trace_mux_flush(m);
+	if (err)
+		return err;
+	m->gather = on;
+	m->written = m->off;	/* everything so far is in the file */
+	return 0;
+}
+
+int evr_trace_mux_flush(struct evr_trace_mux *m)
+{
+	if (!m)
+		return -EINVAL;
+	if (m->err)
+		return m->err;
+	return mux_write(m);
 }
 
 uint64_t evr_trace_mux_bytes(const struct evr_trace_mux *m)
@@ -1051,5 +1140,6 @@ void evr_trace_mux_free(struct evr_trace_mux *m)
 	if (!m)
 		return;
 	evr_trace_writer_free(m->w0);
+	free(m->buf);
 	free(m);
 }

@@ -161,3 +161,13 @@ bool evr_watch_scan_due(struct evr_watch *w, uint64_t now_ns)
 	}
 	return due;
 }
+
+uint64_t evr_watch_due_ns(const struct evr_watch *w)
+{
+	if (!w->scans || w->npending || !w->o.rescan_ms)
+		return 0;
+	for (uint32_t i = 0; i < w->n; i++)
+		if (w->procs[i]->state == EVR_WATCH_ATTACHING)
+			return 0;
+	return w->last_scan_ns + (uint64_t)w->o.rescan_ms * 1000000u;
+}

@@ -5,7 +5,8 @@
  * the process table; raw chunk walks stay inside their stream; a file cut
  * before the file's END is truncated for each stream; damage in another
  * stream's chunk does not touch this one's; and a reader of format 1 only
- * refuses the file as newer.
+ * refuses the file as newer. Gathered (evr_trace_mux_gather()), the chunks
+ * reach the file only at a flush, and the file reads the same.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -87,11 +89,20 @@ static void table(struct evr_trace_mux *m, uint32_t stream, uint32_t pid, uint16
 	assert_int_equal(evr_trace_mux_proc(m, &rec, name, argc, argv), 0);
 }
 
+static uint64_t file_size(int fd)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
 /*
  * Two processes, their chunks interleaved: A writes tags 1..3 and 7..8 and
- * exits; B writes 100..104 and is detached at the end. Return: the file.
+ * exits; B writes 100..104 and is detached at the end. With @gather, the mux
+ * gathers the chunks: nothing reaches the file before a flush. Return: the file.
  */
-static int two_procs(bool with_file_end)
+static int two_procs_opt(bool with_file_end, bool gather)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC);
 	char *argv_a[] = { "a.out", "--x", "1" };
@@ -103,6 +114,8 @@ static int two_procs(bool with_file_end)
 
 	assert_true(fd >= 0);
 	assert_int_equal(evr_trace_mux_new(fd, &m), 0);
+	if (gather)
+		assert_int_equal(evr_trace_mux_gather(m, true), 0);
 	assert_int_equal(evr_trace_mux_stream(m, &sa, &wa), 0);
 	assert_int_equal(sa, 1);
 	session(wa, "A");
@@ -115,6 +128,15 @@ static int two_procs(bool with_file_end)
 	events(wb, pb, 2, 1500, 100, &pb);
 	events(wa, pa, 2, 2000, 7, &pa);
 	events(wb, pb, 3, 2500, 102, &pb);
+	if (gather) {
+		/* The file header only, until the flush; then all of it. */
+		assert_int_equal(file_size(fd), sizeof(struct evr_trace_file_hdr));
+		assert_int_equal(evr_trace_writer_written(wa), sizeof(struct evr_trace_file_hdr));
+		assert_true(evr_trace_mux_bytes(m) > sizeof(struct evr_trace_file_hdr));
+		assert_int_equal(evr_trace_mux_flush(m), 0);
+		assert_int_equal(file_size(fd), evr_trace_mux_bytes(m));
+		assert_int_equal(evr_trace_writer_written(wb), evr_trace_mux_bytes(m));
+	}
 	e.events = 5;
 	assert_int_equal(evr_trace_writer_end(wa, &e), 0);
 	table(m, sa, 100, EVR_TRACE_PROC_EXITED, 3000, "a.out", 0, NULL);
@@ -126,12 +148,21 @@ static int two_procs(bool with_file_end)
 	if (with_file_end) {
 		e.events = 10;
 		assert_int_equal(evr_trace_mux_end(m, &e), 0);
+	} else if (gather) {
+		assert_int_equal(evr_trace_mux_flush(m), 0);
 	}
+	if (gather)
+		assert_int_equal(file_size(fd), evr_trace_mux_bytes(m));
 	assert_int_equal(evr_trace_mux_error(m), 0);
 	evr_trace_writer_free(wa);
 	evr_trace_writer_free(wb);
 	evr_trace_mux_free(m);
 	return fd;
+}
+
+static int two_procs(bool with_file_end)
+{
+	return two_procs_opt(with_file_end, false);
 }
 
 /* The tags of the events of @stream, in order; the losses into *@ret_lost. */
@@ -176,6 +207,26 @@ static void test_trace_multi_streams_read_apart(void **state)
 	assert_memory_equal(tags, want_a, sizeof(want_a));
 	assert_true(lost == 0 && !st.truncated && st.has_end && !st.damaged);
 	assert_true(st.end.events == 5);
+	n = read_tags(fd, 2, tags, 16, &lost, &st);
+	assert_int_equal(n, 5);
+	assert_memory_equal(tags, want_b, sizeof(want_b));
+	assert_true(lost == 4 && !st.truncated && st.has_end && !st.damaged);
+	close(fd);
+}
+
+static void test_trace_multi_gathered(void **state)
+{
+	int fd = two_procs_opt(true, true);
+	uint32_t tags[16], n;
+	struct evr_trace_stats st;
+	uint64_t lost;
+	static const uint32_t want_a[] = { 1, 2, 3, 7, 8 }, want_b[] = { 100, 101, 102, 103, 104 };
+
+	(void)state;
+	n = read_tags(fd, 1, tags, 16, &lost, &st);
+	assert_int_equal(n, 5);
+	assert_memory_equal(tags, want_a, sizeof(want_a));
+	assert_true(lost == 0 && !st.truncated && st.has_end && !st.damaged);
 	n = read_tags(fd, 2, tags, 16, &lost, &st);
 	assert_int_equal(n, 5);
 	assert_memory_equal(tags, want_b, sizeof(want_b));
@@ -320,6 +371,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_multi_streams_read_apart),
+		cmocka_unit_test(test_trace_multi_gathered),
 		cmocka_unit_test(test_trace_multi_process_table),
 		cmocka_unit_test(test_trace_multi_no_file_end),
 		cmocka_unit_test(test_trace_multi_damage_stays_in_its_stream),

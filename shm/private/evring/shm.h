@@ -199,6 +199,18 @@ void evr_span_reader_release_to(struct evr_span_reader *sr, uint32_t ring, uint6
 uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
 
 /**
+ * evr_span_reader_arm() - the doorbell handshake of evr_span_reader_wait_fds()
+ * without its sleep, for a caller that sleeps on many sessions' doorbells at
+ * once (epoll): asks the writers to ring the doorbell when a packet completes,
+ * then looks once more. Never paced: the caller decides which sessions are
+ * armed (a session whose writers would ring often is better looked at on a
+ * timer, leaving it unarmed).
+ * Return: 1 a whole span waits, the session ended or nothing more will come
+ * (do not sleep on it), 0 armed.
+ */
+int evr_span_reader_arm(struct evr_span_reader *sr);
+
+/**
  * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
  * completes on some ring and the next one has begun (doorbell handshake on
  * @doorbell_fd), the session ends, an @extra fd is ready, or @timeout_ms

@@ -370,6 +370,42 @@ int evr_client_wait(struct evr_client *c, int timeout_ms);
  */
 int evr_client_wait_fd(struct evr_client *c, int fd, int timeout_ms);
 
+/*
+ * For a loop that drains many sessions and sleeps in epoll on all of them
+ * (evring record --all): the descriptors to wait on, each -1 when there is
+ * none. The doorbell (an eventfd, non-blocking) is readable once a writer rang
+ * it after evr_client_span_arm(), or the session ended: read it to clear it.
+ * The pidfd is readable once the producer died, the socket once the agent
+ * closed it: then call evr_client_check_alive(). Level-triggered: take the
+ * socket out of the set once the state is no longer EVR_CLIENT_LIVE.
+ */
+struct evr_client_wait_set {
+	int doorbell;
+	int pidfd;
+	int sock;
+};
+void evr_client_wait_set(const struct evr_client *c, struct evr_client_wait_set *ret);
+
+/**
+ * evr_client_span_arm() - ask the producer's writers to ring the doorbell when
+ * a packet completes (the handshake of evr_client_wait_fd(), without its
+ * sleep), for a caller that then sleeps on the doorbell among others.
+ * Return: 1 do not sleep on it (a whole span waits, the session ended or the
+ * producer is gone), 0 armed, -errno.
+ */
+int evr_client_span_arm(struct evr_client *c);
+
+/*
+ * evr_client_watch_alive() - the caller watches the pidfd and the socket of
+ * evr_client_wait_set() and calls evr_client_check_alive() when one is
+ * readable: readers that find the rings empty then no longer poll() them
+ * every 50 ms (the ended flag is still looked at every time).
+ */
+void evr_client_watch_alive(struct evr_client *c);
+
+/* Ask the kernel now whether the producer lives (a poll() of pidfd and socket). */
+void evr_client_check_alive(struct evr_client *c);
+
 enum evr_client_state {
 	EVR_CLIENT_IDLE = 0,	/* no session yet */
 	EVR_CLIENT_LIVE,	/* session running */

@@ -73,6 +73,17 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  */
 #define EVR_RECORDER_SESSION_STARTED	0x100u
 /*
+ * Flush the packets still open at multiples of flush_ms on CLOCK_MONOTONIC
+ * rather than flush_ms after the last flush: the recorders of one loop over
+ * many processes (evr_recorder_step()) then all have their flush due at the
+ * same instant, and one wake-up serves every one of them. The latency of a
+ * record in an open packet is the same: at most flush_ms (and the loop's
+ * lateness). evr_recorder_due_ns() then puts the clock sync points of the
+ * steady cadence (one a second) and the looks at the thread names on those
+ * instants too, at most flush_ms late.
+ */
+#define EVR_RECORDER_FLUSH_ALIGNED	0x200u
+/*
  * With EVR_RECORDER_DIRECT_IO: write the batches through io_uring, up to 4 in
  * flight while the drain goes on (docs/recorder.md "I/O engine"), where the
  * kernel allows it; elsewhere (built without liburing, io_uring refused by the

@@ -42,8 +42,9 @@ struct evr_client;
  * sigprocmask, sigreturn, tgkill to itself for abort()); exit.
  */
 enum evr_sandbox_allow {
-	/* poll, ppoll, select, pselect6, epoll_wait/pwait, nanosleep, clock_nanosleep,
-	 * rt_sigtimedwait (sigwait() for signals it blocked) */
+	/* poll, ppoll, select, pselect6, epoll_wait/pwait, epoll_ctl (a set made
+	 * before: record --all adds each new process's descriptors), nanosleep,
+	 * clock_nanosleep, rt_sigtimedwait (sigwait() for signals it blocked) */
 	EVR_SANDBOX_WAIT = 1u << 0,
 	/* sendmsg, recvmsg, sendto, recvfrom, getsockopt, shutdown: sockets already open
 	 * (the agent's control connection, a broker's socket) */

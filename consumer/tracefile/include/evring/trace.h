@@ -518,7 +518,21 @@ int evr_trace_mux_proc(struct evr_trace_mux *m, const struct evr_trace_proc_rec 
  */
 int evr_trace_mux_end(struct evr_trace_mux *m, const struct evr_trace_end *e);
 
-/* Bytes in the file so far; the sticky write error or 0. */
+/**
+ * evr_trace_mux_gather() - with @on, the streams' chunks are copied into one
+ * buffer (up to 1 MiB; a bigger chunk is written at once) and written with
+ * one write() by evr_trace_mux_flush(), so that a loop over many streams
+ * makes one system call a round rather than one a chunk; off writes what is
+ * gathered. The copy is taken when the chunk is written, so what it was made
+ * of (a ring's span) may be reused at once. Until the flush the chunks are not
+ * in the file: evr_trace_writer_written() says how far it got, and a failed
+ * write fails every stream (evr_trace_mux_error()).
+ * Return: 0, -EINVAL, or a write error.
+ */
+int evr_trace_mux_gather(struct evr_trace_mux *m, bool on);
+int evr_trace_mux_flush(struct evr_trace_mux *m);
+
+/* Bytes in the file so far (gathered ones included); the sticky write error or 0. */
 uint64_t evr_trace_mux_bytes(const struct evr_trace_mux *m);
 int evr_trace_mux_error(const struct evr_trace_mux *m);
 

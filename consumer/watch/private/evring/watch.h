@@ -257,6 +257,15 @@ bool evr_watch_scan_due(struct evr_watch *w, uint64_t now_ns);
 int evr_watch_fd(const struct evr_watch *w);
 
 /**
+ * evr_watch_due_ns() - for an owner that sleeps until something is due rather
+ * than in fixed rounds: 0 while attaches are under way or socket names are
+ * pending (look again after a short sleep: nothing wakes the owner when an
+ * attach thread is done), else when the periodic rescan is due (inotify's
+ * descriptor wakes it for new sockets before that). Context: the owner's thread.
+ */
+uint64_t evr_watch_due_ns(const struct evr_watch *w);
+
+/**
  * evr_watch_poll() - take the finished attaches and read every live session
  * (at most a bounded number of records each), noting exits.
  * Return: true when a sample came or a state changed. Context: the owner's thread.
