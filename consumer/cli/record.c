@@ -90,6 +90,9 @@ static void usage(FILE *f)
 		"                           say so when io_uring is refused), direct (direct\n"
 		"                           I/O, one write at a time) or buffered (through the\n"
 		"                           page cache)\n"
+		"      --checksum WHEN      the CRC of the events' bytes in the file: auto\n"
+		"                           (default: while the recorder keeps up; skipped while\n"
+		"                           it is behind rather than lose events), always, never\n"
 		"      --no-sandbox         do not confine evring with seccomp once attached\n"
 		"Stops on Ctrl-C/SIGTERM, after --duration, or when the process exits.\n");
 }
@@ -99,7 +102,8 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE,
 	       OPT_COUNTERS, OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE,
-	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS };
+	       OPT_FORMAT, OPT_HEAP, OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS,
+	       OPT_CHECKSUM };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "process-id", required_argument, NULL, 'p' },	/* dotnet-trace's and dotnet-counters' name */
@@ -119,6 +123,7 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		{ "syscalls", optional_argument, NULL, OPT_SYSCALLS },
 		{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 		{ "io", required_argument, NULL, OPT_IO },
+		{ "checksum", required_argument, NULL, OPT_CHECKSUM },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		EVR_CLI_LONGOPTS_SANDBOX,
@@ -249,6 +254,18 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				o->io_flags = 0;
 			} else {
 				evr_cli_error(CMD, "--io: '%s' is not auto, uring, direct or buffered",
+					      optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_CHECKSUM:
+			o->crc_flags = 0;
+			if (strcmp(optarg, "always") == 0) {
+				o->crc_flags = EVR_RECORDER_CHECKSUM_ALWAYS;
+			} else if (strcmp(optarg, "never") == 0) {
+				o->crc_flags = EVR_RECORDER_CHECKSUM_NEVER;
+			} else if (strcmp(optarg, "auto") != 0) {
+				evr_cli_error(CMD, "--checksum: '%s' is not auto, always or never",
 					      optarg);
 				return -EINVAL;
 			}
@@ -526,6 +543,11 @@ static void summary(struct recorder *r)
 		fprintf(stderr, "evring record: %" PRIu64 " spans were overwritten while being "
 			"written and were retracted (their events count as lost)\n",
 			st.spans_retracted);
+	if (st.spans_unchecked && !r->o->crc_flags)
+		fprintf(stderr, "evring record: %" PRIu64 " of %" PRIu64 " EVENTS chunks were "
+			"written without their checksum while the recorder was behind "
+			"(--checksum auto; --checksum always keeps it, at the price of events)\n",
+			st.spans_unchecked, st.spans + st.spans_retracted);
 	if (st.clock_jumps)
 		fprintf(stderr, "evring record: the TSC jumped %u times during the recording (a VM "
 			"restored from a snapshot or migrated?); the file marks each jump and "
@@ -632,7 +654,7 @@ static int start_recording(struct recorder *r)
 			.stack_depth = r->o->stack_depth,
 		},
 		.client = EVR_RECORD_CLIENT_NAME,
-		.flags = r->o->io_flags,
+		.flags = r->o->io_flags | r->o->crc_flags,
 		.log = log_warning,
 	};
 	char err[512];

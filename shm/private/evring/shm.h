@@ -198,6 +198,9 @@ void evr_span_reader_release_to(struct evr_span_reader *sr, uint32_t ring, uint6
 /* The most bytes any ring holds that the writers may not reuse yet (head - tail). */
 uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
 
+/* The most bytes any ring holds that the reader has not taken (head - its position). */
+uint64_t evr_span_reader_unread(const struct evr_span_reader *sr);
+
 /**
  * evr_span_reader_wait_fds() - sleep like evr_reader_wait_fds(): until a packet
  * completes on some ring and the next one has begun (doorbell handshake on

@@ -83,6 +83,16 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  */
 #define EVR_RECORDER_URING		0x4u
 #define EVR_RECORDER_URING_WARN		0x8u
+/*
+ * The payload CRC of EVENTS chunks (docs/recorder.md, "Checksums"). Neither
+ * flag (auto, the default): computed while the recorder keeps up, skipped
+ * (the chunk marked EVR_TRACE_CHUNK_UNCHECKED) while a ring holds more than a
+ * quarter of its size unread, until it is down to a sixteenth: the CRC is
+ * most of the recorder's own CPU time, and no event is lost for its sake.
+ * ALWAYS: every chunk checksummed, whatever it costs; NEVER: none.
+ */
+#define EVR_RECORDER_CHECKSUM_ALWAYS	0x10u
+#define EVR_RECORDER_CHECKSUM_NEVER	0x20u
 
 struct evr_recorder_opts {
 	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */
@@ -125,6 +135,7 @@ struct evr_recorder_stats {
 	uint64_t chunks;		/* chunks written */
 	uint64_t spans;			/* EVENTS chunks written */
 	uint64_t spans_retracted;	/* overwrite mode: spans overwritten while written */
+	uint64_t spans_unchecked;	/* EVENTS chunks without their payload's CRC */
 	enum evr_recorder_stop stop;
 	int error;			/* the failure's -errno, or 0 */
 	bool write_failed;		/* the failure was writing the output */
