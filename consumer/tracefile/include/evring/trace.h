@@ -5,7 +5,8 @@
  * docs/trace-format.md; the structures below are that format, little endian.
  *
  * A trace file is a file header followed by chunks. Every chunk has a length
- * and two CRC-32C checksums (its header's and its payload's), so a file cut
+ * and two CRC-32C checksums (its header's and its payload's; an EVENTS chunk
+ * may go without the latter: EVR_TRACE_CHUNK_UNCHECKED), so a file cut
  * anywhere (recorder killed, disk full) reads up to its last complete chunk.
  * Event records are stored exactly as the producer wrote them into its rings:
  * the writer never decodes or reformats them (zero copy, one writev per span).
