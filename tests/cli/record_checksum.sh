@@ -5,7 +5,8 @@
 # rather than lose events.
 #  - --checksum never: every EVENTS chunk carries EVR_TRACE_CHUNK_UNCHECKED (bit 15 of the
 #    header's flags, data_crc 0, the header's own CRC right); the file reads back exactly
-#    (emitted == recorded + lost, dump agrees), report --json and dump count the chunks;
+#    (emitted == recorded + lost, dump agrees, from the file and from a pipe), report --json
+#    and dump count the chunks;
 #  - cut inside an unchecked chunk, it reads up to the chunk before it;
 #  - --checksum always: no chunk unchecked, and a payload damaged beyond repair (two bits)
 #    is still detected and counted lost, not read;
@@ -62,6 +63,12 @@ o = json.load(open(sys.argv[1]))
 if o["unchecked_chunks"] != int(sys.argv[2]) or o["damaged_file"]:
     sys.exit(f"FAIL: report says {o['unchecked_chunks']} unchecked, damaged {o['damaged_file']}")
 EOF
+# Through a pipe (read once, front to back: trace-stream.c), the same events and the same count.
+cat "$T/never.evtrace" | "$EVRING" dump - >"$T/pipe.txt" 2>"$T/pipe.err" ||
+	fail "dump (pipe): $(cat "$T/pipe.err")"
+cmp -s "$T/pipe.txt" "$T/never.txt" || fail "dump of the pipe differs from dump of the file"
+grep -q "^evring dump: .*: $un chunks of events carry no checksum" "$T/pipe.err" ||
+	fail "dump of a pipe does not count the unchecked chunks: $(cat "$T/pipe.err")"
 echo "never: $un of $ev EVENTS chunks unchecked, read back exactly"
 
 # Cut inside the last unchecked EVENTS chunk: read up to the chunk before it.
