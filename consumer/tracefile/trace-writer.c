@@ -68,6 +68,7 @@ struct evr_trace_writer {
 	bool direct;
 	uint32_t align;			/* file offsets, lengths, addresses */
 	uint8_t *stage;			/* aligned; copies of what is not written in place */
+	bool stage_lent;		/* ... the submit engine's (never freed here) */
 	size_t stage_cap, stage_used;
 	struct iovec *seg;		/* the batch, in file order */
 	int nseg;
@@ -186,8 +187,10 @@ static int stage_room(struct evr_trace_writer *w, size_t bytes, int nseg)
 
 		if (!p)
 			return -ENOMEM;
-		free(w->stage);
+		if (!w->stage_lent)
+			free(w->stage);
 		w->stage = p;
+		w->stage_lent = false;
 		w->stage_cap = cap;
 	}
 	return 0;
@@ -278,6 +281,8 @@ static int flush_batch(struct evr_trace_writer *w)
 		/* The engine takes the stage with the batch and gives one back. */
 		err = w->submit(w->submit_arg, w->seg, w->nseg, w->off - w->pending, w->pending,
 				&w->stage, &w->stage_cap);
+		if (!err)
+			w->stage_lent = true;
 		w->nseg = 0;
 		w->stage_used = 0;
 		w->pending = 0;
@@ -587,7 +592,8 @@ void evr_trace_writer_free(struct evr_trace_writer *w)
 {
 	if (!w)
 		return;
-	free(w->stage);
+	if (!w->stage_lent)
+		free(w->stage);
 	free(w->seg);
 	free(w);
 }

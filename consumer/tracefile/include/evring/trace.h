@@ -344,8 +344,11 @@ struct iovec;
  * @iov: the batch, @n segments (at most 512), valid only during the call.
  * @off: its offset in the file (aligned, as @len).
  * @stage: in: the stage the batch's copied segments lie in, which now belongs
- *         to the callee until the write completed; out: an aligned (4096)
- *         stage of *@cap bytes for the writer's next batch.
+ *         to the callee; out: an aligned (4096) stage of *@cap bytes for the
+ *         writer's next batch, which stays the callee's: the writer never frees
+ *         it (a writer that needs a larger one drops it and allocates its own,
+ *         which the next call hands over; the callee frees what it has once the
+ *         writer is done, before or after evr_trace_writer_free()).
  * Return: 0 (the batch is on its way), or -errno (sticky, as a write error).
  */
 typedef int evr_trace_writer_submit_fn(void *arg, const struct iovec *iov, int n, uint64_t off,
