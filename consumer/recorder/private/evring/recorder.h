@@ -79,7 +79,10 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  * kernel, its io_uring_disabled sysctl, a seccomp filter or a container, or
  * the environment variable EVR_RECORDER_NO_URING set to 1) each batch is one
  * writev() from the recorder's thread. EVR_RECORDER_URING_WARN: say so (the
- * user asked for io_uring by name).
+ * user asked for io_uring by name). Where the kernel also takes it (Linux
+ * 6.15, a locked-memory limit that holds the session), the session's memory
+ * is registered as a fixed buffer, so that its pages are pinned once, not per
+ * write (EVR_RECORDER_NO_FIXED=1 in the environment: not).
  */
 #define EVR_RECORDER_URING		0x4u
 #define EVR_RECORDER_URING_WARN		0x8u
