@@ -11,16 +11,9 @@
 #define EVR_SHM_INTERNAL_H
 
 #include <evring/abi.h>
+#include <evring/shm.h>
 
-/**
- * evr_shm_geometry_of() - the header of mapping @h as it was when this process
- * created or validated it (evr_shm_session_create(), evr_shm_session_map()).
- * A mapping made some other way (tests building one by hand) is taken as it is
- * now: its maker vouches for it.
- * @ret: receives the copy; only its geometry fields are meaningful.
- * Context: any thread.
- */
-void evr_shm_geometry_of(const struct evr_shm_hdr *h, struct evr_shm_hdr *ret);
+/* evr_shm_geometry_of(): <evring/shm.h> (the recorder registers the mapping by its size). */
 
 /* Ring @i's control block and data in mapping @h, by the trusted geometry @geo. */
 static inline struct evr_ring_ctl *evr_shm_geo_ctl(const struct evr_shm_hdr *h,

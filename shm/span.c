@@ -480,6 +480,22 @@ uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr)
 	return most;
 }
 
+uint64_t evr_span_reader_unread(const struct evr_span_reader *sr)
+{
+	uint64_t most = 0;
+
+	if (!sr)
+		return 0;
+	for (uint32_t i = 0; i < sr->nr; i++) {
+		uint64_t head = __atomic_load_n(&sr->rings[i].ctl->head, __ATOMIC_ACQUIRE);
+		uint64_t pos = sr->rings[i].pos;
+
+		if (head > pos && head - pos > most)
+			most = head - pos;
+	}
+	return most;
+}
+
 void evr_span_reader_hold(struct evr_span_reader *sr, bool on)
 {
 	if (!sr)

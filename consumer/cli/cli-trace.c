@@ -154,6 +154,18 @@ void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_
 			     path, st.cpu_skew_ring, st.cpu_skew_ns);
 }
 
+void evr_cli_trace_unchecked(const char *cmd, const char *path, const struct evr_trace_reader *r)
+{
+	struct evr_trace_stats st;
+
+	evr_trace_reader_stats(r, &st);
+	if (st.unchecked_chunks)
+		fprintf(stderr, "evring %s: %s: %" PRIu64 " chunks of events carry no checksum (written "
+			"while the recorder was behind, or with record --checksum never): damage "
+			"in them would go unseen\n", cmd, evr_cli_trace_name(path),
+			st.unchecked_chunks);
+}
+
 uint32_t evr_cli_trace_pid(const struct evr_trace_reader *r)
 {
 	const struct evr_process_info *pi = evr_trace_reader_process(r);

@@ -264,6 +264,10 @@ const char *evr_cli_trace_name(const char *path);
  */
 void evr_cli_trace_warnings(const char *cmd, const char *path, const struct evr_trace_reader *r);
 
+/* "FILE: N chunks of events carry no checksum": one line on stderr when any do
+ * (EVR_TRACE_CHUNK_UNCHECKED: not damage, but damage there would go unseen). */
+void evr_cli_trace_unchecked(const char *cmd, const char *path, const struct evr_trace_reader *r);
+
 /* ---- sandbox (sandbox.c, on <evring/sandbox.h>) ------------------------- */
 
 enum evr_sandbox_profile {

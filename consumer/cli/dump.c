@@ -477,8 +477,10 @@ static int dump_procs(const struct dump_opts *o, struct dproc *d, uint32_t n)
 		evr_cli_error(CMD, "cannot write the output: %s", strerror(-ret));
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		evr_cli_trace_warnings(CMD, o->path, d[i].r);
+		evr_cli_trace_unchecked(CMD, o->path, d[i].r);
+	}
 out:
 	free(sb.buf);
 	return ret;
@@ -646,6 +648,7 @@ static int run(void *arg)
 	}
 	evr_trace_reader_stats(r, &st);
 	evr_cli_trace_warnings(CMD, o->path, r);
+	evr_cli_trace_unchecked(CMD, o->path, r);
 	if (sym) {
 		const struct evr_process_info *pi = evr_trace_reader_process(r);
 		char note[256];

@@ -326,7 +326,8 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool sta
 	struct evr_recorder_opts ro = {
 		.attach = attach_opts(m->o, c),
 		.client = EVR_RECORD_CLIENT_NAME,
-		.flags = (started ? EVR_RECORDER_SESSION_STARTED : 0) | EVR_RECORDER_FLUSH_ALIGNED,
+		.flags = (started ? EVR_RECORDER_SESSION_STARTED : 0) | EVR_RECORDER_FLUSH_ALIGNED |
+			 m->o->crc_flags,
 		.log = log_warning,
 		.mux = m->mux,
 	};

@@ -33,7 +33,7 @@
 
 enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE, OPT_COUNTERS,
        OPT_STACKS, OPT_SAMPLE, OPT_CONNECT_TIMEOUT, OPT_IO, OPT_PROFILE, OPT_FORMAT, OPT_HEAP,
-       OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS };
+       OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS, OPT_CHECKSUM };
 
 static const struct evr_cli_option longopts[] = {
 	{ "pid", required_argument, 'p', "PID",
@@ -109,6 +109,10 @@ static const struct evr_cli_option longopts[] = {
 	  "say so when io_uring is refused), direct (direct\n"
 	  "I/O, one write at a time) or buffered (through the\n"
 	  "page cache)" },
+	{ "checksum", required_argument, OPT_CHECKSUM, "WHEN",
+	  "the CRC of the events' bytes in the file: auto\n"
+	  "(default: while the recorder keeps up; skipped while\n"
+	  "it is behind rather than lose events), always, never" },
 	EVR_CLI_OPTIONS_SANDBOX(EVR_OPT_NO_SANDBOX, EVR_OPT_SANDBOX_PROBE,
 				"do not confine evring with seccomp once attached"),
 	EVR_CLI_OPTION_HELP,
@@ -249,6 +253,18 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 				o->io_flags = 0;
 			} else {
 				evr_cli_error(CMD, "--io: '%s' is not auto, uring, direct or buffered",
+					      optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_CHECKSUM:
+			o->crc_flags = 0;
+			if (strcmp(optarg, "always") == 0) {
+				o->crc_flags = EVR_RECORDER_CHECKSUM_ALWAYS;
+			} else if (strcmp(optarg, "never") == 0) {
+				o->crc_flags = EVR_RECORDER_CHECKSUM_NEVER;
+			} else if (strcmp(optarg, "auto") != 0) {
+				evr_cli_error(CMD, "--checksum: '%s' is not auto, always or never",
 					      optarg);
 				return -EINVAL;
 			}
@@ -526,6 +542,11 @@ static void summary(struct recorder *r)
 		fprintf(stderr, "evring record: %" PRIu64 " spans were overwritten while being "
 			"written and were retracted (their events count as lost)\n",
 			st.spans_retracted);
+	if (st.spans_unchecked && !r->o->crc_flags)
+		fprintf(stderr, "evring record: %" PRIu64 " of %" PRIu64 " EVENTS chunks were "
+			"written without their checksum while the recorder was behind "
+			"(--checksum auto; --checksum always keeps it, at the price of events)\n",
+			st.spans_unchecked, st.spans + st.spans_retracted);
 	if (st.clock_jumps)
 		fprintf(stderr, "evring record: the TSC jumped %u times during the recording (a VM "
 			"restored from a snapshot or migrated?); the file marks each jump and "
@@ -632,7 +653,7 @@ static int start_recording(struct recorder *r)
 			.stack_depth = r->o->stack_depth,
 		},
 		.client = EVR_RECORD_CLIENT_NAME,
-		.flags = r->o->io_flags,
+		.flags = r->o->io_flags | r->o->crc_flags,
 		.log = log_warning,
 	};
 	char err[512];

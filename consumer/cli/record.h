@@ -40,6 +40,7 @@ struct record_opts {
 	const char *syscall_list;	/* its LIST, or NULL: every call */
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
 	uint32_t io_flags;		/* --io: EVR_RECORDER_DIRECT_IO, _URING, _URING_WARN */
+	uint32_t crc_flags;		/* --checksum: 0 (auto), EVR_RECORDER_CHECKSUM_* */
 	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
 	struct evr_provider_spec_list *spec;	/* --providers, parsed by evr_record_check_opts() */

@@ -194,8 +194,11 @@ static void print_head(FILE *f, const struct evr_rpt *m, const char *path)
 	struct evr_strbuf cmd = { 0 };
 	char b1[32], b2[32];
 
-	fprintf(f, "Trace     %s (%s%s%s)\n", path, evr_fmt_bytes(m->st.bytes, b1, sizeof(b1)),
+	fprintf(f, "Trace     %s (%s%s%s", path, evr_fmt_bytes(m->st.bytes, b1, sizeof(b1)),
 		m->st.truncated ? ", truncated" : "", m->st.damaged ? ", damaged" : "");
+	if (m->st.unchecked_chunks)
+		fprintf(f, ", %" PRIu64 " chunks of events without checksum", m->st.unchecked_chunks);
+	fprintf(f, ")\n");
 	if (p) {
 		evr_rpt_command(m, &cmd);
 		fprintf(f, "Process   pid %" PRIu32 ", %s, host %s\n", p->pid,

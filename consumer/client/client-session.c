@@ -537,6 +537,11 @@ uint64_t evr_client_span_backlog(const struct evr_client *c)
 	return c ? evr_span_reader_backlog(c->spans) : 0;
 }
 
+uint64_t evr_client_span_unread(const struct evr_client *c)
+{
+	return c ? evr_span_reader_unread(c->spans) : 0;
+}
+
 int evr_client_span_final_lost(struct evr_client *c, uint32_t ring, uint64_t *ret_count)
 {
 	if (!c || !c->spans)

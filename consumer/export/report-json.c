@@ -53,12 +53,14 @@ int evr_rpt_json(struct evr_strbuf *sb, const struct evr_rpt *m, const struct ev
 					",\"last_ts_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
 					",\"events\":%" PRIu64 ",\"events_per_s\":%.17g,\"lost\":%"
 					PRIu64 ",\"lost_pct\":%.17g,\"damaged_file\":%s,\"damaged\":%"
-					PRIu64 ",\"undescribed\":%" PRIu64 ",\"providers\":[",
+					PRIu64 ",\"unchecked_chunks\":%" PRIu64 ",\"undescribed\":%"
+					PRIu64 ",\"providers\":[",
 					m->st.truncated ? "true" : "false",
 					m->first_ts, m->last_ts, m->last_ts - m->first_ts, m->events,
 					per_s(m->events, span), m->lost,
 					pct(m->lost, m->events + m->lost),
-					m->st.damaged ? "true" : "false", m->damaged, m->undecodable);
+					m->st.damaged ? "true" : "false", m->damaged,
+					m->st.unchecked_chunks, m->undecodable);
 	for (uint32_t i = 0; i < m->nproviders && !err; i++) {
 		err = evr_strbuf_append(sb, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
 		if (!err)

@@ -20,9 +20,14 @@
  * write in flight has ended, the file is cut back to the end of the batch
  * before it, and the events counted are those of the batches before it.
  *
+ * Fixed buffers: the session mapping and the stages as one registered
+ * buffer (register_fixed()), so that a batch is one IORING_OP_WRITEV_FIXED and
+ * the kernel pins no page per write.
+ *
  * Confinement: the ring is created disabled, given the output as its only
- * (fixed) file and the eventfd, then restricted to IORING_OP_WRITEV on fixed
- * files (IORING_REGISTER_RESTRICTIONS) before it is enabled: the recorder's
+ * (fixed) file, the eventfd and the fixed buffer, then restricted to
+ * IORING_OP_WRITEV and IORING_OP_WRITEV_FIXED on fixed files
+ * (IORING_REGISTER_RESTRICTIONS) before it is enabled: the recorder's
  * seccomp filter allows io_uring_enter(), and this keeps that from becoming
  * a way around the filter (no open, no socket, no other file through it).
  */
@@ -40,7 +45,20 @@
 
 #include <liburing.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+
+#include <evring/shm.h>
+
+/* Linux 6.15's vectored write from a registered buffer; liburing 2.3 and the
+ * headers of older kernels do not name it (the opcode is fixed in the ABI). */
+#define EVR_IORING_OP_WRITEV_FIXED	61u
+/* The stages of the batches in flight and the writer's: a pool that is
+ * registered with the session mapping, right below it. */
+#define POOL_STAGES	(EVR_URING_DEPTH + 1u)
+#define POOL_STAGE	(2u << 20)	/* the trace writer's first stage (STAGE_MIN) */
+#define SPARE_MAX	(2u * POOL_STAGES)
+#define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
 
 struct batch {
 	uint64_t off, len;
@@ -63,14 +81,75 @@ struct evr_uring {
 	struct batch b[EVR_URING_DEPTH];
 	uint64_t *pos;			/* [EVR_URING_DEPTH][nr_rings]: where to release */
 	uint32_t head, count;		/* the oldest batch in flight, how many */
-	struct spare { uint8_t *p; size_t cap; } spare[EVR_URING_DEPTH + 1];
+	struct spare { uint8_t *p; size_t cap; } spare[SPARE_MAX];
 	uint32_t nspare;
+	struct spare lent;		/* the stage the writer has from us */
+	/* Fixed buffers: the pool of stages and the session mapping above it,
+	 * registered as buffer 0, so that a batch all inside it is one
+	 * IORING_OP_WRITEV_FIXED whose pages were pinned once, not per write. */
+	uint8_t *pool, *fx_lo, *fx_hi;
+	const uint8_t *map;		/* the session mapping (the client's) */
+	size_t map_len;
+	uint8_t *alias;			/* ... mapped again inside the registered range */
+	struct iovec *fx_iov;		/* [EVR_URING_DEPTH][FX_SEGS]: the batches' moved iovecs */
+	uint64_t fixed_writes;
 	int err;			/* sticky: the first failed write */
 	uint64_t err_off;		/* where the file was cut back to */
 	bool cut;
 	uint64_t durable, durable_events;
 	uint64_t busy_ns, busy_since, bytes, waited_ns;
 };
+
+/* Is @p a stage of the registered pool (never freed, only reused)? */
+static bool in_pool(const struct evr_uring *u, const uint8_t *p)
+{
+	return u->pool && p >= u->pool && p < u->pool + (size_t)POOL_STAGES * POOL_STAGE;
+}
+
+/* A stage no write and no writer uses any more: kept for reuse (the pool's
+ * always), else freed. */
+static void put_spare(struct evr_uring *u, uint8_t *p, size_t cap)
+{
+	if (!p)
+		return;
+	if (u->nspare < SPARE_MAX && (in_pool(u, p) || u->nspare < POOL_STAGES))
+		u->spare[u->nspare++] = (struct spare){ p, cap };
+	else if (!in_pool(u, p))
+		free(p);
+}
+
+/* A spare stage for the writer: one of the pool first (its batches go out
+ * fixed). Return: the index in spare[], or -1. */
+static int pick_spare(const struct evr_uring *u)
+{
+	for (uint32_t i = u->nspare; i-- > 0;)
+		if (in_pool(u, u->spare[i].p))
+			return (int)i;
+	return u->nspare ? (int)u->nspare - 1 : -1;
+}
+
+/*
+ * The batch as segments of the registered buffer, into @out: the packets'
+ * addresses moved from the client's mapping to our second one. Return: false
+ * when a segment lies elsewhere (a stage the writer grew on its own).
+ */
+static bool fixed_iov(const struct evr_uring *u, const struct iovec *iov, int n,
+		      struct iovec *out)
+{
+	if (!u->fx_lo || n > (int)FX_SEGS)
+		return false;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t l = iov[i].iov_len;
+
+		if (p >= u->map && p <= u->map + u->map_len && (size_t)(u->map + u->map_len - p) >= l)
+			p = u->alias + (p - u->map);
+		else if (!in_pool(u, p) || (size_t)(u->fx_hi - p) < l)
+			return false;
+		out[i] = (struct iovec){ .iov_base = (void *)p, .iov_len = l };
+	}
+	return true;
+}
 
 /* The completed run from the oldest batch on: the file and the rings move on. */
 static void retire(struct evr_uring *u)
@@ -91,10 +170,7 @@ static void retire(struct evr_uring *u)
 		u->durable_events = b->events;
 		for (uint32_t i = 0; i < u->nr_rings; i++)
 			evr_client_span_release_to(u->c, i, pos[i]);
-		if (u->nspare < EVR_URING_DEPTH + 1)
-			u->spare[u->nspare++] = (struct spare){ b->stage, b->cap };
-		else
-			free(b->stage);
+		put_spare(u, b->stage, b->cap);
 		b->stage = NULL;
 		u->head = (u->head + 1) % EVR_URING_DEPTH;
 		u->count--;
@@ -142,7 +218,7 @@ static void drop_all(struct evr_uring *u)
 			break;
 		if (!b->done)
 			continue;
-		free(b->stage);
+		put_spare(u, b->stage, b->cap);
 		b->stage = NULL;
 		u->head = (u->head + 1) % EVR_URING_DEPTH;
 		u->count--;
@@ -237,7 +313,15 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 		return -EBUSY;	/* not with a ring of twice the depth */
 	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
 	 * checked at setup), so the writer may reuse it. */
-	io_uring_prep_writev(sqe, 0, iov, (unsigned int)n, off);
+	if (u->fx_iov && fixed_iov(u, iov, n, u->fx_iov + (size_t)slot * FX_SEGS)) {
+		io_uring_prep_writev(sqe, 0, u->fx_iov + (size_t)slot * FX_SEGS, (unsigned int)n,
+				     off);
+		sqe->opcode = EVR_IORING_OP_WRITEV_FIXED;
+		sqe->buf_index = 0;
+		u->fixed_writes++;
+	} else {
+		io_uring_prep_writev(sqe, 0, iov, (unsigned int)n, off);
+	}
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, slot);
 	*b = (struct batch){ .off = off, .len = len, .events = *u->events,
@@ -250,17 +334,23 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	if (ret < 0)
 		return ret;
 	u->count++;
+	/* The writer handed in a stage of its own (it outgrew ours): ours is free. */
+	if (u->lent.p && u->lent.p != b->stage)
+		put_spare(u, u->lent.p, u->lent.cap);
+	u->lent = (struct spare){ NULL, 0 };
 	/* A stage for the next batch: a spare one, or a new one alike. */
-	if (u->nspare) {
-		u->nspare--;
-		*stage = u->spare[u->nspare].p;
-		*cap = u->spare[u->nspare].cap;
+	ret = pick_spare(u);
+	if (ret >= 0) {
+		u->lent = u->spare[ret];
+		u->spare[ret] = u->spare[--u->nspare];
 	} else {
-		*stage = aligned_alloc(4096, b->cap);
-		*cap = b->cap;
-		if (!*stage)
+		u->lent.p = aligned_alloc(4096, b->cap);
+		u->lent.cap = b->cap;
+		if (!u->lent.p)
 			return -ENOMEM;
 	}
+	*stage = u->lent.p;
+	*cap = u->lent.cap;
 	return 0;
 }
 
@@ -276,13 +366,82 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
 	return ret < 0 ? -errno : 0;
 }
 
+/*
+ * The session mapping and a pool of stages as one registered buffer, where
+ * the kernel takes it: Linux 6.15 or later (IORING_OP_WRITEV_FIXED), and a
+ * locked-memory limit that holds both (RLIMIT_MEMLOCK, for a process without
+ * CAP_IPC_LOCK: their pages stay pinned while the recorder runs). A request
+ * names one registered buffer, and a batch holds stage and packets, so the
+ * two must be one address range: a region of our own holds the pool and,
+ * right after it, a second mapping of the session's pages (mremap() of a
+ * shared mapping with old size 0), to which submit() moves the packets'
+ * addresses. Else, or with EVR_RECORDER_NO_FIXED=1 (the tests), every batch
+ * is a plain IORING_OP_WRITEV, whose pages the kernel pins per write.
+ * Return: 0 registered, -errno not.
+ */
+static int register_fixed(struct evr_uring *u)
+{
+	const char *no = getenv("EVR_RECORDER_NO_FIXED");
+	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
+	struct io_uring_probe *probe;
+	struct evr_shm_hdr geo;
+	struct iovec iov;
+	uint8_t *map, *p, *alias;
+	size_t len;
+	bool ok;
+	int err;
+
+	if (no && strcmp(no, "1") == 0)
+		return -EPERM;
+	probe = io_uring_get_probe_ring(&u->ring);
+	ok = probe && io_uring_opcode_supported(probe, EVR_IORING_OP_WRITEV_FIXED);
+	io_uring_free_probe(probe);
+	if (!ok)
+		return -EOPNOTSUPP;
+	/* The validated size, not the header the producer may rewrite. */
+	map = (uint8_t *)evr_client_shm(u->c);
+	if (!map)
+		return -EINVAL;
+	evr_shm_geometry_of(evr_client_shm(u->c), &geo);
+	len = (size_t)geo.total_size;
+	if (!len || (len & 4095u))
+		return -EINVAL;
+	p = mmap(NULL, plen + len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	alias = mremap(map, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, p + plen);
+	if (alias == MAP_FAILED || mmap(p, plen, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		err = -errno;
+		munmap(p, plen + len);
+		return err;
+	}
+	iov = (struct iovec){ .iov_base = p, .iov_len = plen + len };
+	err = io_uring_register_buffers(&u->ring, &iov, 1);
+	if (err < 0) {
+		munmap(p, plen + len);
+		return err;
+	}
+	u->pool = p;
+	u->fx_lo = p;
+	u->fx_hi = p + plen + len;
+	u->map = map;
+	u->map_len = len;
+	u->alias = alias;
+	for (uint32_t i = 0; i < POOL_STAGES; i++)
+		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
+	return 0;
+}
+
 int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
 {
-	struct io_uring_restriction res[2] = {
+	struct io_uring_restriction res[3] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = EVR_IORING_OP_WRITEV_FIXED },
 	};
+	unsigned int nres = 2;
 	struct io_uring_params p = { .flags = IORING_SETUP_R_DISABLED };
 	struct evr_uring *u;
 	int err;
@@ -319,8 +478,13 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 	err = io_uring_register_files(&u->ring, &fd, 1);
 	if (err == 0)
 		err = io_uring_register_eventfd(&u->ring, u->efd);
+	if (err == 0 && register_fixed(u) == 0) {
+		u->fx_iov = calloc((size_t)EVR_URING_DEPTH * FX_SEGS, sizeof(*u->fx_iov));
+		if (u->fx_iov)
+			nres = 3;
+	}
 	if (err == 0)
-		err = ring_register(u, IORING_REGISTER_RESTRICTIONS, res, 2);
+		err = ring_register(u, IORING_REGISTER_RESTRICTIONS, res, nres);
 	if (err == 0)
 		err = ring_register(u, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
 	if (err == 0)
@@ -369,6 +533,8 @@ void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 		.bytes = u->bytes,
 		.waited_ns = u->waited_ns,
 		.in_flight = u->count,
+		.fixed = u->fx_lo != NULL,
+		.fixed_writes = u->fixed_writes,
 	};
 }
 
@@ -383,8 +549,15 @@ void evr_uring_free(struct evr_uring *u)
 		io_uring_queue_exit(&u->ring);
 	if (u->efd >= 0)
 		close(u->efd);
+	/* The writer's stage is ours: the recorder frees the writer after us,
+	 * which frees no stage of ours. */
+	put_spare(u, u->lent.p, u->lent.cap);
 	for (uint32_t i = 0; i < u->nspare; i++)
-		free(u->spare[i].p);
+		if (!in_pool(u, u->spare[i].p))
+			free(u->spare[i].p);
+	if (u->pool)
+		munmap(u->pool, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+	free(u->fx_iov);
 	free(u->pos);
 	free(u);
 }

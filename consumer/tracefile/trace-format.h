@@ -114,6 +114,12 @@ static inline bool evr_trace_clock_ok(const struct evr_clock_calib *c)
 	return (c->kind == EVR_CLOCK_MONOTONIC || c->kind == EVR_CLOCK_TSC) && c->shift < 64;
 }
 
+/* Version 2: the chunk's stream (its flags less EVR_TRACE_CHUNK_UNCHECKED). */
+static inline uint32_t evr_trace_chunk_stream(const struct evr_trace_chunk_hdr *h)
+{
+	return h->flags & EVR_TRACE_CHUNK_STREAM_MASK;
+}
+
 /* A chunk header whose magic and CRC hold. */
 static inline bool evr_trace_chunk_hdr_ok(const struct evr_trace_chunk_hdr *h)
 {

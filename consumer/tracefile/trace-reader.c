@@ -145,7 +145,7 @@ static int take_procs(struct evr_trace_reader *r, const uint8_t *buf, uint32_t l
 
 		memcpy(&rec, buf + at, sizeof(rec));
 		span = evr_align8(sizeof(rec) + (uint64_t)rec.name_len + rec.cmdline_len);
-		if (span > len - at || !rec.stream || rec.stream > UINT16_MAX)
+		if (span > len - at || !rec.stream || rec.stream > EVR_TRACE_CHUNK_STREAM_MASK)
 			break;
 		str = (const char *)buf + at + sizeof(rec);
 		p = proc_of(r, rec.stream);
@@ -200,9 +200,9 @@ static int scan_other(struct evr_trace_reader *r, uint64_t off, const struct evr
 	int err;
 
 	r->other_chunks++;
-	if (h->flags > r->max_stream)
-		r->max_stream = h->flags;
-	if (h->flags != 0 || (h->kind != EVR_CHUNK_PROCS && h->kind != EVR_CHUNK_END))
+	if (evr_trace_chunk_stream(h) > r->max_stream)
+		r->max_stream = evr_trace_chunk_stream(h);
+	if (evr_trace_chunk_stream(h) != 0 || (h->kind != EVR_CHUNK_PROCS && h->kind != EVR_CHUNK_END))
 		return 0;
 	err = evr_trace_load_chunk(r, off, h->kind, buf, cap, &len, &why);
 	if (err == -EBADMSG) {
@@ -276,7 +276,7 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 				continue;
 			}
 		}
-		if (r->multi && h.flags != r->want) {
+		if (r->multi && evr_trace_chunk_stream(&h) != r->want) {
 			/* Another stream's chunk: whole, or the file is cut here. */
 			if (!evr_trace_chunk_len_ok(h.kind, h.len)) {
 				evr_trace_stop_at(r, off, "chunk (%s) of impossible length %u",
@@ -353,6 +353,8 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 			goto out;
 		span = evr_trace_chunk_span(h.len);
 		r->chunks++;
+		if (h.flags & EVR_TRACE_CHUNK_UNCHECKED)
+			r->unchecked_chunks++;
 		r->last_chunk_off = off;
 		seq++;
 		if (avail < span) {
@@ -440,7 +442,7 @@ int evr_trace_reader_open_fd_stream(int fd, uint32_t stream, struct evr_trace_re
 	struct evr_trace_reader *r;
 	int err;
 
-	if (fd < 0 || !ret || stream > UINT16_MAX)
+	if (fd < 0 || !ret || stream > EVR_TRACE_CHUNK_STREAM_MASK)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -607,6 +609,7 @@ void evr_trace_reader_stats(const struct evr_trace_reader *r, struct evr_trace_s
 	ret->stream = r->stream;
 	ret->stream_other_chunks = r->stream_other_chunks;
 	ret->lost_damaged = r->lost_damaged;
+	ret->unchecked_chunks = r->unchecked_chunks;
 	ret->damaged = r->repaired_chunks || r->salvaged_chunks || r->missing_chunks ||
 		       r->skipped_bytes || r->damaged_events || r->corrupt_chunks ||
 		       r->corrupt_packets || r->end_damaged || r->nproblems;
@@ -664,7 +667,7 @@ int evr_trace_reader_chunk_next_kind(struct evr_trace_reader *r, uint64_t *pos, 
 		/* Chunks of other kinds, or of other processes (format 2): the header
 		 * only (its length was checked at open). */
 		if ((!kind || h.kind == kind || !hdr_good) &&
-		    (!r->multi || !hdr_good || h.flags == r->want))
+		    (!r->multi || !hdr_good || evr_trace_chunk_stream(&h) == r->want))
 			break;
 		off += evr_trace_chunk_span(h.len);
 		*pos = off;

@@ -62,7 +62,7 @@ int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uin
 			if (!evr_trace_chunk_hdr_ok(&h) || !evr_trace_chunk_len_ok(h.kind, h.len))
 				continue;
 			/* Another process's chunk (format 2) has numbers of its own. */
-			if (r->multi && h.flags != r->want) {
+			if (r->multi && evr_trace_chunk_stream(&h) != r->want) {
 				*ret_off = at + i;
 				*ret_seq = seq;
 				free(buf);

@@ -92,6 +92,7 @@ struct evr_trace_reader {
 	uint64_t read_limit;		/* chunks are read below it: file size, then good_end */
 	uint64_t last_chunk_off;
 	uint64_t chunks;
+	uint64_t unchecked_chunks;	/* ... of them without a payload CRC */
 	bool truncated;
 	char truncated_why[160];
 	bool has_process, has_session, has_end;

@@ -280,6 +280,8 @@ int evr_trace_stream_read(struct evr_trace_reader *r)
 	}
 	r->next_seq = h.seq + 1;
 	r->chunks++;
+	if (h.flags & EVR_TRACE_CHUNK_UNCHECKED)
+		r->unchecked_chunks++;
 	r->last_chunk_off = off;
 	r->good_end = off + EVR_TRACE_CHUNK_HDR_SIZE + (uint64_t)n;
 	err = evr_trace_check_payload(r, off, &h, buf, &why);

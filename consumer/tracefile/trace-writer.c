@@ -68,11 +68,14 @@ struct evr_trace_writer {
 	bool ended;
 	uint32_t nr_rings;
 	uint32_t packet_size;
+	bool no_events_crc;		/* EVENTS chunks go out EVR_TRACE_CHUNK_UNCHECKED */
+	uint64_t unchecked;		/* ... so many so far */
 
 	/* Direct I/O: the batch not yet written (see the top). */
 	bool direct;
 	uint32_t align;			/* file offsets, lengths, addresses */
 	uint8_t *stage;			/* aligned; copies of what is not written in place */
+	bool stage_lent;		/* ... the submit engine's (never freed here) */
 	size_t stage_cap, stage_used;
 	struct iovec *seg;		/* the batch, in file order */
 	int nseg;
@@ -212,6 +215,14 @@ static void chunk_hdr(const struct evr_trace_writer *w, uint32_t kind, uint32_t 
 	h->hdr_crc = evr_trace_chunk_hdr_crc(h);
 }
 
+/* Make @h the header of a chunk whose payload is not checksummed. */
+static void hdr_unchecked(struct evr_trace_chunk_hdr *h)
+{
+	h->flags |= EVR_TRACE_CHUNK_UNCHECKED;
+	h->data_crc = 0;
+	h->hdr_crc = evr_trace_chunk_hdr_crc(h);
+}
+
 /* Room in the stage for @bytes more and @nseg more segments, a PAD chunk to end
  * the batch included; flushes or grows the stage when needed. */
 static int stage_room(struct evr_trace_writer *w, size_t bytes, int nseg)
@@ -232,8 +243,10 @@ static int stage_room(struct evr_trace_writer *w, size_t bytes, int nseg)
 
 		if (!p)
 			return -ENOMEM;
-		free(w->stage);
+		if (!w->stage_lent)
+			free(w->stage);
 		w->stage = p;
+		w->stage_lent = false;
 		w->stage_cap = cap;
 	}
 	return 0;
@@ -324,6 +337,8 @@ static int flush_batch(struct evr_trace_writer *w)
 		/* The engine takes the stage with the batch and gives one back. */
 		err = w->submit(w->submit_arg, w->seg, w->nseg, w->off - w->pending, w->pending,
 				&w->stage, &w->stage_cap);
+		if (!err)
+			w->stage_lent = true;
 		w->nseg = 0;
 		w->stage_used = 0;
 		w->pending = 0;
@@ -407,7 +422,7 @@ static bool direct_setup(struct evr_trace_writer *w, int fd)
  * iov[@n + 1], so the caller leaves room for both.
  */
 static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *iov, int n,
-		      uint64_t len, uint32_t crc)
+		      uint64_t len, uint32_t crc, bool unchecked)
 {
 	struct evr_trace_chunk_hdr h;
 	int err;
@@ -417,6 +432,8 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 	if (len > UINT32_MAX || !evr_trace_chunk_len_ok(kind, (uint32_t)len))
 		return -EINVAL;
 	chunk_hdr(w, kind, (uint32_t)len, crc, &h);
+	if (unchecked)
+		hdr_unchecked(&h);
 	iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
 	if (evr_align8(len) != len)
 		iov[++n] = (struct iovec){.iov_base = (void *)zero_pad,
@@ -440,9 +457,10 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 	return 0;
 }
 
-/* Write one chunk of @nparts payload parts (at most 6). */
-static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct iovec *parts,
-		       int nparts)
+/* Write one chunk of @nparts payload parts (at most 6), without its payload's
+ * CRC if @unchecked. */
+static int write_chunk_crc(struct evr_trace_writer *w, uint32_t kind, const struct iovec *parts,
+			   int nparts, bool unchecked)
 {
 	struct iovec iov[8];
 	uint64_t len = 0;
@@ -451,11 +469,18 @@ static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct i
 
 	for (int i = 0; i < nparts; i++) {
 		len += parts[i].iov_len;
-		crc = evr_crc32c(crc, parts[i].iov_base, parts[i].iov_len);
+		if (!unchecked)
+			crc = evr_crc32c(crc, parts[i].iov_base, parts[i].iov_len);
 		if (parts[i].iov_len)
 			iov[1 + n++] = parts[i];
 	}
-	return send_chunk(w, kind, iov, n, len, crc);
+	return send_chunk(w, kind, iov, n, len, crc, unchecked);
+}
+
+static int write_chunk(struct evr_trace_writer *w, uint32_t kind, const struct iovec *parts,
+		       int nparts)
+{
+	return write_chunk_crc(w, kind, parts, nparts, false);
 }
 
 /* The file header of a new trace file of @version. */
@@ -630,7 +655,8 @@ void evr_trace_writer_free(struct evr_trace_writer *w)
 {
 	if (!w)
 		return;
-	free(w->stage);
+	if (!w->stage_lent)
+		free(w->stage);
 	free(w->seg);
 	free(w);
 }
@@ -754,7 +780,7 @@ int evr_trace_writer_metadata(struct evr_trace_writer *w, const struct evr_trace
 			}
 		}
 		/* len is a multiple of 8: no chunk padding. */
-		err = send_chunk(w, EVR_CHUNK_METADATA, iov, cnt, len, crc);
+		err = send_chunk(w, EVR_CHUNK_METADATA, iov, cnt, len, crc, false);
 		if (err)
 			return err;
 		first = i;
@@ -780,8 +806,14 @@ static int events_in_place(struct evr_trace_writer *w, const struct evr_trace_ev
 		return err;
 	}
 	stage_pad(w, before);
-	chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len,
-		  evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len), &h);
+	if (w->no_events_crc) {
+		chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len, 0, &h);
+		hdr_unchecked(&h);
+		w->unchecked++;
+	} else {
+		chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len,
+			  evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len), &h);
+	}
 	p = w->stage + w->stage_used;
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), rec, sizeof(*rec));
@@ -813,11 +845,24 @@ int evr_trace_writer_events(struct evr_trace_writer *w, uint32_t ring, uint64_t 
 	parts[0] = (struct iovec){.iov_base = &rec, .iov_len = sizeof(rec)};
 	parts[1] = (struct iovec){.iov_base = (void *)data, .iov_len = len};
 	off = w->off;
-	err = write_chunk(w, EVR_CHUNK_EVENTS, parts, 2);
+	err = write_chunk_crc(w, EVR_CHUNK_EVENTS, parts, 2, w->no_events_crc);
 	if (err)
 		return err;
+	if (w->no_events_crc)
+		w->unchecked++;
 	w->last_events_off = off;
 	return 0;
+}
+
+void evr_trace_writer_set_checksum(struct evr_trace_writer *w, bool on)
+{
+	if (w)
+		w->no_events_crc = !on;
+}
+
+uint64_t evr_trace_writer_unchecked(const struct evr_trace_writer *w)
+{
+	return w ? w->unchecked : 0;
 }
 
 int evr_trace_writer_discard_last(struct evr_trace_writer *w)
@@ -1037,7 +1082,8 @@ int evr_trace_mux_stream(struct evr_trace_mux *m, uint32_t *ret_stream,
 		return -EINVAL;
 	if (m->err)
 		return m->err;
-	if (m->nstreams >= UINT16_MAX)
+	/* Bit 15 of a header's flags is EVR_TRACE_CHUNK_UNCHECKED. */
+	if (m->nstreams >= EVR_TRACE_CHUNK_STREAM_MASK)
 		return -ENOSPC;
 	w = mux_writer(m, (uint16_t)(m->nstreams + 1));
 	if (!w)

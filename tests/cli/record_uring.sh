@@ -13,15 +13,33 @@
 #    emitted, and dump agrees;
 #  - a full ext4 disk (root, a loop device): one line, the file cut back to its last whole
 #    write, exactly the events it says are in it.
+# With io_uring, the session mapping and the stages are registered as one fixed buffer where
+# the kernel allows it (its fdinfo says UserBufs 1), so that a batch is one IORING_OP_WRITEV_FIXED;
+# record_uring_nofixed.sh runs the same with the registration refused (EVR_RECORDER_NO_FIXED=1,
+# as a kernel before 6.15 or a small RLIMIT_MEMLOCK refuses it): plain vectored writes.
 # Skipped (77) where no directory takes direct I/O, or where the kernel refuses io_uring to
 # the engine itself (the fallback's test still runs there).
 source "$(dirname "$0")/lib.sh"
 need_python
 fallback=${URING_FALLBACK:-0}
+nofixed=${URING_NO_FIXED:-0}
 if [[ $fallback == 1 ]]; then
 	export EVR_RECORDER_NO_URING=1
 else
 	unset EVR_RECORDER_NO_URING
+fi
+if [[ $nofixed == 1 ]]; then
+	export EVR_RECORDER_NO_FIXED=1
+else
+	unset EVR_RECORDER_NO_FIXED
+fi
+# The session and the stages are registered as one fixed buffer (IORING_OP_WRITEV_FIXED) on
+# Linux 6.15 or later, where the locked-memory limit holds them (root: CAP_IPC_LOCK).
+IFS=. read -r kmaj kmin _ < <(uname -r)
+want_fixed=0
+if [[ $fallback == 0 && $nofixed == 0 ]] && ((kmaj > 6 || (kmaj == 6 && kmin >= 15))) &&
+	[[ $(id -u) == 0 || $(ulimit -l) == unlimited ]]; then
+	want_fixed=1
 fi
 
 find_dio_dir
@@ -58,6 +76,12 @@ start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
 	-o "$out/paced.evtrace"
 # shellcheck disable=SC2010 # fd names are numbers; what ls shows is the link's target
 uring_fds=$(ls -l /proc/"$REC_PID"/fd/ | grep -c 'anon_inode:\[io_uring\]' || true)
+# Registered buffers of the recorder's ring (its fdinfo's UserBufs line).
+user_bufs=0
+for f in /proc/"$REC_PID"/fd/*; do
+	[[ $(readlink "$f") == 'anon_inode:[io_uring]' ]] || continue
+	user_bufs=$(awk '$1 == "UserBufs:" {print $2}' /proc/"$REC_PID"/fdinfo/"${f##*/}")
+done
 expect "$WL_FD" "^done $N " "the workload's 'done' line"
 echo "$LINE" >"$T/paced.out"
 finish_record "$REC_FD" "$T/paced.err"
@@ -68,6 +92,12 @@ if [[ $fallback == 1 ]]; then
 else
 	((uring_fds == 1)) || fail "the recorder holds $uring_fds io_urings while recording, not 1"
 fi
+if ((want_fixed)); then
+	[[ $user_bufs == 1 ]] || fail "the session is not registered as a fixed buffer ($user_bufs)"
+elif [[ $nofixed == 1 ]]; then
+	[[ $user_bufs == 0 ]] || fail "a fixed buffer registered although refused"
+fi
+echo "paced: registered buffers $user_bufs (expected fixed: $want_fixed)"
 check_accounting paced "$N" "$T/paced.out" "$T/paced.err" "$out/paced.evtrace"
 [[ $(record_lost "$T/paced.err") == 0 ]] || fail "events lost at 0.25 M events/s"
 fell=$(grep -c "direct I/O fell behind" "$T/paced.err" || true)

@@ -33,6 +33,10 @@ seed demo "$T/demo.evtrace"
 rec --mode overwrite --providers 'Demo:0x5:4' -o "$T/ow.evtrace" -- \
 	"$build/bin/workload" --events 8 --threads 1
 seed overwrite "$T/ow.evtrace"
+# EVENTS chunks without their payload CRC (the header's flags bit 15: record --checksum never).
+rec --checksum never --providers Demo -o "$T/unchecked.evtrace" -- "$build/bin/workload" \
+	--events 12 --threads 2
+seed unchecked "$T/unchecked.evtrace"
 # minirt's runtime events (GC, JIT, thread pool: start/stop pairs) and counters.
 rec --providers 'MiniRT:0xffff:4,System.Runtime' --counter-interval 100ms -o "$T/minirt.evtrace" -- \
 	"$build/bin/minirt" --seconds 0.3 --phase steady --threads 1 --gen0-budget 262144

@@ -838,6 +838,72 @@ static void flip_bits(int fd, uint64_t off, uint8_t mask)
 	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
 }
 
+/*
+ * A file with EVENTS chunks written without their payload CRC (the recorder's
+ * --checksum=never, or auto while behind), mixed with checked ones: it reads
+ * back exactly, counts the unchecked chunks, a cut inside one reads up to the
+ * chunk before it, and a damaged checked chunk is still caught.
+ */
+static void test_trace_unchecked_chunks(void **state)
+{
+	struct evr_trace_chunk_hdr h;
+	struct verify_result res;
+	struct evr_trace_stats st;
+	uint64_t n = 0, off, unchecked, last_unchecked = 0, checked = 0;
+	struct gen g;
+	int rc;
+
+	(void)state;
+	assert_int_equal(gen_init(&g, 3, 4 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 11), 0);
+	for (int round = 0; round < 30; round++) {
+		evr_trace_writer_set_checksum(g.tw, round % 3 != 1);
+		three_rings_round(&g, round, 40);
+	}
+	evr_trace_writer_set_checksum(g.tw, false);
+	assert_int_equal(gen_finish(&g, 1), 0);
+	unchecked = evr_trace_writer_unchecked(g.tw);
+	assert_true(unchecked > 10);
+
+	verify(&g, &res);
+	assert_true(res.events == g.kept && res.lost == gen_expected_lost(&g));
+	assert_true(res.st.unchecked_chunks == unchecked);
+	assert_false(res.st.damaged);
+	assert_false(res.st.truncated);
+	assert_true(res.st.has_end && res.st.end.events == g.kept);
+
+	/* The flag is in the header, under its CRC; the payload's CRC is 0. */
+	for (int k = 1;; k++) {
+		off = find_chunk(g.out_fd, EVR_CHUNK_EVENTS, k, &h);
+		if (h.flags & EVR_TRACE_CHUNK_UNCHECKED) {
+			assert_true(h.data_crc == 0);
+			last_unchecked = off;
+		} else if (!checked) {
+			checked = off;
+		}
+		if (last_unchecked && checked && last_unchecked > checked)
+			break;
+	}
+
+	/* A checked chunk damaged beyond repair is still found and skipped. */
+	flip_bits(g.out_fd, checked + EVR_TRACE_CHUNK_HDR_SIZE + 16 + 20, 0x41);
+	count_all(g.out_fd, &rc, &n, &st);
+	assert_int_equal(rc, 0);
+	assert_true(st.corrupt_chunks == 1 && st.damaged);
+	assert_true(n < g.kept);
+	flip_bits(g.out_fd, checked + EVR_TRACE_CHUNK_HDR_SIZE + 16 + 20, 0x41);
+
+	/* Cut inside an unchecked chunk: read up to the chunk before it. */
+	assert_int_equal(ftruncate(g.out_fd, (off_t)last_unchecked + 50), 0);
+	count_all(g.out_fd, &rc, &n, &st);
+	assert_int_equal(rc, 0);
+	assert_true(st.truncated && !st.has_end);
+	assert_true(st.bytes == last_unchecked);
+	assert_non_null(strstr(st.truncated_why, "the file ends inside a chunk (EVENTS"));
+	assert_true(n > 0 && n < g.kept);
+	assert_true(st.unchecked_chunks < unchecked);
+	gen_fini(&g);
+}
+
 struct lines {
 	char text[2048];
 	int n;
@@ -1529,6 +1595,7 @@ int main(void)
 		cmocka_unit_test(test_trace_reader_loss_accounting),
 		cmocka_unit_test(test_trace_reader_truncated),
 		cmocka_unit_test(test_trace_reader_corrupt_events_chunk),
+		cmocka_unit_test(test_trace_unchecked_chunks),
 		cmocka_unit_test(test_trace_reader_stream_matches_file),
 		cmocka_unit_test(test_trace_reader_repairs_one_bit),
 		cmocka_unit_test(test_trace_reader_salvages_metadata),

@@ -234,6 +234,55 @@ static void test_trace_multi_gathered(void **state)
 	close(fd);
 }
 
+/*
+ * Stream A's EVENTS chunks without their payload CRC (EVR_TRACE_CHUNK_UNCHECKED,
+ * bit 15 of the header's flags, next to the stream number): each stream still
+ * reads as its own, and counts its unchecked chunks.
+ */
+static void test_trace_multi_unchecked_stream(void **state)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC);
+	struct evr_trace_writer *wa, *wb;
+	struct evr_trace_end e = {0};
+	struct evr_trace_stats st;
+	struct evr_trace_mux *m;
+	uint32_t sa, sb, tags[16], n;
+	uint64_t pa = 0, pb = 0, lost;
+	static const uint32_t want_a[] = { 1, 2, 3, 7, 8 }, want_b[] = { 100, 101, 102, 103, 104 };
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(evr_trace_mux_new(fd, &m), 0);
+	assert_int_equal(evr_trace_mux_stream(m, &sa, &wa), 0);
+	assert_int_equal(evr_trace_mux_stream(m, &sb, &wb), 0);
+	session(wa, "A");
+	session(wb, "B");
+	evr_trace_writer_set_checksum(wa, false);
+	events(wa, pa, 3, 1000, 1, &pa);
+	events(wb, pb, 2, 1500, 100, &pb);
+	events(wa, pa, 2, 2000, 7, &pa);
+	events(wb, pb, 3, 2500, 102, &pb);
+	assert_true(evr_trace_writer_unchecked(wa) == 2 && evr_trace_writer_unchecked(wb) == 0);
+	e.events = 5;
+	assert_int_equal(evr_trace_writer_end(wa, &e), 0);
+	assert_int_equal(evr_trace_writer_end(wb, &e), 0);
+	e.events = 10;
+	assert_int_equal(evr_trace_mux_end(m, &e), 0);
+	evr_trace_writer_free(wa);
+	evr_trace_writer_free(wb);
+	evr_trace_mux_free(m);
+
+	n = read_tags(fd, sa, tags, 16, &lost, &st);
+	assert_int_equal(n, 5);
+	assert_memory_equal(tags, want_a, sizeof(want_a));
+	assert_true(st.unchecked_chunks == 2 && !st.damaged && !st.truncated && st.has_end);
+	n = read_tags(fd, sb, tags, 16, &lost, &st);
+	assert_int_equal(n, 5);
+	assert_memory_equal(tags, want_b, sizeof(want_b));
+	assert_true(st.unchecked_chunks == 0 && !st.damaged && !st.truncated && st.has_end);
+	close(fd);
+}
+
 static void test_trace_multi_process_table(void **state)
 {
 	int fd = two_procs(true);
@@ -372,6 +421,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_multi_streams_read_apart),
 		cmocka_unit_test(test_trace_multi_gathered),
+		cmocka_unit_test(test_trace_multi_unchecked_stream),
 		cmocka_unit_test(test_trace_multi_process_table),
 		cmocka_unit_test(test_trace_multi_no_file_end),
 		cmocka_unit_test(test_trace_multi_damage_stays_in_its_stream),

@@ -123,6 +123,16 @@ struct evr_shm_span {
  * Context: any thread.
  */
 uint32_t evr_shm_nr_rings(const struct evr_shm_hdr *h);
+
+/**
+ * evr_shm_geometry_of() - the header of mapping @h as it was when this process
+ * created or validated it (evr_shm_session_create(), evr_shm_session_map()).
+ * A mapping made some other way (tests building one by hand) is taken as it is
+ * now: its maker vouches for it.
+ * @ret: receives the copy; only its geometry fields are meaningful.
+ * Context: any thread.
+ */
+void evr_shm_geometry_of(const struct evr_shm_hdr *h, struct evr_shm_hdr *ret);
 uint32_t evr_shm_read_heads(const struct evr_shm_hdr *h, uint64_t *ret, uint32_t max);
 
 struct evr_span_reader;
@@ -197,6 +207,9 @@ void evr_span_reader_release_to(struct evr_span_reader *sr, uint32_t ring, uint6
 
 /* The most bytes any ring holds that the writers may not reuse yet (head - tail). */
 uint64_t evr_span_reader_backlog(const struct evr_span_reader *sr);
+
+/* The most bytes any ring holds that the reader has not taken (head - its position). */
+uint64_t evr_span_reader_unread(const struct evr_span_reader *sr);
 
 /**
  * evr_span_reader_arm() - the doorbell handshake of evr_span_reader_wait_fds()

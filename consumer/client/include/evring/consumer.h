@@ -512,6 +512,10 @@ void evr_client_span_release_to(struct evr_client *c, uint32_t ring, uint64_t po
  * and not consumed, or consumed and held. 0 before spans are read. */
 uint64_t evr_client_span_backlog(const struct evr_client *c);
 
+/* The most bytes any ring holds that the reader has not taken yet (published,
+ * not consumed; held spans not counted): how far the reader lags. */
+uint64_t evr_client_span_unread(const struct evr_client *c);
+
 /**
  * evr_client_span_final_lost() - once the session is ended and every span was
  * consumed: the events lost on @ring that no record in the spans accounts for

@@ -90,10 +90,23 @@ typedef void evr_recorder_log_fn(void *arg, const char *msg);
  * kernel, its io_uring_disabled sysctl, a seccomp filter or a container, or
  * the environment variable EVR_RECORDER_NO_URING set to 1) each batch is one
  * writev() from the recorder's thread. EVR_RECORDER_URING_WARN: say so (the
- * user asked for io_uring by name).
+ * user asked for io_uring by name). Where the kernel also takes it (Linux
+ * 6.15, a locked-memory limit that holds the session), the session's memory
+ * is registered as a fixed buffer, so that its pages are pinned once, not per
+ * write (EVR_RECORDER_NO_FIXED=1 in the environment: not).
  */
 #define EVR_RECORDER_URING		0x4u
 #define EVR_RECORDER_URING_WARN		0x8u
+/*
+ * The payload CRC of EVENTS chunks (docs/recorder.md, "Checksums"). Neither
+ * flag (auto, the default): computed while the recorder keeps up, skipped
+ * (the chunk marked EVR_TRACE_CHUNK_UNCHECKED) while a ring holds more than a
+ * quarter of its size unread, until it is down to a sixteenth: the CRC is
+ * most of the recorder's own CPU time, and no event is lost for its sake.
+ * ALWAYS: every chunk checksummed, whatever it costs; NEVER: none.
+ */
+#define EVR_RECORDER_CHECKSUM_ALWAYS	0x10u
+#define EVR_RECORDER_CHECKSUM_NEVER	0x20u
 
 struct evr_recorder_opts {
 	struct evr_attach_opts attach;	/* the session: providers (required), mode, sizes */
@@ -136,6 +149,7 @@ struct evr_recorder_stats {
 	uint64_t chunks;		/* chunks written */
 	uint64_t spans;			/* EVENTS chunks written */
 	uint64_t spans_retracted;	/* overwrite mode: spans overwritten while written */
+	uint64_t spans_unchecked;	/* EVENTS chunks without their payload's CRC */
 	enum evr_recorder_stop stop;
 	int error;			/* the failure's -errno, or 0 */
 	bool write_failed;		/* the failure was writing the output */

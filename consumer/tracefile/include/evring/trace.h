@@ -5,7 +5,8 @@
  * docs/trace-format.md; the structures below are that format, little endian.
  *
  * A trace file is a file header followed by chunks. Every chunk has a length
- * and two CRC-32C checksums (its header's and its payload's), so a file cut
+ * and two CRC-32C checksums (its header's and its payload's; an EVENTS chunk
+ * may go without the latter: EVR_TRACE_CHUNK_UNCHECKED), so a file cut
  * anywhere (recorder killed, disk full) reads up to its last complete chunk.
  * Event records are stored exactly as the producer wrote them into its rings:
  * the writer never decodes or reformats them (zero copy, one writev per span).
@@ -81,13 +82,28 @@ enum evr_trace_chunk_kind {
 struct evr_trace_chunk_hdr {
 	uint32_t magic;			/* EVR_TRACE_CHUNK_MAGIC */
 	uint16_t kind;			/* enum evr_trace_chunk_kind; readers skip unknown kinds */
-	uint16_t flags;			/* version 1: 0; version 2: the stream (0: the file's
+	uint16_t flags;			/* bit 15: EVR_TRACE_CHUNK_UNCHECKED; bits 0-14:
+					 * version 1: 0; version 2: the stream (0: the file's
 					 * own chunks, n: the n-th process attached) */
 	uint32_t len;			/* payload bytes, padding not included */
 	uint32_t seq;			/* 0 for the first chunk, +1 per chunk */
-	uint32_t data_crc;		/* CRC-32C of the len payload bytes */
+	uint32_t data_crc;		/* CRC-32C of the len payload bytes (0 if unchecked) */
 	uint32_t hdr_crc;		/* CRC-32C of the 20 bytes before it */
 };
+
+/*
+ * A chunk whose payload carries no checksum: data_crc is 0 and means nothing,
+ * the header's own CRC holds as always (so the bit itself cannot flip unseen).
+ * The recorder writes EVENTS chunks so while it is behind the producer
+ * (evring record --checksum=auto), or always with --checksum=never: the CRC
+ * of every byte is most of a recorder's own CPU time, and a recorder short
+ * of CPU would lose events for it. Readers read such a chunk as any other and
+ * count it (evr_trace_stats.unchecked_chunks); damage inside its payload goes
+ * unseen, unless it breaks the records (a corrupt packet).
+ */
+#define EVR_TRACE_CHUNK_UNCHECKED	0x8000u
+/* Version 2: the stream number is the low 15 bits of the header's flags. */
+#define EVR_TRACE_CHUNK_STREAM_MASK	0x7fffu
 
 struct evr_trace_session_rec {
 	uint32_t mode;			/* enum evr_mode */
@@ -180,7 +196,7 @@ enum evr_trace_proc_what {
 };
 
 struct evr_trace_proc_rec {
-	uint32_t stream;		/* 1..65535 */
+	uint32_t stream;		/* 1..32767 */
 	uint32_t pid;
 	uint32_t ppid;
 	uint16_t what;			/* enum evr_trace_proc_what */
@@ -298,6 +314,20 @@ bool evr_trace_writer_direct(const struct evr_trace_writer *w);
 int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on);
 
 /**
+ * evr_trace_writer_set_checksum() - whether the EVENTS chunks written from
+ * now on carry the CRC of their payload (@on, the default) or not (the
+ * header's EVR_TRACE_CHUNK_UNCHECKED; the header keeps its own CRC). Every
+ * other chunk is checksummed always. The CRC is one pass over every byte
+ * recorded, from memory another CPU wrote: a recorder that falls behind turns
+ * it off until it caught up (docs/recorder.md, "Checksums").
+ * Context: the writer's thread; no system call.
+ */
+void evr_trace_writer_set_checksum(struct evr_trace_writer *w, bool on);
+
+/* EVENTS chunks written without their payload's CRC so far. */
+uint64_t evr_trace_writer_unchecked(const struct evr_trace_writer *w);
+
+/**
  * evr_trace_writer_flush() - write the batch gathered so far (direct I/O),
  * padded to the file system's block size with a PAD chunk. Buffered writers
  * have nothing to flush. After it returns 0, every chunk written so far is in
@@ -314,8 +344,11 @@ struct iovec;
  * @iov: the batch, @n segments (at most 512), valid only during the call.
  * @off: its offset in the file (aligned, as @len).
  * @stage: in: the stage the batch's copied segments lie in, which now belongs
- *         to the callee until the write completed; out: an aligned (4096)
- *         stage of *@cap bytes for the writer's next batch.
+ *         to the callee; out: an aligned (4096) stage of *@cap bytes for the
+ *         writer's next batch, which stays the callee's: the writer never frees
+ *         it (a writer that needs a larger one drops it and allocates its own,
+ *         which the next call hands over; the callee frees what it has once the
+ *         writer is done, before or after evr_trace_writer_free()).
  * Return: 0 (the batch is on its way), or -errno (sticky, as a write error).
  */
 typedef int evr_trace_writer_submit_fn(void *arg, const struct iovec *iov, int n, uint64_t off,
@@ -497,7 +530,7 @@ int evr_trace_mux_new(int fd, struct evr_trace_mux **ret);
  * number goes to *@ret_stream). It writes no file header. A write error of
  * any stream breaks them all (the file then ends in a partial chunk).
  * @ret: free with evr_trace_writer_free() before the mux.
- * Return: 0, -ENOSPC (65535 streams), -ENOMEM, or the mux's write error.
+ * Return: 0, -ENOSPC (32767 streams), -ENOMEM, or the mux's write error.
  */
 int evr_trace_mux_stream(struct evr_trace_mux *m, uint32_t *ret_stream,
 			 struct evr_trace_writer **ret);
@@ -786,6 +819,12 @@ struct evr_trace_stats {
 	 */
 	bool stream;
 	uint64_t stream_other_chunks;
+	/*
+	 * Chunks whose payload carries no CRC (EVR_TRACE_CHUNK_UNCHECKED: the
+	 * recorder was behind, or --checksum=never), of this stream; known at
+	 * open (a stream: so far). Not damage: damage inside them goes unseen.
+	 */
+	uint64_t unchecked_chunks;
 };
 
 /* Copy the statistics into @ret. Context: the reader's thread. */
