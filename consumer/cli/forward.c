@@ -101,7 +101,7 @@ enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_TO, OPT_DURATION, OPT_BUFFER, OPT_
        OPT_FLUSH, OPT_ALL };
 
 static const struct evr_cli_option longopts[] = {
-	{ "pid", required_argument, 'p', "PID", "attach to process PID (repeatable)" },
+	EVR_CLI_OPTIONS_PID("attach to process PID (repeatable)"),
 	{ "name", required_argument, 'n', "NAME",
 	  "attach to the one process named NAME (repeatable)" },
 	{ "all", no_argument, OPT_ALL, NULL,

@@ -28,8 +28,7 @@ struct providers_opts {
 };
 
 static const struct evr_cli_option longopts[] = {
-	{ "pid", required_argument, 'p', "PID", "the process" },
-	{ "process-id", required_argument, 'p', NULL, NULL },	/* dotnet-trace's name */
+	EVR_CLI_OPTIONS_PID("the process"),
 	{ "name", required_argument, 'n', "NAME",
 	  "the one process named NAME that runs libevring's agent" },
 	{ "json", no_argument, 'j', NULL, "one JSON object" },

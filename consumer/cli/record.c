@@ -36,11 +36,8 @@ enum { OPT_PROVIDERS = EVR_OPT_FIRST_OWN, OPT_DURATION, OPT_BUFFER, OPT_MODE, OP
        OPT_SYSCALLS, OPT_ALL, OPT_SYSTEM, OPT_PERF_COUNTERS, OPT_CHECKSUM };
 
 static const struct evr_cli_option longopts[] = {
-	{ "pid", required_argument, 'p', "PID",
-	  "attach to process PID (no restart needed); repeat\n"
-	  "-p and -n to record several processes in one file" },
-	/* dotnet-trace's and dotnet-counters' name */
-	{ "process-id", required_argument, 'p', NULL, NULL },
+	EVR_CLI_OPTIONS_PID("attach to process PID (no restart needed); repeat\n"
+			    "-p and -n to record several processes in one file"),
 	{ "name", required_argument, 'n', "NAME", "attach to the one process named NAME" },
 	{ "all", no_argument, OPT_ALL, NULL,
 	  "every process of yours with libevring's agent, and\n"

@@ -30,7 +30,7 @@ struct stacks_opts {
 enum { OPT_DEPTH = EVR_OPT_FIRST_OWN, OPT_LINES };
 
 static const struct evr_cli_option longopts[] = {
-	{ "pid", required_argument, 'p', "PID", "the process (yours; any process when root)" },
+	EVR_CLI_OPTIONS_PID("the process (yours; any process when root)"),
 	{ "name", required_argument, 'n', "NAME",
 	  "the one process named NAME that runs libevring's agent" },
 	{ "json", no_argument, 'j', NULL, "one JSON document instead of text" },

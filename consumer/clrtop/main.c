@@ -72,10 +72,7 @@ enum { OPT_COUNTERS = EVR_CLI_LONG_ONLY, OPT_FORMAT, OPT_DURATION, OPT_NO_SANDBO
 
 /* tests/cli/help.sh checks that --help names every option of this table. */
 static const struct evr_cli_option longopts[] = {
-	{ "pid", required_argument, 'p', "PID",
-	  "watch PID (repeatable); default: an overview of all" },
-	/* dotnet-trace's and dotnet-counters' name */
-	{ "process-id", required_argument, 'p', NULL, NULL },
+	EVR_CLI_OPTIONS_PID("watch PID (repeatable); default: an overview of all"),
 	{ "name", required_argument, OPT_NAME, "NAME",
 	  "watch the one process named NAME (repeatable)" },
 	{ "counters", required_argument, OPT_COUNTERS, "LIST",

@@ -57,6 +57,15 @@ struct evr_cli_option {
 	{ "no-sandbox", no_argument, (no_sandbox), NULL, (help) },		\
 	{ "debug-sandbox-probe", no_argument, (probe), NULL, NULL }
 
+/*
+ * -p, --pid PID saying @help, and the same option under dotnet-trace's and
+ * dotnet-counters' name, --process-id (listed with it by --help), for every
+ * tool that attaches to a process by its pid.
+ */
+#define EVR_CLI_OPTIONS_PID(help)					\
+	{ "pid", required_argument, 'p', "PID", (help) },			\
+	{ "process-id", required_argument, 'p', NULL, NULL }
+
 /* The most rows of one table (evring record has the most, 26). */
 #define EVR_CLI_MAX_OPTIONS 48
 
