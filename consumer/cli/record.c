@@ -269,7 +269,6 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		case OPT_MODE:
 			if (strcmp(optarg, "discard") == 0) {
 				o->mode = EVR_MODE_DISCARD;
-	o->io_flags = EVR_RECORDER_DIRECT_IO | EVR_RECORDER_URING;
 			} else if (strcmp(optarg, "overwrite") == 0) {
 				o->mode = EVR_MODE_OVERWRITE;
 			} else {

@@ -23,7 +23,8 @@ cleanup_hook() { rm -rf "$out"; }
 
 for io in direct buffered; do
 	start_workload "wl_$io" --events "$N" --threads 2 --wait-sessions 1 --pin
-	"$EVRING" record -p "$WL_PID" --providers Demo --buffer-size 64M --io "$io" \
+	# --mode after --io keeps the --io asked (--mode discard used to reset it to direct).
+	"$EVRING" record -p "$WL_PID" --providers Demo --buffer-size 64M --io "$io" --mode discard \
 		-o "$out/$io.evtrace" 2>"$T/$io.err" || fail "record --io $io: $(cat "$T/$io.err")"
 	cat "$T/$io.err"
 	expect "$WL_FD" "^done $N " "the workload's 'done' line"
