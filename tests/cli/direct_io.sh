@@ -80,7 +80,8 @@ EOF
 # Rings too small to hold a disk's stall (8 MiB a ring at most: 16 ms of a 500 MB/s stream)
 # start through the page cache: a small recording that ends before a calm second has no
 # PAD chunk but the one that ends the file header's block.
-"$EVRING" record --providers Demo --buffer-size 128K -o "$out/small.evtrace" \
+# (--io uring: what --io auto is off ext4.)
+"$EVRING" record --providers Demo --buffer-size 128K --io uring -o "$out/small.evtrace" \
 	-- "$WORKLOAD" --events 2000 --threads 1 >"$T/small.out" 2>"$T/small.err" ||
 	fail "record (small): $(cat "$T/small.err")"
 check_accounting small 2000 "$T/small.out" "$T/small.err" "$out/small.evtrace"
@@ -101,7 +102,7 @@ EOF
 # Its first batch then finds a ring more than half full, and the recorder goes on through
 # the page cache (it says so). Whatever was lost is counted: events + lost == what the
 # workload wrote, and dump agrees.
-record_stalled behind 1000000 "$out/behind.evtrace" --providers Demo --buffer-size 256M
+record_stalled behind 1000000 "$out/behind.evtrace" --providers Demo --buffer-size 256M --io uring
 cat "$T/behind.err"
 grep -q "^evring record: warning: direct I/O fell behind (a ring was half full): writing \
 through the page cache while the disk catches up$" "$T/behind.err" ||

@@ -116,8 +116,9 @@ record_lost() {
 	echo "${BASH_REMATCH[1]}"
 }
 
-# find_dio_dir: sets dio_dir to a directory where record writes with direct I/O (the test's
-# directory, the build tree, /var/tmp), or to nothing.
+# find_dio_dir: sets dio_dir to a directory where record --io direct writes with direct I/O
+# (the test's directory, the build tree, /var/tmp), or to nothing. (Not the default: --io
+# auto writes through the page cache on ext4.)
 find_dio_dir() {
 	local d n=0 first
 	dio_dir=
@@ -125,7 +126,7 @@ find_dio_dir() {
 		[[ -d $d && -w $d ]] || continue
 		# A name of its own each time: start_workload makes a fifo named after it.
 		start_workload "probe$((n++))" --events 100 --threads 1 --wait-sessions 1
-		"$EVRING" record -p "$WL_PID" --providers Demo -o "$d/evr-probe.$$.evtrace" \
+		"$EVRING" record -p "$WL_PID" --providers Demo --io direct -o "$d/evr-probe.$$.evtrace" \
 			2>/dev/null || fail "record to $d failed"
 		# trace_edit.py chunks: "offset kind len seq" per chunk.
 		first=$(python3 "$HERE/trace_edit.py" chunks "$d/evr-probe.$$.evtrace" |
