@@ -522,6 +522,14 @@ int evr_client_list_sessions(struct evr_client *c, struct evr_session_info **ret
 int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, uint32_t *ret_n,
 			    char *errbuf, size_t errlen)
 {
+	return evr_client_list_threads_ms(c, EVR_CLIENT_HELLO_TIMEOUT_MS, ret, ret_n, errbuf,
+					  errlen);
+}
+
+int evr_client_list_threads_ms(struct evr_client *c, int timeout_ms,
+			       struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
+			       size_t errlen)
+{
 	Evr__Request req = EVR__REQUEST__INIT;
 	Evr__ListThreads m = EVR__LIST_THREADS__INIT;
 	Evr__ListThreadsReply *lr;
@@ -533,8 +541,8 @@ int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, 
 		return -EINVAL;
 	req.body_case = EVR__REQUEST__BODY_LIST_THREADS;
 	req.list_threads = &m;
-	err = evr_client_transact(c, &req, EVR__REPLY__BODY_LIST_THREADS,
-				  EVR_CLIENT_HELLO_TIMEOUT_MS, NULL, 0, &r, errbuf, errlen);
+	err = evr_client_transact(c, &req, EVR__REPLY__BODY_LIST_THREADS, timeout_ms, NULL, 0,
+				  &r, errbuf, errlen);
 	if (err < 0)
 		return err;
 	lr = r->list_threads;

@@ -43,6 +43,12 @@
 #define THREADS_NS		250000000u
 /* and this often anyway, for renames (and threads whose records were missed). */
 #define THREADS_RENAME_NS	2000000000u
+/* A thread list not answered in this long (a stopped process) is asked again
+ * later, then every THREADS_RENAME_NS doubled, up to THREADS_BACKOFF_MAX_NS:
+ * one loop drains every process of `record --all`, and a 5 s wait for one
+ * stopped process left the others' rings unread that long. */
+#define THREADS_TIMEOUT_MS	100
+#define THREADS_BACKOFF_MAX_NS	64000000000u
 /* Bytes walked for new threads between two looks at them (scan_tids()). */
 #define SCAN_TIDS_BUDGET	(256u << 10)
 #define FLUSH_MS_DEFAULT	250u
@@ -122,6 +128,7 @@ struct evr_recorder {
 	uint32_t ntnames;
 	uint64_t t_threads;		/* when the thread list was last asked for */
 	bool threads_off;		/* the process cannot list its threads: stop asking */
+	uint64_t threads_backoff;	/* the next look's delay after unanswered ones, or 0 */
 	bool tid_new;			/* a ring showed tid_seen, not in tnames, since that */
 	uint32_t tid_seen;
 	uint32_t tid_last;		/* the last tid looked up: most THREAD records repeat it */
@@ -655,11 +662,21 @@ static int record_threads(struct evr_recorder *r)
 		r->tid_last = r->tid_seen;
 	r->tid_new = false;
 	r->tid_scanned = 0;
-	if (evr_client_list_threads(r->c, &cur, &n, err, sizeof(err)) < 0) {
-		/* An older agent (EOPNOTSUPP) or a stopped one: names are a nicety. */
+	ret = evr_client_list_threads_ms(r->c, THREADS_TIMEOUT_MS, &cur, &n, err, sizeof(err));
+	if (ret == -ETIMEDOUT) {
+		/* Stopped, or too busy to answer now: ask again later, less often. */
+		r->threads_backoff = r->threads_backoff ? 2 * r->threads_backoff :
+				     THREADS_RENAME_NS;
+		if (r->threads_backoff > THREADS_BACKOFF_MAX_NS)
+			r->threads_backoff = THREADS_BACKOFF_MAX_NS;
+		return 0;
+	}
+	if (ret < 0) {
+		/* An older agent (EOPNOTSUPP), or it is gone: names are a nicety. */
 		r->threads_off = true;
 		return 0;
 	}
+	r->threads_backoff = 0;
 	merged = calloc((size_t)r->ntnames + n + 1, sizeof(*merged));
 	batch = calloc((size_t)n + 1, sizeof(*batch));
 	if (!merged || !batch) {
@@ -703,6 +720,8 @@ out:
 /* How long after the last look at the threads the next is due. */
 static uint64_t threads_every(const struct evr_recorder *r)
 {
+	if (r->threads_backoff)
+		return r->threads_backoff;
 	return r->tid_new ? THREADS_NS : THREADS_RENAME_NS;
 }
 

@@ -257,6 +257,16 @@ struct evr_thread_info {
 int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, uint32_t *ret_n,
 			    char *errbuf, size_t errlen);
 
+/**
+ * evr_client_list_threads_ms() - evr_client_list_threads(), waiting at most
+ * @timeout_ms for the answer (and for a late answer to an earlier request):
+ * for a loop that serves other processes too. A stopped process: -ETIMEDOUT.
+ * Context: the client's thread; one round trip.
+ */
+int evr_client_list_threads_ms(struct evr_client *c, int timeout_ms,
+			       struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
+			       size_t errlen);
+
 /* A counter the process has created (<evring/counters.h>). */
 struct evr_counter_info {
 	char *provider;
