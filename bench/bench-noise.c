@@ -32,16 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/mono-time.h>
+
 #define GAP_MIN_NS 1000u		/* shorter: the loop's own jitter */
 #define GAPS_MAX (1u << 22)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int pin(int cpu)
 {
@@ -74,10 +68,10 @@ static int gaps(double secs, const char *path)
 		return 1;
 	printf("tid %ld\n", (long)syscall(SYS_gettid));
 	fflush(stdout);
-	t0 = prev = mono_ns();
+	t0 = prev = evr_mono_ns();
 	end = t0 + (uint64_t)(secs * 1e9);
 	for (;;) {
-		uint64_t t = mono_ns();
+		uint64_t t = evr_mono_ns();
 
 		loops++;
 		if (t - prev >= GAP_MIN_NS && n < GAPS_MAX) {

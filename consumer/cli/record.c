@@ -681,7 +681,12 @@ static int start_recording(struct recorder *r)
 	return ret;
 }
 
-uint32_t evr_record_io_flags(const struct record_opts *o, int fd)
+/*
+ * What --io comes to for output @fd: what was asked, or, for --io auto (the
+ * default), direct I/O through io_uring except on ext4 (docs/recorder.md
+ * "Which I/O").
+ */
+static uint32_t io_flags_for(const struct record_opts *o, int fd)
 {
 	struct statfs sf;
 
@@ -705,7 +710,7 @@ static int open_output(struct recorder *r)
 	int ret = evr_record_open_output(r->o, &r->out_fd, &r->created);
 
 	if (ret == 0)
-		r->io_flags = evr_record_io_flags(r->o, r->out_fd);
+		r->io_flags = io_flags_for(r->o, r->out_fd);
 	return ret;
 }
 

@@ -40,7 +40,7 @@ struct record_opts {
 	const char *syscall_list;	/* its LIST, or NULL: every call */
 	uint32_t connect_timeout_ms;	/* --connect-timeout; 0: the default (10 s) */
 	uint32_t io_flags;		/* --io: EVR_RECORDER_DIRECT_IO, _URING, _URING_WARN */
-	bool io_asked;			/* --io other than auto (else: evr_record_io_flags()) */
+	bool io_asked;			/* --io other than auto (else: io_flags_for()) */
 	uint32_t crc_flags;		/* --checksum: 0 (auto), EVR_RECORDER_CHECKSUM_* */
 	const char *connect_timeout_arg;	/* as typed, for messages */
 	struct evr_cli_flags flags;	/* --no-sandbox */
@@ -78,14 +78,6 @@ int evr_record_multi_run(const struct record_opts *o);
  * the file was made here. Return: 0, or -errno after printing why. */
 int evr_record_open_output(const struct record_opts *o, int *ret_fd, bool *ret_created);
 
-/*
- * evr_record_io_flags() - what --io comes to for output @fd: what was asked,
- * or, for --io auto (the default), direct I/O through io_uring except on ext4,
- * which completes a direct write that makes the file longer before it starts
- * the next one: there the page cache (docs/recorder.md "Which I/O").
- */
-uint32_t evr_record_io_flags(const struct record_opts *o, int fd);
-
 /* record.c: the stop signals into evr_cli_stop_signal (evr_cli_catch_stop_signals()),
  * and SIGXFSZ ignored: a file over RLIMIT_FSIZE is EFBIG, handled like a full disk. */
 void evr_record_catch_signals(void);
@@ -122,7 +114,7 @@ struct recorder {
 	struct evr_broker *broker;	/* opens a perf map that appears once confined; or NULL */
 	bool sb_started;
 	int out_fd;
-	uint32_t io_flags;		/* what --io comes to for out_fd (evr_record_io_flags()) */
+	uint32_t io_flags;		/* what --io comes to for out_fd (io_flags_for()) */
 	bool created;			/* we created the output file */
 	bool tty;			/* stderr is a terminal: show progress */
 	int stop_signal;		/* the signal that stopped the recording, or 0 */
