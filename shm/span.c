@@ -519,6 +519,21 @@ static bool whole_span_waits(const struct evr_span_reader *sr)
 	return false;
 }
 
+/* Ask the writers to ring the doorbell when they close a packet. */
+static void ask_doorbell(struct evr_span_reader *sr)
+{
+	__atomic_store_n(&sr->hdr->waiting, 1, __ATOMIC_RELAXED);
+	/* Pairs with the full fence in the writer's doorbell: either a writer
+	 * closing a packet sees waiting == 1, or we see its head in span_ready(). */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Nothing to sleep for: the session ended, or a whole span waits. */
+static bool span_ready(const struct evr_span_reader *sr)
+{
+	return __atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE) || whole_span_waits(sr);
+}
+
 int evr_span_reader_arm(struct evr_span_reader *sr)
 {
 	if (!sr)
@@ -526,10 +541,8 @@ int evr_span_reader_arm(struct evr_span_reader *sr)
 	if (sr->pending || sr->gone || sr->drained)
 		return 1;
 	sr->waits.doorbell++;
-	__atomic_store_n(&sr->hdr->waiting, 1, __ATOMIC_RELAXED);
-	/* Pairs with the full fence in the writer's doorbell, as in the wait below. */
-	atomic_thread_fence(memory_order_seq_cst);
-	return __atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE) || whole_span_waits(sr);
+	ask_doorbell(sr);
+	return span_ready(sr);
 }
 
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
@@ -555,13 +568,9 @@ int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct
 	 */
 	if (sr->hold)
 		pace = 0;
-	if (!pace) {
-		__atomic_store_n(&sr->hdr->waiting, 1, __ATOMIC_RELAXED);
-		/* Pairs with the full fence in the writer's doorbell: either a writer
-		 * closing a packet sees waiting == 1, or we see its head below. */
-		atomic_thread_fence(memory_order_seq_cst);
-	}
-	if (__atomic_load_n(&sr->hdr->ended, __ATOMIC_ACQUIRE) || whole_span_waits(sr))
+	if (!pace)
+		ask_doorbell(sr);
+	if (span_ready(sr))
 		return 0;
 	if (pace) {
 		/* A steady stream: as long as the doorbell would have let us sleep,
