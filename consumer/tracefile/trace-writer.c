@@ -201,25 +201,18 @@ static size_t align_up(size_t v, size_t a)
 
 static int flush_batch(struct evr_trace_writer *w);
 
-/* The header of the writer's next chunk: @kind, @len payload bytes of CRC @crc. */
+/* The header of the writer's next chunk: @kind, @len payload bytes of CRC @crc,
+ * or @unchecked: flagged EVR_TRACE_CHUNK_UNCHECKED, data_crc 0. */
 static void chunk_hdr(const struct evr_trace_writer *w, uint32_t kind, uint32_t len,
-		      uint32_t crc, struct evr_trace_chunk_hdr *h)
+		      uint32_t crc, bool unchecked, struct evr_trace_chunk_hdr *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = EVR_TRACE_CHUNK_MAGIC;
 	h->kind = (uint16_t)kind;
-	h->flags = w->stream;
+	h->flags = w->stream | (unchecked ? EVR_TRACE_CHUNK_UNCHECKED : 0);
 	h->len = len;
 	h->seq = w->seq;
-	h->data_crc = crc;
-	h->hdr_crc = evr_trace_chunk_hdr_crc(h);
-}
-
-/* Make @h the header of a chunk whose payload is not checksummed. */
-static void hdr_unchecked(struct evr_trace_chunk_hdr *h)
-{
-	h->flags |= EVR_TRACE_CHUNK_UNCHECKED;
-	h->data_crc = 0;
+	h->data_crc = unchecked ? 0 : crc;
 	h->hdr_crc = evr_trace_chunk_hdr_crc(h);
 }
 
@@ -305,7 +298,7 @@ static uint64_t make_pad(const struct evr_trace_writer *w, uint8_t *p, uint64_t 
 		gap += align;
 	memset(p, 0, gap);
 	chunk_hdr(w, EVR_CHUNK_PAD, (uint32_t)(gap - sizeof(h)),
-		  evr_crc32c(0, p + sizeof(h), gap - sizeof(h)), &h);
+		  evr_crc32c(0, p + sizeof(h), gap - sizeof(h)), false, &h);
 	memcpy(p, &h, sizeof(h));
 	return gap;
 }
@@ -431,9 +424,7 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 		return w->err;
 	if (len > UINT32_MAX || !evr_trace_chunk_len_ok(kind, (uint32_t)len))
 		return -EINVAL;
-	chunk_hdr(w, kind, (uint32_t)len, crc, &h);
-	if (unchecked)
-		hdr_unchecked(&h);
+	chunk_hdr(w, kind, (uint32_t)len, crc, unchecked, &h);
 	iov[0] = (struct iovec){.iov_base = &h, .iov_len = sizeof(h)};
 	if (evr_align8(len) != len)
 		iov[++n] = (struct iovec){.iov_base = (void *)zero_pad,
@@ -806,14 +797,11 @@ static int events_in_place(struct evr_trace_writer *w, const struct evr_trace_ev
 		return err;
 	}
 	stage_pad(w, before);
-	if (w->no_events_crc) {
-		chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len, 0, &h);
-		hdr_unchecked(&h);
+	chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len,
+		  w->no_events_crc ? 0 : evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len),
+		  w->no_events_crc, &h);
+	if (w->no_events_crc)
 		w->unchecked++;
-	} else {
-		chunk_hdr(w, EVR_CHUNK_EVENTS, (uint32_t)sizeof(*rec) + len,
-			  evr_crc32c(evr_crc32c(0, rec, sizeof(*rec)), data, len), &h);
-	}
 	p = w->stage + w->stage_used;
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), rec, sizeof(*rec));
