@@ -700,10 +700,19 @@ static void *agent_main(void *arg)
 	uint64_t next = UINT64_MAX;
 	bool populating = false;
 
-	/* Listen mode's first connection, before the first sleep. */
-	pthread_mutex_lock(&agent.lock);
-	next = mon_turn();
-	pthread_mutex_unlock(&agent.lock);
+	/*
+	 * Listen mode's first connection, before the first sleep. Only in listen mode:
+	 * agent_start() creates us with the agent lock held, so taking it here would
+	 * put us to sleep on it at once and have the constructor wake us when it lets
+	 * go, a futex wait and a cross-CPU wake-up (a VM exit in a guest) at every
+	 * start of a program nobody traces (docs/protocol.md). mon_enabled is set
+	 * before the first agent_start() and never changes.
+	 */
+	if (agent.mon_enabled) {
+		pthread_mutex_lock(&agent.lock);
+		next = mon_turn();
+		pthread_mutex_unlock(&agent.lock);
+	}
 
 	(void)arg;
 	/* Named by itself, one prctl(): pthread_setname_np() on another thread
