@@ -165,11 +165,12 @@ void evr_builtin_providers_ensure(void)
 static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 {
 	char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN];
+	uid_t uid = geteuid();
 	unsigned int n;
 	struct stat st;
 	int err;
 
-	if (evr_rundir_candidates(geteuid(), dirs, &n) < 0 || strlen(dirs[0]) >= len) {
+	if (evr_rundir_candidates(uid, dirs, &n) < 0 || strlen(dirs[0]) >= len) {
 		snprintf(why, whylen, "EVR_RUNTIME_DIR is too long for a socket path");
 		return -ENAMETOOLONG;
 	}
@@ -179,10 +180,16 @@ static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot create %s: %s", buf, strerror(-err));
 		return err;
 	}
-	err = evr_rundir_check(buf, geteuid(), why, whylen);
+	/* One lstat() for both checks: what evr_rundir_check() would do, then ours. */
+	if (lstat(buf, &st) < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot examine %s: %s", buf, strerror(-err));
+		return err;
+	}
+	err = evr_rundir_check_stat(&st, buf, uid, why, whylen);
 	if (err < 0)
 		return err;
-	if (lstat(buf, &st) < 0 || (st.st_mode & 07777) != 0700) {
+	if ((st.st_mode & 07777) != 0700) {
 		snprintf(why, whylen, "refusing %s: its mode is %04o, the agent listens only in a "
 			 "directory of mode 0700: run chmod 0700 %s, then restart the program", buf,
 			 (unsigned int)(st.st_mode & 07777), buf);
