@@ -165,11 +165,12 @@ void evr_builtin_providers_ensure(void)
 static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 {
 	char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN];
+	uid_t uid = geteuid();
 	unsigned int n;
 	struct stat st;
 	int err;
 
-	if (evr_rundir_candidates(geteuid(), dirs, &n) < 0 || strlen(dirs[0]) >= len) {
+	if (evr_rundir_candidates(uid, dirs, &n) < 0 || strlen(dirs[0]) >= len) {
 		snprintf(why, whylen, "EVR_RUNTIME_DIR is too long for a socket path");
 		return -ENAMETOOLONG;
 	}
@@ -179,10 +180,16 @@ static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot create %s: %s", buf, strerror(-err));
 		return err;
 	}
-	err = evr_rundir_check(buf, geteuid(), why, whylen);
+	/* One lstat() for both checks: what evr_rundir_check() would do, then ours. */
+	if (lstat(buf, &st) < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot examine %s: %s", buf, strerror(-err));
+		return err;
+	}
+	err = evr_rundir_check_stat(&st, buf, uid, why, whylen);
 	if (err < 0)
 		return err;
-	if (lstat(buf, &st) < 0 || (st.st_mode & 07777) != 0700) {
+	if ((st.st_mode & 07777) != 0700) {
 		snprintf(why, whylen, "refusing %s: its mode is %04o, the agent listens only in a "
 			 "directory of mode 0700: run chmod 0700 %s, then restart the program", buf,
 			 (unsigned int)(st.st_mode & 07777), buf);
@@ -261,6 +268,32 @@ static void remove_stale_sockets(void)
 	closedir(d);
 }
 
+/*
+ * "@dir/@pid.sock" into @path (a sun_path); -ENAMETOOLONG if it does not fit. Not
+ * snprintf(): a program nobody traces would fault in three pages of libc's for
+ * it at every start (docs/protocol.md, "What a program pays at start-up").
+ */
+static int sock_path(char path[EVR_RUNDIR_LEN], const char *dir, pid_t pid)
+{
+	static const char suffix[] = ".sock";
+	char digits[16];
+	size_t n = 0, dl = strlen(dir);
+	unsigned int v = (unsigned int)pid;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (dl + 1 + n + sizeof(suffix) > EVR_RUNDIR_LEN)
+		return -ENAMETOOLONG;
+	memcpy(path, dir, dl);
+	path[dl++] = '/';
+	for (size_t i = 0; i < n; i++)
+		path[dl + i] = digits[n - 1 - i];
+	memcpy(path + dl + n, suffix, sizeof(suffix));
+	return 0;
+}
+
 /* Listen on our socket; on failure agent.status says why. Agent lock held. */
 static int listen_socket(void)
 {
@@ -271,10 +304,9 @@ static int listen_socket(void)
 	n = runtime_dir(dir, sizeof(dir), agent.status, sizeof(agent.status));
 	if (n < 0)
 		return n;
-	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d.sock", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+	if (sock_path(sa.sun_path, dir, agent.pid) < 0) {
 		snprintf(agent.status, sizeof(agent.status), "socket path %s/%d.sock is too long",
-			 dir, (int)getpid());
+			 dir, (int)agent.pid);
 		return -ENAMETOOLONG;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -293,7 +325,7 @@ static int listen_socket(void)
 		return n;
 	}
 	memcpy(agent.path, sa.sun_path, sizeof(agent.path));
-	snprintf(agent.status, sizeof(agent.status), "%s", sa.sun_path);
+	memcpy(agent.status, sa.sun_path, strlen(sa.sun_path) + 1);
 	return fd;
 }
 
@@ -700,10 +732,19 @@ static void *agent_main(void *arg)
 	uint64_t next = UINT64_MAX;
 	bool populating = false;
 
-	/* Listen mode's first connection, before the first sleep. */
-	pthread_mutex_lock(&agent.lock);
-	next = mon_turn();
-	pthread_mutex_unlock(&agent.lock);
+	/*
+	 * Listen mode's first connection, before the first sleep. Only in listen mode:
+	 * agent_start() creates us with the agent lock held, so taking it here would
+	 * put us to sleep on it at once and have the constructor wake us when it lets
+	 * go, a futex wait and a cross-CPU wake-up (a VM exit in a guest) at every
+	 * start of a program nobody traces (docs/protocol.md). mon_enabled is set
+	 * before the first agent_start() and never changes.
+	 */
+	if (agent.mon_enabled) {
+		pthread_mutex_lock(&agent.lock);
+		next = mon_turn();
+		pthread_mutex_unlock(&agent.lock);
+	}
 
 	(void)arg;
 	/* Named by itself, one prctl(): pthread_setname_np() on another thread
@@ -1034,16 +1075,19 @@ void evr_agent_library_init(void)
 	bool running;
 	int rfd = -1;
 
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&resume_cond, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* After ours: its prepare handler runs before fork_prepare(). */
 	evr_heap_atfork_register();
 
 	/* Our children must not connect to the same consumer again. */
 	if (conn) {
+		/* Only a reverse connection waits for Resume (wait_for_resume()): a
+		 * program nobody traces does not touch the page of the condition (the
+		 * static initializer's zeros suit evr_agent_resume_constructor()). */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&resume_cond, &ca);
+		pthread_condattr_destroy(&ca);
 		reverse_path = strdup(conn);
 		unsetenv("EVR_CONNECT");
 	}

@@ -143,8 +143,9 @@ static __thread struct ctr_thread *ctr_self __attribute__((tls_model("initial-ex
 /* The block of threads that cannot have one: odd seq, so every record takes
  * the fallback. Never written. */
 static struct ctr_thread ctr_none = {.seq = 1};
-static pthread_key_t ctr_key;
-static _Atomic bool ctr_key_ok;
+/* Both written at load (ctr_init()): EVR_LOAD_DATA. */
+EVR_LOAD_DATA static pthread_key_t ctr_key;
+EVR_LOAD_DATA static _Atomic bool ctr_key_ok;
 /* Counter indices in use and the last id given; counters lock. */
 static uint64_t *idx_used;
 static uint32_t idx_words;

@@ -197,9 +197,19 @@ static void write_one(struct evr_session *s, uint32_t slot, const struct evr_eve
 	urcu_bp_read_unlock();
 }
 
+/* ceil() of @x >= 0 below 2^64, in integers: clang calls libm's ceil() where the
+ * target lacks SSE4.1's roundsd, and libm is not loaded with libevring (the
+ * CMakeLists.txt beside this file). */
+static uint64_t ceil_u64(double x)
+{
+	uint64_t r = (uint64_t)x;
+
+	return (double)r < x ? r + 1 : r;
+}
+
 static double percentile(const uint64_t *d, uint64_t n, double q)
 {
-	uint64_t rank = (uint64_t)ceil(q * (double)n), acc = 0;
+	uint64_t rank = ceil_u64(q * (double)n), acc = 0;
 
 	if (rank == 0)
 		rank = 1;

@@ -47,7 +47,8 @@
 #define MIB (1ull << 20)
 #define DEFAULT_RING_MAX (32ull << 20)
 
-static struct evr_session_limits limits;	/* 0: not set (the defaults) */
+/* 0: not set (the defaults). Written at load (evr_memory_init()): EVR_LOAD_DATA. */
+EVR_LOAD_DATA static struct evr_session_limits limits;
 static uint64_t in_use;				/* bytes of live agent sessions */
 static uint32_t in_use_sessions;
 

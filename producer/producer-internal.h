@@ -18,6 +18,16 @@
 
 #define EVR_HIDDEN __attribute__((visibility("hidden")))
 
+/*
+ * A zero-initialized variable that libevring writes or reads at load, in every
+ * program nobody traces: in .data, not .bss, so that it shares the page that the
+ * dynamic loader has already touched (.data's last page, where it clears the
+ * start of .bss) instead of costing a page fault of its own, where .bss's large
+ * arrays (the heap provider's tables) put it pages away (docs/protocol.md, "What
+ * a program pays at start-up").
+ */
+#define EVR_LOAD_DATA __attribute__((section(".data.evr_load")))
+
 /* ---- time ---- */
 
 /* Nonzero when timestamps are raw invariant-TSC ticks (decided once at load). */

@@ -71,9 +71,18 @@
 #include "registry-internal.h"
 #include "session-table-internal.h"
 
-static struct evr_session_table empty_table;
+/*
+ * The table before the first session: const, so in .rodata, among pages the
+ * program's start has already mapped, rather than alone on a page of .bss that
+ * the first provider's registration (evr_meta_describe_events_locked()) and the
+ * first event read, one page fault more at every start of a program nobody
+ * traces (docs/protocol.md, "What a program pays at start-up"). Published tables
+ * are immutable (above): nothing writes through evr_session_table_cur.
+ */
+static const struct evr_session_table empty_table;
 
-_Atomic(struct evr_session_table *) evr_session_table_cur = &empty_table;
+_Atomic(struct evr_session_table *) evr_session_table_cur =
+	(struct evr_session_table *)(uintptr_t)&empty_table;
 
 /*
  * Writers are inside liburcu-bp read-side sections, or, on the write path's

@@ -39,10 +39,10 @@
 /* glibc (ld.so): the stack pointer at the process's entry. */
 extern void *__libc_stack_end;
 
-static uintptr_t lib_text_lo, lib_text_hi;
+EVR_LOAD_DATA static uintptr_t lib_text_lo, lib_text_hi;
 /* The thread whose stack is the process's initial one; 0: none (a child forked
  * by another thread runs on that thread's stack). */
-static uint32_t main_tid;
+EVR_LOAD_DATA static uint32_t main_tid;
 static bool forking_on_main;
 /* The top of this thread's stack, found once per thread (0: not yet). */
 static __thread uintptr_t tls_stack_top __attribute__((tls_model("initial-exec")));

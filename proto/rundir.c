@@ -35,13 +35,36 @@ bool evr_rundir_is_default(void)
 	return !env || !*env;
 }
 
+/*
+ * @prefix, @uid in decimal, @suffix into @buf (of EVR_RUNDIR_LEN bytes; the two
+ * fixed strings here fit). Not snprintf(): libevring's constructor calls
+ * evr_rundir_candidates() in every program nobody traces, and the first
+ * vfprintf() faults in three pages of libc's (docs/protocol.md, "What a program
+ * pays at start-up").
+ */
+static void uid_path(char *buf, const char *prefix, uid_t uid, const char *suffix)
+{
+	char digits[16];
+	size_t n = 0, pl = strlen(prefix), sl = strlen(suffix);
+	unsigned int v = (unsigned int)uid;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(buf, prefix, pl);
+	for (size_t i = 0; i < n; i++)
+		buf[pl + i] = digits[n - 1 - i];
+	memcpy(buf + pl + n, suffix, sl + 1);
+}
+
 /* /run/user/@uid exists, is @uid's own and closed to everyone else. */
 static bool xdg_runtime_ok(uid_t uid)
 {
-	char path[64];
+	char path[EVR_RUNDIR_LEN];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "/run/user/%u", (unsigned int)uid);
+	uid_path(path, "/run/user/", uid, "");
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
 	       (st.st_mode & 077) == 0;
 }
@@ -51,18 +74,19 @@ int evr_rundir_candidates(uid_t uid, char dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN],
 {
 	const char *env = secure_getenv("EVR_RUNTIME_DIR");
 	unsigned int n = 0;
-	int len;
+	size_t len;
 
 	if (env && *env) {
-		len = snprintf(dirs[0], EVR_RUNDIR_LEN, "%s", env);
-		if (len < 0 || (size_t)len >= EVR_RUNDIR_LEN)
+		len = strlen(env);
+		if (len >= EVR_RUNDIR_LEN)
 			return -ENAMETOOLONG;
+		memcpy(dirs[0], env, len + 1);
 		*ret_n = 1;
 		return 0;
 	}
 	if (xdg_runtime_ok(uid))
-		snprintf(dirs[n++], EVR_RUNDIR_LEN, "/run/user/%u/evring", (unsigned int)uid);
-	snprintf(dirs[n++], EVR_RUNDIR_LEN, "/tmp/evring-%u", (unsigned int)uid);
+		uid_path(dirs[n++], "/run/user/", uid, "/evring");
+	uid_path(dirs[n++], "/tmp/evring-", uid, "");
 	*ret_n = n;
 	return 0;
 }

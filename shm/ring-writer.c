@@ -22,8 +22,8 @@
 #include "shm-internal.h"
 
 uint32_t evr_ring_percpu_min = UINT32_MAX;
-uint8_t evr_ring_copy_avx2;
-int evr_rseq_fence_ok;
+EVR_LOAD_DATA uint8_t evr_ring_copy_avx2;
+EVR_LOAD_DATA int evr_rseq_fence_ok;
 
 /*
  * Before any constructor can write an event (priority 101, the first allowed).

@@ -13,6 +13,16 @@
 #include <evring/abi.h>
 #include <evring/shm.h>
 
+/*
+ * A zero-initialized variable that libevring writes or reads at load, in every
+ * program nobody traces: in .data, not .bss, so that it shares the page that the
+ * dynamic loader has already touched (.data's last page, where it clears the
+ * start of .bss) instead of costing a page fault of its own, where .bss's large
+ * arrays (the heap provider's tables, in producer/) put it pages away (docs/protocol.md, "What
+ * a program pays at start-up").
+ */
+#define EVR_LOAD_DATA __attribute__((section(".data.evr_load")))
+
 /* evr_shm_geometry_of(): <evring/shm.h> (the recorder registers the mapping by its size). */
 
 /* Ring @i's control block and data in mapping @h, by the trusted geometry @geo. */
