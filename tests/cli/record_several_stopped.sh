@@ -24,7 +24,12 @@ PC=$WL_PID FC=$WL_FD
 start_record rec -p "$PA" -p "$PB" -p "$PC" --buffer-size 64M -o "$T/abc.evtrace"
 expect "$FB" "^stopped 200 ([0-9]+)\$" "b's stopped line"
 EB=${BASH_REMATCH[1]}
-[[ $(awk '{print $3}' /proc/"$PB"/stat) == T ]] || fail "b is not stopped"
+# The line comes just before its raise(SIGSTOP): wait for the stop itself (state T).
+for _ in $(seq 200); do
+	[[ $(awk '{print $3}' /proc/"$PB"/stat) == T ]] && break
+	sleep 0.05
+done
+[[ $(awk '{print $3}' /proc/"$PB"/stat) == T ]] || fail "b did not stop"
 expect "$FC" "^done 500 " "c's done line"
 EC=${LINE##* }
 expect "$REC_FD" "^evring record: - process $PC \(workload\) exited" "'- process $PC' exited"
