@@ -54,6 +54,8 @@
 #define FLUSH_MS_DEFAULT	250u
 /* The agent's answer to a stop (it waits for an RCU grace period), as the client's. */
 #define STOP_TIMEOUT_MS		30000u
+/* ... from a process whose last thread list at the end went unanswered. */
+#define STOP_GRACE_MS		1000u
 #define TICK_MS_DEFAULT		250u
 #define META_BATCH		256u
 #define META_BATCH_BYTES	(1u << 20)
@@ -671,6 +673,10 @@ static int record_threads(struct evr_recorder *r)
 	ret = evr_client_list_threads_ms(r->c, THREADS_TIMEOUT_MS, &cur, &n, err, sizeof(err));
 	if (ret == -ETIMEDOUT) {
 		/* Stopped, or too busy to answer now: ask again later, less often. */
+		if (!r->threads_backoff && !r->stop_asked)
+			warn(r, "did not answer within %d ms (stopped?): its thread names are asked "
+			     "for again later, and the end of the recording will not wait for it",
+			     THREADS_TIMEOUT_MS);
 		r->threads_backoff = r->threads_backoff ? 2 * r->threads_backoff :
 				     THREADS_RENAME_NS;
 		if (r->threads_backoff > THREADS_BACKOFF_MAX_NS)
@@ -1173,10 +1179,18 @@ static void ask_stop(struct evr_recorder *r, uint64_t deadline_ns)
 	if (r->stop != EVR_RECORDER_STOP_REQUESTED && r->stop != EVR_RECORDER_STOP_DEADLINE &&
 	    !r->write_failed)
 		return;		/* it ended or died by itself */
-	if (!evr_client_unanswered(r->c))
+	/* Known not to answer (stopped, stuck): no wait at all, its memory as it is. */
+	if (evr_client_unanswered(r->c)) {
+		r->stop_deadline = 0;
+	} else {
 		(void)record_threads(r);
-	/* Unanswered (now, or the thread list just timed out): take what is there. */
-	r->stop_deadline = evr_client_unanswered(r->c) ? 0 : deadline_ns;
+		r->stop_deadline = deadline_ns;
+		/* Its last thread list just went unanswered: stopped, or only slow
+		 * (a loaded machine); a short grace, not the whole deadline. */
+		if (evr_client_unanswered(r->c) &&
+		    r->stop_deadline > evr_mono_ns() + STOP_GRACE_MS * 1000000ull)
+			r->stop_deadline = evr_mono_ns() + STOP_GRACE_MS * 1000000ull;
+	}
 	ret = evr_client_stop_send(r->c, err, sizeof(err));
 	if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE)
 		warn(r, "could not stop the session cleanly: %s", err);

@@ -273,8 +273,9 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
  * (evr_mono_ns()) at most, so that the producers stop side by side and one
  * that does not answer costs one wait in all, not one per recording. A
  * process that already left a question unanswered (a thread list: stopped,
- * stuck) is neither asked for its threads nor waited for: its rings are read
- * as they are (evr_recorder_stats.unanswered).
+ * stuck) is neither asked for its threads nor waited for, one whose last thread
+ * list goes unanswered now is waited for 1 s at most: their rings are read as
+ * they are (evr_recorder_stats.unanswered).
  * Context: the recorder's thread; no wait but the thread list's (100 ms at most).
  */
 void evr_recorder_stop_request(struct evr_recorder *r, uint64_t deadline_ns);
