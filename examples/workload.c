@@ -25,6 +25,7 @@
  *   "ready PID"        providers registered and the agent socket is up
  *   "started"          workers running (after --wait-sessions is satisfied)
  *   "emitted SEQ"      every --report-every ticks (SEQ: ticks written so far)
+ *   "stopped TICKS EVENTS"  --stop-at: before the process stops itself (SIGSTOP)
  *   "done TICKS EVENTS" on a normal exit
  */
 #include <errno.h>
@@ -88,6 +89,7 @@ struct options {
 	uint64_t late_after;	/* ticks before Phase is defined (also: after 1 s) */
 	uint32_t wait_sessions;
 	uint64_t report_every;
+	uint64_t stop_at;	/* stop the process (SIGSTOP) after this tick, 0: never */
 	bool pin;		/* thread i on the i-th CPU it may run on */
 };
 
@@ -228,6 +230,12 @@ static void *worker(void *arg)
 		ticks = atomic_fetch_add(&ticks_done, 1) + 1;
 		if (opt.report_every && ticks % opt.report_every == 0)
 			report(ticks);
+		/* Every record of the ticks so far is complete: a stopped process whose
+		 * events are known exactly (one thread: its events are all of them). */
+		if (opt.stop_at && ticks == opt.stop_at) {
+			printf("stopped %" PRIu64 " %" PRIu64 "\n", ticks, events);
+			raise(SIGSTOP);
+		}
 		/* A high rate (iterations under 10 us apart) is paced 64 iterations
 		 * at a time, so that it costs no system call per iteration. */
 		if (interval && n % pace == 0) {
@@ -272,13 +280,15 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: workload [--threads T] [--rate N] [--events N] [--late-after N]\n"
-		"                [--wait-sessions K] [--report-every N] [--pin]\n"
+		"                [--wait-sessions K] [--report-every N] [--stop-at N] [--pin]\n"
 		"  --threads T        worker threads (default 2)\n"
 		"  --rate N           events per second per thread, 0: as fast as possible (default)\n"
 		"  --events N         stop after N iterations in all (Tick seq 1..N); 0: until SIGINT\n"
 		"  --late-after N     define the Phase event after N ticks or 1 s (default 1000)\n"
 		"  --wait-sessions K  write nothing until K sessions enable Demo\n"
 		"  --report-every N   print \"emitted SEQ\" every N ticks\n"
+		"  --stop-at N       with one thread: after tick N, print \"stopped N EVENTS\" and stop\n"
+		"                     the process (SIGSTOP), as a debugger or Ctrl-Z would\n"
 		"  --pin              worker thread i on the i-th CPU the process may use (modulo)\n");
 }
 
@@ -291,6 +301,7 @@ static int parse_argv(int argc, char **argv)
 		{ "late-after", required_argument, NULL, 'l' },
 		{ "wait-sessions", required_argument, NULL, 'w' },
 		{ "report-every", required_argument, NULL, 'e' },
+		{ "stop-at", required_argument, NULL, 's' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -298,7 +309,7 @@ static int parse_argv(int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:r:n:l:w:e:ph", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:r:n:l:w:e:s:ph", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
@@ -338,6 +349,10 @@ static int parse_argv(int argc, char **argv)
 			}
 			opt.wait_sessions = (uint32_t)v;
 			break;
+		case 's':
+			if (parse_u64(optarg, "--stop-at", &opt.stop_at) < 0)
+				return -EINVAL;
+			break;
 		case 'e':
 			if (parse_u64(optarg, "--report-every", &opt.report_every) < 0)
 				return -EINVAL;
@@ -351,6 +366,10 @@ static int parse_argv(int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "workload: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (opt.stop_at && opt.threads != 1) {
+		fprintf(stderr, "workload: --stop-at: with --threads 1 only\n");
 		return -EINVAL;
 	}
 	return 0;

@@ -75,6 +75,8 @@
 #define FAST_WINDOW_NS 1000000000ull
 #define FAST_PACKETS 10u
 #define RESCAN_MS 1000		/* --all: list the processes anyway this often */
+/* The processes' answers to the stop, all together (an agent waits for an RCU grace period). */
+#define STOP_WAIT_MS 30000
 #define WAKE_MAX 64		/* epoll events taken per wake-up */
 /* epoll_event.data: the process's index times 4 plus which descriptor, or the watch's. */
 #define EV_DOORBELL 0u
@@ -698,6 +700,44 @@ static void summary(struct multi *m, uint64_t t0, uint64_t t1)
 		m->o->output_name);
 }
 
+/*
+ * End every recording still running: first ask every process to stop its
+ * session (evr_recorder_stop_request(): no wait), so that they stop side by
+ * side, then finish them one by one under one deadline for all. A stopped
+ * process then costs one wait in all, and none when it already left a thread
+ * list unanswered: its rings are read from its memory as they are.
+ */
+static void stop_all(struct multi *m)
+{
+	uint64_t deadline = evr_mono_ns() + STOP_WAIT_MS * 1000000ull;
+	uint32_t unanswered = 0;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		if (!m->procs[i]->finished)
+			evr_recorder_stop_request(m->procs[i]->rec, deadline);
+	for (uint32_t i = 0; i < m->n; i++) {
+		struct mproc *p = m->procs[i];
+		struct evr_recorder_stats st;
+
+		if (p->finished)
+			continue;
+		proc_finish(m, p, evr_cli_stop_signal != 0);
+		evr_recorder_stats(p->rec, &st);
+		if (!st.unanswered)
+			continue;
+		unanswered++;
+		/* Tests read this line: not waited for, read from its memory. */
+		fprintf(stderr, "evring record: ? process %d (%s) did not answer the stop (%s): read "
+			"as it was, %" PRIu64 " events, %" PRIu64 " lost\n", (int)p->pid, p->name,
+			st.stop_waited ? "waited for" : "not waited for: a question had gone unanswered",
+			st.events, st.lost);
+	}
+	if (unanswered)
+		fprintf(stderr, "evring record: %u of %u processes did not answer the stop; stopping took "
+			"%.3f s in all\n", unanswered, m->n,
+			(double)(evr_mono_ns() + STOP_WAIT_MS * 1000000ull - deadline) / 1e9);
+}
+
 static int run_loop(struct multi *m)
 {
 	const struct record_opts *o = m->o;
@@ -738,8 +778,7 @@ static int run_loop(struct multi *m)
 		if (!more)
 			wait_events(m, deadline);
 	}
-	for (uint32_t i = 0; i < m->n; i++)
-		proc_finish(m, m->procs[i], evr_cli_stop_signal != 0);
+	stop_all(m);
 	for (uint32_t i = 0; i < m->n; i++) {
 		struct evr_recorder_stats st;
 

@@ -38,6 +38,8 @@ struct evr_client {
 	 * request in order, so the next transaction reads and drops these first.
 	 */
 	uint32_t stale_replies;
+	bool stop_closed;		/* ... after the agent had closed the connection */
+	bool stop_sent;			/* evr_client_stop_send() went out, its answer not read */
 	struct evr_frame_rx rx;
 	struct evr_process_info info;
 	struct evr_schema_set *schemas;
@@ -112,6 +114,23 @@ int evr_client_fail(char *errbuf, size_t errlen, int err, const char *fmt, ...)
 int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Reply__BodyCase want,
 			int timeout_ms, int *fds, unsigned int nfds, Evr__Reply **ret, char *errbuf,
 			size_t errlen);
+
+/**
+ * evr_client_send() - the first half of evr_client_transact(): send @req.
+ * Return: 0 sent; 1 the agent had closed the connection (what it said before
+ * is read by evr_client_recv() with @timeout_ms -1); -errno with a message.
+ */
+int evr_client_send(struct evr_client *c, const Evr__Request *req, int timeout_ms, char *errbuf,
+		    size_t errlen);
+
+/**
+ * evr_client_recv() - the second half: the reply to the request sent last,
+ * after those to earlier requests that timed out, all within @timeout_ms (0:
+ * only what is there; -1: the request did not go out, read without waiting).
+ * A timeout leaves the reply to come as stale (dropped by the next call).
+ */
+int evr_client_recv(struct evr_client *c, Evr__Reply__BodyCase want, int timeout_ms, int *fds,
+		    unsigned int nfds, Evr__Reply **ret, char *errbuf, size_t errlen);
 
 /* Move LIVE to ENDED or GONE if the session ended or the producer went away. */
 void evr_client_refresh_state(struct evr_client *c);

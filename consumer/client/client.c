@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <evring/mono-time.h>
 #include <evring/process-info.h>
 #include <evring/rundir.h>
 
@@ -50,28 +51,21 @@ static int recv_failed(struct evr_client *c, int err, char *errbuf, size_t errle
 		    strerror(-err));
 }
 
-int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Reply__BodyCase want,
-			int timeout_ms, int *fds, unsigned int nfds, Evr__Reply **ret, char *errbuf,
-			size_t errlen)
+/*
+ * Send @req on @c's socket, without reading anything. Return: 0 sent; 1 the
+ * agent closed the connection first (what it said before is still to read);
+ * -errno with the message in @errbuf.
+ */
+int evr_client_send(struct evr_client *c, const Evr__Request *req, int timeout_ms, char *errbuf,
+		    size_t errlen)
 {
-	const uint8_t *payload;
-	Evr__Reply *r;
 	uint8_t *frame;
-	uint32_t len;
 	size_t flen;
 	int err;
 
 	if (c->sock < 0 || c->sock_eof)
 		return fail(errbuf, errlen, -ECONNRESET, "process %d closed the connection",
 			    (int)c->pid);
-	while (c->stale_replies) {
-		err = evr_frame_recv(&c->rx, c->sock, timeout_ms, &payload, &len);
-		if (err < 0)
-			return recv_failed(c, err, errbuf, errlen);
-		evr_frame_rx_drop_fds(&c->rx);
-		evr_frame_rx_pop(&c->rx);
-		c->stale_replies--;
-	}
 	err = evr_frame_build(&req->base, &frame, &flen);
 	if (err < 0)
 		return fail(errbuf, errlen, err, "cannot build the request: %s", strerror(-err));
@@ -79,24 +73,64 @@ int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Repl
 	free(frame);
 	if (err == -ETIMEDOUT)
 		return fail(errbuf, errlen, err, "process %d did not answer (stopped?)", (int)c->pid);
-	if (err < 0 && err != -EPIPE)
+	if (err == -EPIPE)
+		return 1;
+	if (err < 0)
 		return fail(errbuf, errlen, err, "sending to process %d: %s", (int)c->pid,
 			    strerror(-err));
+	return 0;
+}
+
+int evr_client_transact(struct evr_client *c, const Evr__Request *req, Evr__Reply__BodyCase want,
+			int timeout_ms, int *fds, unsigned int nfds, Evr__Reply **ret, char *errbuf,
+			size_t errlen)
+{
+	int err = evr_client_send(c, req, timeout_ms, errbuf, errlen);
+
+	if (err < 0)
+		return err;
 	/*
 	 * Even when the agent closed the connection before our request went out,
 	 * it may have said why first (a refused peer, too many consumers): what it
 	 * sent is still there to read, without waiting.
 	 */
-	if (err == -EPIPE) {
-		err = evr_frame_recv(&c->rx, c->sock, 0, &payload, &len);
-		if (err == -ETIMEDOUT)
-			err = -ECONNRESET;
-	} else {
-		err = evr_frame_recv(&c->rx, c->sock, timeout_ms, &payload, &len);
-		/* The request went out whole: its reply may still come. */
-		if (err == -ETIMEDOUT)
-			c->stale_replies++;
+	return evr_client_recv(c, want, err == 1 ? -1 : timeout_ms, fds, nfds, ret, errbuf,
+			       errlen);
+}
+
+/* The milliseconds left until @deadline_ns (0: past). */
+static int ms_left(uint64_t deadline_ns)
+{
+	uint64_t now = evr_mono_ns();
+
+	return now < deadline_ns ? (int)((deadline_ns - now + 999999) / 1000000u) : 0;
+}
+
+int evr_client_recv(struct evr_client *c, Evr__Reply__BodyCase want, int timeout_ms, int *fds,
+		    unsigned int nfds, Evr__Reply **ret, char *errbuf, size_t errlen)
+{
+	/* -1: the request did not go out (the agent closed first): no waiting. */
+	bool sent = timeout_ms >= 0;
+	uint64_t deadline = evr_mono_ns() + (uint64_t)(sent ? timeout_ms : 0) * 1000000u;
+	const uint8_t *payload;
+	Evr__Reply *r;
+	uint32_t len;
+	int err;
+
+	/* Replies to requests that timed out come first, in order: one deadline for all. */
+	for (;;) {
+		err = evr_frame_recv(&c->rx, c->sock, ms_left(deadline), &payload, &len);
+		if (err < 0 || !c->stale_replies)
+			break;
+		evr_frame_rx_drop_fds(&c->rx);
+		evr_frame_rx_pop(&c->rx);
+		c->stale_replies--;
 	}
+	if (err == -ETIMEDOUT && !sent)
+		err = -ECONNRESET;
+	/* The request went out whole: its reply may still come. */
+	if (err == -ETIMEDOUT)
+		c->stale_replies++;
 	if (err < 0)
 		return recv_failed(c, err, errbuf, errlen);
 	if (evr_pb_unpack_reply(payload, len, &r) < 0) {

@@ -52,6 +52,10 @@
 /* Bytes walked for new threads between two looks at them (scan_tids()). */
 #define SCAN_TIDS_BUDGET	(256u << 10)
 #define FLUSH_MS_DEFAULT	250u
+/* The agent's answer to a stop (it waits for an RCU grace period), as the client's. */
+#define STOP_TIMEOUT_MS		30000u
+/* ... from a process whose last thread list at the end went unanswered. */
+#define STOP_GRACE_MS		1000u
 #define TICK_MS_DEFAULT		250u
 #define META_BATCH		256u
 #define META_BATCH_BYTES	(1u << 20)
@@ -121,6 +125,10 @@ struct evr_recorder {
 	bool write_failed;
 	char errmsg[256];		/* the failure's message, repeated to later callers */
 	bool stopped;			/* evr_recorder_stop() ran */
+	bool stop_asked;		/* ask_stop() ran */
+	bool unanswered;		/* the process did not answer the stop */
+	bool stop_waited;		/* ... for which we waited (it had answered before) */
+	uint64_t stop_deadline;		/* wait for the stop's answer until then */
 	bool has_end;
 
 	/* Thread names written so far (THREADS chunks), sorted by tid. */
@@ -665,6 +673,10 @@ static int record_threads(struct evr_recorder *r)
 	ret = evr_client_list_threads_ms(r->c, THREADS_TIMEOUT_MS, &cur, &n, err, sizeof(err));
 	if (ret == -ETIMEDOUT) {
 		/* Stopped, or too busy to answer now: ask again later, less often. */
+		if (!r->threads_backoff && !r->stop_asked)
+			warn(r, "did not answer within %d ms (stopped?): its thread names are asked "
+			     "for again later, and the end of the recording will not wait for it",
+			     THREADS_TIMEOUT_MS);
 		r->threads_backoff = r->threads_backoff ? 2 * r->threads_backoff :
 				     THREADS_RENAME_NS;
 		if (r->threads_backoff > THREADS_BACKOFF_MAX_NS)
@@ -1145,22 +1157,80 @@ uint32_t evr_recorder_stream(const struct evr_recorder *r)
 	return r ? r->stream : 0;
 }
 
+/*
+ * The first half of stopping: held spans back to the writers, the last look at
+ * the threads while the process still runs, and the request to stop the
+ * session (which flushes every ring), whose answer finish_session() waits for
+ * until @deadline_ns. A process that left a question unanswered (stopped,
+ * stuck) is not asked for its threads again, nor waited for: its memory is read
+ * as it is.
+ */
+static void ask_stop(struct evr_recorder *r, uint64_t deadline_ns)
+{
+	char err[512];
+	int ret;
+
+	if (r->stop_asked)
+		return;
+	r->stop_asked = true;
+	/* Held spans back to the writers before they flush their rings. */
+	if (!r->write_failed && flush_release(r, true) < 0)
+		return;
+	if (r->stop != EVR_RECORDER_STOP_REQUESTED && r->stop != EVR_RECORDER_STOP_DEADLINE &&
+	    !r->write_failed)
+		return;		/* it ended or died by itself */
+	/* Known not to answer (stopped, stuck): no wait at all, its memory as it is. */
+	if (evr_client_unanswered(r->c)) {
+		r->stop_deadline = 0;
+	} else {
+		(void)record_threads(r);
+		r->stop_deadline = deadline_ns;
+		/* Its last thread list just went unanswered: stopped, or only slow
+		 * (a loaded machine); a short grace, not the whole deadline. */
+		if (evr_client_unanswered(r->c) &&
+		    r->stop_deadline > evr_mono_ns() + STOP_GRACE_MS * 1000000ull)
+			r->stop_deadline = evr_mono_ns() + STOP_GRACE_MS * 1000000ull;
+	}
+	ret = evr_client_stop_send(r->c, err, sizeof(err));
+	if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE)
+		warn(r, "could not stop the session cleanly: %s", err);
+}
+
+void evr_recorder_stop_request(struct evr_recorder *r, uint64_t deadline_ns)
+{
+	if (!r || !r->w || r->stopped || (r->err && !r->write_failed))
+		return;
+	if (r->stop == EVR_RECORDER_RUNNING)
+		r->stop = EVR_RECORDER_STOP_REQUESTED;
+	if (!r->end_ns)
+		r->end_ns = evr_mono_ns();
+	ask_stop(r, deadline_ns);
+}
+
 /* Stop the session (it flushes every ring), then take what is left. */
 static int finish_session(struct evr_recorder *r)
 {
 	char err[512];
 	int n, ret;
 
-	/* Held spans back to the writers before they flush their rings. */
-	if (!r->write_failed && flush_release(r, true) < 0)
+	ask_stop(r, evr_mono_ns() + STOP_TIMEOUT_MS * 1000000ull);
+	if (r->err && !r->write_failed)
 		return r->err;
 	if (r->stop == EVR_RECORDER_STOP_REQUESTED || r->stop == EVR_RECORDER_STOP_DEADLINE ||
 	    r->write_failed) {
-		/* The last look at the threads, while the process still runs. */
-		(void)record_threads(r);
-		ret = evr_client_stop(r->c, err, sizeof(err));
-		if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE)
+		uint64_t now = evr_mono_ns();
+
+		r->stop_waited = r->stop_deadline > now;
+		ret = evr_client_stop_wait(r->c, r->stop_deadline > now ?
+					   (int)((r->stop_deadline - now + 999999) / 1000000u) : 0,
+					   err, sizeof(err));
+		if (ret == -ETIMEDOUT) {
+			r->unanswered = true;
+			warn(r, "did not answer (stopped?): its records are read from its memory as "
+			     "they are, without waiting");
+		} else if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE) {
 			warn(r, "could not stop the session cleanly: %s", err);
+		}
 		if (evr_client_state(r->c) == EVR_CLIENT_GONE &&
 		    r->stop == EVR_RECORDER_STOP_DEADLINE)
 			r->stop = EVR_RECORDER_STOP_GONE;
@@ -1281,6 +1351,8 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.direct_fell_back = r->fell_back,
 		.uring = r->u != NULL,
 		.uring_error = r->uring_err,
+		.unanswered = r->unanswered,
+		.stop_waited = r->stop_waited,
 	};
 	if (r->u) {
 		struct evr_uring_stats us;

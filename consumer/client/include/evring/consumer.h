@@ -356,6 +356,32 @@ int evr_client_start(struct evr_client *c, const struct evr_attach_opts *opts, c
 int evr_client_stop(struct evr_client *c, char *errbuf, size_t errlen);
 
 /**
+ * evr_client_stop_send() - the first half of evr_client_stop(): send the
+ * request, wait for nothing. A caller ending many sessions sends to all, then
+ * collects the answers with evr_client_stop_wait() under one deadline, so
+ * that the agents stop side by side and a stopped process costs its wait
+ * once, not once per process before it.
+ * Return: 0 (also when there is nothing to stop any more), -errno.
+ */
+int evr_client_stop_send(struct evr_client *c, char *errbuf, size_t errlen);
+
+/**
+ * evr_client_stop_wait() - the second half: wait at most @timeout_ms (0: take
+ * an answer that is there) for the answer to evr_client_stop_send().
+ * -ETIMEDOUT: the process did not answer (stopped?); the session's memory is
+ * still read to its end (the packets still open, and the final losses), and
+ * the late answer is dropped by the next request.
+ */
+int evr_client_stop_wait(struct evr_client *c, int timeout_ms, char *errbuf, size_t errlen);
+
+/**
+ * evr_client_unanswered() - a request to the process timed out and its answer
+ * has not come since: the process is stopped or stuck now, and the next
+ * question to it should not wait long.
+ */
+bool evr_client_unanswered(const struct evr_client *c);
+
+/**
  * evr_client_next() - the next record of the session, in ring order (not time
  * order), decoded against the session's metadata.
  * Return: 1 a record in @ret (payload borrowed until the next call), 0 nothing

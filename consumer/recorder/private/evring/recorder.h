@@ -167,6 +167,12 @@ struct evr_recorder_stats {
 	bool uring;			/* direct writes went through io_uring */
 	int uring_error;		/* why io_uring was not used (-errno), or 0 */
 	uint64_t uring_waited_ns;	/* the drain waited for a write (all slots in flight) */
+	/* The process did not answer the stop (stopped, stuck): its rings were read as
+	 * they were, open packets included; a record being written then is missing. */
+	bool unanswered;
+	/* evr_recorder_stop() waited for the stop's answer (up to its deadline): false
+	 * when the process had left a question unanswered before (no wait at all). */
+	bool stop_waited;
 };
 
 /**
@@ -254,9 +260,25 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
  * session is stopped (after a write error) and the error returned again.
  * Return: 0, or -errno (see evr_recorder_stats). Calling it again returns the
  * first result.
- * Context: the recorder's thread; one round trip to the agent.
+ * Context: the recorder's thread; one round trip to the agent (30 s at most;
+ * none when the process left a question unanswered before).
  */
 int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen);
+
+/**
+ * evr_recorder_stop_request() - the first part of evr_recorder_stop(), for a
+ * caller that ends many recordings at once: the last look at the thread names,
+ * then the request to stop the session, without waiting for its answer.
+ * evr_recorder_stop() then waits for that answer until @deadline_ns
+ * (evr_mono_ns()) at most, so that the producers stop side by side and one
+ * that does not answer costs one wait in all, not one per recording. A
+ * process that already left a question unanswered (a thread list: stopped,
+ * stuck) is neither asked for its threads nor waited for, one whose last thread
+ * list goes unanswered now is waited for 1 s at most: their rings are read as
+ * they are (evr_recorder_stats.unanswered).
+ * Context: the recorder's thread; no wait but the thread list's (100 ms at most).
+ */
+void evr_recorder_stop_request(struct evr_recorder *r, uint64_t deadline_ns);
 
 /* The most spans one evr_recorder_step() writes: more may be ready then. */
 #define EVR_RECORDER_STEP_MAX	256u
