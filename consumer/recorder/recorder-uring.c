@@ -78,6 +78,9 @@
  * per request, and room for 8 batches in flight before the next is needed. */
 #define ALLOC_STEP	(128ull << 20)
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
+/* The fixed buffer is registered so long after the engine's start, once the
+ * agent has backed the session's pages (register_fixed()). */
+#define FIXED_DELAY_NS	(500ull * 1000000u)
 
 struct batch {
 	uint64_t off, len;
@@ -107,6 +110,8 @@ struct evr_uring {
 	 * registered as buffer 0, so that a batch all inside it is one
 	 * IORING_OP_WRITEV_FIXED whose pages were pinned once, not per write. */
 	uint8_t *pool, *fx_lo, *fx_hi;
+	uint8_t *fx_region;		/* prepared, not registered yet (until fx_due) */
+	uint64_t fx_due;
 	const uint8_t *map;		/* the session mapping (the client's) */
 	size_t map_len;
 	uint8_t *alias;			/* ... mapped again inside the registered range */
@@ -123,6 +128,8 @@ struct evr_uring {
 	uint64_t alloc_end, alloc_next;
 	int alloc_err;			/* why it stopped: the fallocate's -errno */
 };
+
+static void register_fixed(struct evr_uring *u);
 
 /* Is @p a stage of the registered pool (never freed, only reused)? */
 static bool in_pool(const struct evr_uring *u, const uint8_t *p)
@@ -371,6 +378,8 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe)
 		return -EBUSY;	/* not with a ring of twice the depth */
+	if (u->fx_region && evr_mono_ns() >= u->fx_due)
+		register_fixed(u);
 	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
 	 * checked at setup), so the writer may reuse it. */
 	if (u->fx_iov && fixed_iov(u, iov, n, u->fx_iov + (size_t)slot * FX_SEGS)) {
@@ -436,16 +445,16 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
  * right after it, a second mapping of the session's pages (mremap() of a
  * shared mapping with old size 0), to which submit() moves the packets'
  * addresses. Else, or with EVR_RECORDER_NO_FIXED=1 (the tests), every batch
- * is a plain IORING_OP_WRITEV, whose pages the kernel pins per write.
- * Return: 0 registered, -errno not.
+ * is a plain IORING_OP_WRITEV, whose pages the kernel pins per write. Here
+ * the region; the registration comes later (register_fixed()).
+ * Return: 0 prepared, -errno not.
  */
-static int register_fixed(struct evr_uring *u)
+static int prepare_fixed(struct evr_uring *u)
 {
 	const char *no = getenv("EVR_RECORDER_NO_FIXED");
 	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
 	struct io_uring_probe *probe;
 	struct evr_shm_hdr geo;
-	struct iovec iov;
 	uint8_t *map, *p, *alias;
 	size_t len;
 	bool ok;
@@ -470,27 +479,48 @@ static int register_fixed(struct evr_uring *u)
 	if (p == MAP_FAILED)
 		return -errno;
 	alias = mremap(map, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, p + plen);
+	/* The pool's pages now, not under the registration's clock. */
 	if (alias == MAP_FAILED || mmap(p, plen, PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
+					 -1, 0) == MAP_FAILED) {
 		err = -errno;
 		munmap(p, plen + len);
 		return err;
 	}
-	iov = (struct iovec){ .iov_base = p, .iov_len = plen + len };
-	err = io_uring_register_buffers(&u->ring, &iov, 1);
-	if (err < 0) {
-		munmap(p, plen + len);
-		return err;
-	}
-	u->pool = p;
-	u->fx_lo = p;
-	u->fx_hi = p + plen + len;
+	u->fx_region = p;
 	u->map = map;
 	u->map_len = len;
 	u->alias = alias;
-	for (uint32_t i = 0; i < POOL_STAGES; i++)
-		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
+	u->fx_due = evr_mono_ns() + FIXED_DELAY_NS;
 	return 0;
+}
+
+/*
+ * The registration itself, FIXED_DELAY_NS into the recording (submit()):
+ * registering pins every page of the session, and allocates those not in
+ * memory yet. At the start that is most of them (the agent backs the rings
+ * a slice at a time while the writers already write): 130-480 ms for 64 MiB
+ * on the 2-vCPU guest, during which the drain did nothing and a 500 MB/s
+ * stream overflowed its 32 MiB ring, sending direct I/O to the page cache
+ * from its first batch; 4-30 ms once the pages are there. Until then, and
+ * where it fails, the batches are plain IORING_OP_WRITEV.
+ */
+static void register_fixed(struct evr_uring *u)
+{
+	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
+	uint8_t *p = u->fx_region;
+	struct iovec iov = { .iov_base = p, .iov_len = plen + u->map_len };
+
+	u->fx_region = NULL;
+	if (io_uring_register_buffers(&u->ring, &iov, 1) < 0) {
+		munmap(p, plen + u->map_len);
+		return;
+	}
+	u->pool = p;
+	u->fx_lo = p;
+	u->fx_hi = p + plen + u->map_len;
+	for (uint32_t i = 0; i < POOL_STAGES && u->nspare < SPARE_MAX; i++)
+		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
 }
 
 /*
@@ -525,11 +555,13 @@ static void alloc_start(struct evr_uring *u)
 int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
 {
-	struct io_uring_restriction res[4] = {
+	struct io_uring_restriction res[5] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FALLOCATE },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = EVR_IORING_OP_WRITEV_FIXED },
+		/* The one registration after the start (register_fixed()). */
+		{ .opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_REGISTER_BUFFERS },
 	};
 	unsigned int nres = 3;
 	struct io_uring_params p = { .flags = IORING_SETUP_R_DISABLED };
@@ -568,10 +600,14 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 	err = io_uring_register_files(&u->ring, &fd, 1);
 	if (err == 0)
 		err = io_uring_register_eventfd(&u->ring, u->efd);
-	if (err == 0 && register_fixed(u) == 0) {
+	if (err == 0 && prepare_fixed(u) == 0) {
 		u->fx_iov = calloc((size_t)EVR_URING_DEPTH * FX_SEGS, sizeof(*u->fx_iov));
-		if (u->fx_iov)
-			nres = 4;
+		if (u->fx_iov) {
+			nres = 5;
+		} else {
+			munmap(u->fx_region, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+			u->fx_region = NULL;
+		}
 	}
 	if (err == 0)
 		err = ring_register(u, IORING_REGISTER_RESTRICTIONS, res, nres);
@@ -665,8 +701,9 @@ void evr_uring_free(struct evr_uring *u)
 	for (uint32_t i = 0; i < u->nspare; i++)
 		if (!in_pool(u, u->spare[i].p))
 			free(u->spare[i].p);
-	if (u->pool)
-		munmap(u->pool, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+	if (u->pool || u->fx_region)
+		munmap(u->pool ? u->pool : u->fx_region,
+		       (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
 	free(u->fx_iov);
 	free(u->pos);
 	free(u);
