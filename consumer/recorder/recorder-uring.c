@@ -74,8 +74,8 @@
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
 /* Space allocated ahead of the writes, so much at a time, asked for when the
- * writes come within half of it of its end: a second of a 256 MiB/s stream
- * per request, and room for 8 batches in flight before the next is needed. */
+ * writes come within half of it of its end: a request every quarter second of
+ * a 500 MB/s stream, and 64 MiB (16 batches) to write while it runs. */
 #define ALLOC_STEP	(128ull << 20)
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
 /* The fixed buffer is registered so long after the engine's start, once the
