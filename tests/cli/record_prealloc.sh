@@ -208,5 +208,7 @@ wait "$REC_PID" || fail "record exited with $?: $(cat "$T/noalloc.err")"
 check_accounting noalloc "$N" "$T/noalloc.out" "$T/noalloc.err" "$out/noalloc.evtrace"
 read -r size alloc < <(size_blocks "$out/noalloc.evtrace")
 read -r end kind < <(chunks_end "$out/noalloc.evtrace")
-((size == end)) && [[ $kind == END ]] || fail "noalloc: $size bytes, chunks end at $end ($kind)"
+if ((size != end)) || [[ $kind != END ]]; then
+	fail "noalloc: $size bytes, chunks end at $end ($kind)"
+fi
 echo "PASS"

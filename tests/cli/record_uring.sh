@@ -87,7 +87,9 @@ for ((i = 0; i < 5000; i++)); do
 		user_bufs=$(awk '$1 == "UserBufs:" {print $2}' /proc/"$REC_PID"/fdinfo/"${f##*/}" \
 			2>/dev/null || true)
 	done
-	((want_fixed)) && [[ $user_bufs != 1 ]] && kill -0 "$REC_PID" 2>/dev/null || break
+	if ((!want_fixed)) || [[ $user_bufs == 1 ]] || ! kill -0 "$REC_PID" 2>/dev/null; then
+		break
+	fi
 done
 expect "$WL_FD" "^done $N " "the workload's 'done' line"
 echo "$LINE" >"$T/paced.out"
