@@ -104,12 +104,12 @@ static const struct evr_cli_option longopts[] = {
 	  "direct I/O where the file system allows it, in\n"
 	  "discard mode, with rings that hold 64 ms of the\n"
 	  "stream, several writes in flight through io_uring\n"
-	  "where the kernel allows it; on ext4, which takes\n"
-	  "appending direct writes one at a time, the page\n"
-	  "cache instead), uring (the same, and\n"
-	  "say so when io_uring is refused), direct (direct\n"
-	  "I/O, one write at a time) or buffered (through the\n"
-	  "page cache)" },
+	  "where the kernel allows it; on ext4, where direct\n"
+	  "I/O lost more than the page cache in every\n"
+	  "measurement, the page cache instead), uring (the\n"
+	  "same, and say so when io_uring is refused), direct\n"
+	  "(direct I/O, one write at a time) or buffered\n"
+	  "(through the page cache)" },
 	{ "checksum", required_argument, OPT_CHECKSUM, "WHEN",
 	  "the CRC of the events' bytes in the file: auto\n"
 	  "(default: while the recorder keeps up; skipped while\n"
@@ -693,12 +693,14 @@ static uint32_t io_flags_for(const struct record_opts *o, int fd)
 	if (o->io_asked || !(o->io_flags & EVR_RECORDER_DIRECT_IO))
 		return o->io_flags;
 	/*
-	 * ext4 finishes a direct write past the end of the file (the inode's
-	 * size moves under its lock) before it takes the next one, so io_uring's
-	 * writes to a growing trace go one at a time: on a virtio disk taking
-	 * 1.0-1.2 GB/s of direct writes (dd), a 500 MB/s stream fell back to the
-	 * page cache in every run and lost 0.76-3.8 M events, against 75-113 k
-	 * through the page cache at less CPU (bench/results/, docs/recorder.md).
+	 * On ext4 direct I/O lost more than the page cache in every measurement:
+	 * on a virtio disk taking 0.4-1.2 GB/s of direct writes (dd), a 500 MB/s
+	 * stream fell back to the page cache in every run and lost 0.76-6.2 M
+	 * events, against 0.01-0.66 M through the page cache at less CPU, with
+	 * the file's space allocated ahead too (its writes then overlap), since
+	 * a recorder descheduled longer than the rings hold loses where the
+	 * page cache would have taken the bytes at once (bench/results/,
+	 * docs/recorder.md "Which I/O").
 	 */
 	if (fstatfs(fd, &sf) == 0 && sf.f_type == EXT4_SUPER_MAGIC)
 		return 0;

@@ -24,9 +24,22 @@
  * buffer (register_fixed()), so that a batch is one IORING_OP_WRITEV_FIXED and
  * the kernel pins no page per write.
  *
+ * Preallocation: a direct write that makes the file longer is taken under
+ * the inode's exclusive lock and finished before the next one starts (ext4:
+ * its size moves in a journal transaction), so the batches in flight would
+ * go out one at a time. A write that lies inside the file's size over
+ * allocated blocks (unwritten ones too) is an overwrite, which ext4 (Linux
+ * 6.3 or later) and XFS take under the shared lock, several at once. So the
+ * file's space is allocated ahead of the writes, ALLOC_STEP at a time
+ * (fallocate() mode 0, which moves the size too: IORING_OP_FALLOCATE, in
+ * io_uring's worker, so the drain does not wait for it), and cut back to what
+ * was written at the end (evr_uring_trim()). A file system that refuses it
+ * (EOPNOTSUPP, ENOSPC) gets the appending writes of before.
+ *
  * Confinement: the ring is created disabled, given the output as its only
  * (fixed) file, the eventfd and the fixed buffer, then restricted to
- * IORING_OP_WRITEV and IORING_OP_WRITEV_FIXED on fixed files
+ * IORING_OP_WRITEV, IORING_OP_WRITEV_FIXED and IORING_OP_FALLOCATE on fixed
+ * files
  * (IORING_REGISTER_RESTRICTIONS) before it is enabled: the recorder's
  * seccomp filter allows io_uring_enter(), and this keeps that from becoming
  * a way around the filter (no open, no socket, no other file through it).
@@ -43,6 +56,7 @@
 
 #ifdef EVR_HAVE_LIBURING
 
+#include <fcntl.h>
 #include <liburing.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -59,6 +73,14 @@
 #define POOL_STAGE	(2u << 20)	/* the trace writer's first stage (STAGE_MIN) */
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
+/* Space allocated ahead of the writes, so much at a time, asked for when the
+ * writes come within half of it of its end: a request every quarter second of
+ * a 500 MB/s stream, and 64 MiB (16 batches) to write while it runs. */
+#define ALLOC_STEP	(128ull << 20)
+#define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
+/* The fixed buffer is registered so long after the engine's start, once the
+ * agent has backed the session's pages (register_fixed()). */
+#define FIXED_DELAY_NS	(500ull * 1000000u)
 
 struct batch {
 	uint64_t off, len;
@@ -88,6 +110,8 @@ struct evr_uring {
 	 * registered as buffer 0, so that a batch all inside it is one
 	 * IORING_OP_WRITEV_FIXED whose pages were pinned once, not per write. */
 	uint8_t *pool, *fx_lo, *fx_hi;
+	uint8_t *fx_region;		/* prepared, not registered yet (until fx_due) */
+	uint64_t fx_due;
 	const uint8_t *map;		/* the session mapping (the client's) */
 	size_t map_len;
 	uint8_t *alias;			/* ... mapped again inside the registered range */
@@ -98,7 +122,14 @@ struct evr_uring {
 	bool cut;
 	uint64_t durable, durable_events;
 	uint64_t busy_ns, busy_since, bytes, waited_ns;
+	/* Preallocation: the file's size is alloc_end, allocated up to there;
+	 * a request for alloc_next is in flight while alloc_pending. */
+	bool alloc_on, alloc_pending, alloc_used;
+	uint64_t alloc_end, alloc_next;
+	int alloc_err;			/* why it stopped: the fallocate's -errno */
 };
+
+static void register_fixed(struct evr_uring *u);
 
 /* Is @p a stage of the registered pool (never freed, only reused)? */
 static bool in_pool(const struct evr_uring *u, const uint8_t *p)
@@ -193,6 +224,19 @@ static int take_cqe(struct evr_uring *u, bool wait)
 		return 0;
 	if (ret < 0)
 		return ret;
+	if (io_uring_cqe_get_data64(cqe) == ALLOC_TAG) {
+		/* Refused (no room, a file system without it): the writes append
+		 * from there on, as without preallocation. */
+		u->alloc_pending = false;
+		if (cqe->res == 0)
+			u->alloc_end = u->alloc_next;
+		else if (!u->alloc_err)
+			u->alloc_err = cqe->res;
+		if (cqe->res != 0)
+			u->alloc_on = false;
+		io_uring_cqe_seen(&u->ring, cqe);
+		return 1;
+	}
 	b = &u->b[io_uring_cqe_get_data64(cqe) % EVR_URING_DEPTH];
 	b->res = cqe->res;
 	b->done = true;
@@ -225,12 +269,23 @@ static void drop_all(struct evr_uring *u)
 	}
 }
 
+/* No more space asked for, and the request in flight ended: nothing moves the
+ * file's size behind a cut. */
+static void alloc_stop(struct evr_uring *u)
+{
+	u->alloc_on = false;
+	while (u->alloc_pending)
+		if (take_cqe(u, true) < 0)
+			break;
+}
+
 /* After a failure, once nothing is in flight: the file ends with a whole chunk. */
 static void cut_back(struct evr_uring *u)
 {
 	/* Every later batch ended too: they may have written past the failure, and
 	 * are dropped with it. */
 	drop_all(u);
+	alloc_stop(u);
 	if (!u->cut) {
 		u->cut = true;
 		/* The file may hold parts of this batch and whole later ones. */
@@ -308,9 +363,23 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	 * written when the writer's stage filled up is not done yet. */
 	for (uint32_t i = 0; i < u->nr_rings; i++)
 		pos[i] = evr_client_span_pos(u->c, i);
+	if (u->alloc_on && !u->alloc_pending && off + len + ALLOC_STEP / 2 > u->alloc_end) {
+		/* Ahead of the writes, before this one: it takes the inode's lock
+		 * and waits for the writes in flight, in io_uring's worker. */
+		sqe = io_uring_get_sqe(&u->ring);
+		if (!sqe)
+			return -EBUSY;
+		u->alloc_next = u->alloc_end + ALLOC_STEP;
+		io_uring_prep_fallocate(sqe, 0, 0, (off_t)u->alloc_end, (off_t)ALLOC_STEP);
+		sqe->flags |= IOSQE_FIXED_FILE;
+		io_uring_sqe_set_data64(sqe, ALLOC_TAG);
+		u->alloc_pending = true;
+	}
 	sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe)
 		return -EBUSY;	/* not with a ring of twice the depth */
+	if (u->fx_region && evr_mono_ns() >= u->fx_due)
+		register_fixed(u);
 	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
 	 * checked at setup), so the writer may reuse it. */
 	if (u->fx_iov && fixed_iov(u, iov, n, u->fx_iov + (size_t)slot * FX_SEGS)) {
@@ -376,16 +445,16 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
  * right after it, a second mapping of the session's pages (mremap() of a
  * shared mapping with old size 0), to which submit() moves the packets'
  * addresses. Else, or with EVR_RECORDER_NO_FIXED=1 (the tests), every batch
- * is a plain IORING_OP_WRITEV, whose pages the kernel pins per write.
- * Return: 0 registered, -errno not.
+ * is a plain IORING_OP_WRITEV, whose pages the kernel pins per write. Here
+ * the region; the registration comes later (register_fixed()).
+ * Return: 0 prepared, -errno not.
  */
-static int register_fixed(struct evr_uring *u)
+static int prepare_fixed(struct evr_uring *u)
 {
 	const char *no = getenv("EVR_RECORDER_NO_FIXED");
 	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
 	struct io_uring_probe *probe;
 	struct evr_shm_hdr geo;
-	struct iovec iov;
 	uint8_t *map, *p, *alias;
 	size_t len;
 	bool ok;
@@ -410,38 +479,91 @@ static int register_fixed(struct evr_uring *u)
 	if (p == MAP_FAILED)
 		return -errno;
 	alias = mremap(map, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, p + plen);
+	/* The pool's pages now, not under the registration's clock. */
 	if (alias == MAP_FAILED || mmap(p, plen, PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
+					 -1, 0) == MAP_FAILED) {
 		err = -errno;
 		munmap(p, plen + len);
 		return err;
 	}
-	iov = (struct iovec){ .iov_base = p, .iov_len = plen + len };
-	err = io_uring_register_buffers(&u->ring, &iov, 1);
-	if (err < 0) {
-		munmap(p, plen + len);
-		return err;
-	}
-	u->pool = p;
-	u->fx_lo = p;
-	u->fx_hi = p + plen + len;
+	u->fx_region = p;
 	u->map = map;
 	u->map_len = len;
 	u->alias = alias;
-	for (uint32_t i = 0; i < POOL_STAGES; i++)
-		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
+	u->fx_due = evr_mono_ns() + FIXED_DELAY_NS;
 	return 0;
+}
+
+/*
+ * The registration itself, FIXED_DELAY_NS into the recording (submit()):
+ * registering pins every page of the session, and allocates those not in
+ * memory yet. At the start that is most of them (the agent backs the rings
+ * a slice at a time while the writers already write): 130-480 ms for 64 MiB
+ * on the 2-vCPU guest, during which the drain did nothing and a 500 MB/s
+ * stream overflowed its 32 MiB ring, sending direct I/O to the page cache
+ * from its first batch; 4-30 ms once the pages are there. Until then, and
+ * where it fails, the batches are plain IORING_OP_WRITEV.
+ */
+static void register_fixed(struct evr_uring *u)
+{
+	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
+	uint8_t *p = u->fx_region;
+	struct iovec iov = { .iov_base = p, .iov_len = plen + u->map_len };
+
+	u->fx_region = NULL;
+	if (io_uring_register_buffers(&u->ring, &iov, 1) < 0) {
+		munmap(p, plen + u->map_len);
+		return;
+	}
+	u->pool = p;
+	u->fx_lo = p;
+	u->fx_hi = p + plen + u->map_len;
+	for (uint32_t i = 0; i < POOL_STAGES && u->nspare < SPARE_MAX; i++)
+		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
+}
+
+/*
+ * The first step of the preallocation, here, before the first write (so
+ * nothing waits for it) and before the sandbox: whether the file system
+ * takes it at all. EVR_RECORDER_NO_PREALLOC=1 (the tests, the benchmarks)
+ * leaves it out.
+ */
+static void alloc_start(struct evr_uring *u)
+{
+	const char *no = getenv("EVR_RECORDER_NO_PREALLOC");
+	off_t pos;
+
+	if (no && strcmp(no, "1") == 0) {
+		u->alloc_err = -EPERM;
+		return;
+	}
+	pos = lseek(u->fd, 0, SEEK_CUR);
+	if (pos < 0) {
+		u->alloc_err = -errno;
+		return;
+	}
+	if (fallocate(u->fd, 0, pos, (off_t)ALLOC_STEP) < 0) {
+		u->alloc_err = -errno;
+		return;
+	}
+	u->alloc_on = true;
+	u->alloc_used = true;
+	u->alloc_end = (uint64_t)pos + ALLOC_STEP;
 }
 
 int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
 {
-	struct io_uring_restriction res[3] = {
+	struct io_uring_restriction res[5] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FALLOCATE },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = EVR_IORING_OP_WRITEV_FIXED },
+		/* The one registration after the start (register_fixed()). */
+		{ .opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_REGISTER_BUFFERS },
 	};
-	unsigned int nres = 2;
+	unsigned int nres = 3;
 	struct io_uring_params p = { .flags = IORING_SETUP_R_DISABLED };
 	struct evr_uring *u;
 	int err;
@@ -478,10 +600,14 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 	err = io_uring_register_files(&u->ring, &fd, 1);
 	if (err == 0)
 		err = io_uring_register_eventfd(&u->ring, u->efd);
-	if (err == 0 && register_fixed(u) == 0) {
+	if (err == 0 && prepare_fixed(u) == 0) {
 		u->fx_iov = calloc((size_t)EVR_URING_DEPTH * FX_SEGS, sizeof(*u->fx_iov));
-		if (u->fx_iov)
-			nres = 3;
+		if (u->fx_iov) {
+			nres = 5;
+		} else {
+			munmap(u->fx_region, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+			u->fx_region = NULL;
+		}
 	}
 	if (err == 0)
 		err = ring_register(u, IORING_REGISTER_RESTRICTIONS, res, nres);
@@ -491,6 +617,7 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		err = evr_trace_writer_set_submit(w, submit, u);
 	if (err < 0)
 		goto fail;
+	alloc_start(u);
 	*ret = u;
 	return 0;
 fail:
@@ -535,7 +662,24 @@ void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 		.in_flight = u->count,
 		.fixed = u->fx_lo != NULL,
 		.fixed_writes = u->fixed_writes,
+		.prealloc = u->alloc_used,
+		.prealloc_err = u->alloc_err,
 	};
+}
+
+int evr_uring_trim(struct evr_uring *u, uint64_t size)
+{
+	if (!u)
+		return 0;
+	alloc_stop(u);
+	/* The file's size is alloc_end, or what buffered writes made of it past
+	 * there (then larger than @size is not). No fstat(): the recording's
+	 * seccomp filter allows ftruncate() for this, not that. */
+	if (!u->alloc_used || u->alloc_end <= size)
+		return 0;
+	if (ftruncate(u->fd, (off_t)size) < 0)
+		return -errno;
+	return 0;
 }
 
 void evr_uring_free(struct evr_uring *u)
@@ -543,8 +687,10 @@ void evr_uring_free(struct evr_uring *u)
 	if (!u)
 		return;
 	/* The kernel may still read the stages: let every write end first. */
-	if (u->ring_ok)
+	if (u->ring_ok) {
 		drop_all(u);
+		alloc_stop(u);
+	}
 	if (u->ring_ok)
 		io_uring_queue_exit(&u->ring);
 	if (u->efd >= 0)
@@ -555,8 +701,9 @@ void evr_uring_free(struct evr_uring *u)
 	for (uint32_t i = 0; i < u->nspare; i++)
 		if (!in_pool(u, u->spare[i].p))
 			free(u->spare[i].p);
-	if (u->pool)
-		munmap(u->pool, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+	if (u->pool || u->fx_region)
+		munmap(u->pool ? u->pool : u->fx_region,
+		       (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
 	free(u->fx_iov);
 	free(u->pos);
 	free(u);
@@ -600,6 +747,12 @@ void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 	(void)u;
 	if (ret)
 		memset(ret, 0, sizeof(*ret));
+}
+
+int evr_uring_trim(struct evr_uring *u, uint64_t size)
+{
+	(void)u, (void)size;
+	return 0;
 }
 
 void evr_uring_free(struct evr_uring *u)

@@ -29,6 +29,8 @@ struct evr_uring_stats {
 	uint32_t in_flight;
 	bool fixed;			/* the session and the stages are a registered buffer */
 	uint64_t fixed_writes;		/* batches written from it (IORING_OP_WRITEV_FIXED) */
+	bool prealloc;			/* the file's space was allocated ahead of the writes */
+	int prealloc_err;		/* why not, or why it stopped: -errno, 0 */
 };
 
 /**
@@ -71,6 +73,15 @@ int evr_uring_arm(struct evr_uring *u);
 int evr_uring_reap(struct evr_uring *u, bool wait_all);
 
 void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret);
+
+/**
+ * evr_uring_trim() - the end of the recording (or of its writes): allocate
+ * no more space ahead, and cut the file back to @size, the bytes written,
+ * where space was allocated ahead of the writes. Call with nothing in flight
+ * (evr_uring_reap() with @wait_all first). Accepts NULL.
+ * Return: 0, or ftruncate()'s -errno.
+ */
+int evr_uring_trim(struct evr_uring *u, uint64_t size);
 
 /* Waits for what is in flight, then frees. Accepts NULL. */
 void evr_uring_free(struct evr_uring *u);

@@ -118,6 +118,7 @@ struct evr_recorder {
 	 * it is not used, and its figures already counted above. */
 	struct evr_uring *u;
 	int uring_err;
+	bool trimmed;			/* the space allocated ahead is gone (trim()) */
 	uint64_t u_bytes, u_ns;
 
 	enum evr_recorder_stop stop;
@@ -1261,6 +1262,27 @@ static int finish_session(struct evr_recorder *r)
 	return 0;
 }
 
+/*
+ * The file's space allocated ahead of the direct writes (recorder-uring.c)
+ * goes: the file ends with its last whole chunk, as an appended one would.
+ * Every way out of a recording passes here (evr_recorder_stop(), or
+ * evr_recorder_free() without it); a recorder killed before leaves a tail of
+ * zeros, which the readers take for that (docs/trace-format.md).
+ */
+static void trim(struct evr_recorder *r)
+{
+	int ret;
+
+	if (!r->u || r->trimmed)
+		return;
+	r->trimmed = true;
+	ret = evr_uring_trim(r->u, evr_trace_writer_written(r->w));
+	if (ret < 0)
+		warn(r, "could not cut the trace back to the %llu bytes written (%s): a tail of "
+		     "zeros follows them", (unsigned long long)evr_trace_writer_written(r->w),
+		     strerror(-ret));
+}
+
 int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen)
 {
 	struct evr_trace_end e = { 0 };
@@ -1308,6 +1330,7 @@ out:
 		(void)evr_trace_writer_flush(r->w);
 		(void)evr_uring_reap(r->u, true);
 	}
+	trim(r);
 	if (r->err)
 		copy_msg(errbuf, errlen, r->errmsg);
 	return r->err;
@@ -1366,6 +1389,11 @@ void evr_recorder_free(struct evr_recorder *r)
 {
 	if (!r)
 		return;
+	if (r->u && !r->trimmed) {
+		(void)evr_trace_writer_flush(r->w);
+		(void)evr_uring_reap(r->u, true);
+		trim(r);
+	}
 	evr_uring_free(r->u);
 	evr_trace_writer_free(r->w);
 	free(r->sync_heads);

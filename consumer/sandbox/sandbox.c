@@ -252,9 +252,12 @@ int evr_sandbox_enter(const struct evr_sandbox_opts *o, char *errbuf, size_t err
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_GETFL, 0);
 	if (r == 0 && (o->allow & EVR_SANDBOX_FDFLAGS))
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_SETFL, 0);
+	/* io_uring_register: the recorder's ring registers its fixed buffer once
+	 * recording (its restrictions allow that and no other registration). */
 	if (r == 0 && (o->allow & EVR_SANDBOX_URING))
 		r = evr_sandbox_allow_calls(ctx, (const int[]){ SCMP_SYS(io_uring_enter),
-								SCMP_SYS(ftruncate) }, 2);
+								SCMP_SYS(io_uring_register),
+								SCMP_SYS(ftruncate) }, 3);
 	if (r == 0 && (o->allow & EVR_SANDBOX_URING))
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(lseek), 2, SCMP_CMP_EQ, SEEK_SET, 0);
 	return evr_sandbox_load(ctx, r, errbuf, errlen);

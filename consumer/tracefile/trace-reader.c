@@ -244,6 +244,20 @@ static int scan(struct evr_trace_reader *r, char *errbuf, size_t errlen)
 		if (err)
 			goto out;
 		memcpy(&h, hb, sizeof(h));
+		if (!evr_trace_chunk_hdr_ok(&h) && evr_trace_all_zero(&h, sizeof(h))) {
+			/* A recorder's space allocated ahead (it was killed), or damage. */
+			err = evr_trace_zero_tail(r, off);
+			if (err < 0)
+				goto out;
+			if (err == 1) {
+				err = 0;
+				evr_trace_stop_at(r, off, "%llu bytes of zeros to the end: space allocated "
+						  "ahead by a recorder that did not stop cleanly",
+						  (unsigned long long)(r->file_size - off));
+				break;
+			}
+			err = 0;
+		}
 		if (!evr_trace_chunk_hdr_ok(&h)) {
 			uint64_t next;
 

@@ -35,6 +35,48 @@
 
 #define RESYNC_BLOCK (64u * 1024u)
 
+bool evr_trace_all_zero(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	/* Whole words first: a tail of zeros is up to a few hundred MiB. */
+	for (; len >= 8; len -= 8, b += 8) {
+		uint64_t v;
+
+		memcpy(&v, b, sizeof(v));
+		if (v)
+			return false;
+	}
+	while (len--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+int evr_trace_zero_tail(struct evr_trace_reader *r, uint64_t off)
+{
+	uint8_t *buf = malloc(RESYNC_BLOCK);
+	int ret = 1;
+
+	if (!buf)
+		return -ENOMEM;
+	while (off < r->file_size) {
+		uint64_t n = r->file_size - off < RESYNC_BLOCK ? r->file_size - off : RESYNC_BLOCK;
+
+		ret = evr_trace_pread(r, buf, (size_t)n, off);
+		if (ret)
+			break;
+		if (!evr_trace_all_zero(buf, (size_t)n)) {
+			ret = 0;
+			break;
+		}
+		off += n;
+		ret = 1;
+	}
+	free(buf);
+	return ret;
+}
+
 int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uint64_t *ret_off,
 		     uint32_t *ret_seq)
 {

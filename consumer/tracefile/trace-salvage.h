@@ -3,6 +3,8 @@
 #ifndef EVR_TRACE_SALVAGE_H
 #define EVR_TRACE_SALVAGE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace-state.h"
@@ -14,6 +16,19 @@
  */
 int evr_trace_resync(struct evr_trace_reader *r, uint64_t off, uint32_t seq, uint64_t *ret_off,
 		     uint32_t *ret_seq);
+
+/*
+ * A chunk header of zeros at @off: is the file zeros from there to its end?
+ * That is the space a recorder allocates ahead of its direct writes
+ * (fallocate(), cut back when it stops), left behind by one that did not
+ * stop (killed): the file ends there, undamaged. Zeros followed by anything
+ * else are damage, as before.
+ * Return: 1 zeros to the end, 0 not, -errno.
+ */
+int evr_trace_zero_tail(struct evr_trace_reader *r, uint64_t off);
+
+/* Are these @len bytes all zero? */
+bool evr_trace_all_zero(const void *p, size_t len);
 
 /*
  * The scan skipped from the header beyond repair at @from to the valid one at

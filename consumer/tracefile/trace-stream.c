@@ -77,6 +77,27 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/*
+ * After a chunk header of zeros: read the stream to its end. Return: the
+ * bytes from that header on (> 0) when all of them are zeros (a recorder's
+ * space allocated ahead, evr_trace_zero_tail()), 0 when something else
+ * follows (damage), -errno.
+ */
+static ssize_t zero_tail(struct evr_trace_reader *r)
+{
+	uint8_t buf[16384];
+	ssize_t total = EVR_TRACE_CHUNK_HDR_SIZE, n;
+	bool zero = true;
+
+	while ((n = read_full(r->fd, buf, sizeof(buf))) > 0) {
+		zero = zero && evr_trace_all_zero(buf, (size_t)n);
+		total += n;
+	}
+	if (n < 0)
+		return n;
+	return zero ? total : 0;
+}
+
 static int read_error(struct evr_trace_reader *r, int err)
 {
 	snprintf(r->errmsg, sizeof(r->errmsg), "reading the stream: %s", strerror(-err));
@@ -236,6 +257,19 @@ int evr_trace_stream_read(struct evr_trace_reader *r)
 		evr_trace_stop_at(r, off, "the stream ends inside a chunk header");
 		stream_end(r);
 		return 0;
+	}
+	if (!evr_trace_chunk_hdr_ok(&h) && evr_trace_all_zero(&h, sizeof(h))) {
+		/* A recorder's space allocated ahead (it was killed), or damage. */
+		n = zero_tail(r);
+		if (n < 0)
+			return read_error(r, (int)n);
+		if (n > 0) {
+			evr_trace_stop_at(r, off, "%llu bytes of zeros to the end: space allocated "
+					  "ahead by a recorder that did not stop cleanly",
+					  (unsigned long long)n);
+			stream_end(r);
+			return 0;
+		}
 	}
 	if (!evr_trace_chunk_hdr_ok(&h) && !evr_trace_repair_hdr(r, off, &h)) {
 		evr_trace_stop_at(r, off, "a chunk header damaged beyond repair (a stream cannot be "

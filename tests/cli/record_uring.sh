@@ -76,11 +76,20 @@ start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
 	-o "$out/paced.evtrace"
 # shellcheck disable=SC2010 # fd names are numbers; what ls shows is the link's target
 uring_fds=$(ls -l /proc/"$REC_PID"/fd/ | grep -c 'anon_inode:\[io_uring\]' || true)
-# Registered buffers of the recorder's ring (its fdinfo's UserBufs line).
+# Registered buffers of the recorder's ring (its fdinfo's UserBufs line). The buffer is
+# registered half a second into the recording (once the agent has backed the session's
+# pages: docs/recorder.md), which lasts more than a second at this rate: asked until it is
+# there or the recorder has gone.
 user_bufs=0
-for f in /proc/"$REC_PID"/fd/*; do
-	[[ $(readlink "$f") == 'anon_inode:[io_uring]' ]] || continue
-	user_bufs=$(awk '$1 == "UserBufs:" {print $2}' /proc/"$REC_PID"/fdinfo/"${f##*/}")
+for ((i = 0; i < 5000; i++)); do
+	for f in /proc/"$REC_PID"/fd/*; do
+		[[ $(readlink "$f" 2>/dev/null) == 'anon_inode:[io_uring]' ]] || continue
+		user_bufs=$(awk '$1 == "UserBufs:" {print $2}' /proc/"$REC_PID"/fdinfo/"${f##*/}" \
+			2>/dev/null || true)
+	done
+	if ((!want_fixed)) || [[ $user_bufs == 1 ]] || ! kill -0 "$REC_PID" 2>/dev/null; then
+		break
+	fi
 done
 expect "$WL_FD" "^done $N " "the workload's 'done' line"
 echo "$LINE" >"$T/paced.out"

@@ -94,9 +94,11 @@ enum evr_sandbox_allow {
 	 * turning direct I/O (O_DIRECT) off and on again on its output */
 	EVR_SANDBOX_FDFLAGS = 1u << 9,
 	/* The recorder's io_uring engine (its ring is set up before the sandbox,
-	 * restricted to vectored writes to the output): io_uring_enter; lseek
-	 * (SEEK_SET) to go on with buffered writes where the ring's writes
-	 * ended, ftruncate to cut a failed file back to its last whole batch. */
+	 * restricted to vectored writes to the output and to registering its
+	 * fixed buffer): io_uring_enter, io_uring_register (that buffer, once
+	 * recording); lseek (SEEK_SET) to go on with buffered writes where the
+	 * ring's writes ended, ftruncate to cut a failed file back to its last
+	 * whole batch and the space allocated ahead to what was written. */
 	EVR_SANDBOX_URING = 1u << 10,
 };
 
