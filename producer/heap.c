@@ -146,7 +146,7 @@ struct tab_ent {
  * two threads' blocks at the same offset in their heaps shared a count: a cache
  * line that each thread's samples wrote and the other's frees read, and each
  * thread's frees looked in the tables for the other's samples (evring-bench-heap
- * heap 2: 54,000-68,000 lookups for 8 M frees, 41,000 modulo 256 MiB, 2 x 20,000 on
+ * heap 2: 67,000-68,000 lookups for 8 M frees, 41,000 modulo 256 MiB, 2 x 20,000 on
  * one thread). Folding the higher bits into the index instead cost free()'s hook
  * three instructions (callgrind: 494.2 instructions a pair against 491.7); the
  * index modulo 256 MiB costs none, and four adjacent heaps are apart.
