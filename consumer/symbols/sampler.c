@@ -412,9 +412,10 @@ static long tick_id(char *errbuf, size_t errlen)
 
 /*
  * The filter that keeps the tick's hrtimer of TICK_EVENT's hits: its
- * handler's address from /proc/kallsyms (tick_nohz_handler since 6.10,
- * tick_sched_timer before), or, where kptr_restrict hides it, its name (a
- * filter by symbol, 6.5 on). Return: 0, -ENOENT (@errbuf said).
+ * handler's address from /proc/kallsyms (tick_nohz_handler in recent kernels,
+ * tick_sched_timer in older ones), or, where kptr_restrict hides addresses,
+ * its name (newer kernels filter a function field by symbol; an older one
+ * refuses the filter, which the error says). Return: 0, -ENOENT (@errbuf said).
  */
 static int tick_filter(char *buf, size_t len, char *errbuf, size_t errlen)
 {
