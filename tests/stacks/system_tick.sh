@@ -110,4 +110,22 @@ assert mine and all(r.get("stack") for r in mine), "a sample of the busy loop wi
 kernel = [r for r in samples if r.get("stack") and int(r["stack"][0]["pc"], 16) >> 63]
 assert not kernel, f"kernel frames (the interrupt's) in {len(kernel)} samples: {kernel[:2]}"
 PY
+# Refused: as uid 65534 with no capabilities (tracefs is root's, CPU-wide events need
+# CAP_PERFMON) one line says what is missing, and the recording fails (no fallback to the
+# recorded process, as cpu-clock has: the source is every CPU's ticks).
+if [[ $(id -u) == 0 ]] && setpriv --help >/dev/null 2>&1; then
+	U=$T/nobody
+	mkdir -m 0700 "$U" "$U/run"
+	chown -R 65534:65534 "$U"
+	chmod 0711 "$T"
+	st=0
+	EVR_RUNTIME_DIR=$U/run setpriv --reuid 65534 --regid 65534 --clear-groups \
+		--inh-caps=-all --bounding-set=-all -- \
+		"$EVRING" record --sample-cpu=timer-tick --system --providers Spin \
+		-o "$U/own.evtrace" -- "$BIN/stacks-spin" 200 >"$T/own.out" 2>"$T/own.err" || st=$?
+	((st == 1)) || fail "unprivileged record: status $st, $(cat "$T/own.err")"
+	line=$(grep -E "the timer-tick source: cannot read .*: permission denied|system-wide sampling refused" \
+		"$T/own.err") || fail "no line says what is missing: $(cat "$T/own.err")"
+	echo "unprivileged: $line"
+fi
 echo PASS
