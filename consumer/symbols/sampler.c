@@ -311,7 +311,7 @@ static unsigned config_hz(const char *line)
 }
 
 /*
- * The kernel's timer interrupt rate on a busy CPU: CONFIG_HZ from
+ * The kernel's tick rate on a busy CPU: CONFIG_HZ from
  * /proc/config.gz or /boot/config-RELEASE, else TICK_HZ_ASSUMED (counting the
  * tracepoint for a moment would need a CPU known to stay busy meanwhile).
  */
@@ -407,7 +407,7 @@ static long tick_id(char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "the timer-tick source needs the tracepoint "
 			 "timer:hrtimer_expire_entry, which this kernel lacks: sample with "
 			 "cpu-clock");
-	return id == -ENOENT ? -ENOENT : id;
+	return id;
 }
 
 /*
