@@ -44,7 +44,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,10 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <evring/trace.h>
 
@@ -70,7 +67,6 @@
 #define CHUNK_BYTES (1u << 20)		/* SAMPLES chunks are cut at this size */
 #define REC_MAX 4096u			/* bytes of one perf record (127 frames fit) */
 #define SYSTEM_DRAIN_NS 1000000000u	/* system-wide: drained at least once a second */
-#define TICK_HZ_ASSUMED 250u		/* the kernel's HZ where its config cannot be read */
 #define TICK_PERIOD_MAX 4095u		/* EVR_SAMPLER_TICK_PERIOD()'s 12 bits */
 
 struct evr_sampler {
@@ -79,7 +75,7 @@ struct evr_sampler {
 	bool system;			/* every CPU, every process */
 	bool tick;			/* the timer-tick source: samples have no period field */
 	uint64_t tick_ns;		/* with tick: the time one sample stands for */
-	char filter[64];		/* with tick: the tick's hrtimer only (tick_filter()) */
+	char filter[64];		/* with tick: the tick's hrtimer only (evr_tick_filter()) */
 	uint8_t *tasks;			/* TASKS records not written yet */
 	size_t ntasks_len, tasks_cap;
 	struct evr_perf_set *events;
@@ -302,152 +298,6 @@ static void system_refused(int err, char *errbuf, size_t errlen)
 
 /* ---- the timer-tick source ----------------------------------------------------- */
 
-/* CONFIG_HZ in a kernel config's line @line, or 0. */
-static unsigned config_hz(const char *line)
-{
-	unsigned hz;
-
-	return sscanf(line, "CONFIG_HZ=%u", &hz) == 1 && hz >= 24 && hz <= 10000 ? hz : 0;
-}
-
-/*
- * The kernel's tick rate on a busy CPU: CONFIG_HZ from
- * /proc/config.gz or /boot/config-RELEASE, else TICK_HZ_ASSUMED (counting the
- * tracepoint for a moment would need a CPU known to stay busy meanwhile).
- */
-static unsigned kernel_hz(void)
-{
-	char line[256], path[128];
-	unsigned hz = 0;
-	FILE *f;
-	gzFile gz = gzopen("/proc/config.gz", "rbe");
-
-	if (gz) {
-		while (!hz && gzgets(gz, line, sizeof(line)))
-			hz = config_hz(line);
-		gzclose(gz);
-	}
-	if (!hz) {
-		struct utsname u;
-
-		if (uname(&u) == 0) {
-			snprintf(path, sizeof(path), "/boot/config-%s", u.release);
-			f = fopen(path, "re");
-			if (f) {
-				while (!hz && fgets(line, sizeof(line), f))
-					hz = config_hz(line);
-				fclose(f);
-			}
-		}
-	}
-	return hz ? hz : TICK_HZ_ASSUMED;
-}
-
-#define TICK_EVENT "timer/hrtimer_expire_entry"
-
-/* The id of TICK_EVENT under tracefs mount @dir: >= 0, -errno. */
-static long tick_id_in(const char *dir)
-{
-	char path[PATH_MAX], buf[32];
-	ssize_t n;
-	long id;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/events/" TICK_EVENT "/id", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	id = strtol(buf, NULL, 10);
-	return id > 0 ? id : -EIO;
-}
-
-/* The tracepoint's id, or -errno with @errbuf saying what is missing on one line. */
-static long tick_id(char *errbuf, size_t errlen)
-{
-	static const char *const where[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char line[1024], mnt[512], type[64];
-	bool tracefs = false;
-	long id = -ENOENT;
-	FILE *f;
-
-	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]) && id == -ENOENT; i++) {
-		char events[PATH_MAX];
-
-		id = tick_id_in(where[i]);
-		snprintf(events, sizeof(events), "%s/events", where[i]);
-		tracefs |= access(events, F_OK) == 0;
-		if (id == -EACCES || id == -EPERM) {
-			snprintf(errbuf, errlen, "the timer-tick source: cannot read %s/events/"
-				 TICK_EVENT "/id: permission denied (tracefs is root's: run as "
-				 "root, or make it readable to you)", where[i]);
-			return id;
-		}
-	}
-	/* Mounted somewhere else. */
-	f = id == -ENOENT ? fopen("/proc/mounts", "re") : NULL;
-	while (f && id == -ENOENT && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%*s %511s %63s", mnt, type) == 2 && !strcmp(type, "tracefs")) {
-			tracefs = true;
-			id = tick_id_in(mnt);
-		}
-	if (f)
-		fclose(f);
-	if (id >= 0)
-		return id;
-	if (!tracefs)
-		snprintf(errbuf, errlen, "the timer-tick source needs tracefs, which is not "
-			 "mounted (no /sys/kernel/tracing/events): as root, mount -t tracefs "
-			 "nodev /sys/kernel/tracing");
-	else
-		snprintf(errbuf, errlen, "the timer-tick source needs the tracepoint "
-			 "timer:hrtimer_expire_entry, which this kernel lacks: sample with "
-			 "cpu-clock");
-	return id;
-}
-
-/*
- * The filter that keeps the tick's hrtimer of TICK_EVENT's hits: its
- * handler's address from /proc/kallsyms (tick_nohz_handler in recent kernels,
- * tick_sched_timer in older ones), or, where kptr_restrict hides addresses,
- * its name (newer kernels filter a function field by symbol; an older one
- * refuses the filter, which the error says). Return: 0, -ENOENT (@errbuf said).
- */
-static int tick_filter(char *buf, size_t len, char *errbuf, size_t errlen)
-{
-	char line[512], name[256], kind;
-	unsigned long long addr;
-	FILE *f = fopen("/proc/kallsyms", "re");
-	bool hidden = false;
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &kind, name) != 3 ||
-		    (strcmp(name, "tick_nohz_handler") && strcmp(name, "tick_sched_timer")))
-			continue;
-		if (!addr) {
-			hidden = true;
-			continue;
-		}
-		fclose(f);
-		snprintf(buf, len, "function == 0x%llx", addr);
-		return 0;
-	}
-	if (f)
-		fclose(f);
-	if (hidden) {
-		snprintf(buf, len, "function.function == tick_nohz_handler");
-		return 0;
-	}
-	snprintf(errbuf, errlen, "the timer-tick source needs the address of the tick's timer "
-		 "handler (tick_nohz_handler or tick_sched_timer), which /proc/kallsyms does not "
-		 "list");
-	return -ENOENT;
-}
-
 /*
  * @a, set up by attr_init(), made the timer-tick source of @s at @hz: every
  * Nth timer interrupt, N = the kernel's HZ / @hz rounded (at least 1), and
@@ -456,14 +306,14 @@ static int tick_filter(char *buf, size_t len, char *errbuf, size_t errlen)
 static int tick_attr(struct evr_sampler *s, struct perf_event_attr *a, uint32_t hz,
 		     char *errbuf, size_t errlen)
 {
-	unsigned khz = kernel_hz();
+	unsigned khz = evr_tick_kernel_hz();
 	uint32_t period = (khz + hz / 2) / hz;
-	long id = tick_id(errbuf, errlen);
+	long id = evr_tick_tracepoint_id(errbuf, errlen);
 	int err;
 
 	if (id < 0)
 		return (int)id;
-	err = tick_filter(s->filter, sizeof(s->filter), errbuf, errlen);
+	err = evr_tick_filter(s->filter, sizeof(s->filter), errbuf, errlen);
 	if (err < 0)
 		return err;
 	if (period < 1)
