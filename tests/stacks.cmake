@@ -9,7 +9,7 @@ target_link_libraries(stacks-parked PRIVATE Threads::Threads)
 
 # Each is `bash tests/stacks/NAME.sh EVRING BINDIR`; exit 77 = skipped with the reason.
 set(EVR_STACKS_TESTS snapshot snapshot_errors event_stacks sample_cpu jit profile pprof
-    bad_input speedscope formats report_cpu untrusted_files system perf_counters)
+    bad_input speedscope formats report_cpu untrusted_files system system_tick perf_counters)
 foreach(t IN LISTS EVR_STACKS_TESTS)
   add_test(NAME stacks_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/stacks/${t}.sh $<TARGET_FILE:evring-cli>

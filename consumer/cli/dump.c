@@ -275,6 +275,9 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	uint64_t t = o->absolute ? r->time_ns + (uint64_t)mono_to_real : r->time_ns - t0;
 	/* A system-wide recording: samples of every process, switches with both sides. */
 	bool system = ss->has_sampler && (ss->sampler.event & EVR_SAMPLER_SYSTEM);
+	/* Which source took a CPU sample: said for the timer-tick one (cpu-clock's is the default). */
+	bool tick = ss->has_sampler &&
+		    EVR_SAMPLER_EVENT(ss->sampler.event) == EVR_SAMPLER_TIMER_TICK;
 
 	/* Only the recorded process's binaries are known: other processes' frames stay addresses. */
 	if (system && r->pid != own_pid)
@@ -305,7 +308,8 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 		if (r->type != EVR_SAMPLE_LOST)
 			evr_strbuf_printf(sb, ",\"tid\":%u", r->tid);
 		if (r->type == EVR_SAMPLE_CPU)
-			evr_strbuf_printf(sb, ",\"period_ns\":%" PRIu64, r->value);
+			evr_strbuf_printf(sb, ",\"period_ns\":%" PRIu64 "%s", r->value,
+					  tick ? ",\"source\":\"timer-tick\"" : "");
 		if (r->type != EVR_SAMPLE_LOST && system)
 			evr_strbuf_printf(sb, ",\"pid\":%u", r->pid);
 		if (r->type == EVR_SAMPLE_SWITCH_OUT)
@@ -332,7 +336,8 @@ static void put_sample(const struct dump_opts *o, const struct evr_samples *ss, 
 	case EVR_SAMPLE_CPU:
 		if (system)
 			printf(" pid=%u", r->pid);
-		printf(" tid=%u CPU-SAMPLE period=%" PRIu64 "ns\n", r->tid, r->value);
+		printf(" tid=%u CPU-SAMPLE %speriod=%" PRIu64 "ns\n", r->tid,
+		       tick ? "timer-tick " : "", r->value);
 		break;
 	case EVR_SAMPLE_SWITCH_OUT:
 		printf(" tid=%u SWITCH-OUT %s", r->tid,

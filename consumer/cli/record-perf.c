@@ -40,6 +40,12 @@ int evr_record_sample_parse(const char *arg, struct record_opts *o)
 	/* HZ alone (the old form), EVENT, or EVENT:HZ. */
 	if (*arg >= '0' && *arg <= '9') {
 		hz = arg;
+	} else if (!strncmp(arg, "timer-tick", 10) && (!arg[10] || arg[10] == ':')) {
+		/* Every Nth timer interrupt: 100 Hz is every 3rd at the usual HZ 250. */
+		o->sample_event = EVR_SAMPLER_TIMER_TICK;
+		o->sample_hz = 100;
+		if (arg[10])
+			hz = arg + 11;
 	} else {
 		colon = strchr(arg, ':');
 		if (colon)

@@ -79,7 +79,10 @@ static const struct evr_cli_option longopts[] = {
 	  "with call stacks and context switches; EVENT:\n"
 	  "cpu-clock (default), or cycles, instructions,\n"
 	  "cache-misses... where there is a hardware PMU\n"
-	  "(else cpu-clock, said in one line; docs/stacks.md)" },
+	  "(else cpu-clock, said in one line; docs/stacks.md),\n"
+	  "or timer-tick with --system: every Nth scheduler\n"
+	  "tick of busy CPUs, N = kernel HZ / HZ (default 100),\n"
+	  "the cheapest in a VM (docs/system.md)" },
 	{ "perf-counters", optional_argument, OPT_PERF_COUNTERS, "[=LIST]",
 	  "count per thread: cycles, instructions,\n"
 	  "cache-misses, branch-misses (a PMU), task-clock,\n"
@@ -317,6 +320,11 @@ static int parse_argv(int argc, char **argv, struct record_opts *o)
 		evr_cli_error(CMD, "--system samples every CPU: give it with --sample-cpu");
 		return -EINVAL;
 	}
+	if (o->sample_hz && o->sample_event == EVR_SAMPLER_TIMER_TICK && !o->system) {
+		evr_cli_error(CMD, "--sample-cpu=timer-tick samples every CPU's timer ticks: "
+			      "give it with --system");
+		return -EINVAL;
+	}
 	if (o->system && evr_record_multi(o)) {
 		evr_cli_error(CMD, "--system records one process's events beside every CPU's "
 			      "samples: not with --all or several -p/-n yet");
@@ -526,11 +534,16 @@ static void summary(struct recorder *r)
 		struct evr_sampler_totals t;
 
 		evr_sideband_totals(r->sb, &t);
+		char hz[16];
+
+		/* The timer-tick source's rate is what its period gives: say both. */
+		snprintf(hz, sizeof(hz), "%u Hz", r->o->sample_hz);
 		if (t.system)
 			fprintf(stderr,
-				"evring record: %" PRIu64 " CPU samples (every CPU, %u Hz), %" PRIu64
-				" lost, %" PRIu64 " context switch records\n",
-				t.samples, r->o->sample_hz, t.lost, t.switches);
+				"evring record: %" PRIu64 " CPU samples (every CPU, %s), %" PRIu64
+				" lost, %" PRIu64 " context switch records\n", t.samples,
+				r->o->sample_event == EVR_SAMPLER_TIMER_TICK ? t.source : hz, t.lost,
+				t.switches);
 		else
 			fprintf(stderr,
 				"evring record: %" PRIu64 " CPU samples (%u threads, %u Hz), %" PRIu64

@@ -149,6 +149,7 @@ int evr_report_cpu_build(struct evr_trace_reader *r, struct evr_symbolizer *sym,
 		ret->freq_hz = ss->sampler.freq_hz;
 		ret->system = ss->sampler.event & EVR_SAMPLER_SYSTEM;
 		ret->kernel = ss->sampler.event & EVR_SAMPLER_KERNEL;
+		evr_sampler_source(&ss->sampler, ret->source, sizeof(ret->source));
 	}
 	if (ret->system) {
 		const struct evr_process_info *pi = evr_trace_reader_process(r);
@@ -287,8 +288,13 @@ static void print_procs(FILE *f, const struct evr_report_cpu *c, unsigned top)
 {
 	size_t n = top && top < c->nprocs ? top : c->nprocs;
 
-	fprintf(f, "\nCPU by process (every CPU, %" PRIu64 " samples, %s; %zu of %zu processes)\n"
-		"  %8s  %-16s %10s %7s\n", c->all_samples,
+	bool tick = c->event == EVR_SAMPLER_TIMER_TICK;
+
+	/* No tick on an idle CPU: the timer-tick source's shares are of busy time. */
+	fprintf(f, "\nCPU by process (every CPU, %" PRIu64 " samples%s%s, %s; %zu of %zu "
+		"processes)\n  %8s  %-16s %10s %7s\n", c->all_samples, tick ? " of " : "",
+		tick ? c->source : "",
+		tick ? "shares of busy CPU time, kernel time included" :
 		c->kernel ? "kernel and idle time included" : "user time only", n, c->nprocs,
 		"PID", "NAME", "SAMPLES", "SHARE");
 	for (size_t i = 0; i < n; i++)
@@ -354,7 +360,9 @@ void evr_report_cpu_print(FILE *f, const struct evr_report_cpu *c, unsigned top)
 		fprintf(f, "\nCPU samples: %" PRIu64 " (%s of CPU on %" PRIu32 " thread%s",
 			c->samples, fmt_ns(c->cpu_ns, b1, sizeof(b1)), c->threads,
 			c->threads == 1 ? "" : "s");
-	if (c->freq_hz)
+	if (c->event == EVR_SAMPLER_TIMER_TICK)
+		fprintf(f, ", %s", c->source);
+	else if (c->freq_hz)
 		fprintf(f, ", %" PRIu32 " Hz", c->freq_hz);
 	fprintf(f, "), %" PRIu64 " lost\n", c->lost);
 	fprintf(f, "\nTop functions (%zu of %zu; self: on the CPU in it, total: in it or what "
@@ -413,8 +421,9 @@ int evr_report_cpu_json(struct evr_strbuf *sb, const struct evr_report_cpu *c, u
 	sb->len -= 2;
 	err = evr_strbuf_printf(sb, ",\"cpu_samples\":{\"samples\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
 				",\"threads\":%" PRIu32 ",\"freq_hz\":%" PRIu32 ",\"lost\":%" PRIu64
-				",\"functions_total\":%zu,\"functions\":[", c->samples, c->cpu_ns,
-				c->threads, c->freq_hz, c->lost, c->nfuncs);
+				",\"source\":\"%s\",\"functions_total\":%zu,\"functions\":[",
+				c->samples, c->cpu_ns, c->threads, c->freq_hz, c->lost, c->source,
+				c->nfuncs);
 	for (size_t i = 0; i < n && !err; i++) {
 		err = evr_strbuf_printf(sb, "%s{\"name\":", i ? "," : "");
 		if (!err)

@@ -51,6 +51,7 @@ struct evr_report_cpu {
 	struct evr_report_cpu_proc *procs;
 	size_t nprocs;
 	uint16_t event;			/* sampled: EVR_COUNTER_* (0: unknown, cpu-clock) */
+	char source[64];		/* evr_sampler_source(): "" unknown */
 	/* The COUNTER records summed per thread, in the order threads first appear;
 	 * counter_mask: the ids (bits) any thread has. */
 	struct evr_report_counters *counters;

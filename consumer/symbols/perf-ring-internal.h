@@ -27,6 +27,9 @@ struct evr_perf_set_opts {
 	const char *what;		/* "sample", "trace the system calls of": for errors */
 	/* Why perf_event_open() failed with errno @err, as " (...)", or "". */
 	const char *(*hint)(int err);
+	/* A tracepoint filter (PERF_EVENT_IOC_SET_FILTER) set on each event before it
+	 * is enabled, or NULL. */
+	const char *filter;
 };
 
 /**

@@ -142,6 +142,12 @@ static int open_one(struct evr_perf_set *ps, struct cpu_ring *r, const struct pe
 			 strerror(-err));
 		return err;
 	}
+	if (ps->o.filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, ps->o.filter) < 0) {
+		err = -errno;
+		snprintf(errbuf, errlen, "the kernel refused the filter '%s' of a perf event: %s",
+			 ps->o.filter, strerror(-err));
+		return err;
+	}
 	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
 		err = -errno;
 		snprintf(errbuf, errlen, "cannot enable a perf event: %s", strerror(-err));

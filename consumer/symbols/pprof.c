@@ -748,7 +748,9 @@ static int build_and_write(struct pp *p, const char *name, FILE *out)
 
 		msg.period_type = &vt[2];
 		msg.default_sample_type = vt[1].type;
-		if (ss->has_sampler && ss->sampler.freq_hz)
+		/* The timer-tick source's rate is rounded: its samples' periods are exact. */
+		if (ss->has_sampler && ss->sampler.freq_hz &&
+		    EVR_SAMPLER_EVENT(ss->sampler.event) != EVR_SAMPLER_TIMER_TICK)
 			msg.period = 1000000000 / ss->sampler.freq_hz;
 		else
 			msg.period = (int64_t)(p->cpu_ns / p->stacks);

@@ -42,4 +42,21 @@ void evr_sampler_totals(const struct evr_sampler *s, struct evr_sampler_totals *
 
 void evr_sampler_free(struct evr_sampler *s);
 
+/* sampler-tick.c: the timer-tick source (EVR_SAMPLER_TIMER_TICK). */
+
+/* The kernel's HZ: CONFIG_HZ from /proc/config.gz or /boot/config-RELEASE, else 250. */
+unsigned evr_tick_kernel_hz(void);
+
+/*
+ * The id of the tracepoint timer:hrtimer_expire_entry under tracefs, or -errno
+ * with @errbuf naming what is missing or refused on one line.
+ */
+long evr_tick_tracepoint_id(char *errbuf, size_t errlen);
+
+/*
+ * The tracepoint filter that keeps the tick's own hrtimer, into @buf.
+ * Return: 0, -ENOENT (@errbuf said).
+ */
+int evr_tick_filter(char *buf, size_t len, char *errbuf, size_t errlen);
+
 #endif /* EVR_SAMPLER_INTERNAL_H */

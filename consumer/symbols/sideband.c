@@ -135,8 +135,10 @@ int evr_sideband_new(const struct evr_sideband_opts *o, struct evr_sideband **re
 		err = evr_sampler_new_system(o->pid, event, o->sample_hz, &sb->sampler,
 					     sb->sampler_note,
 					     sizeof(sb->sampler_note));
-		/* Refused: the recorded process alone, which needs no privilege. */
-		if (err < 0 && err != -EACCES && err != -EPERM) {
+		/* Refused: the recorded process alone, which needs no privilege (not the
+		 * timer-tick source, which is every CPU's). */
+		if (err < 0 && ((err != -EACCES && err != -EPERM) ||
+				event == EVR_SAMPLER_TIMER_TICK)) {
 			snprintf(errbuf, errlen, "%s", sb->sampler_note);
 			goto fail;
 		}

@@ -93,12 +93,48 @@ static void test_counters_chrome_totals(void **state)
 	free(buf);
 }
 
+/* What report and record say took the samples (evr_sampler_source()). */
+static void test_sampler_source_names_the_tick_period(void **state)
+{
+	static const struct {
+		uint32_t period, hz;
+		const char *want;
+	} tick[] = {
+		{ 1, 250, "timer ticks, every one (250 Hz)" },
+		{ 2, 125, "timer ticks, every 2nd (125 Hz)" },
+		{ 3, 83, "timer ticks, every 3rd (83 Hz)" },
+		{ 4, 63, "timer ticks, every 4th (63 Hz)" },
+		{ 11, 91, "timer ticks, every 11th (91 Hz)" },
+		{ 12, 83, "timer ticks, every 12th (83 Hz)" },
+		{ 21, 48, "timer ticks, every 21st (48 Hz)" },
+		{ 4095, 1, "timer ticks, every 4095th (1 Hz)" },
+	};
+	struct evr_sampler_rec r = { .freq_hz = 999, .event = EVR_COUNTER_CPU_CLOCK };
+	char buf[64];
+
+	(void)state;
+	assert_string_equal(evr_sampler_source(&r, buf, sizeof(buf)), "cpu-clock, 999 Hz");
+	r.event = EVR_COUNTER_CYCLES | EVR_SAMPLER_SYSTEM;
+	assert_string_equal(evr_sampler_source(&r, buf, sizeof(buf)), "cycles, 999 Hz");
+	for (size_t i = 0; i < sizeof(tick) / sizeof(tick[0]); i++) {
+		r.freq_hz = tick[i].hz;
+		r.event = EVR_SAMPLER_TIMER_TICK | EVR_SAMPLER_SYSTEM |
+			  tick[i].period << EVR_SAMPLER_TICK_SHIFT;
+		assert_int_equal(EVR_SAMPLER_EVENT(r.event), EVR_SAMPLER_TIMER_TICK);
+		assert_int_equal(EVR_SAMPLER_TICK_PERIOD(r.event), tick[i].period);
+		assert_string_equal(evr_sampler_source(&r, buf, sizeof(buf)), tick[i].want);
+	}
+	/* Not a counter: --perf-counters does not take it, nor does a name map to it. */
+	assert_null(evr_perf_counter_name(EVR_SAMPLER_TIMER_TICK));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_perf_counter_list_parse_names_and_duplicates),
 		cmocka_unit_test(test_perf_counter_list_parse_rejects),
 		cmocka_unit_test(test_counters_chrome_totals),
+		cmocka_unit_test(test_sampler_source_names_the_tick_period),
 	};
 
 	return evr_unit_run(tests);

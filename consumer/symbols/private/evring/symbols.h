@@ -343,6 +343,15 @@ int evr_pmu_check(char *why, size_t len);
 #define EVR_SAMPLER_EVENT(e)	((uint16_t)((e) & 0xffffu))
 #define EVR_SAMPLER_SYSTEM	0x10000u	/* on every CPU for every process (--system) */
 #define EVR_SAMPLER_KERNEL	0x20000u	/* kernel frames were allowed */
+/*
+ * EVR_SAMPLER_EVENT() of the timer-tick source (--sample-cpu=timer-tick): not a
+ * counter but every Nth scheduler tick the kernel takes anyway (the tracepoint
+ * timer:hrtimer_expire_entry of the tick's timer), N in EVR_SAMPLER_TICK_PERIOD();
+ * freq_hz is then the kernel's HZ / N, rounded. Busy CPUs only (docs/system.md).
+ */
+#define EVR_SAMPLER_TIMER_TICK	15u
+#define EVR_SAMPLER_TICK_PERIOD(e)	((uint32_t)(e) >> 20)	/* 1-4095 */
+#define EVR_SAMPLER_TICK_SHIFT	20
 
 /*
  * EVR_CHUNK_TASKS: the names of the processes and threads of a system-wide
@@ -378,7 +387,7 @@ struct evr_task {
 
 /* The SAMPLER chunk: how samples were taken, and the totals. */
 struct evr_sampler_rec {
-	uint32_t freq_hz;		/* asked for */
+	uint32_t freq_hz;		/* asked for; timer-tick: what its period gives */
 	uint32_t event;			/* EVR_SAMPLER_EVENT(): EVR_COUNTER_*, and flags */
 	uint32_t cpus;			/* rings */
 	uint32_t threads;		/* threads opened */
@@ -388,6 +397,12 @@ struct evr_sampler_rec {
 	uint64_t throttled;		/* times the kernel throttled the rate */
 };
 _Static_assert(sizeof(struct evr_sampler_rec) == 48, "SAMPLER record layout");
+
+/*
+ * evr_sampler_source() - what @rec sampled, on one line into @buf: "cpu-clock,
+ * 999 Hz", "timer ticks, every 3rd (83 Hz)". Return: @buf.
+ */
+char *evr_sampler_source(const struct evr_sampler_rec *rec, char *buf, size_t len);
 
 /* A trace's CPU samples, loaded whole and sorted by time. */
 struct evr_samples {
@@ -608,6 +623,7 @@ struct evr_sampler_totals {
 	uint32_t threads;		/* threads sampled */
 	bool system;			/* every CPU, every process */
 	char note[256];			/* why system-wide sampling fell back, or "" */
+	char source[64];		/* what was sampled: evr_sampler_source() */
 };
 
 /* What the sampler did so far. */
