@@ -268,8 +268,10 @@ void evr_session_table_reset_in_child_locked(void)
 	 * Only the forking thread exists in the child and it is not inside an RCU
 	 * read-side section, so the table can be emptied in place: no reader can
 	 * see it change, and no allocation can fail here. The parent's sessions
-	 * stay mapped; in-process ones are still their owner's to free.
+	 * stay mapped; in-process ones are still their owner's to free. The
+	 * table before the first session is const (.rodata) and empty already.
 	 */
-	memset(t, 0, sizeof(*t));
+	if (t != &empty_table)
+		memset(t, 0, sizeof(*t));
 	masks_recompute_locked(t);
 }
