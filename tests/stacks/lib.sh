@@ -37,3 +37,34 @@ wait_blocked() {
 	done
 	fail "process $pid never had $want blocked threads"
 }
+
+# start_busy_loop: a shell loop under a name of its own (evr-busy, its comm) and without
+# libevring, spinning until the test ends; sets BUSY (its pid). With busy_ticks (its utime +
+# stime), all_ticks (every CPU's time) and idle_ticks, in clock ticks from /proc: what the
+# system-wide sampling tests compare a recording's shares with.
+start_busy_loop() {
+	cp "$(command -v sh)" "$T/evr-busy"
+	mkfifo "$T/busy.out"
+	"$T/evr-busy" -c 'echo "ready $$"; while :; do :; done' >"$T/busy.out" &
+	BUSY=$!
+	KILL_AT_EXIT+=("$BUSY")
+	exec {BUSY_FD}<"$T/busy.out"
+	expect "$BUSY_FD" "^ready $BUSY\$" "'ready $BUSY' from the busy loop"
+}
+busy_ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$BUSY/stat"; }
+all_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
+idle_ticks() { awk '/^cpu / { print $5 + $6; exit }' /proc/stat; }
+
+# record_as_nobody ARGS...: `evring record ARGS...` as uid 65534 with no capabilities (the
+# test runs as root), its runtime directory and output under $T/nobody ($U); stdout and
+# stderr in $T/own.out and $T/own.err; sets st to its exit status.
+record_as_nobody() {
+	U=$T/nobody
+	mkdir -m 0700 "$U" "$U/run"
+	chown -R 65534:65534 "$U"
+	chmod 0711 "$T"
+	st=0
+	EVR_RUNTIME_DIR=$U/run setpriv --reuid 65534 --regid 65534 --clear-groups \
+		--inh-caps=-all --bounding-set=-all -- \
+		"$EVRING" record "$@" >"$T/own.out" 2>"$T/own.err" || st=$?
+}

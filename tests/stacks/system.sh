@@ -25,19 +25,7 @@ st=0
 	skip "no /proc/sys/kernel/perf_event_paranoid: this kernel has no perf_event_open"
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
 
-# The busy process: a shell loop under a name of its own (its comm), with no libevring.
-cp "$(command -v sh)" "$T/evr-busy"
-mkfifo "$T/busy.out"
-"$T/evr-busy" -c 'echo "ready $$"; while :; do :; done' >"$T/busy.out" &
-BUSY=$!
-KILL_AT_EXIT+=("$BUSY")
-exec {BUSY_FD}<"$T/busy.out"
-expect "$BUSY_FD" "^ready $BUSY\$" "'ready $BUSY' from the busy loop"
-
-# utime + stime of the busy process, and the sum of every CPU's times, in clock ticks.
-busy_ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$BUSY/stat"; }
-all_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
-idle_ticks() { awk '/^cpu / { print $5 + $6; exit }' /proc/stat; }
+start_busy_loop
 
 b0=$(busy_ticks) a0=$(all_ticks) i0=$(idle_ticks)
 st=0
@@ -142,15 +130,8 @@ if ((paranoid <= 0)); then
 elif ! setpriv --help >/dev/null 2>&1 || [[ $(id -u) != 0 ]]; then
 	echo "not root (or no setpriv): the unprivileged fallback is not run"
 else
-	U=$T/nobody
-	mkdir -m 0700 "$U" "$U/run"
-	chown -R 65534:65534 "$U"
-	chmod 0711 "$T"
-	st=0
-	EVR_RUNTIME_DIR=$U/run setpriv --reuid 65534 --regid 65534 --clear-groups \
-		--inh-caps=-all --bounding-set=-all -- \
-		"$EVRING" record --sample-cpu=999 --system --providers Spin -o "$U/own.evtrace" \
-		-- "$BIN/stacks-spin" 200 >"$T/own.out" 2>"$T/own.err" || st=$?
+	record_as_nobody --sample-cpu=999 --system --providers Spin -o "$T/nobody/own.evtrace" \
+		-- "$BIN/stacks-spin" 200
 	((st == 0)) || fail "unprivileged record failed: $(cat "$T/own.err")"
 	line=$(grep "system-wide sampling refused" "$T/own.err") ||
 		fail "no message about the refusal: $(cat "$T/own.err")"
