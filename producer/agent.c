@@ -276,20 +276,14 @@ static void remove_stale_sockets(void)
 static int sock_path(char path[EVR_RUNDIR_LEN], const char *dir, pid_t pid)
 {
 	static const char suffix[] = ".sock";
-	char digits[16];
-	size_t n = 0, dl = strlen(dir);
-	unsigned int v = (unsigned int)pid;
+	char num[10];
+	size_t dl = strlen(dir), n = evr_rundir_decimal(num, (unsigned int)pid);
 
-	do {
-		digits[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
 	if (dl + 1 + n + sizeof(suffix) > EVR_RUNDIR_LEN)
 		return -ENAMETOOLONG;
 	memcpy(path, dir, dl);
 	path[dl++] = '/';
-	for (size_t i = 0; i < n; i++)
-		path[dl + i] = digits[n - 1 - i];
+	memcpy(path + dl, num, n);
 	memcpy(path + dl + n, suffix, sizeof(suffix));
 	return 0;
 }

@@ -35,27 +35,29 @@ bool evr_rundir_is_default(void)
 	return !env || !*env;
 }
 
-/*
- * @prefix, @uid in decimal, @suffix into @buf (of EVR_RUNDIR_LEN bytes; the two
- * fixed strings here fit). Not snprintf(): libevring's constructor calls
- * evr_rundir_candidates() in every program nobody traces, and the first
- * vfprintf() faults in three pages of libc's (docs/protocol.md, "What a program
- * pays at start-up").
- */
-static void uid_path(char *buf, const char *prefix, uid_t uid, const char *suffix)
+size_t evr_rundir_decimal(char out[10], unsigned int v)
 {
-	char digits[16];
-	size_t n = 0, pl = strlen(prefix), sl = strlen(suffix);
-	unsigned int v = (unsigned int)uid;
+	char digits[10];
+	size_t n = 0;
 
 	do {
 		digits[n++] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	memcpy(buf, prefix, pl);
 	for (size_t i = 0; i < n; i++)
-		buf[pl + i] = digits[n - 1 - i];
-	memcpy(buf + pl + n, suffix, sl + 1);
+		out[i] = digits[n - 1 - i];
+	return n;
+}
+
+/* @prefix, @uid in decimal, @suffix into @buf (of EVR_RUNDIR_LEN bytes; the two
+ * fixed strings here fit). */
+static void uid_path(char *buf, const char *prefix, uid_t uid, const char *suffix)
+{
+	size_t pl = strlen(prefix), n;
+
+	memcpy(buf, prefix, pl);
+	n = evr_rundir_decimal(buf + pl, (unsigned int)uid);
+	memcpy(buf + pl + n, suffix, strlen(suffix) + 1);
 }
 
 /* /run/user/@uid exists, is @uid's own and closed to everyone else. */

@@ -38,6 +38,16 @@
 #define EVR_RUNDIR_LEN	108u		/* sizeof(sockaddr_un.sun_path) */
 
 /**
+ * evr_rundir_decimal() - @v in decimal at @out, not NUL-terminated.
+ * Return: the number of digits written (1 to 10).
+ *
+ * The socket and directory names of a program nobody traces are built with it,
+ * not snprintf(): the first vfprintf() faults in three pages of libc's at every
+ * start (docs/protocol.md, "What a program pays at start-up").
+ */
+size_t evr_rundir_decimal(char out[10], unsigned int v);
+
+/**
  * evr_rundir_candidates() - the runtime directories of @uid, in search order.
  * @dirs: receives the paths; @ret_n their number (1 or 2).
  * Return: 0, -ENAMETOOLONG ($EVR_RUNTIME_DIR too long for a socket path).
