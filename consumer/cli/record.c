@@ -107,12 +107,11 @@ static const struct evr_cli_option longopts[] = {
 	  "direct I/O where the file system allows it, in\n"
 	  "discard mode, with rings that hold 64 ms of the\n"
 	  "stream, several writes in flight through io_uring\n"
-	  "where the kernel allows it; on ext4, where direct\n"
-	  "I/O lost more than the page cache in every\n"
-	  "measurement, the page cache instead), uring (the\n"
-	  "same, and say so when io_uring is refused), direct\n"
-	  "(direct I/O, one write at a time) or buffered\n"
-	  "(through the page cache)" },
+	  "where the kernel allows it; the page cache on\n"
+	  "tmpfs, pipes and file systems without direct\n"
+	  "I/O), uring (the same, and say so when io_uring\n"
+	  "is refused), direct (direct I/O, one write at a\n"
+	  "time) or buffered (through the page cache)" },
 	{ "checksum", required_argument, OPT_CHECKSUM, "WHEN",
 	  "the CRC of the events' bytes in the file: auto\n"
 	  "(default: while the recorder keeps up; skipped while\n"
@@ -696,8 +695,12 @@ static int start_recording(struct recorder *r)
 
 /*
  * What --io comes to for output @fd: what was asked, or, for --io auto (the
- * default), direct I/O through io_uring except on ext4 (docs/recorder.md
- * "Which I/O").
+ * default), direct I/O through io_uring wherever the file system takes direct
+ * writes, ext4 included, and the page cache on tmpfs (docs/recorder.md "Which
+ * I/O"). The trace writer and the recorder fall back by themselves: to the
+ * page cache where the file system refuses O_DIRECT (pipes, sockets, -o -,
+ * overwrite sessions), to one direct write at a time where the kernel refuses
+ * io_uring.
  */
 static uint32_t io_flags_for(const struct record_opts *o, int fd)
 {
@@ -706,18 +709,21 @@ static uint32_t io_flags_for(const struct record_opts *o, int fd)
 	if (o->io_asked || !(o->io_flags & EVR_RECORDER_DIRECT_IO))
 		return o->io_flags;
 	/*
-	 * On ext4 direct I/O lost more than the page cache in every measurement:
-	 * on a virtio disk taking 0.4-1.2 GB/s of direct writes (dd), a 500 MB/s
-	 * stream fell back to the page cache in every run and lost 0.76-6.2 M
-	 * events, against 0.01-0.66 M through the page cache at less CPU, with
-	 * the file's space allocated ahead too (its writes then overlap), since
-	 * a recorder descheduled longer than the rings hold loses where the
-	 * page cache would have taken the bytes at once (bench/results/,
-	 * docs/recorder.md "Which I/O"). Measured before the writer padded its
-	 * headers to whole pages, which made direct writes 4-20 times faster here:
-	 * to be measured again before this choice changes.
+	 * ext4 took the page cache until stop 36: direct writes fell back and
+	 * lost more there, because each 64 KiB packet's chunk header was padded
+	 * to 512 bytes only and the block layer could not merge a batch into
+	 * one request (40-300 MB/s on a virtio disk that takes 1.1 GB/s). With
+	 * whole-page headers and the file's space allocated ahead, io_uring
+	 * recorded 12 M events/s to ext4 at 23 ns of recorder CPU per event and
+	 * lost 0, against 38-41 ns and 18-330 k lost through the page cache
+	 * (bench/results/9970f2a-zen-dio-pattern.json, docs/recorder.md).
+	 *
+	 * tmpfs is memory: a direct write there is the same copy into its
+	 * pages, so its page cache is the file (the writer would find no
+	 * STATX_DIOALIGN there today; this keeps it so on a kernel that
+	 * reports one).
 	 */
-	if (fstatfs(fd, &sf) == 0 && sf.f_type == EXT4_SUPER_MAGIC)
+	if (fstatfs(fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC)
 		return 0;
 	return o->io_flags;
 }

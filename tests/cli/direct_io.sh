@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# evring record --io direct (one write at a time; --io auto, the default, writes through
-# io_uring: record_uring.sh) against --io buffered on a file system that takes direct I/O:
+# evring record --io direct (one write at a time; --io uring: record_uring.sh) and --io auto
+# (the default: direct I/O through io_uring on any file system that takes direct I/O, ext4
+# included) against --io buffered on a file system that takes direct I/O:
 # the same complete recording either way (every Tick, Alloc and request of the workload's
 # N iterations, nothing lost); the direct file is laid out as docs/trace-format.md says (PAD chunks, packets
 # written in place on block boundaries, a whole number of blocks, END last) and the buffered
@@ -21,7 +22,7 @@ echo "direct I/O in $dio_dir ($(stat -f -c %T "$dio_dir"))"
 out=$(mktemp -d "$dio_dir/evr-direct.XXXXXX")
 cleanup_hook() { rm -rf "$out"; }
 
-for io in direct buffered; do
+for io in direct auto buffered; do
 	start_workload "wl_$io" --events "$N" --threads 2 --wait-sessions 1 --pin
 	# --mode after --io keeps the --io asked (--mode discard used to reset it to direct).
 	"$EVRING" record -p "$WL_PID" --providers Demo --buffer-size 64M --io "$io" --mode discard \
@@ -39,7 +40,7 @@ for io in direct buffered; do
 	check_dump --text "$T/$io.txt" --ticks "$N" --no-lost --total "$count" \
 		--count RequestStart="$N" --count Alloc="$N"
 done
-python3 - "$HERE" "$out/direct.evtrace" "$out/buffered.evtrace" <<'EOF'
+python3 - "$HERE" "$out/direct.evtrace" "$out/buffered.evtrace" "$out/auto.evtrace" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 from trace_edit import HDR, KINDS, chunks
@@ -51,36 +52,40 @@ def load(path):
     ch = [(k, o, n, data[o + HDR.size:o + HDR.size + n].count(0) == n)
           for o, k, n, _seq in chunks(data)]
     return ch, len(data), ch[-1][1] + HDR.size + ((ch[-1][2] + 7) & ~7)
-d, dsize, dend = load(sys.argv[2])
 b, bsize, bend = load(sys.argv[3])
-for name, ch, size, end in (("direct", d, dsize, dend), ("buffered", b, bsize, bend)):
+files = {name: load(path) for name, path in (("direct", sys.argv[2]), ("auto", sys.argv[4]))}
+for name, (ch, size, end) in [*files.items(), ("buffered", (b, bsize, bend))]:
     if size != end:
         fail(f"{name}: the chunks end at {end}, the file at {size}")
     if ch[-1][0] != KINDS["END"]:
         fail(f"{name}: the last chunk is kind {ch[-1][0]}, not END")
-pads = [c for c in d if c[0] == KINDS["PAD"]]
-events = [c for c in d if c[0] == KINDS["EVENTS"]]
-# Whole packets (16 to 64 KiB) whose first byte is on a block boundary: written in place.
-in_place = [c for c in events if (c[1] + 24 + 16) % 512 == 0 and (c[2] - 16) % 16384 == 0]
-if not pads or d[0][0] != KINDS["PAD"]:
-    fail("the direct file has no PAD chunk after its header")
-if not all(c[3] for c in pads):
-    fail("a PAD chunk holds something other than zeros")
-if int(dsize) % 512:
-    fail(f"the direct file is {dsize} bytes, not a whole number of 512-byte blocks")
-if not in_place:
-    fail("no packet of the direct file starts on a block boundary")
+# --io auto is direct I/O here too (through io_uring where the kernel allows it, else as
+# --io direct): the same layout.
+for name, (d, dsize, _dend) in files.items():
+    pads = [c for c in d if c[0] == KINDS["PAD"]]
+    events = [c for c in d if c[0] == KINDS["EVENTS"]]
+    # Whole packets (16 to 64 KiB) whose first byte is on a block boundary: written in place.
+    in_place = [c for c in events
+                if (c[1] + 24 + 16) % 512 == 0 and (c[2] - 16) % 16384 == 0]
+    if not pads or d[0][0] != KINDS["PAD"]:
+        fail(f"the {name} file has no PAD chunk after its header (not direct I/O)")
+    if not all(c[3] for c in pads):
+        fail(f"a PAD chunk of the {name} file holds something other than zeros")
+    if int(dsize) % 512:
+        fail(f"the {name} file is {dsize} bytes, not a whole number of 512-byte blocks")
+    if not in_place:
+        fail(f"no packet of the {name} file starts on a block boundary")
+    print(f"{name}: {len(events)} EVENTS chunks, {len(in_place)} whole packets on block "
+          f"boundaries, {len(pads)} PAD chunks ({sum(24 + c[2] for c in pads)} bytes of "
+          f"{dsize})")
 if any(c[0] == KINDS["PAD"] for c in b):
     fail("the buffered file has PAD chunks")
-print(f"direct: {len(events)} EVENTS chunks, {len(in_place)} whole packets on block "
-      f"boundaries, {len(pads)} PAD chunks ({sum(24 + c[2] for c in pads)} bytes of "
-      f"{dsize}); buffered: {len(b)} chunks, {bsize} bytes")
+print(f"buffered: {len(b)} chunks, {bsize} bytes")
 EOF
 
 # Rings too small to hold a disk's stall (8 MiB a ring at most: 16 ms of a 500 MB/s stream)
 # start through the page cache: a small recording that ends before a calm second has no
 # PAD chunk but the one that ends the file header's block.
-# (--io uring: what --io auto is off ext4.)
 "$EVRING" record --providers Demo --buffer-size 128K --io uring -o "$out/small.evtrace" \
 	-- "$WORKLOAD" --events 2000 --threads 1 >"$T/small.out" 2>"$T/small.err" ||
 	fail "record (small): $(cat "$T/small.err")"

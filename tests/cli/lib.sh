@@ -117,8 +117,7 @@ record_lost() {
 }
 
 # find_dio_dir: sets dio_dir to a directory where record --io direct writes with direct I/O
-# (the test's directory, the build tree, /var/tmp), or to nothing. (Not the default: --io
-# auto writes through the page cache on ext4.)
+# (the test's directory, the build tree, /var/tmp), or to nothing.
 find_dio_dir() {
 	local d n=0 first
 	dio_dir=
