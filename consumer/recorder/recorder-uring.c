@@ -52,6 +52,7 @@
 
 #include <evring/mono-time.h>
 
+#include "recorder-alloc.h"
 #include "recorder-uring.h"
 
 #ifdef EVR_HAVE_LIBURING
@@ -73,10 +74,9 @@
 #define POOL_STAGE	(2u << 20)	/* the trace writer's first stage (STAGE_MIN) */
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
-/* Space allocated ahead of the writes, so much at a time, asked for when the
- * writes come within half of it of its end: a request every quarter second of
- * a 500 MB/s stream, and 64 MiB (16 batches) to write while it runs. */
-#define ALLOC_STEP	(128ull << 20)
+/* Space allocated ahead of the writes (recorder-alloc.h): 64 MiB (16
+ * batches) to write while the next step's request runs. */
+#define ALLOC_STEP	EVR_ALLOC_STEP
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
 /* The fixed buffer is registered so long after the engine's start, once the
  * agent has backed the session's pages (register_fixed()). */
@@ -122,11 +122,11 @@ struct evr_uring {
 	bool cut;
 	uint64_t durable, durable_events;
 	uint64_t busy_ns, busy_since, bytes, waited_ns;
-	/* Preallocation: the file's size is alloc_end, allocated up to there;
+	/* Preallocation: the file's size is al.end, allocated up to there;
 	 * a request for alloc_next is in flight while alloc_pending. */
-	bool alloc_on, alloc_pending, alloc_used;
-	uint64_t alloc_end, alloc_next;
-	int alloc_err;			/* why it stopped: the fallocate's -errno */
+	struct evr_alloc al;
+	bool alloc_pending;
+	uint64_t alloc_next;
 };
 
 static void register_fixed(struct evr_uring *u);
@@ -229,11 +229,11 @@ static int take_cqe(struct evr_uring *u, bool wait)
 		 * from there on, as without preallocation. */
 		u->alloc_pending = false;
 		if (cqe->res == 0)
-			u->alloc_end = u->alloc_next;
-		else if (!u->alloc_err)
-			u->alloc_err = cqe->res;
+			u->al.end = u->alloc_next;
+		else if (!u->al.err)
+			u->al.err = cqe->res;
 		if (cqe->res != 0)
-			u->alloc_on = false;
+			u->al.on = false;
 		io_uring_cqe_seen(&u->ring, cqe);
 		return 1;
 	}
@@ -273,7 +273,7 @@ static void drop_all(struct evr_uring *u)
  * file's size behind a cut. */
 static void alloc_stop(struct evr_uring *u)
 {
-	u->alloc_on = false;
+	u->al.on = false;
 	while (u->alloc_pending)
 		if (take_cqe(u, true) < 0)
 			break;
@@ -363,14 +363,14 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	 * written when the writer's stage filled up is not done yet. */
 	for (uint32_t i = 0; i < u->nr_rings; i++)
 		pos[i] = evr_client_span_pos(u->c, i);
-	if (u->alloc_on && !u->alloc_pending && off + len + ALLOC_STEP / 2 > u->alloc_end) {
+	if (u->al.on && !u->alloc_pending && off + len + ALLOC_STEP / 2 > u->al.end) {
 		/* Ahead of the writes, before this one: it takes the inode's lock
 		 * and waits for the writes in flight, in io_uring's worker. */
 		sqe = io_uring_get_sqe(&u->ring);
 		if (!sqe)
 			return -EBUSY;
-		u->alloc_next = u->alloc_end + ALLOC_STEP;
-		io_uring_prep_fallocate(sqe, 0, 0, (off_t)u->alloc_end, (off_t)ALLOC_STEP);
+		u->alloc_next = u->al.end + ALLOC_STEP;
+		io_uring_prep_fallocate(sqe, 0, 0, (off_t)u->al.end, (off_t)ALLOC_STEP);
 		sqe->flags |= IOSQE_FIXED_FILE;
 		io_uring_sqe_set_data64(sqe, ALLOC_TAG);
 		u->alloc_pending = true;
@@ -523,35 +523,6 @@ static void register_fixed(struct evr_uring *u)
 		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
 }
 
-/*
- * The first step of the preallocation, here, before the first write (so
- * nothing waits for it) and before the sandbox: whether the file system
- * takes it at all. EVR_RECORDER_NO_PREALLOC=1 (the tests, the benchmarks)
- * leaves it out.
- */
-static void alloc_start(struct evr_uring *u)
-{
-	const char *no = getenv("EVR_RECORDER_NO_PREALLOC");
-	off_t pos;
-
-	if (no && strcmp(no, "1") == 0) {
-		u->alloc_err = -EPERM;
-		return;
-	}
-	pos = lseek(u->fd, 0, SEEK_CUR);
-	if (pos < 0) {
-		u->alloc_err = -errno;
-		return;
-	}
-	if (fallocate(u->fd, 0, pos, (off_t)ALLOC_STEP) < 0) {
-		u->alloc_err = -errno;
-		return;
-	}
-	u->alloc_on = true;
-	u->alloc_used = true;
-	u->alloc_end = (uint64_t)pos + ALLOC_STEP;
-}
-
 int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
 {
@@ -617,7 +588,9 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		err = evr_trace_writer_set_submit(w, submit, u);
 	if (err < 0)
 		goto fail;
-	alloc_start(u);
+	/* The first step, before the first write (so nothing waits for it) and
+	 * before the sandbox: whether the file system takes it at all. */
+	(void)evr_alloc_start(&u->al, fd);
 	*ret = u;
 	return 0;
 fail:
@@ -662,8 +635,8 @@ void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 		.in_flight = u->count,
 		.fixed = u->fx_lo != NULL,
 		.fixed_writes = u->fixed_writes,
-		.prealloc = u->alloc_used,
-		.prealloc_err = u->alloc_err,
+		.prealloc = u->al.used,
+		.prealloc_err = u->al.err,
 	};
 }
 
@@ -672,14 +645,9 @@ int evr_uring_trim(struct evr_uring *u, uint64_t size)
 	if (!u)
 		return 0;
 	alloc_stop(u);
-	/* The file's size is alloc_end, or what buffered writes made of it past
-	 * there (then larger than @size is not). No fstat(): the recording's
-	 * seccomp filter allows ftruncate() for this, not that. */
-	if (!u->alloc_used || u->alloc_end <= size)
-		return 0;
-	if (ftruncate(u->fd, (off_t)size) < 0)
-		return -errno;
-	return 0;
+	/* The file's size is al.end, or what buffered writes made of it past
+	 * there (then larger than @size is not). */
+	return evr_alloc_trim(&u->al, size);
 }
 
 void evr_uring_free(struct evr_uring *u)

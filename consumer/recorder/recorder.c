@@ -35,6 +35,7 @@
 #include <evring/recorder.h>
 #include <evring/shm.h>
 
+#include "recorder-alloc.h"
 #include "recorder-io.h"
 #include "recorder-uring.h"
 
@@ -119,6 +120,9 @@ struct evr_recorder {
 	struct evr_uring *u;
 	int uring_err;
 	bool trimmed;			/* the space allocated ahead is gone (trim()) */
+	/* Direct writes one at a time (no engine): the space allocated ahead
+	 * of them from here (recorder-alloc.c). */
+	struct evr_alloc al;
 	uint64_t u_bytes, u_ns;
 
 	enum evr_recorder_stop stop;
@@ -302,6 +306,8 @@ static int flush_release(struct evr_recorder *r, bool wait)
 		return uring_flush(r, wait);
 	bytes = evr_trace_writer_pending(r->w);
 	t0 = evr_mono_ns();
+	evr_alloc_ahead(&r->al, evr_trace_writer_written(r->w),
+			evr_trace_writer_written(r->w) + bytes);
 	ret = evr_trace_writer_flush(r->w);
 	if (ret < 0)
 		return write_error(r, ret);
@@ -899,6 +905,9 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 	}
 	if (r->direct_ok && (r->flags & EVR_RECORDER_URING))
 		start_uring(r, fd);
+	/* One write at a time allocates ahead too (the engine does for its own). */
+	if (r->direct_ok && !r->u)
+		(void)evr_alloc_start(&r->al, fd);
 	r->crc_auto = !(r->flags & (EVR_RECORDER_CHECKSUM_ALWAYS | EVR_RECORDER_CHECKSUM_NEVER));
 	if (r->flags & EVR_RECORDER_CHECKSUM_NEVER)
 		evr_trace_writer_set_checksum(r->w, false);
@@ -1263,8 +1272,8 @@ static int finish_session(struct evr_recorder *r)
 }
 
 /*
- * The file's space allocated ahead of the direct writes (recorder-uring.c)
- * goes: the file ends with its last whole chunk, as an appended one would.
+ * The file's space allocated ahead of the direct writes (recorder-alloc.c,
+ * recorder-uring.c) goes: the file ends with its last whole chunk, as an appended one would.
  * Every way out of a recording passes here (evr_recorder_stop(), or
  * evr_recorder_free() without it); a recorder killed before leaves a tail of
  * zeros, which the readers take for that (docs/trace-format.md).
@@ -1273,10 +1282,11 @@ static void trim(struct evr_recorder *r)
 {
 	int ret;
 
-	if (!r->u || r->trimmed)
+	if ((!r->u && !r->al.used) || r->trimmed)
 		return;
 	r->trimmed = true;
-	ret = evr_uring_trim(r->u, evr_trace_writer_written(r->w));
+	ret = r->u ? evr_uring_trim(r->u, evr_trace_writer_written(r->w)) :
+		     evr_alloc_trim(&r->al, evr_trace_writer_written(r->w));
 	if (ret < 0)
 		warn(r, "could not cut the trace back to the %llu bytes written (%s): a tail of "
 		     "zeros follows them", (unsigned long long)evr_trace_writer_written(r->w),
@@ -1389,7 +1399,7 @@ void evr_recorder_free(struct evr_recorder *r)
 {
 	if (!r)
 		return;
-	if (r->u && !r->trimmed) {
+	if ((r->u || r->al.used) && !r->trimmed) {
 		(void)evr_trace_writer_flush(r->w);
 		(void)evr_uring_reap(r->u, true);
 		trim(r);

@@ -257,7 +257,8 @@ int evr_sandbox_enter(const struct evr_sandbox_opts *o, char *errbuf, size_t err
 	if (r == 0 && (o->allow & EVR_SANDBOX_URING))
 		r = evr_sandbox_allow_calls(ctx, (const int[]){ SCMP_SYS(io_uring_enter),
 								SCMP_SYS(io_uring_register),
-								SCMP_SYS(ftruncate) }, 3);
+								SCMP_SYS(ftruncate),
+								SCMP_SYS(fallocate) }, 4);
 	if (r == 0 && (o->allow & EVR_SANDBOX_URING))
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(lseek), 2, SCMP_CMP_EQ, SEEK_SET, 0);
 	return evr_sandbox_load(ctx, r, errbuf, errlen);

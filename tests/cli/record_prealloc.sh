@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# evring record --io uring allocates the trace's space ahead of its direct writes
-# (fallocate(), 128 MiB at a time) so that they are overwrites inside the file's size, which
-# ext4 and XFS take several at a time, and cuts the file back to what it wrote when it stops
+# evring record --io uring (and --io direct, one write at a time: the first two checks)
+# allocates the trace's space ahead of its direct writes (fallocate(), 128 MiB at a time) so
+# that they are overwrites inside the file's size, which ext4 and XFS take several at a
+# time, and cuts the file back to what it wrote when it stops
 # (docs/recorder.md, "I/O engine"):
 #  - while it records, the file's size and its allocated blocks are 128 MiB or more, far more
 #    than written; after a clean stop the file ends with its END chunk: its size is the
@@ -14,8 +15,8 @@
 #    zeroed out in the middle);
 #  - EVR_RECORDER_NO_PREALLOC=1 (as a file system that refuses fallocate()) records as
 #    before: no space ahead, every event in the file.
-# Skipped (77) where no directory takes direct I/O and fallocate(), or where the kernel
-# refuses io_uring.
+# Skipped (77) where no directory takes direct I/O and fallocate(), or (the io_uring part)
+# where the kernel refuses io_uring.
 source "$(dirname "$0")/lib.sh"
 need_python
 unset EVR_RECORDER_NO_URING EVR_RECORDER_NO_PREALLOC
@@ -55,6 +56,71 @@ while off + HDR.size <= len(data):
 print(off, kind)
 EOF
 }
+
+# --io direct (one write at a time, no io_uring) allocates ahead too, from the recorder's own
+# thread, inside its sandbox after the first step: a clean recording has the space while it
+# records and none after; one that writes more than half a step takes the next step (the
+# file's size jumps to two steps, where appending writes would grow it a batch at a time),
+# and is cut back when it ends.
+N=200000
+start_workload dwl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
+start_record drec -p "$WL_PID" --providers Demo --buffer-size 64M --io direct \
+	-o "$out/direct.evtrace"
+read -r size alloc < <(size_blocks "$out/direct.evtrace")
+echo "--io direct, while recording: size $size, allocated $alloc"
+((size >= ahead && alloc >= ahead)) ||
+	fail "--io direct: $size bytes ($alloc allocated) while recording: no space allocated ahead"
+expect "$WL_FD" "^done $N " "the workload's 'done' line"
+echo "$LINE" >"$T/direct.out"
+finish_record "$REC_FD" "$T/direct.err"
+wait "$REC_PID" || fail "record --io direct exited with $?: $(cat "$T/direct.err")"
+cat "$T/direct.err"
+grep -q "could not cut the trace back" "$T/direct.err" && fail "--io direct: not cut back"
+check_accounting direct "$N" "$T/direct.out" "$T/direct.err" "$out/direct.evtrace"
+read -r size alloc < <(size_blocks "$out/direct.evtrace")
+read -r end kind < <(chunks_end "$out/direct.evtrace")
+echo "--io direct, after the stop: size $size, allocated $alloc, chunks end at $end with $kind"
+[[ $kind == END ]] || fail "--io direct: the file ends with $kind, not END"
+((size == end)) || fail "--io direct: $size bytes, chunks end at $end: a tail was left"
+((alloc < size + (1 << 20))) || fail "--io direct: $alloc bytes allocated for a file of $size"
+
+# The next step, taken inside the sandbox: a stream until the file is past one step (40 MB/s
+# into rings that hold 1.5 s of it, so that direct I/O does not fall back to the page cache,
+# which takes no step).
+start_workload dwl2 --threads 1 --wait-sessions 1 --rate 1000000
+start_record drec2 -p "$WL_PID" --providers Demo --buffer-size 256M --io direct \
+	-o "$out/direct2.evtrace"
+read -r first _alloc < <(size_blocks "$out/direct2.evtrace")
+# The first size past one step: exactly one step more if allocated ahead, a batch or a few
+# more if appended.
+size=$(python3 - "$out/direct2.evtrace" "$ahead" "$REC_PID" <<'EOF'
+import os, sys, time
+path, ahead, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
+    size = os.stat(path).st_size
+    if size > ahead:
+        print(size)
+        sys.exit(0)
+    time.sleep(0.005)
+print(0)
+EOF
+)
+kill "$WL_PID"
+wait "$WL_PID" 2>/dev/null || true
+finish_record "$REC_FD" "$T/direct2.err"
+wait "$REC_PID" || fail "record --io direct (long) exited with $?: $(cat "$T/direct2.err")"
+cat "$T/direct2.err"
+echo "--io direct past one step: the size went from $first to $size"
+((size == first + ahead)) ||
+	fail "--io direct: the file grew from $first to $size past the first step, not by one step"
+grep -q "could not cut the trace back" "$T/direct2.err" && fail "--io direct (long): not cut back"
+read -r size alloc < <(size_blocks "$out/direct2.evtrace")
+read -r end kind < <(chunks_end "$out/direct2.evtrace")
+echo "--io direct (long), after the stop: size $size, chunks end at $end with $kind"
+((size == end && size > ahead / 2)) || fail "--io direct (long): $size bytes, chunks end at $end"
+[[ $kind == END ]] || fail "--io direct (long): the file ends with $kind, not END"
+rm -f "$out/direct2.evtrace"
 
 # Where io_uring is refused, nothing is allocated ahead (the writes are one at a time).
 "$EVRING" record --providers Demo --io uring -o "$out/small.evtrace" -- "$WORKLOAD" \

@@ -98,7 +98,8 @@ enum evr_sandbox_allow {
 	 * fixed buffer): io_uring_enter, io_uring_register (that buffer, once
 	 * recording); lseek (SEEK_SET) to go on with buffered writes where the
 	 * ring's writes ended, ftruncate to cut a failed file back to its last
-	 * whole batch and the space allocated ahead to what was written. */
+	 * whole batch and the space allocated ahead to what was written,
+	 * fallocate for that space where the writes go one at a time (no ring). */
 	EVR_SANDBOX_URING = 1u << 10,
 };
 
