@@ -24,7 +24,11 @@
  * That is on bytes in the cache; the recorder's are not (the producer wrote
  * them on another CPU), and there the three chains waited on memory: 0.24-0.32
  * ns per byte over 256 MiB, 0.20-0.25 with each group's lines prefetched while
- * the group before it is summed.
+ * the group before it is summed. evr-bench-crc-lag (bench/) later measured
+ * 0.07-0.08 ns per byte on packets another CPU had just written, whatever
+ * their age (0 to 119 MiB written since): what makes the recorder's CRC
+ * expensive is its first lap through the session's pages, most likely their
+ * page faults (docs/recorder.md, "Checksums").
  */
 #include <errno.h>
 #include <pthread.h>
