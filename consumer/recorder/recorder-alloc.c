@@ -10,7 +10,7 @@
  * engine (recorder-uring.c) needs that for its writes to overlap and asks
  * for the later steps through io_uring; one write at a time (--io direct,
  * or io_uring refused) asks here, from the recorder's thread, a system call
- * per EVR_ALLOC_STEP bytes (every 0.25 s of a 500 MB/s stream). Both cut the
+ * per step (EVR_ALLOC_STEP: every 0.25 s of a 500 MB/s stream). Both cut the
  * file back to what was written at the end; a recorder killed before leaves
  * a tail of zeros, which the readers take for that (docs/trace-format.md).
  */
@@ -25,9 +25,17 @@
 bool evr_alloc_start(struct evr_alloc *a, int fd)
 {
 	const char *no = getenv("EVR_RECORDER_NO_PREALLOC");
+	const char *mib = getenv("EVR_RECORDER_PREALLOC_MIB");
 	off_t pos;
 
-	*a = (struct evr_alloc){ .fd = fd };
+	*a = (struct evr_alloc){ .fd = fd, .step = EVR_ALLOC_STEP };
+	if (mib) {
+		char *end;
+		unsigned long n = strtoul(mib, &end, 10);
+
+		if (end != mib && !*end && n >= 1 && n <= 1024)
+			a->step = (uint64_t)n << 20;
+	}
 	if (no && strcmp(no, "1") == 0) {
 		a->err = -EPERM;
 		return false;
@@ -37,13 +45,13 @@ bool evr_alloc_start(struct evr_alloc *a, int fd)
 		a->err = -errno;
 		return false;
 	}
-	if (fallocate(fd, 0, pos, (off_t)EVR_ALLOC_STEP) < 0) {
+	if (fallocate(fd, 0, pos, (off_t)a->step) < 0) {
 		a->err = -errno;
 		return false;
 	}
 	a->on = true;
 	a->used = true;
-	a->end = (uint64_t)pos + EVR_ALLOC_STEP;
+	a->end = (uint64_t)pos + a->step;
 	return true;
 }
 
@@ -51,25 +59,31 @@ void evr_alloc_ahead(struct evr_alloc *a, uint64_t from, uint64_t upto)
 {
 	uint64_t base;
 
-	if (!a->on || upto + EVR_ALLOC_STEP / 2 <= a->end)
+	if (!a->on || upto + a->step / 2 <= a->end)
 		return;
 	/* Buffered writes after a fall back may have taken the file past the
 	 * space: on from its end then. */
 	base = a->end > from ? a->end : from;
-	if (fallocate(a->fd, 0, (off_t)base, (off_t)EVR_ALLOC_STEP) < 0) {
+	if (fallocate(a->fd, 0, (off_t)base, (off_t)a->step) < 0) {
 		a->err = -errno;
 		a->on = false;
 		return;
 	}
-	a->end = base + EVR_ALLOC_STEP;
+	a->end = base + a->step;
 }
 
 int evr_alloc_trim(struct evr_alloc *a, uint64_t size)
 {
 	a->on = false;
-	/* No fstat(): the recording's seccomp filter allows ftruncate() for
-	 * this, not that. */
-	if (!a->used || a->end <= size)
+	/*
+	 * Whatever a->end says: a step refused for want of room (ENOSPC) may
+	 * have allocated part of its range and moved the size that far (ext4
+	 * does, as it goes), and the writes then stop short of that on a full
+	 * disk. @size is every byte written (through the page cache too), so
+	 * the cut never takes one. No fstat(): the recording's seccomp filter
+	 * allows ftruncate() for this, not that.
+	 */
+	if (!a->used)
 		return 0;
 	if (ftruncate(a->fd, (off_t)size) < 0)
 		return -errno;

@@ -16,6 +16,7 @@
 
 struct evr_alloc {
 	int fd;
+	uint64_t step;			/* EVR_ALLOC_STEP, or the environment's (below) */
 	bool on;			/* still allocating ahead */
 	bool used;			/* something was: the file is cut back at the end */
 	uint64_t end;			/* the file's size, allocated up to there */
@@ -26,6 +27,8 @@ struct evr_alloc {
  * evr_alloc_start() - allocate the first EVR_ALLOC_STEP bytes from @fd's
  * position (fallocate() mode 0, which moves the size too), unless the
  * environment has EVR_RECORDER_NO_PREALLOC=1 (tests, benchmarks).
+ * EVR_RECORDER_PREALLOC_MIB=N (1 to 1024) makes the step N MiB, so that a
+ * test fills a small disk after the first step.
  * Return: true if it did; else @a->err says why (EOPNOTSUPP, ENOSPC, EPERM).
  * Context: before the recording's sandbox, before the first write.
  */
@@ -41,8 +44,9 @@ void evr_alloc_ahead(struct evr_alloc *a, uint64_t from, uint64_t upto);
 
 /**
  * evr_alloc_trim() - the end of the writes: cut the file back to the @size
- * bytes written, where space was allocated past them. Nothing when none was
- * (a file that grew past the space through the page cache is its own size).
+ * bytes written (all of them, the page cache's too) wherever space was
+ * allocated ahead, also when a step was refused part of the way. Nothing
+ * when none was.
  * Return: 0 or -errno of ftruncate().
  */
 int evr_alloc_trim(struct evr_alloc *a, uint64_t size);

@@ -30,7 +30,7 @@
  * go out one at a time. A write that lies inside the file's size over
  * allocated blocks (unwritten ones too) is an overwrite, which ext4 (Linux
  * 6.3 or later) and XFS take under the shared lock, several at once. So the
- * file's space is allocated ahead of the writes, ALLOC_STEP at a time
+ * file's space is allocated ahead of the writes, a step at a time
  * (fallocate() mode 0, which moves the size too: IORING_OP_FALLOCATE, in
  * io_uring's worker, so the drain does not wait for it), and cut back to what
  * was written at the end (evr_uring_trim()). A file system that refuses it
@@ -74,9 +74,6 @@
 #define POOL_STAGE	(2u << 20)	/* the trace writer's first stage (STAGE_MIN) */
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
-/* Space allocated ahead of the writes (recorder-alloc.h): 64 MiB (16
- * batches) to write while the next step's request runs. */
-#define ALLOC_STEP	EVR_ALLOC_STEP
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
 /* The fixed buffer is registered so long after the engine's start, once the
  * agent has backed the session's pages (register_fixed()). */
@@ -363,14 +360,16 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	 * written when the writer's stage filled up is not done yet. */
 	for (uint32_t i = 0; i < u->nr_rings; i++)
 		pos[i] = evr_client_span_pos(u->c, i);
-	if (u->al.on && !u->alloc_pending && off + len + ALLOC_STEP / 2 > u->al.end) {
+	/* Half a step ahead (64 MiB, 16 batches) to write while the next
+	 * step's request runs (recorder-alloc.h). */
+	if (u->al.on && !u->alloc_pending && off + len + u->al.step / 2 > u->al.end) {
 		/* Ahead of the writes, before this one: it takes the inode's lock
 		 * and waits for the writes in flight, in io_uring's worker. */
 		sqe = io_uring_get_sqe(&u->ring);
 		if (!sqe)
 			return -EBUSY;
-		u->alloc_next = u->al.end + ALLOC_STEP;
-		io_uring_prep_fallocate(sqe, 0, 0, (off_t)u->al.end, (off_t)ALLOC_STEP);
+		u->alloc_next = u->al.end + u->al.step;
+		io_uring_prep_fallocate(sqe, 0, 0, (off_t)u->al.end, (off_t)u->al.step);
 		sqe->flags |= IOSQE_FIXED_FILE;
 		io_uring_sqe_set_data64(sqe, ALLOC_TAG);
 		u->alloc_pending = true;

@@ -139,10 +139,11 @@ find_dio_dir() {
 	done
 }
 
-# full_disk_record LABEL RECORD-ARGS...: a full ext4 disk (16 MiB, a loop device in a private
-# mount namespace; root only, else says so and returns): record -p with RECORD-ARGS into it
-# stops saying so in one line, the file dumps, and exactly the events it says were written
-# are in the file. Leaves record's stderr in $T/LABEL.err.
+# full_disk_record LABEL RECORD-ARGS...: a full ext4 disk (16 MiB, or FULL_DISK_SIZE; a loop
+# device in a private mount namespace; root only, else says so and returns): record -p with
+# RECORD-ARGS into it stops saying so in one line, the file dumps, and exactly the events it
+# says were written are in the file. Leaves record's stderr in $T/LABEL.err, dump's in
+# $T/LABEL.dump.err.
 full_disk_record() {
 	local label=$1 how written
 	shift
@@ -151,7 +152,7 @@ full_disk_record() {
 		echo "(not root, or no mkfs.ext4, mount namespace or loop device: a full ext4 disk not tested)"
 		return 0
 	fi
-	truncate -s 16M "$T/$label.img"
+	truncate -s "${FULL_DISK_SIZE:-16M}" "$T/$label.img"
 	mkfs.ext4 -q -F "$T/$label.img" || fail "mkfs.ext4 failed"
 	mkdir "$T/$label.mnt"
 	# Paced, so that the disk keeps up and the disk fills under direct I/O (if it falls behind

@@ -91,15 +91,15 @@ start_workload dwl2 --threads 1 --wait-sessions 1 --rate 1000000
 start_record drec2 -p "$WL_PID" --providers Demo --buffer-size 256M --io direct \
 	-o "$out/direct2.evtrace"
 read -r first _alloc < <(size_blocks "$out/direct2.evtrace")
-# The first size past one step: exactly one step more if allocated ahead, a batch or a few
-# more if appended.
-size=$(python3 - "$out/direct2.evtrace" "$ahead" "$REC_PID" <<'EOF'
+# The first size past one step: whole steps more if allocated ahead, a batch or a few more
+# if appended.
+size=$(python3 - "$out/direct2.evtrace" "$first" "$REC_PID" <<'EOF'
 import os, sys, time
-path, ahead, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, first, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
     size = os.stat(path).st_size
-    if size > ahead:
+    if size > first:
         print(size)
         sys.exit(0)
     time.sleep(0.005)
@@ -112,8 +112,13 @@ finish_record "$REC_FD" "$T/direct2.err"
 wait "$REC_PID" || fail "record --io direct (long) exited with $?: $(cat "$T/direct2.err")"
 cat "$T/direct2.err"
 echo "--io direct past one step: the size went from $first to $size"
-((size == first + ahead)) ||
-	fail "--io direct: the file grew from $first to $size past the first step, not by one step"
+# Whole steps (a poller held up may see two); a fall to the page cache appends, which cannot
+# be told from a refused step.
+if ((size <= first || (size - first) % ahead != 0)); then
+	grep -q "direct I/O fell behind" "$T/direct2.err" ||
+		fail "--io direct: the file grew from $first to $size past the first step, not by steps"
+	echo "(direct I/O fell behind: the steps not checked)"
+fi
 grep -q "could not cut the trace back" "$T/direct2.err" && fail "--io direct (long): not cut back"
 read -r size alloc < <(size_blocks "$out/direct2.evtrace")
 read -r end kind < <(chunks_end "$out/direct2.evtrace")
@@ -121,6 +126,19 @@ echo "--io direct (long), after the stop: size $size, chunks end at $end with $k
 ((size == end && size > ahead / 2)) || fail "--io direct (long): $size bytes, chunks end at $end"
 [[ $kind == END ]] || fail "--io direct (long): the file ends with $kind, not END"
 rm -f "$out/direct2.evtrace"
+
+# A disk that fills after the first step was allocated (steps of 8 MiB on a 16 MiB disk: the
+# first is given, the next only part of the way, the writes then go on until the disk is
+# full): one clear line, the events it says were written are in the file, and no tail of
+# zeros is left after them (the refused step moved the file's size part of the way).
+for io in direct uring; do
+	EVR_RECORDER_PREALLOC_MIB=8 full_disk_record "full_$io" --io "$io" --buffer-size 64M
+	[[ -e $T/full_$io.dump.err ]] || break
+	cat "$T/full_$io.dump.err"
+	if grep -q "zeros to the end" "$T/full_$io.dump.err"; then
+		fail "--io $io, disk full after the space ahead: a tail of zeros was left"
+	fi
+done
 
 # Where io_uring is refused, nothing is allocated ahead (the writes are one at a time).
 "$EVRING" record --providers Demo --io uring -o "$out/small.evtrace" -- "$WORKLOAD" \
