@@ -16,7 +16,7 @@ set(EVR_CLI_TESTS ps record_pid record_launch record_two record_loss producer_ki
     record_killed truncated damaged stream errors other_user sandbox memory record_connect
     sandbox_all old_format direct_io record_habits readme_example record_all record_several
     exit_status record_uring record_uring_fallback record_several_stacks record_all_idle
-    record_several_stopped
+    record_several_stopped record_several_stopped_late
     record_checksum record_uring_nofixed record_prealloc)
 foreach(t IN LISTS EVR_CLI_TESTS)
   add_test(NAME cli_${t}

@@ -701,17 +701,23 @@ static void summary(struct multi *m, uint64_t t0, uint64_t t1)
 }
 
 /*
- * End every recording still running: first ask every process to stop its
- * session (evr_recorder_stop_request(): no wait), so that they stop side by
- * side, then finish them one by one under one deadline for all. A stopped
- * process then costs one wait in all, and none when it already left a thread
- * list unanswered: its rings are read from its memory as they are.
+ * End every recording still running: first ask every process for its threads
+ * (evr_recorder_stop_begin(): no wait), then take each answer and ask the
+ * process to stop its session (evr_recorder_stop_request(): no wait for that),
+ * so that they stop side by side, then finish them one by one under one
+ * deadline for all. Processes stopped since their last look cost one 100 ms
+ * wait for their thread lists in all and one grace for their stops; none at
+ * all when they already left a thread list unanswered: their rings are read
+ * from their memory as they are.
  */
 static void stop_all(struct multi *m)
 {
 	uint64_t deadline = evr_mono_ns() + STOP_WAIT_MS * 1000000ull;
 	uint32_t unanswered = 0;
 
+	for (uint32_t i = 0; i < m->n; i++)
+		if (!m->procs[i]->finished)
+			evr_recorder_stop_begin(m->procs[i]->rec);
 	for (uint32_t i = 0; i < m->n; i++)
 		if (!m->procs[i]->finished)
 			evr_recorder_stop_request(m->procs[i]->rec, deadline);

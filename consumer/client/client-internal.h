@@ -40,6 +40,8 @@ struct evr_client {
 	uint32_t stale_replies;
 	bool stop_closed;		/* ... after the agent had closed the connection */
 	bool stop_sent;			/* evr_client_stop_send() went out, its answer not read */
+	bool threads_sent;		/* evr_client_list_threads_send() went out, ditto */
+	bool threads_closed;		/* ... after the agent had closed the connection */
 	struct evr_frame_rx rx;
 	struct evr_process_info info;
 	struct evr_schema_set *schemas;

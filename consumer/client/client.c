@@ -560,23 +560,46 @@ int evr_client_list_threads(struct evr_client *c, struct evr_thread_info **ret, 
 					  errlen);
 }
 
-int evr_client_list_threads_ms(struct evr_client *c, int timeout_ms,
-			       struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
-			       size_t errlen)
+/* Send a thread-list request, waiting at most @timeout_ms for the socket to take it. */
+static int list_threads_send(struct evr_client *c, int timeout_ms, char *errbuf, size_t errlen)
 {
 	Evr__Request req = EVR__REQUEST__INIT;
 	Evr__ListThreads m = EVR__LIST_THREADS__INIT;
+	int err;
+
+	if (!c || c->threads_sent)
+		return -EINVAL;
+	req.body_case = EVR__REQUEST__BODY_LIST_THREADS;
+	req.list_threads = &m;
+	err = evr_client_send(c, &req, timeout_ms, errbuf, errlen);
+	if (err < 0)
+		return err;
+	c->threads_sent = true;
+	c->threads_closed = err == 1;
+	return 0;
+}
+
+int evr_client_list_threads_send(struct evr_client *c, char *errbuf, size_t errlen)
+{
+	/* A few bytes into a socket buffer that a stopped agent leaves as good as
+	 * empty, as evr_client_stop_send(): no wait allowed (0). */
+	return list_threads_send(c, 0, errbuf, errlen);
+}
+
+int evr_client_list_threads_recv(struct evr_client *c, int timeout_ms,
+				 struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
+				 size_t errlen)
+{
 	Evr__ListThreadsReply *lr;
 	struct evr_thread_info *v;
 	Evr__Reply *r;
 	int err;
 
-	if (!c || !ret || !ret_n)
+	if (!c || !ret || !ret_n || !c->threads_sent)
 		return -EINVAL;
-	req.body_case = EVR__REQUEST__BODY_LIST_THREADS;
-	req.list_threads = &m;
-	err = evr_client_transact(c, &req, EVR__REPLY__BODY_LIST_THREADS, timeout_ms, NULL, 0,
-				  &r, errbuf, errlen);
+	c->threads_sent = false;
+	err = evr_client_recv(c, EVR__REPLY__BODY_LIST_THREADS, c->threads_closed ? -1 :
+			      timeout_ms < 0 ? 0 : timeout_ms, NULL, 0, &r, errbuf, errlen);
 	if (err < 0)
 		return err;
 	lr = r->list_threads;
@@ -594,6 +617,20 @@ int evr_client_list_threads_ms(struct evr_client *c, int timeout_ms,
 	*ret = v;
 	evr_pb_reply_free(r);
 	return 0;
+}
+
+int evr_client_list_threads_ms(struct evr_client *c, int timeout_ms,
+			       struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
+			       size_t errlen)
+{
+	int err;
+
+	if (!c || !ret || !ret_n)
+		return -EINVAL;
+	err = list_threads_send(c, timeout_ms, errbuf, errlen);
+	if (err < 0)
+		return err;
+	return evr_client_list_threads_recv(c, timeout_ms, ret, ret_n, errbuf, errlen);
 }
 
 void evr_counter_info_free(struct evr_counter_info *v, uint32_t n)

@@ -146,6 +146,8 @@ struct evr_recorder {
 	uint32_t tid_seen;
 	uint32_t tid_last;		/* the last tid looked up: most THREAD records repeat it */
 	uint32_t tid_scanned;		/* bytes scan_tids() walked since the last look */
+	bool threads_sent;		/* a thread list asked for, its answer not taken yet */
+	uint64_t threads_due;		/* ... wait for it until then */
 
 	struct sideband sb[SIDEBANDS_MAX];
 	uint32_t nsb;
@@ -654,11 +656,48 @@ static int tname_cmp(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* A look at the threads begins: what it asks about. */
+static void threads_begin(struct evr_recorder *r)
+{
+	r->t_threads = evr_mono_ns();
+	/* Asked about from here on: a thread that is gone by now (not in the
+	 * answer) does not make every later round ask again. */
+	if (r->tid_new)
+		r->tid_last = r->tid_seen;
+	r->tid_new = false;
+	r->tid_scanned = 0;
+}
+
 /*
- * Ask the process for its threads and write a THREADS chunk with those that are
- * new or renamed since the last one, so that tools can show names next to tids.
- * Threads that live less than THREADS_NS between two looks go unnamed. Only a
- * write error is an error: a process that cannot answer just stays unnamed.
+ * The first half of a look at the threads, for the end of a recording of many
+ * processes (evr_recorder_stop_begin()): ask, without waiting; record_threads()
+ * takes the answer, waiting for it until THREADS_TIMEOUT_MS from now.
+ */
+static void threads_ask(struct evr_recorder *r)
+{
+	char err[256];
+	int ret;
+
+	if (r->threads_off || r->err || r->threads_sent)
+		return;
+	threads_begin(r);
+	ret = evr_client_list_threads_send(r->c, err, sizeof(err));
+	if (ret < 0) {
+		/* Its socket is full (stuck): record_threads() asks the usual way. */
+		if (ret != -ETIMEDOUT)
+			r->threads_off = true;	/* it is gone: names are a nicety */
+		return;
+	}
+	r->threads_sent = true;
+	r->threads_due = r->t_threads + THREADS_TIMEOUT_MS * 1000000ull;
+}
+
+/*
+ * Ask the process for its threads (or take the answer to threads_ask()) and
+ * write a THREADS chunk with those that are new or renamed since the last one,
+ * so that tools can show names next to tids. Threads that live less than
+ * THREADS_NS between two looks go unnamed. Only a write error is an error: a
+ * process that cannot answer just stays unnamed.
  */
 static int record_threads(struct evr_recorder *r)
 {
@@ -668,16 +707,26 @@ static int record_threads(struct evr_recorder *r)
 	char err[256];
 	int ret = 0;
 
-	if (r->threads_off || r->err)
-		return 0;
-	r->t_threads = evr_mono_ns();
-	/* Asked about from here on: a thread that is gone by now (not in the
-	 * answer) does not make every later round ask again. */
-	if (r->tid_new)
-		r->tid_last = r->tid_seen;
-	r->tid_new = false;
-	r->tid_scanned = 0;
-	ret = evr_client_list_threads_ms(r->c, THREADS_TIMEOUT_MS, &cur, &n, err, sizeof(err));
+	if (r->threads_sent) {
+		/* Taken whatever comes next: a reply left unread would stand
+		 * before the stop's. */
+		uint64_t now = evr_mono_ns();
+
+		r->threads_sent = false;
+		ret = evr_client_list_threads_recv(r->c, r->threads_due > now ?
+						   (int)((r->threads_due - now + 999999) /
+							 1000000u) : 0, &cur, &n, err, sizeof(err));
+		if (r->err) {
+			free(cur);
+			return 0;
+		}
+	} else {
+		if (r->threads_off || r->err)
+			return 0;
+		threads_begin(r);
+		ret = evr_client_list_threads_ms(r->c, THREADS_TIMEOUT_MS, &cur, &n, err,
+						 sizeof(err));
+	}
 	if (ret == -ETIMEDOUT) {
 		/* Stopped, or too busy to answer now: ask again later, less often. */
 		if (!r->threads_backoff && !r->stop_asked)
@@ -1193,6 +1242,7 @@ static void ask_stop(struct evr_recorder *r, uint64_t deadline_ns)
 	if (evr_client_unanswered(r->c)) {
 		r->stop_deadline = 0;
 	} else {
+		/* The answer to evr_recorder_stop_begin()'s question, or a new one. */
 		(void)record_threads(r);
 		r->stop_deadline = deadline_ns;
 		/* Its last thread list just went unanswered: stopped, or only slow
@@ -1204,6 +1254,18 @@ static void ask_stop(struct evr_recorder *r, uint64_t deadline_ns)
 	ret = evr_client_stop_send(r->c, err, sizeof(err));
 	if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE)
 		warn(r, "could not stop the session cleanly: %s", err);
+}
+
+void evr_recorder_stop_begin(struct evr_recorder *r)
+{
+	if (!r || !r->w || r->stopped || r->stop_asked)
+		return;
+	if (r->stop != EVR_RECORDER_RUNNING && r->stop != EVR_RECORDER_STOP_REQUESTED &&
+	    r->stop != EVR_RECORDER_STOP_DEADLINE)
+		return;		/* it ended or died by itself: no last look */
+	/* One known not to answer is not asked again (ask_stop()). */
+	if (!evr_client_unanswered(r->c))
+		threads_ask(r);
 }
 
 void evr_recorder_stop_request(struct evr_recorder *r, uint64_t deadline_ns)

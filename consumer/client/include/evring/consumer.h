@@ -267,6 +267,29 @@ int evr_client_list_threads_ms(struct evr_client *c, int timeout_ms,
 			       struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
 			       size_t errlen);
 
+/**
+ * evr_client_list_threads_send() - the first half of
+ * evr_client_list_threads_ms(): send the request, without waiting for the
+ * answer, so that a caller ending many recordings asks every process at once
+ * and collects the answers with evr_client_list_threads_recv() under one
+ * deadline: processes that do not answer (stopped) then cost one wait in all.
+ * No other request may go out on @c before that.
+ * Return: 0, or -errno with one line in @errbuf (-EINVAL: one is out already).
+ * Context: the client's thread; no wait.
+ */
+int evr_client_list_threads_send(struct evr_client *c, char *errbuf, size_t errlen);
+
+/**
+ * evr_client_list_threads_recv() - the second half: the answer to
+ * evr_client_list_threads_send(), waiting at most @timeout_ms (0: only what
+ * is there already). As evr_client_list_threads_ms() otherwise: -ETIMEDOUT
+ * for a process that did not answer, whose late answer the next request drops.
+ * Context: the client's thread.
+ */
+int evr_client_list_threads_recv(struct evr_client *c, int timeout_ms,
+				 struct evr_thread_info **ret, uint32_t *ret_n, char *errbuf,
+				 size_t errlen);
+
 /* A counter the process has created (<evring/counters.h>). */
 struct evr_counter_info {
 	char *provider;

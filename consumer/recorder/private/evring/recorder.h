@@ -266,6 +266,18 @@ int evr_recorder_run(struct evr_recorder *r, const struct evr_recorder_run_opts 
 int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, size_t errlen);
 
 /**
+ * evr_recorder_stop_begin() - before evr_recorder_stop_request(), for a caller
+ * that ends many recordings at once: ask the process for its threads one last
+ * time, without waiting; evr_recorder_stop_request() takes the answer, waiting
+ * for it until 100 ms after this call. Called for every recording first, the
+ * waits of the processes that do not answer (stopped) run side by side: 100 ms
+ * in all, not 100 ms each. Nothing for a process that already left a question
+ * unanswered, nor for a recording that ended by itself.
+ * Context: the recorder's thread; no wait.
+ */
+void evr_recorder_stop_begin(struct evr_recorder *r);
+
+/**
  * evr_recorder_stop_request() - the first part of evr_recorder_stop(), for a
  * caller that ends many recordings at once: the last look at the thread names,
  * then the request to stop the session, without waiting for its answer.
@@ -276,7 +288,8 @@ int evr_recorder_stop(struct evr_recorder *r, uint32_t end_flags, char *errbuf, 
  * stuck) is neither asked for its threads nor waited for, one whose last thread
  * list goes unanswered now is waited for 1 s at most: their rings are read as
  * they are (evr_recorder_stats.unanswered).
- * Context: the recorder's thread; no wait but the thread list's (100 ms at most).
+ * Context: the recorder's thread; no wait but the thread list's (100 ms at most,
+ * counted from evr_recorder_stop_begin() when that asked).
  */
 void evr_recorder_stop_request(struct evr_recorder *r, uint64_t deadline_ns);
 
