@@ -74,7 +74,7 @@
 #define TAB_SIZE (1u << TAB_BITS)
 #define MAX_PROBE 32u
 #define TOMB ((uintptr_t)1)
-#define FILT_BITS 16u
+#define FILT_BITS 20u
 #define FILT_SIZE (1u << FILT_BITS)
 #define MAP_SLOTS 1024u
 
@@ -137,7 +137,7 @@ struct tab_ent {
 
 /*
  * How many keys of the tables each 4 KiB page of addresses has, the pages taken modulo
- * FILT_SIZE (256 MiB): a free whose page has none is told apart with one load,
+ * FILT_SIZE (4 GiB): a free whose page has none is told apart with one load,
  * never a look into a table. By page, not by a hash of the address: the blocks a
  * program frees one after the other lie near each other, so their counts share
  * a cache line (a hash made one free in five miss L1 in evring-bench-heap).
@@ -148,12 +148,17 @@ struct tab_ent {
  * thread's frees looked in the tables for the other's samples (evring-bench-heap
  * heap 2: 67,000-68,000 lookups for 8 M frees, 41,000 modulo 256 MiB, 2 x 20,000 on
  * one thread). Folding the higher bits into the index instead cost free()'s hook
- * three instructions (callgrind: 494.2 instructions a pair against 491.7); the
- * index modulo 256 MiB costs none, and four adjacent heaps are apart.
+ * three instructions (callgrind: 494.2 instructions a pair against 491.7).
+ * A byte a page, indexed by the low 32 bits of the address shifted (the pages modulo
+ * 4 GiB): free()'s hook is then a 32-bit move, a shift and a compare of a byte to
+ * memory, where a 16-bit count modulo 256 MiB needed a move, a shift, a zero
+ * extension of the index, a load and a test (callgrind: two instructions of each
+ * free()), and 64 adjacent heaps are apart. A byte saturates at 255 (a 4 KiB page
+ * holds at most 128 of glibc's blocks; more only where pages 4 GiB apart add up).
  */
-/* In .bss, not in the tables' mapping: the hook addresses it without loading a pointer (128 KiB
- * of zero pages until a session samples). */
-static _Atomic uint16_t filt[FILT_SIZE];
+/* In .bss, not in the tables' mapping: the hook addresses it without loading a pointer (1 MiB
+ * of zero pages until a session enables Heap, which faults them in). */
+static _Atomic uint8_t filt[FILT_SIZE];
 /* The totals of all sampled blocks: what the Memory provider's counters show
  * (heap-counters.c). */
 /* Striped by thread id, each stripe a cache line of its own: threads that sample at
@@ -206,7 +211,7 @@ static inline uint32_t tab_home(const struct htab *t, uintptr_t a)
 
 static inline uint32_t filt_of(uintptr_t a)
 {
-	return (uint32_t)(a >> 12) & (FILT_SIZE - 1u);
+	return (uint32_t)a >> 12;
 }
 
 static bool htab_insert(const struct htab *t, uintptr_t a, uint64_t w)
@@ -246,9 +251,14 @@ static bool tab_insert(uintptr_t a, uint64_t w)
 		}
 	}
 	atomic_fetch_add_explicit(&est[est_stripe()].live, (int64_t)w, memory_order_relaxed);
-	/* Saturates: a region at the top stays "maybe" for good. */
-	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
-		atomic_fetch_add_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
+	/* Saturates: a page at the top stays "maybe" for good. A compare-and-swap, not a
+	 * check and an add, so that two threads adding to 254 at once cannot wrap it to 0
+	 * (the byte is that near its top; the sampled path can afford it). */
+	for (uint8_t c = atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed);
+	     c < UINT8_MAX && !atomic_compare_exchange_weak_explicit(
+				      &filt[filt_of(a)], &c, (uint8_t)(c + 1u),
+				      memory_order_relaxed, memory_order_relaxed);)
+		;
 	return true;
 }
 
@@ -323,7 +333,7 @@ static inline bool tab_remove(uintptr_t a)
 		atomic_fetch_sub_explicit(&far_keys, 1, memory_order_relaxed);
 	}
 	atomic_fetch_sub_explicit(&est[est_stripe()].live, (int64_t)w, memory_order_relaxed);
-	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT16_MAX)
+	if (atomic_load_explicit(&filt[filt_of(a)], memory_order_relaxed) < UINT8_MAX)
 		atomic_fetch_sub_explicit(&filt[filt_of(a)], 1, memory_order_relaxed);
 	return true;
 }
@@ -480,11 +490,20 @@ static __attribute__((noinline)) void note_unmap(uintptr_t a, size_t len)
  */
 static inline bool marked(size_t n)
 {
-	uint64_t l;
-	/* One read-modify-write of the count: a wrap below zero is the mark. */
-	bool under = __builtin_sub_overflow(tls_left, (uint64_t)n, &l);
+	bool under;
 
+	/* One read-modify-write of the count: a wrap below zero (the borrow) is the mark.
+	 * On x86-64 a `sub` to memory and a branch on its carry, where the compiler's
+	 * __builtin_sub_overflow() made a load, a `sub` and a store (callgrind: one
+	 * instruction of each malloc()). */
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	__asm__("subq %2, %0" : "+m"(tls_left), "=@ccc"(under) : "er"((uint64_t)n));
+#else
+	uint64_t l;
+
+	under = __builtin_sub_overflow(tls_left, (uint64_t)n, &l);
 	tls_left = l;
+#endif
 	return EVR_UNLIKELY(under);
 }
 
@@ -561,7 +580,16 @@ out:
  */
 static inline bool maybe_sampled(const void *p)
 {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	/* A compare of the byte to 0 in memory (a relaxed load: one byte is read whole),
+	 * where the compiler's atomic load made a load and a test. */
+	bool nz;
+
+	__asm__("cmpb $0, %1" : "=@ccnz"(nz) : "m"(*(const uint8_t *)&filt[filt_of((uintptr_t)p)]));
+	return nz;
+#else
 	return atomic_load_explicit(&filt[filt_of((uintptr_t)p)], memory_order_relaxed) != 0;
+#endif
 }
 
 /* A block about to be freed that may be sampled: its Free goes out before the real
@@ -982,10 +1010,18 @@ static void heap_fork_child(void)
 	atomic_store_explicit(&far_keys, 0, memory_order_relaxed);
 	atomic_store_explicit(&nmaps, 0, memory_order_relaxed);
 	maps_top = 0;
-	/* Only the counts that are not 0: a page of them that is all zeros stays shared. */
-	for (uint32_t i = 0; i < FILT_SIZE; i++)
-		if (atomic_load_explicit(&filt[i], memory_order_relaxed))
-			atomic_store_explicit(&filt[i], 0, memory_order_relaxed);
+	/* Only the counts that are not 0: a page of them that is all zeros stays shared.
+	 * Not looked at before a session enabled Heap (no tables' mapping yet): all are 0,
+	 * and reading 1 MiB of untouched pages would fault each one in. Eight at a time
+	 * (the child has one thread). */
+	for (uint32_t i = 0; far_tab.e && i < FILT_SIZE; i += 8u) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)filt + i, sizeof(v));
+		for (uint32_t j = 0; v && j < 8u; j++)
+			if (atomic_load_explicit(&filt[i + j], memory_order_relaxed))
+				atomic_store_explicit(&filt[i + j], 0, memory_order_relaxed);
+	}
 	for (uint32_t i = 0; i < EST_STRIPES; i++) {
 		atomic_store_explicit(&est[i].live, 0, memory_order_relaxed);
 		atomic_store_explicit(&est[i].allocated, 0, memory_order_relaxed);
