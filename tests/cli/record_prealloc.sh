@@ -57,6 +57,18 @@ print(off, kind)
 EOF
 }
 
+# finish_counted NAME N: wait for the workload's "done N" line, stop the recorder, and check
+# that the file NAME.evtrace holds every event it wrote, counted, and was cut back.
+finish_counted() {
+	expect "$WL_FD" "^done $2 " "the workload's 'done' line"
+	echo "$LINE" >"$T/$1.out"
+	finish_record "$REC_FD" "$T/$1.err"
+	wait "$REC_PID" || fail "$1: record exited with $?: $(cat "$T/$1.err")"
+	cat "$T/$1.err"
+	grep -q "could not cut the trace back" "$T/$1.err" && fail "$1: the file was not cut back"
+	check_accounting "$1" "$2" "$T/$1.out" "$T/$1.err" "$out/$1.evtrace"
+}
+
 # --io direct (one write at a time, no io_uring) allocates ahead too, from the recorder's own
 # thread, inside its sandbox after the first step: a clean recording has the space while it
 # records and none after; one that writes more than half a step takes the next step (the
@@ -70,13 +82,7 @@ read -r size alloc < <(size_blocks "$out/direct.evtrace")
 echo "--io direct, while recording: size $size, allocated $alloc"
 ((size >= ahead && alloc >= ahead)) ||
 	fail "--io direct: $size bytes ($alloc allocated) while recording: no space allocated ahead"
-expect "$WL_FD" "^done $N " "the workload's 'done' line"
-echo "$LINE" >"$T/direct.out"
-finish_record "$REC_FD" "$T/direct.err"
-wait "$REC_PID" || fail "record --io direct exited with $?: $(cat "$T/direct.err")"
-cat "$T/direct.err"
-grep -q "could not cut the trace back" "$T/direct.err" && fail "--io direct: not cut back"
-check_accounting direct "$N" "$T/direct.out" "$T/direct.err" "$out/direct.evtrace"
+finish_counted direct "$N"
 read -r size alloc < <(size_blocks "$out/direct.evtrace")
 read -r end kind < <(chunks_end "$out/direct.evtrace")
 echo "--io direct, after the stop: size $size, allocated $alloc, chunks end at $end with $kind"
@@ -160,13 +166,7 @@ read -r size alloc < <(size_blocks "$out/clean.evtrace")
 echo "while recording: size $size, allocated $alloc"
 ((size >= ahead)) || fail "the file's size is $size while recording: no space allocated ahead"
 ((alloc >= ahead)) || fail "$alloc bytes allocated while recording: no space allocated ahead"
-expect "$WL_FD" "^done $N " "the workload's 'done' line"
-echo "$LINE" >"$T/clean.out"
-finish_record "$REC_FD" "$T/clean.err"
-wait "$REC_PID" || fail "record exited with $?: $(cat "$T/clean.err")"
-cat "$T/clean.err"
-grep -q "could not cut the trace back" "$T/clean.err" && fail "the file was not cut back"
-check_accounting clean "$N" "$T/clean.out" "$T/clean.err" "$out/clean.evtrace"
+finish_counted clean "$N"
 [[ $(record_lost "$T/clean.err") == 0 ]] || fail "events lost at 0.25 M events/s"
 read -r size alloc < <(size_blocks "$out/clean.evtrace")
 read -r end kind < <(chunks_end "$out/clean.evtrace")
@@ -285,11 +285,7 @@ EVR_RECORDER_NO_PREALLOC=1 start_record rec3 -p "$WL_PID" --providers Demo --buf
 	--io uring -o "$out/noalloc.evtrace"
 read -r size alloc < <(size_blocks "$out/noalloc.evtrace")
 ((size < ahead)) || fail "EVR_RECORDER_NO_PREALLOC=1: $size bytes while recording"
-expect "$WL_FD" "^done $N " "the workload's 'done' line"
-echo "$LINE" >"$T/noalloc.out"
-finish_record "$REC_FD" "$T/noalloc.err"
-wait "$REC_PID" || fail "record exited with $?: $(cat "$T/noalloc.err")"
-check_accounting noalloc "$N" "$T/noalloc.out" "$T/noalloc.err" "$out/noalloc.evtrace"
+finish_counted noalloc "$N"
 read -r size alloc < <(size_blocks "$out/noalloc.evtrace")
 read -r end kind < <(chunks_end "$out/noalloc.evtrace")
 if ((size != end)) || [[ $kind != END ]]; then
