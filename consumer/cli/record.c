@@ -842,6 +842,11 @@ static int run(const struct record_opts *o)
 	 * started here registers its own after the session starts: said at the end. */
 	if (!o->program)
 		check_providers(&r, o->pid, true);
+	/* Before the recording starts, which allocates the file's space ahead: a
+	 * step past RLIMIT_FSIZE must be EFBIG (refused, the writes append), not
+	 * SIGXFSZ's end of the recorder. After the launch: an ignored signal stays
+	 * ignored across exec(), and the program's is its own. */
+	signal(SIGXFSZ, SIG_IGN);
 	ret = start_recording(&r);
 	if (ret < 0)
 		goto fail;
