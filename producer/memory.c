@@ -245,32 +245,6 @@ static void online_cpus(struct evr_populate *p, uint32_t nr_rings)
 	}
 }
 
-/*
- * Write each page of [@p, @p + @len) once from user space, leaving its bytes
- * as they are. MADV_POPULATE_WRITE makes the kernel's page tables complete,
- * but under a hypervisor that shadows the guest's page tables (PVM, as on the
- * guests this was measured on: "Hypervisor detected: PVM" in dmesg) the first
- * user-space write to each page still traps to the host: 14-21 us of the
- * writing thread's time, once per page, against 41-60 ns for the next write
- * (docs/memory.md "Where a sample's time goes"). Taken here, by the agent (or
- * the thread that starts an in-process session), so that the program's
- * writers do not take it on their first lap through a ring. Elsewhere it is
- * one locked instruction per page. The writers may already be writing these
- * pages: a locked OR of zero is atomic against their stores and changes no
- * byte (inline assembly, which the sanitizers do not see as a store racing
- * with the writers').
- */
-static void touch_pages(uint8_t *p, uint64_t len)
-{
-	for (uint64_t off = 0; off < len; off += 4096) {
-#if defined(__x86_64__)
-		__asm__ volatile("lock orb $0, %0" : "+m"(p[off]) : : "memory");
-#else
-		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
-#endif
-	}
-}
-
 void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
 {
 	memset(p, 0, sizeof(*p));
@@ -303,7 +277,6 @@ bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 			return false;
 		}
 #endif
-		touch_pages(evr_shm_ring_data((struct evr_shm_hdr *)h, p->ring) + p->off, len);
 		p->populated += len;
 		p->off += len;
 		budget -= len;
