@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <evring/mono-time.h>
+
 #include "crc32c.h"
 
 #define RING		(16u << 20)
@@ -60,14 +62,6 @@ struct run {
 	_Atomic bool stop;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void pin(int cpu)
 {
 	cpu_set_t set;
@@ -84,7 +78,7 @@ static void pin(int cpu)
 static void *writer(void *arg)
 {
 	struct run *r = arg;
-	const uint64_t t0 = now_ns();
+	const uint64_t t0 = evr_mono_ns();
 	const uint64_t per_packet = r->rate_bps ? (uint64_t)PACKET * 1000000000u / r->rate_bps : 0;
 
 	pin(r->wcpu);
@@ -95,7 +89,7 @@ static void *writer(void *arg)
 		while (k - atomic_load_explicit(&r->consumed, memory_order_acquire) >= NPKT - 1)
 			if (atomic_load_explicit(&r->stop, memory_order_relaxed))
 				return NULL;
-		while (per_packet && now_ns() < t0 + k * per_packet)
+		while (per_packet && evr_mono_ns() < t0 + k * per_packet)
 			;
 		for (uint32_t i = 0; i < PACKET / 8; i++)
 			p[i] = k * 0x9e3779b97f4a7c15ull ^ i;
@@ -140,11 +134,11 @@ static int run_lag(struct run *r, double *med, double *mean, double *warm)
 
 		while (atomic_load_explicit(&r->written, memory_order_acquire) < k + 1 + r->lag)
 			;
-		t0 = now_ns();
+		t0 = evr_mono_ns();
 		crc_sink ^= evr_crc32c_hw(0, p, PACKET);
-		t1 = now_ns();
+		t1 = evr_mono_ns();
 		crc_sink ^= evr_crc32c_hw(0, p, PACKET);
-		t2 = now_ns();
+		t2 = evr_mono_ns();
 		ns[k] = t1 - t0;
 		wns[k] = t2 - t1;
 		sum += ns[k];

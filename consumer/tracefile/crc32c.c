@@ -27,8 +27,10 @@
  * the group before it is summed. evr-bench-crc-lag (bench/) later measured
  * 0.07-0.08 ns per byte on packets another CPU had just written, whatever
  * their age (0 to 119 MiB written since): what makes the recorder's CRC
- * expensive is its first lap through the session's pages, most likely their
- * page faults (docs/recorder.md, "Checksums").
+ * expensive is its first lap through the session's pages: on a guest whose
+ * host shadows its page tables (PVM), the first read of each page through a
+ * new mapping costs 5-12 us in the host, one guest fault per 16 pages
+ * (evr-bench-firsttouch; docs/recorder.md, "Checksums").
  */
 #include <errno.h>
 #include <pthread.h>

@@ -395,10 +395,9 @@ static bool direct_setup(struct evr_trace_writer *w, int fd)
 	 * 4 in flight): 512-byte headers 40-300 MB/s, page-sized ones 1.1-1.2
 	 * GB/s, the disk's speed (docs/recorder.md, "Which I/O").
 	 */
-	if (a < STAGE_ALIGN)
-		a = STAGE_ALIGN;
-	if (a < 8 || a > STAGE_ALIGN || (a & (a - 1)))
+	if (a > STAGE_ALIGN)
 		return false;
+	a = STAGE_ALIGN;
 	pos = lseek(fd, 0, SEEK_CUR);
 	if (pos < 0 || ((uint64_t)pos & (a - 1)))
 		return false;

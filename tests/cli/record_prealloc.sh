@@ -69,6 +69,30 @@ finish_counted() {
 	check_accounting "$1" "$2" "$T/$1.out" "$T/$1.err" "$out/$1.evtrace"
 }
 
+# expect_ahead NAME: NAME's file, while it records, has a step allocated ahead: its size and
+# its blocks (the first step is taken before the line start_record waits for).
+expect_ahead() {
+	local size alloc
+	read -r size alloc < <(size_blocks "$out/$1.evtrace")
+	echo "$1, while recording: size $size, allocated $alloc"
+	((size >= ahead && alloc >= ahead)) ||
+		fail "$1: $size bytes ($alloc allocated) while recording: no space allocated ahead"
+}
+
+# expect_cut NAME: NAME's file, after a clean stop, ends with its END chunk, no tail after it,
+# and holds no space ahead (the blocks count the extent tree's too: a few KiB over the size,
+# never the 64 MiB or more allocated ahead).
+expect_cut() {
+	local size alloc end kind
+	read -r size alloc < <(size_blocks "$out/$1.evtrace")
+	read -r end kind < <(chunks_end "$out/$1.evtrace")
+	echo "$1, after the stop: size $size, allocated $alloc, chunks end at $end with $kind"
+	[[ $kind == END ]] || fail "$1: the file ends with $kind, not END"
+	((size == end)) || fail "$1: the file has $size bytes, its chunks end at $end: a tail was left"
+	((alloc < size + (1 << 20))) ||
+		fail "$1: $alloc bytes allocated for a file of $size: the space ahead was not given back"
+}
+
 # --io direct (one write at a time, no io_uring) allocates ahead too, from the recorder's own
 # thread, inside its sandbox after the first step: a clean recording has the space while it
 # records and none after; one that writes more than half a step takes the next step (the
@@ -78,17 +102,9 @@ N=200000
 start_workload dwl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
 start_record drec -p "$WL_PID" --providers Demo --buffer-size 64M --io direct \
 	-o "$out/direct.evtrace"
-read -r size alloc < <(size_blocks "$out/direct.evtrace")
-echo "--io direct, while recording: size $size, allocated $alloc"
-((size >= ahead && alloc >= ahead)) ||
-	fail "--io direct: $size bytes ($alloc allocated) while recording: no space allocated ahead"
+expect_ahead direct
 finish_counted direct "$N"
-read -r size alloc < <(size_blocks "$out/direct.evtrace")
-read -r end kind < <(chunks_end "$out/direct.evtrace")
-echo "--io direct, after the stop: size $size, allocated $alloc, chunks end at $end with $kind"
-[[ $kind == END ]] || fail "--io direct: the file ends with $kind, not END"
-((size == end)) || fail "--io direct: $size bytes, chunks end at $end: a tail was left"
-((alloc < size + (1 << 20))) || fail "--io direct: $alloc bytes allocated for a file of $size"
+expect_cut direct
 
 # The next step, taken inside the sandbox: a stream until the file is past one step (40 MB/s
 # into rings that hold 1.5 s of it, so that direct I/O does not fall back to the page cache,
@@ -161,22 +177,10 @@ N=200000
 start_workload wl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
 start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
 	-o "$out/clean.evtrace"
-# The first step is allocated before the recording starts (before the line waited for).
-read -r size alloc < <(size_blocks "$out/clean.evtrace")
-echo "while recording: size $size, allocated $alloc"
-((size >= ahead)) || fail "the file's size is $size while recording: no space allocated ahead"
-((alloc >= ahead)) || fail "$alloc bytes allocated while recording: no space allocated ahead"
+expect_ahead clean
 finish_counted clean "$N"
 [[ $(record_lost "$T/clean.err") == 0 ]] || fail "events lost at 0.25 M events/s"
-read -r size alloc < <(size_blocks "$out/clean.evtrace")
-read -r end kind < <(chunks_end "$out/clean.evtrace")
-echo "after the stop: size $size, allocated $alloc, chunks end at $end with $kind"
-[[ $kind == END ]] || fail "the file ends with $kind, not END"
-((size == end)) || fail "the file has $size bytes, its chunks end at $end: a tail was left"
-# (The blocks count the extent tree's too: a few KiB over the size, never the 64 MiB or more
-# allocated ahead.)
-((alloc < size + (1 << 20))) ||
-	fail "$alloc bytes allocated for a file of $size: the space ahead was not given back"
+expect_cut clean
 # No zero tail: the readers find the END, as in any finished file.
 "$EVRING" report --json "$out/clean.evtrace" >"$T/clean.json" 2>"$T/clean.report.err" ||
 	fail "report: $(cat "$T/clean.report.err")"
