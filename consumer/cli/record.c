@@ -474,7 +474,7 @@ static void explain_loss(const struct recorder *r, const struct evr_recorder_sta
 		.events = st->events, .lost = st->lost, .bytes = st->bytes,
 		.ring_size = st->ring_size, .nr_rings = st->nr_rings, .stall_ns = st->stall_ns,
 		.write_ns = st->write_ns, .stream_ns = st->stream_ns, .direct = st->direct,
-		.direct_fell_back = st->direct_fell_back,
+		.direct_fell_back = st->direct_fell_back, .cache_slow = st->cache_slow,
 	};
 	char line[600];
 

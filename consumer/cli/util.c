@@ -458,7 +458,8 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 			 "the rings (%u of %s) hold %.1f ms of this stream", disk / 1e6, asked / 1e6,
 			 f->nr_rings, evr_fmt_bytes(f->ring_size, a, sizeof(a)), hold_ms);
 		snprintf(fix, sizeof(fix), "%sfewer providers, or a faster disk (a larger "
-			 "--buffer-size only delays the loss)", f->direct ? "--io buffered, " : "");
+			 "--buffer-size only delays the loss)",
+			 f->direct && !f->cache_slow ? "--io buffered, " : "");
 	} else {
 		int k = snprintf(why, sizeof(why), "the rings (%u of %s) hold %.1f ms of this "
 				 "stream (%.0f MB/s asked) and went unread for up to %.0f ms",
@@ -467,10 +468,11 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 
 		if (disk > 0 && k > 0 && (size_t)k < sizeof(why))
 			snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
+				 f->cache_slow ? "the page cache did not catch up; " :
 				 f->direct_fell_back ? "direct I/O fell behind; " : "", disk / 1e6);
 		snprintf(fix, sizeof(fix), "--buffer-size %s would have held that%s, or fewer "
 			 "providers", size_arg(need * (f->nr_rings ? f->nr_rings : 1), b, sizeof(b)),
-			 f->direct ? ", or --io buffered" : "");
+			 f->direct && !f->cache_slow ? ", or --io buffered" : "");
 	}
 	snprintf(buf, len, "%" PRIu64 " of %" PRIu64 " events lost (%.1f%%): %s; to avoid it: %s",
 		 f->lost, emitted, 100.0 * (double)f->lost / (double)(emitted ? emitted : 1), why,

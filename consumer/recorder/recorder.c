@@ -62,6 +62,9 @@
 #define META_BATCH_BYTES	(1u << 20)
 #define SIDEBANDS_MAX		8u
 #define BATCH_BYTES		(4u << 20)	/* direct I/O: a batch's size */
+/* How long the page cache has, after direct I/O fell behind, to calm the rings
+ * (cache_too_slow()). */
+#define CACHE_TRIAL_NS		1000000000u
 #define DEFAULT_CLIENT		"evring recorder"
 
 struct sideband {
@@ -115,6 +118,11 @@ struct evr_recorder {
 	 * the last look since. */
 	uint64_t dio_bytes, dio_ns;
 	uint64_t mark_bytes, mark_ns;
+	/* The file's bytes and the time when the present way of writing began
+	 * (cache_too_slow()); the page cache did not catch up: direct I/O for good. */
+	uint64_t way_bytes, way_ns;
+	bool cache_caught_up;		/* the rings were calm once since the fall */
+	bool cache_slow;
 	/* The io_uring engine (direct I/O only; NULL: writev() from here), why
 	 * it is not used, and its figures already counted above. */
 	struct evr_uring *u;
@@ -324,6 +332,78 @@ static int flush_release(struct evr_recorder *r, bool wait)
 	return 0;
 }
 
+/* A way of writing (direct I/O, the page cache) begins now: cache_too_slow() measures from it. */
+static void way_begin(struct evr_recorder *r)
+{
+	r->way_bytes = evr_trace_writer_bytes(r->w);
+	r->way_ns = evr_mono_ns();
+	r->cache_caught_up = false;
+}
+
+/*
+ * Through the page cache: the rings an eighth full or less. EVR_RECORDER_CACHE_SLOW=1,
+ * a test of cache_too_slow(): never, as where the page cache cannot keep up.
+ */
+static bool rings_calm(const struct evr_recorder *r)
+{
+	const char *test = getenv("EVR_RECORDER_CACHE_SLOW");
+
+	if (test && strcmp(test, "1") == 0)
+		return false;
+	return evr_client_span_backlog(r->c) <= r->ring_size / 8;
+}
+
+/*
+ * The page cache must catch up, or give way. It is there to ride out a stall
+ * of the disk: rings that were not calm once (an eighth full or less, looked
+ * at each flush interval) in the second after direct I/O fell behind say it
+ * does not, and it is left for the rest of the recording: direct I/O then
+ * loses only what a stall outlasts the rings by. Where fresh memory is dear (a guest whose host backs or shadows each
+ * page at its first touch: 16-23 us a page on the development guest),
+ * buffered writes cost the kernel 1.8 ns a byte against 0.2 for direct ones
+ * and the page cache takes 400-455 MB/s where the disk takes 0.8-1.4 GB/s
+ * between its stalls: a 13-second 500 MB/s stream lost 30-44% in the page
+ * cache after a fall, 15-24% with direct I/O kept through the stalls
+ * (docs/recorder.md, "Direct I/O"). Return: true when the page
+ * cache is left (the caller turns direct I/O back on).
+ */
+static bool cache_too_slow(struct evr_recorder *r)
+{
+	uint64_t ns = evr_mono_ns() - r->way_ns, bytes = evr_trace_writer_bytes(r->w) - r->way_bytes;
+
+	if (r->cache_slow || !r->fell_back)
+		return false;
+	if (rings_calm(r))
+		r->cache_caught_up = true;
+	if (r->cache_caught_up || ns < CACHE_TRIAL_NS)
+		return false;
+	r->cache_slow = true;
+	warn(r, "the page cache did not catch up in %.1f s (it took %.0f MB/s): direct I/O again "
+	     "for the rest of the recording, through the disk's stalls", (double)ns / 1e9,
+	     (double)bytes * 1e3 / (double)ns);
+	return true;
+}
+
+/* Direct I/O on again (hold the spans until written), from the page cache. */
+static int direct_again(struct evr_recorder *r)
+{
+	int ret = evr_trace_writer_set_direct(r->w, true);
+
+	if (ret < 0)
+		return write_error(r, ret);
+	ret = evr_client_span_hold(r->c, true);
+	if (ret < 0)
+		return fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
+			    strerror(-ret));
+	r->hold = true;
+	r->was_direct = true;
+	r->events_written = r->events;
+	r->nunw = 0;
+	r->dio_bytes = r->dio_ns = 0;
+	way_begin(r);
+	return 0;
+}
+
 /*
  * Direct I/O leaves the rings as the only buffer between the process and the
  * disk. When the disk falls behind (a ring half full after a batch went out),
@@ -347,7 +427,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	if (!r->direct_ok || r->err)
 		return 0;
 	if (r->hold) {
-		if (evr_client_span_backlog(r->c) <= ring_size / 2)
+		if (r->cache_slow || evr_client_span_backlog(r->c) <= ring_size / 2)
 			return 0;
 		ret = flush_release(r, true);
 		if (ret < 0)
@@ -361,6 +441,7 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 		r->hold = false;
 		r->calm = 0;
 		r->fell_back = true;
+		way_begin(r);
 		if (!r->io_warned) {
 			r->io_warned = true;
 			warn(r, "direct I/O fell behind (a ring was half full): writing through "
@@ -370,6 +451,8 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	}
 	if (!interval)
 		return 0;
+	if (cache_too_slow(r))
+		return direct_again(r);
 	/* What the process sent since the last look, against what the disk took:
 	 * the file grows by what the page cache is given. */
 	now = evr_mono_ns();
@@ -379,25 +462,13 @@ static int adapt_io(struct evr_recorder *r, bool interval)
 	       evr_recorder_rings_hold(ring_size, bytes - r->mark_bytes, now - r->mark_ns);
 	r->mark_bytes = bytes;
 	r->mark_ns = now;
-	if (!fits || evr_client_span_backlog(r->c) > ring_size / 8) {
+	if (!fits || !rings_calm(r)) {
 		r->calm = 0;
 		return 0;
 	}
 	if (++r->calm * r->flush_ns < 1000000000u)
 		return 0;
-	ret = evr_trace_writer_set_direct(r->w, true);
-	if (ret < 0)
-		return write_error(r, ret);
-	ret = evr_client_span_hold(r->c, true);
-	if (ret < 0)
-		return fail(r, ret, "cannot hold the session's spans for direct I/O: %s",
-			    strerror(-ret));
-	r->hold = true;
-	r->was_direct = true;
-	r->events_written = r->events;
-	r->nunw = 0;
-	r->dio_bytes = r->dio_ns = 0;
-	return 0;
+	return direct_again(r);
 }
 
 /*
@@ -944,6 +1015,7 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		r->direct_ok = true;
 		r->hold = true;
 		r->was_direct = true;
+		way_begin(r);
 	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)
@@ -1444,6 +1516,7 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.stream_ns = stream_end(r) - r->start_ns,
 		.direct = r->was_direct,
 		.direct_fell_back = r->fell_back,
+		.cache_slow = r->cache_slow,
 		.uring = r->u != NULL,
 		.uring_error = r->uring_err,
 		.unanswered = r->unanswered,

@@ -180,6 +180,22 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 			    "against 500 MB/s asked, and the rings (2 of 64.0 MiB) hold 134.2 ms "
 			    "of this stream; to avoid it: --io buffered, fewer providers, or a "
 			    "faster disk (a larger --buffer-size only delays the loss)");
+	f.cache_slow = true;
+	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
+			       "; to avoid it: fewer providers, or a faster disk"));
+	/* The page cache did not catch up after a fall: it is not offered again. */
+	f = (struct evr_loss_facts){
+		.events = 11000000, .lost = 1000000, .bytes = 11000000ull * 42,
+		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
+		.write_ns = 462000000, .stream_ns = 1008000000, .direct = true,
+		.direct_fell_back = true, .cache_slow = true,
+	};
+	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
+			    "1000000 of 12000000 events lost (8.3%): the rings (2 of 8.0 MiB) "
+			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
+			    "to 40 ms (the page cache did not catch up; the disk took 1000 MB/s); "
+			    "to avoid it: --buffer-size 64M would have held that, or fewer "
+			    "providers");
 }
 
 int main(void)
