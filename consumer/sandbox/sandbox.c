@@ -252,6 +252,11 @@ int evr_sandbox_enter(const struct evr_sandbox_opts *o, char *errbuf, size_t err
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_GETFL, 0);
 	if (r == 0 && (o->allow & EVR_SANDBOX_FDFLAGS))
 		r = evr_sandbox_allow_if(ctx, SCMP_SYS(fcntl), 1, SCMP_CMP_EQ, F_SETFL, 0);
+	/* The trace writer's write-behind (consumer/tracefile/write-behind.c). */
+	if (r == 0 && (o->allow & EVR_SANDBOX_FDFLAGS))
+		r = evr_sandbox_allow_calls(ctx, (const int[]){ SCMP_SYS(sync_file_range),
+								SCMP_SYS(fadvise64),
+								SCMP_SYS(getrusage) }, 3);
 	/* io_uring_register: the recorder's ring registers its fixed buffer once
 	 * recording (its restrictions allow that and no other registration). */
 	if (r == 0 && (o->allow & EVR_SANDBOX_URING))

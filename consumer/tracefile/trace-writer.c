@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "trace-format.h"
+#include "write-behind.h"
 
 /* Version 2: the file that several streams write (trace.h). */
 struct evr_trace_mux {
@@ -52,6 +53,7 @@ struct evr_trace_mux {
 	uint8_t *buf;
 	size_t len, cap;
 	uint64_t written;		/* bytes in the file while gathering */
+	struct evr_write_behind behind;	/* buffered writes: their writeback (write-behind.c) */
 };
 
 #define GATHER_MAX	(1u << 20)	/* the gathering buffer; bigger chunks go at once */
@@ -86,6 +88,9 @@ struct evr_trace_writer {
 	 * the file got (evr_trace_writer_completed()). */
 	evr_trace_writer_submit_fn *submit;
 	void *submit_arg;
+	/* Buffered writes (not a mux's stream: the mux has its own): their
+	 * writeback started as they go, pages dropped behind (write-behind.c). */
+	struct evr_write_behind behind;
 };
 
 #define SEG_MAX		512		/* segments per batch (IOV_MAX is 1024) */
@@ -454,6 +459,8 @@ static int send_chunk(struct evr_trace_writer *w, uint32_t kind, struct iovec *i
 	w->seq++;
 	if (w->mux)
 		w->mux->off = w->off;
+	if (!w->direct)
+		evr_write_behind_note(w->mux ? &w->mux->behind : &w->behind, w->off);
 	return 0;
 }
 
@@ -525,6 +532,9 @@ int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer *
 			err = flush_batch(w);
 		}
 		if (!err) {
+			/* For the buffered writes after a fall (the header's block went
+			 * through write(): the file position is past it). */
+			evr_write_behind_init(&w->behind, fd, w->off);
 			*ret = w;
 			return 0;
 		}
@@ -540,6 +550,7 @@ int evr_trace_writer_new_flags(int fd, uint32_t flags, struct evr_trace_writer *
 		return err;
 	}
 	w->off = sizeof(fh);
+	evr_write_behind_init(&w->behind, fd, w->off);
 	*ret = w;
 	return 0;
 }
@@ -1058,6 +1069,7 @@ int evr_trace_mux_new(int fd, struct evr_trace_mux **ret)
 	err = write_all(fd, &iov, 1);
 	if (!err) {
 		m->off = sizeof(fh);
+		evr_write_behind_init(&m->behind, fd, m->off);
 		m->w0 = mux_writer(m, 0);
 		if (!m->w0)
 			err = -ENOMEM;

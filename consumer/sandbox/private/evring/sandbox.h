@@ -91,7 +91,9 @@ enum evr_sandbox_allow {
 	 */
 	EVR_SANDBOX_PTRACE_READ = 1u << 8,
 	/* fcntl(F_GETFL) and fcntl(F_SETFL) on descriptors already open: a recorder
-	 * turning direct I/O (O_DIRECT) off and on again on its output */
+	 * turning direct I/O (O_DIRECT) off and on again on its output; and its
+	 * buffered writes' writeback: sync_file_range, fadvise64, getrusage (the
+	 * kernel's time for them) */
 	EVR_SANDBOX_FDFLAGS = 1u << 9,
 	/* The recorder's io_uring engine (its ring is set up before the sandbox,
 	 * restricted to vectored writes to the output and to registering its

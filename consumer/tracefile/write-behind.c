@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Write-behind for buffered trace writes (write-behind.h).
+ *
+ * A recorder writes a stream far larger than it will read again. Through the
+ * page cache each new 4 KiB of file takes a new page, and where a page's
+ * first touch is dear (a guest whose host backs or shadows each page when
+ * first used: 16-23 us a page on the development guest, Firecracker under
+ * PVM) the kernel's time for buffered writes was 1.8-3.3 ns a byte against
+ * 0.38 when the same pages are used again (docs/recorder.md, "Through the
+ * page cache"): more than a small machine's CPUs have for a 500 MB/s stream.
+ * So the writeback of each 4 MiB is started as soon as it is written
+ * (sync_file_range(SYNC_FILE_RANGE_WRITE): no dirty backlog for the kernel to
+ * flush in one burst), and where the first window of the file (256 MiB) cost
+ * the kernel more than 0.5 ns a byte, what lies more than that window behind
+ * the end is waited for and dropped (POSIX_FADV_DONTNEED), so that new writes
+ * take pages the kernel just freed. Where the page cache is cheap it is left
+ * to hold what the disk has not taken, gigabytes if need be, as before.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "write-behind.h"
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC	0x01021994
+#endif
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC	0x858458f6
+#endif
+
+#define BEHIND_STEP	(4ull << 20)	/* writeback started every so many bytes */
+#define BEHIND_WINDOW	(256ull << 20)	/* left in the page cache behind the end */
+/* The kernel's time a byte over the first window above which pages are dropped:
+ * 0.1-0.3 ns where a new page costs nothing special, 1.8-3.3 on the guest above. */
+#define BEHIND_DEAR_PS	500u
+
+static uint64_t thread_sys_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return UINT64_MAX;
+	return (uint64_t)ru.ru_stime.tv_sec * 1000000000u + (uint64_t)ru.ru_stime.tv_usec * 1000u;
+}
+
+/*
+ * The tests' knobs (docs/recorder.md, "Through the page cache"):
+ * EVR_RECORDER_BEHIND_MIB=N, a window of N MiB (a test's file need not be
+ * larger than 256 MiB); EVR_RECORDER_BEHIND_DROP=1 or 0, drop or keep pages
+ * whatever the first window cost (the decision is the machine's otherwise).
+ */
+static void tests_setup(struct evr_write_behind *b)
+{
+	const char *mib = getenv("EVR_RECORDER_BEHIND_MIB");
+	const char *drop = getenv("EVR_RECORDER_BEHIND_DROP");
+	char *end;
+	unsigned long v;
+
+	if (mib) {
+		errno = 0;
+		v = strtoul(mib, &end, 10);
+		if (!errno && end != mib && !*end && v >= 1 && v <= 65536)
+			b->window = (uint64_t)v << 20;
+	}
+	if (drop && (!strcmp(drop, "0") || !strcmp(drop, "1"))) {
+		b->measured = true;
+		b->drop = drop[0] == '1';
+	}
+}
+
+void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
+{
+	struct statfs sfs;
+	struct stat st;
+	off_t pos;
+
+	*b = (struct evr_write_behind){ .fd = fd, .window = BEHIND_WINDOW };
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0 ||
+	    sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
+		return;
+	pos = lseek(fd, 0, SEEK_CUR);
+	if (pos < 0 || (uint64_t)pos < written)
+		return;
+	b->base = (uint64_t)pos - written;
+	b->kicked = b->dropped = b->t0_bytes = written;
+	b->t0_sys_ns = thread_sys_ns();
+	b->on = true;
+	b->drop = true;		/* decided when the first window is written */
+	tests_setup(b);
+}
+
+/* The first window written: drop behind only if its pages cost the kernel dearly. */
+static void measure(struct evr_write_behind *b, uint64_t end)
+{
+	uint64_t now = thread_sys_ns();
+
+	b->measured = true;
+	if (now == UINT64_MAX || b->t0_sys_ns == UINT64_MAX || now < b->t0_sys_ns)
+		return;		/* no figure: keep dropping, the page cache stays small */
+	b->drop = (now - b->t0_sys_ns) * 1000u > (end - b->t0_bytes) * BEHIND_DEAR_PS;
+}
+
+void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
+{
+	if (!b->on || end < b->kicked + BEHIND_STEP)
+		return;
+	if (sync_file_range(b->fd, (off_t)(b->base + b->kicked), (off_t)(end - b->kicked),
+			    SYNC_FILE_RANGE_WRITE) < 0) {
+		b->on = false;
+		return;
+	}
+	b->kicked = end;
+	if (!b->measured && end - b->t0_bytes >= b->window)
+		measure(b, end);
+	if (!b->drop || end - b->dropped < b->window + BEHIND_STEP)
+		return;
+	/* Written back (waited for), then out of the page cache. */
+	if (sync_file_range(b->fd, (off_t)(b->base + b->dropped),
+			    (off_t)(end - b->window - b->dropped),
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+			    SYNC_FILE_RANGE_WAIT_AFTER) < 0 ||
+	    posix_fadvise(b->fd, (off_t)(b->base + b->dropped),
+			  (off_t)(end - b->window - b->dropped), POSIX_FADV_DONTNEED) != 0) {
+		b->on = false;
+		return;
+	}
+	b->dropped = end - b->window;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Write-behind for buffered trace writes (trace-writer.c; docs/recorder.md,
+ * "Through the page cache"): the writeback of what was written is started at
+ * once, and where fresh page cache is dear, what lies more than a window
+ * behind the end is waited for and dropped, so that the page cache's pages
+ * are used again instead of new ones.
+ */
+#ifndef EVR_WRITE_BEHIND_H
+#define EVR_WRITE_BEHIND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct evr_write_behind {
+	int fd;
+	bool on;		/* a regular file off tmpfs: writeback started as we go */
+	bool drop;		/* ... and the pages a window behind dropped */
+	bool measured;		/* drop decided from the first window's kernel time */
+	uint64_t base;		/* the file offset of the writer's byte 0 */
+	uint64_t kicked;	/* writer bytes whose writeback was started */
+	uint64_t dropped;	/* writer bytes waited for and dropped */
+	uint64_t window;	/* bytes left in the page cache behind the end */
+	uint64_t t0_sys_ns;	/* this thread's system time at the start */
+	uint64_t t0_bytes;	/* writer bytes at the start */
+};
+
+/*
+ * evr_write_behind_init() - set up for buffered writes to @fd, whose byte
+ * @written of the writer's stream is at the file's current position. Off for
+ * anything but a regular file on a file system with a disk behind it (tmpfs
+ * and ramfs keep their pages: there is nothing to write back). Call before a
+ * sandbox: it asks fstat(), fstatfs() and lseek().
+ */
+void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written);
+
+/*
+ * evr_write_behind_note() - the writer's stream now ends at byte @end (all of
+ * it handed to write()): start the writeback of what is new, and, while
+ * dropping, wait for and drop what lies more than the window behind. Stops
+ * for good at the first refusal (a sandbox, a file system without it).
+ */
+void evr_write_behind_note(struct evr_write_behind *b, uint64_t end);
+
+#endif
