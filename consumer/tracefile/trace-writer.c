@@ -590,6 +590,7 @@ int evr_trace_writer_set_direct(struct evr_trace_writer *w, bool on)
 			return -errno;
 		w->written = w->off;
 		w->direct = false;
+		evr_write_behind_resume(&w->behind, w->off);
 		return 0;
 	}
 	/*

@@ -133,3 +133,14 @@ void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
 	}
 	b->dropped = end - b->window;
 }
+
+void evr_write_behind_resume(struct evr_write_behind *b, uint64_t written)
+{
+	if (!b->on || written < b->kicked)
+		return;
+	b->kicked = b->dropped = written;
+	if (!b->measured) {
+		b->t0_bytes = written;
+		b->t0_sys_ns = thread_sys_ns();
+	}
+}

@@ -42,4 +42,12 @@ void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
  */
 void evr_write_behind_note(struct evr_write_behind *b, uint64_t end);
 
+/*
+ * evr_write_behind_resume() - buffered writes again from writer byte @written,
+ * after direct ones (which left nothing in the page cache): the writeback and
+ * the drops go on from there, and the first window's kernel time is measured
+ * from there if it was not yet.
+ */
+void evr_write_behind_resume(struct evr_write_behind *b, uint64_t written);
+
 #endif
