@@ -3,11 +3,11 @@
  * Write-behind for buffered trace writes (write-behind.h).
  *
  * A recorder writes a stream far larger than it will read again. Through the
- * page cache each new 4 KiB of file takes a new page, and where a page's
- * first touch is dear (a guest whose host backs or shadows each page when
- * first used: 16-23 us a page on the development guest, Firecracker under
- * PVM) the kernel's time for buffered writes was 1.8-3.3 ns a byte against
- * 0.38 when the same pages are used again (docs/recorder.md, "Through the
+ * page cache each new 4 KiB of file takes a new page, and new pages can be
+ * dear: on the development guest (Firecracker under PVM, whose host charges
+ * 16-23 us for the first touch of a page) the kernel's time for buffered
+ * writes to ext4 was 1.8-3.3 ns a byte into new pages against 0.38 when the
+ * pages the writes had freed were used again (docs/recorder.md, "Through the
  * page cache"): more than a small machine's CPUs have for a 500 MB/s stream.
  * So the writeback of each 4 MiB is started as soon as it is written
  * (sync_file_range(SYNC_FILE_RANGE_WRITE): no dirty backlog for the kernel to
