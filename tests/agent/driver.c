@@ -983,6 +983,17 @@ static void leave_socket(const char *path)
 	close(fd);
 }
 
+static char own_dir[128];
+
+/* prod_before_exec: what a dead process of the producer's pid left behind. */
+static void leave_own_socket(void)
+{
+	char path[192];
+
+	snprintf(path, sizeof(path), "%s/%d.sock", own_dir, (int)getpid());
+	leave_socket(path);
+}
+
 static int test_runtime_dir(void)
 {
 	char base[] = "/tmp/evr-agent-test-XXXXXX";
@@ -1040,6 +1051,17 @@ static int test_runtime_dir(void)
 	}
 	prod_end(&p);
 	unlink(live);
+
+	/* A socket that a dead process of the producer's pid left (a pid used again):
+	 * the agent binds, finds the address in use, removes that file and binds again
+	 * (it no longer unlinks first at every start). */
+	snprintf(own_dir, sizeof(own_dir), "%s", dir);
+	prod_before_exec = leave_own_socket;
+	prod_spawn(&p);
+	prod_before_exec = NULL;
+	c = attach(p.pid, "AgentTest", 256 << 10);
+	evr_client_free(c);
+	prod_end(&p);
 
 	/* A directory others can enter, or a symlink: no agent, and no socket. */
 	CHECK(chmod(dir, 0755) == 0, "chmod");
