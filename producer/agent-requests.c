@@ -306,9 +306,12 @@ static int handle_list_events(struct evr_agent_conn *c)
 				v = nv;
 				cap = nc;
 			}
-			/* The packed description is what sessions get; unpack our own. */
-			ret = evr_pb_unpack(&evr__event_desc__descriptor, pp->meta[i].pb,
-					    pp->meta[i].pb_len, &m);
+			/* The packed description is what sessions get; unpack our own
+			 * (packed here if no session needed it yet). */
+			ret = evr_meta_event_packed_locked(p, i);
+			if (ret == 0)
+				ret = evr_pb_unpack(&evr__event_desc__descriptor, pp->meta[i].pb,
+						    pp->meta[i].pb_len, &m);
 			if (ret < 0)
 				break;
 			v[n++] = (Evr__EventDesc *)m;

@@ -118,8 +118,10 @@ static int tag_listen, tag_stop;
  * then touches nothing more. agent_outside: the agent is in evr_usdt_poll(), outside
  * the lock (seq_cst, both: the destructor or the agent sees the other's flag).
  */
-static _Atomic bool agent_left;
-static _Atomic bool agent_outside;
+/* Written and read at every exit of a program nobody traces: EVR_LOAD_DATA (a page
+ * of .bss less to fault in there). */
+EVR_LOAD_DATA static _Atomic bool agent_left;
+EVR_LOAD_DATA static _Atomic bool agent_outside;
 
 void evr_agent_resume_constructor(void)
 {
@@ -168,20 +170,29 @@ static int runtime_dir(char *buf, size_t len, char *why, size_t whylen)
 	uid_t uid = geteuid();
 	unsigned int n;
 	struct stat st;
-	int err;
+	int err, r;
 
 	if (evr_rundir_candidates(uid, dirs, &n) < 0 || strlen(dirs[0]) >= len) {
 		snprintf(why, whylen, "EVR_RUNTIME_DIR is too long for a socket path");
 		return -ENAMETOOLONG;
 	}
 	memcpy(buf, dirs[0], strlen(dirs[0]) + 1);
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
-		err = -errno;
-		snprintf(why, whylen, "cannot create %s: %s", buf, strerror(-err));
-		return err;
+	/*
+	 * One lstat() for both checks: what evr_rundir_check() would do, then ours.
+	 * Before any mkdir(): the directory is there at every start but the first
+	 * (one system call less at each, docs/protocol.md); made here only when it
+	 * is not, then examined again (someone may have raced us to it).
+	 */
+	r = lstat(buf, &st);
+	if (r < 0 && errno == ENOENT) {
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
+			err = -errno;
+			snprintf(why, whylen, "cannot create %s: %s", buf, strerror(-err));
+			return err;
+		}
+		r = lstat(buf, &st);
 	}
-	/* One lstat() for both checks: what evr_rundir_check() would do, then ours. */
-	if (lstat(buf, &st) < 0) {
+	if (r < 0) {
 		err = -errno;
 		snprintf(why, whylen, "cannot examine %s: %s", buf, strerror(-err));
 		return err;
@@ -309,9 +320,12 @@ static int listen_socket(void)
 		snprintf(agent.status, sizeof(agent.status), "socket: %s", strerror(-n));
 		return n;
 	}
-	/* A socket left by an earlier process with our pid. */
-	(void)unlink(sa.sun_path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+	/* A socket left by an earlier process with our pid goes, only when there is
+	 * one: not an unlink() that fails at every start (docs/protocol.md). */
+	n = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (n < 0 && errno == EADDRINUSE && unlink(sa.sun_path) == 0)
+		n = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (n < 0 || listen(fd, 128) < 0) {
 		n = -errno;
 		snprintf(agent.status, sizeof(agent.status), "cannot listen on %s: %s", sa.sun_path,
 			 strerror(-n));
@@ -878,7 +892,12 @@ static void agent_teardown(bool child)
 static int agent_start(int reverse_fd)
 {
 	struct epoll_event ev;
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 32)
+	pthread_attr_t attr;
+	sigset_t all;
+#else
 	sigset_t all, old;
+#endif
 	int err;
 
 	agent.pid = getpid();
@@ -913,11 +932,23 @@ static int agent_start(int reverse_fd)
 				goto err;
 		}
 	}
-	/* The thread inherits a full signal mask: signals are the application's. */
+	/* The thread starts with every signal blocked: signals are the application's. */
 	sigfillset(&all);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 32)
+	/* Given to pthread_create(), which blocks every signal around the clone
+	 * anyway: not two more rt_sigprocmask() of ours at every start. */
+	err = pthread_attr_init(&attr);
+	if (err == 0) {
+		err = pthread_attr_setsigmask_np(&attr, &all);
+		if (err == 0)
+			err = pthread_create(&agent.thread, &attr, agent_main, NULL);
+		pthread_attr_destroy(&attr);
+	}
+#else
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&agent.thread, NULL, agent_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+#endif
 	if (err)
 		goto err;
 	agent.running = true;

@@ -92,14 +92,16 @@ struct sess_ent {
 	uint64_t last_ns;
 };
 
-static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Taken by the destructor at every exit, traced or not: EVR_LOAD_DATA. */
+EVR_LOAD_DATA static pthread_mutex_t counters_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct evr_ctr_rec *counters; /* linked by r.next */
 static struct prov_ctr *prov_ctrs;
 static struct sess_ent sess[EVR_MAX_SESSIONS];
 static int epfd = -1, stopfd = -1;
 static pthread_t thread;
-static bool running;
-static pid_t thread_pid;
+/* Read by the destructor at every exit: EVR_LOAD_DATA, beside counters_lock. */
+EVR_LOAD_DATA static bool running;
+EVR_LOAD_DATA static pid_t thread_pid;
 
 /* The middle of bucket @i: within EVR_HISTOGRAM_REL_ERROR of its values. */
 static double hist_value(uint32_t i)

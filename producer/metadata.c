@@ -10,6 +10,16 @@
  * below meta_head. An event whose description does not fit a session's area is
  * never enabled in that session: its bit in evr_event_meta.described stays
  * clear and the mask computation ANDs that set in.
+ *
+ * Packing waits for the first reader (pay for play, docs/protocol.md "What a
+ * program pays at start-up"): a program nobody traces registers its providers
+ * at every start, and packing each event there ran protobuf-c's code (pages of
+ * text faulted in) and two allocations per event for descriptions nobody
+ * asks for. Registration leaves evr_event_meta.pb NULL; the first session that
+ * names the provider, or the first ListEvents, packs it, under the registry
+ * lock like every other use of it. A description that cannot be packed then
+ * (no memory) is treated like one that does not fit: not described, never
+ * enabled in that session, and packing is tried again by the next reader.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -61,7 +71,6 @@ int evr_meta_event_pack(const struct evr_provider *p, const struct evr_event *ev
 	if (err == 0) {
 		ret->pb = data;
 		ret->pb_len = (uint32_t)len;
-		ret->described = 0;
 	}
 out:
 	free(fv);
@@ -69,15 +78,26 @@ out:
 	return err;
 }
 
-/* Append one description to @s; set or clear its bit. */
-static void describe_one(struct evr_session *s, struct evr_event_meta *m)
+int evr_meta_event_packed_locked(const struct evr_provider *p, uint32_t i)
 {
+	struct evr_provider_priv *pp = p->priv;
+
+	if (pp->meta[i].pb)
+		return 0;
+	return evr_meta_event_pack(p, pp->events[i], &pp->meta[i]);
+}
+
+/* Append the description of event @i of @p to @s; set or clear its bit. */
+static void describe_one(struct evr_session *s, const struct evr_provider *p, uint32_t i)
+{
+	struct evr_event_meta *m = &p->priv->meta[i];
 	uint64_t bit = 1ull << s->slot;
 
-	if (evr_shm_meta_append(s->shm, EVR_META_EVENT, m->pb, m->pb_len) == 0)
+	if (evr_meta_event_packed_locked(p, i) == 0 &&
+	    evr_shm_meta_append(s->shm, EVR_META_EVENT, m->pb, m->pb_len) == 0)
 		m->described |= bit;
 	else
-		m->described &= ~bit;	/* -ENOSPC, counted in meta_dropped */
+		m->described &= ~bit;	/* -ENOSPC (counted in meta_dropped), -ENOMEM */
 }
 
 void evr_meta_describe_session_locked(struct evr_session *s)
@@ -90,7 +110,7 @@ void evr_meta_describe_session_locked(struct evr_session *s)
 
 		for (uint32_t i = 0; i < pp->nr; i++) {
 			if (named)
-				describe_one(s, &pp->meta[i]);
+				describe_one(s, p, i);
 			else
 				pp->meta[i].described &= ~bit;	/* slot reused: never enabled */
 		}
@@ -108,6 +128,6 @@ void evr_meta_describe_events_locked(struct evr_provider *p, uint32_t first)
 		if (!evr_provider_spec_list_find(s->cfg.providers, p->name))
 			continue;
 		for (uint32_t i = first; i < pp->nr; i++)
-			describe_one(s, &pp->meta[i]);
+			describe_one(s, p, i);
 	}
 }

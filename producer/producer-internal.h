@@ -19,8 +19,8 @@
 #define EVR_HIDDEN __attribute__((visibility("hidden")))
 
 /*
- * A zero-initialized variable that libevring writes or reads at load, in every
- * program nobody traces: in .data, not .bss, so that it shares the page that the
+ * A zero-initialized variable that libevring writes or reads at load (or at the
+ * exit), in every program nobody traces: in .data, not .bss, so that it shares the page that the
  * dynamic loader has already touched (.data's last page, where it clears the
  * start of .bss) instead of costing a page fault of its own, where .bss's large
  * arrays (the heap provider's tables) put it pages away (docs/protocol.md, "What

@@ -22,7 +22,8 @@
  * description of a record's event (see <evring/abi.h>).
  */
 struct evr_event_meta {
-	uint8_t *pb;				/* packed evr.EventDesc, malloc'ed */
+	uint8_t *pb;				/* packed evr.EventDesc, malloc'ed; NULL
+						 * until a reader needs it (metadata.c) */
 	uint32_t pb_len;
 	uint64_t described;			/* bit i: in the metadata area of slot i */
 };
@@ -65,11 +66,21 @@ struct evr_provider *evr_registry_providers_locked(void) __attribute__((visibili
 
 /**
  * evr_meta_event_pack() - pack the evr.EventDesc of @ev (registered in @p).
- * @ret: filled on success; ret->described is 0.
+ * @ret: its pb and pb_len are set on success; described is left as it is.
  * Return: 0, -ENOMEM.
  */
 int evr_meta_event_pack(const struct evr_provider *p, const struct evr_event *ev,
 			struct evr_event_meta *ret) __attribute__((visibility("hidden")));
+
+/**
+ * evr_meta_event_packed_locked() - make sure event @i of @p has its packed
+ * description (p->priv->meta[i].pb), packing it on the first call: registration
+ * does not pack (metadata.c).
+ * Return: 0, -ENOMEM (nothing changed; a later call tries again).
+ * Context: registry lock.
+ */
+int evr_meta_event_packed_locked(const struct evr_provider *p, uint32_t i)
+	__attribute__((visibility("hidden")));
 
 /**
  * evr_meta_describe_session_locked() - write the description of every event of

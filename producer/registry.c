@@ -84,7 +84,10 @@ __attribute__((constructor)) static void evr_library_init(void)
 static int rid_assign_locked(struct evr_event *ev)
 {
 	if (nr_rid >= cap_rid) {
-		uint32_t cap = cap_rid ? cap_rid * 2 : 256;
+		/* 32 to start: the first provider's events, and the first page of
+		 * malloc's heap holds it with the provider's own blocks (256 took
+		 * 2 KiB and a page more at every start; docs/protocol.md). */
+		uint32_t cap = cap_rid ? cap_rid * 2 : 32;
 		struct evr_event **n = realloc(by_rid, sizeof(*n) * cap);
 
 		if (!n)
@@ -119,11 +122,9 @@ static int provider_add_event_locked(struct evr_provider *p, struct evr_event *e
 	ret = rid_assign_locked(ev);
 	if (ret < 0)
 		return ret;
-	ret = evr_meta_event_pack(p, ev, &pp->meta[pp->nr]);
-	if (ret < 0) {
-		by_rid[ev->rid] = NULL;
-		return ret;
-	}
+	/* Packed by its first reader (metadata.c): not at every start of a program
+	 * nobody traces. */
+	pp->meta[pp->nr] = (struct evr_event_meta){ .pb = NULL };
 	ev->provider = p;
 	pp->events[pp->nr++] = ev;
 	return 0;

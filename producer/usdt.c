@@ -55,7 +55,8 @@
 __attribute__((section(".probes"), used)) volatile unsigned short evring_event_semaphore;
 __attribute__((section(".probes"), used)) volatile unsigned short evring_counter_semaphore;
 
-static struct evr_listener *listener;
+/* Read at every exit (evr_usdt_active()): EVR_LOAD_DATA. */
+EVR_LOAD_DATA static struct evr_listener *listener;
 static struct evr_strbuf json;		/* the dispatch thread's */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 

@@ -16,7 +16,7 @@ add_executable(evr-agent-driver agent/driver.c agent/harness.c)
 target_include_directories(evr-agent-driver PRIVATE ${PROJECT_SOURCE_DIR}/producer/include
   ${PROJECT_SOURCE_DIR}/provspec/include)
 target_link_libraries(evr-agent-driver PRIVATE evring-consumer evr_warnings)
-foreach(t decode late_event sessions64 consumer_killed producer_killed garbage fork reverse
+foreach(t decode late_event sessions64 consumer_killed producer_killed garbage fork lazy_meta reverse
           errors peer_uid max_clients runtime_dir spans loss)
   add_test(NAME agent_${t} COMMAND evr-agent-driver ${t} $<TARGET_FILE:evr-agent-producer>)
   set_tests_properties(agent_${t} PROPERTIES LABELS integration TIMEOUT 120

@@ -476,6 +476,125 @@ static int test_garbage(void)
 	return 0;
 }
 
+/* The description of @name listed in @set, or NULL. */
+static const struct evr_schema_event *listed(struct evr_schema_set *set, const char *name)
+{
+	for (uint32_t i = 0; i < evr_schema_set_count(set); i++) {
+		const struct evr_schema_event *e = evr_schema_set_at(set, i);
+
+		if (e && strcmp(e->provider, "AgentTest") == 0 && strcmp(e->name, name) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* ListEvents of @pid's agent, from a connection of its own: every AgentTest event
+ * with all its fields, "Late" (defined at run time) and the built-ins included. */
+static void check_listed(pid_t pid)
+{
+	const struct evr_schema_event *e;
+	struct evr_schema_set *all;
+	struct evr_client *c;
+	char err[256];
+
+	CHECK(evr_client_connect(pid, "lazy-meta", &c, err, sizeof(err)) == 0, "%s", err);
+	CHECK(evr_schema_set_new(&all) == 0, "set");
+	CHECK(evr_client_list_events(c, all, err, sizeof(err)) == 0, "%s", err);
+	e = listed(all, "Ints");
+	CHECK(e && e->id == 1 && e->level == EVR_LEVEL_INFO && e->keywords == 0x1 &&
+		      e->nfields == 8 && strcmp(e->fields[3].name, "d") == 0 &&
+		      e->fields[3].type == EVR_FT_U64, "pid %d: Ints", (int)pid);
+	e = listed(all, "Mixed");
+	CHECK(e && e->id == 2 && e->nfields == 7 && strcmp(e->fields[6].name, "doc") == 0,
+	      "pid %d: Mixed", (int)pid);
+	e = listed(all, "Seq");
+	CHECK(e && e->id == 3 && e->keywords == 0x2 && e->nfields == 1 &&
+		      strcmp(e->fields[0].name, "seq") == 0, "pid %d: Seq", (int)pid);
+	e = listed(all, "Late");
+	CHECK(e && e->id == 100 && e->nfields == 2 && strcmp(e->fields[1].name, "s") == 0,
+	      "pid %d: Late", (int)pid);
+	CHECK(listed(all, "Dynamic") && listed(all, "Json"), "pid %d: the built-ins", (int)pid);
+	evr_schema_set_free(all);
+	evr_client_free(c);
+}
+
+/*
+ * Descriptions are packed by their first reader, not when a provider registers
+ * (producer/metadata.c; docs/protocol.md, "What a program pays at start-up"). A
+ * producer that no consumer ever saw, and its fork child, must still describe every
+ * event, the run-time one included, to the first consumer: in ListEvents (the
+ * child's first reader) and in a session's metadata area (the parent's), so that
+ * every record decodes.
+ */
+static int test_lazy_meta(void)
+{
+	struct evr_client *pc, *cc;
+	struct evr_event_view v;
+	struct prod p;
+	struct got gc;
+	char line[128];
+	uint32_t typed = 0, late = 0;
+	int cpid = 0, rid;
+
+	prod_spawn(&p);
+	prod_cmd(&p, "define");
+	prod_line(&p, line, sizeof(line));
+	CHECK(sscanf(line, "defined %d", &rid) == 1 && rid > 0, "%s", line);
+	prod_cmd(&p, "fork");
+	for (int i = 0; i < 2; i++) {
+		int en = -1;
+
+		prod_line(&p, line, sizeof(line));
+		if (sscanf(line, "child %d enabled=%d", &cpid, &en) == 2)
+			CHECK(en == 0, "the child inherited an enabled event");
+		else
+			CHECK(strcmp(line, "forked") == 0, "'%s'", line);
+	}
+	CHECK(cpid > 0, "no child line");
+
+	/* The child: ListEvents first, then a session, whose records all decode. */
+	check_listed((pid_t)cpid);
+	cc = attach((pid_t)cpid, "AgentTest", 256 << 10);
+	prod_line(&p, line, sizeof(line));
+	CHECK(strcmp(line, "child emitted 100") == 0, "'%s'", line);
+	got_init(&gc, 100);
+	read_all(cc, &gc);
+	CHECK(gc.seq_events == 100 && gc.dup == 0, "child session: %" PRIu64, gc.seq_events);
+	evr_client_free(cc);
+
+	/* The parent: a session first (its metadata area is the first reader). */
+	pc = attach(p.pid, "AgentTest", 256 << 10);
+	prod_cmd(&p, "typed");
+	prod_expect(&p, "typed");
+	prod_cmd(&p, "late 3");
+	prod_expect(&p, "late 3");
+	while (typed < 2 || late < 3) {
+		struct evr_field_value f[2];
+		int r = evr_client_next(pc, &v);
+
+		CHECK(r >= 0, "next");
+		if (r == 0) {
+			CHECK(evr_client_wait(pc, 1000) >= 0, "wait");
+			continue;
+		}
+		CHECK(v.type == EVR_REC_EVENT && v.schema, "rid %u described", v.rid);
+		if (v.rid == (uint32_t)rid) {
+			CHECK(strcmp(v.schema->name, "Late") == 0 &&
+				      evr_decode_fields(v.schema, v.payload, v.len, f) == 2 &&
+				      f[0].u == late, "Late %u", late);
+			late++;
+		} else {
+			check_typed(&v);
+			typed++;
+		}
+	}
+	check_listed(p.pid);
+	evr_client_free(pc);
+	prod_end(&p);
+	free(gc.seen);
+	return 0;
+}
+
 static int test_fork(void)
 {
 	struct evr_client *pc, *cc;
@@ -864,6 +983,17 @@ static void leave_socket(const char *path)
 	close(fd);
 }
 
+static char own_dir[128];
+
+/* prod_before_exec: what a dead process of the producer's pid left behind. */
+static void leave_own_socket(void)
+{
+	char path[192];
+
+	snprintf(path, sizeof(path), "%s/%d.sock", own_dir, (int)getpid());
+	leave_socket(path);
+}
+
 static int test_runtime_dir(void)
 {
 	char base[] = "/tmp/evr-agent-test-XXXXXX";
@@ -922,6 +1052,17 @@ static int test_runtime_dir(void)
 	prod_end(&p);
 	unlink(live);
 
+	/* A socket that a dead process of the producer's pid left (a pid used again):
+	 * the agent binds, finds the address in use, removes that file and binds again
+	 * (it no longer unlinks first at every start). */
+	snprintf(own_dir, sizeof(own_dir), "%s", dir);
+	prod_before_exec = leave_own_socket;
+	prod_spawn(&p);
+	prod_before_exec = NULL;
+	c = attach(p.pid, "AgentTest", 256 << 10);
+	evr_client_free(c);
+	prod_end(&p);
+
 	/* A directory others can enter, or a symlink: no agent, and no socket. */
 	CHECK(chmod(dir, 0755) == 0, "chmod");
 	prod_spawn(&p);
@@ -959,6 +1100,7 @@ int main(int argc, char **argv)
 		{ "producer_killed", test_producer_killed },
 		{ "garbage", test_garbage },
 		{ "fork", test_fork },
+		{ "lazy_meta", test_lazy_meta },
 		{ "reverse", test_reverse },
 		{ "errors", test_errors },
 		{ "peer_uid", test_peer_uid },

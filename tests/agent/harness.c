@@ -29,6 +29,8 @@ double now_ms(void)
 
 /* ---- the producer process ------------------------------------------------------------ */
 
+void (*prod_before_exec)(void);
+
 void prod_spawn_env(struct prod *p, const char *env1, const char *env2, const char *arg1,
 		    const char *arg2)
 {
@@ -44,6 +46,8 @@ void prod_spawn_env(struct prod *p, const char *env1, const char *env2, const ch
 			putenv((char *)env1);
 		if (env2)
 			putenv((char *)env2);
+		if (prod_before_exec)
+			prod_before_exec();
 		execl(producer_path, producer_path, arg1, arg2, (char *)NULL);
 		_exit(127);
 	}

@@ -36,6 +36,8 @@ struct prod {
 	FILE *in, *out;
 };
 
+/* When set, called in the producer's process (its pid) just before the exec. */
+extern void (*prod_before_exec)(void);
 /* Start the producer with up to two "NAME=VALUE" and two arguments (NULL: none). */
 void prod_spawn_env(struct prod *p, const char *env1, const char *env2, const char *arg1,
 		    const char *arg2);

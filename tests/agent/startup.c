@@ -61,6 +61,9 @@ static unsigned int created, created_pinned, affinity_calls;
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
+/* @s allows every CPU the process may run on. A superset passes: an attribute that
+ * sets no affinity reads back as every CPU (pthread_attr_getaffinity_np()), as the
+ * agent's does (it sets its signal mask in the attribute). */
 static int all_cpus(const cpu_set_t *s)
 {
 	cpu_set_t mine;
@@ -68,7 +71,10 @@ static int all_cpus(const cpu_set_t *s)
 	/* The process's own mask (the main thread's, which nothing here changes). */
 	if (sched_getaffinity(getpid(), sizeof(mine), &mine) < 0)
 		return 1;
-	return CPU_EQUAL(s, &mine);
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &mine) && !CPU_ISSET(cpu, s))
+			return 0;
+	return 1;
 }
 
 int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
