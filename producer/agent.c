@@ -829,10 +829,13 @@ static void *agent_main(void *arg)
 			}
 			/* A consumer came: before it can list or enable anything. */
 			evr_builtin_providers_ensure_locked();
-			if (tag == &tag_listen)
+			if (tag == &tag_listen) {
 				accept_clients();
-			else
+			} else {
 				conn_event(tag, evs[i].events);
+				/* It may have started a session: the touch looks now. */
+				kicked = true;
+			}
 		}
 		if (stop) {
 			/* The destructor tears down the rest: no clock read at exit. */

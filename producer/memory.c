@@ -315,19 +315,27 @@ void evr_memory_populate_all(struct evr_session *s)
  * each once, the ring's pages below the head being the writer's own. A ring no writer
  * has reached (head 0) is left alone, and a ring whose first lap is warm (the window
  * reached its end, or the head did) is never looked at again, nor are the rings of
- * CPUs offline at the start (not backed either: evr_memory_populate_step()). While
- * some ring of a live session is in its first lap the agent looks every
- * EVR_TOUCH_PERIOD_MS, and less often (up to EVR_TOUCH_IDLE_MAX_MS) while no head
- * moves; with none, never: a program nobody traces, or whose sessions' rings are
- * warm, has no wake-up for it.
+ * CPUs offline at the start (not backed either: evr_memory_populate_step()).
  *
- * Sizes: at 8-16 us a page one thread writes at most 250-500 MB/s of pages; a Heap
- * session at the default rate writes ~6-8 MB/s, 12-16 KiB a period, which a window
- * of 128 KiB keeps ahead of with room for the agent's wake-ups coming late. A faster
- * stream (over 64 MB/s a ring) outruns the window between two looks: the writer then
- * pays the pages past it, as it did all of them before, and the agent's turn is
- * bounded, 32 pages a ring. The window is 32 pages of a session that stops early
- * written for nothing, at most.
+ * When: while some ring of a live session is in its first lap, the agent looks again
+ * when the fastest head, at the pace it moved since the last look, will have used a
+ * quarter of its window, every 2 ms at the most often (EVR_TOUCH_PERIOD_MIN_NS, also
+ * the first looks at a new session, whose writers may start at once); while no head
+ * moves, after four looks, half as often each time, down to every 128 ms; with no
+ * ring in its first lap, never: a program nobody traces, or whose sessions' rings
+ * are warm, has no wake-up for it.
+ *
+ * Sizes, from the cost: at 8-16 us a page one thread writes at most 250-500 MB/s of
+ * pages. A Heap session at the default rate writes ~8 MB/s a ring (two threads
+ * allocating at full speed, evring-bench-heap): a look every ~4 ms, each writing the
+ * ~8 pages the head moved into, so that a look that comes late (the agent shares the
+ * CPUs with the program) still finds the window ahead. A faster stream (over 16 MB/s
+ * a ring) brings the looks to every 2 ms, and one over 64 MB/s outruns the window
+ * between two of them: its writer pays the pages past the window, as it paid all of
+ * them before, and a look is bounded, 32 pages a ring (~0.5 ms here). The window
+ * written past the last head of a session that stops is the waste, 32 pages a ring
+ * at most. Each page costs the agent what it would have cost the writer; the looks
+ * themselves cost ~20-30 us each on this guest (a timer's wake-up and epoll_wait()).
  *
  * The write is a locked OR of zero on the page's first byte (lock orb; an atomic
  * fetch-or elsewhere): the ring's writer may be storing to that byte at the same
@@ -347,8 +355,8 @@ void evr_memory_populate_all(struct evr_session *s)
  */
 #define EVR_TOUCH_PAGE		4096u
 #define EVR_TOUCH_WINDOW	(128u << 10)
-#define EVR_TOUCH_PERIOD_MS	2u
-#define EVR_TOUCH_IDLE_MAX_MS	128u
+#define EVR_TOUCH_PERIOD_MIN_NS	(2ull * 1000000u)
+#define EVR_TOUCH_PERIOD_MAX_NS	(128ull * 1000000u)
 /* Turns without a head moving before the period starts to double. */
 #define EVR_TOUCH_IDLE_TURNS	4u
 
@@ -370,6 +378,8 @@ static struct touch_session {
 } touch[EVR_MAX_SESSIONS];
 static uint32_t touch_idle;		/* turns in a row without a head moving */
 static uint64_t touch_due = UINT64_MAX;	/* the next turn, CLOCK_MONOTONIC ns */
+static uint64_t touch_last;		/* the last turn; 0: none since the agent had nothing */
+static uint64_t touch_period;		/* ns from the last turn to the next */
 
 static inline void touch_page(uint8_t *p)
 {
@@ -414,10 +424,10 @@ static bool touch_learn(struct touch_session *t, const struct evr_session *s)
 	return true;
 }
 
-/* One look at @t's rings. Return: true if a head moved since the last one. */
-static bool touch_session_turn(struct touch_session *t)
+/* One look at @t's rings. Return: the most a head moved since the last one, bytes. */
+static uint64_t touch_session_turn(struct touch_session *t)
 {
-	bool moved = false;
+	uint64_t moved = 0;
 
 	for (uint32_t r = 0; r < t->nr_rings && t->pending; r++) {
 		struct touch_ring *tr = &t->rings[r];
@@ -429,8 +439,11 @@ static bool touch_session_turn(struct touch_session *t)
 		 * this ring's first lap is written below. */
 		head = __atomic_load_n(tr->head, __ATOMIC_RELAXED);
 		if (head != tr->seen) {
+			if (head > tr->seen && head - tr->seen > moved)
+				moved = head - tr->seen;
+			else if (!moved)
+				moved = 1;	/* written by a consumer: a move all the same */
 			tr->seen = head;
-			moved = true;
 		}
 		if (!head)
 			continue;		/* no writer yet */
@@ -450,8 +463,8 @@ static bool touch_session_turn(struct touch_session *t)
 uint64_t evr_memory_touch_turn(uint64_t now, bool kicked)
 {
 	const struct evr_session_table *tab;
-	bool pending = false, moved = false;
-	uint32_t shift;
+	bool pending = false, fresh = false;
+	uint64_t moved = 0, period;
 
 	if (!kicked && now < touch_due)
 		return touch_due;
@@ -469,23 +482,40 @@ uint64_t evr_memory_touch_turn(uint64_t now, bool kicked)
 		if (t->s != s || t->serial != s->serial) {
 			if (!touch_learn(t, s))
 				continue;
-			moved = true;	/* a new session: look soon */
+			fresh = true;	/* a new session: its writers may start at once */
 		}
-		if (t->pending && touch_session_turn(t))
-			moved = true;
+		if (t->pending) {
+			uint64_t m = touch_session_turn(t);
+
+			moved = m > moved ? m : moved;
+		}
 		pending |= t->pending != 0;
 	}
 	urcu_bp_read_unlock();
 	if (!pending) {
 		touch_idle = 0;
+		touch_last = 0;
 		touch_due = UINT64_MAX;
 		return touch_due;
 	}
-	touch_idle = moved ? 0 : touch_idle + 1;
-	shift = touch_idle > EVR_TOUCH_IDLE_TURNS ? touch_idle - EVR_TOUCH_IDLE_TURNS : 0;
-	while (shift && (EVR_TOUCH_PERIOD_MS << shift) > EVR_TOUCH_IDLE_MAX_MS)
-		shift--;
-	touch_due = now + (uint64_t)(EVR_TOUCH_PERIOD_MS << shift) * 1000000u;
+	if (fresh || !touch_last || now <= touch_last) {
+		touch_idle = 0;
+		period = EVR_TOUCH_PERIOD_MIN_NS;
+	} else if (moved) {
+		/* Back when the fastest head has used a quarter of its window, at this
+		 * pace: the agent's wake-ups, ~20-30 us each here, follow the writers. */
+		touch_idle = 0;
+		period = (now - touch_last) * (EVR_TOUCH_WINDOW / 4) / moved;
+	} else {
+		period = touch_period;
+		if (++touch_idle > EVR_TOUCH_IDLE_TURNS)
+			period *= 2;
+	}
+	period = period < EVR_TOUCH_PERIOD_MIN_NS ? EVR_TOUCH_PERIOD_MIN_NS
+	       : period > EVR_TOUCH_PERIOD_MAX_NS ? EVR_TOUCH_PERIOD_MAX_NS : period;
+	touch_period = period;
+	touch_last = now;
+	touch_due = now + period;
 	return touch_due;
 }
 
@@ -494,5 +524,6 @@ void evr_memory_touch_reset_in_child(void)
 	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++)
 		touch_forget(&touch[i]);
 	touch_idle = 0;
+	touch_last = 0;
 	touch_due = UINT64_MAX;
 }
