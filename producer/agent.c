@@ -81,6 +81,7 @@ static struct {
 	pthread_t thread;
 	pid_t pid;
 	int epfd, stopfd, listen_fd;
+	int kickfd;			/* evr_agent_kick()'s eventfd, made at its first use; -1 */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct evr_agent_conn *conns;
 	uint32_t nconns;
@@ -100,6 +101,7 @@ static struct {
 	.epfd = -1,
 	.stopfd = -1,
 	.listen_fd = -1,
+	.kickfd = -1,
 };
 
 /* The constructor's wait for Resume on the reverse connection. */
@@ -107,8 +109,8 @@ static pthread_mutex_t resume_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t resume_cond;
 static bool resume_done;
 
-/* epoll tags for the two fds that are not connections. */
-static int tag_listen, tag_stop;
+/* epoll tags for the fds that are not connections. */
+static int tag_listen, tag_stop, tag_kick;
 
 /*
  * At exit, an agent that serves nobody is left asleep instead of woken and joined
@@ -151,6 +153,35 @@ void evr_builtin_providers_ensure(void)
 		return;
 	pthread_mutex_lock(&agent.lock);
 	evr_builtin_providers_ensure_locked();
+	pthread_mutex_unlock(&agent.lock);
+}
+
+/* ---- in-process sessions -------------------------------------------------------- */
+
+/*
+ * The eventfd is made at the first in-process session, not when the agent starts: a
+ * program nobody traces pays no system call for it (docs/protocol.md, "What a
+ * program pays at start-up"). A session the program starts while the agent is not
+ * running (EVR_AGENT=0, no runtime directory) has its pages written by its writers,
+ * as before.
+ */
+void evr_agent_kick(void)
+{
+	pthread_mutex_lock(&agent.lock);
+	if (agent.running && agent.epfd >= 0 && !atomic_load(&agent_left)) {
+		if (agent.kickfd < 0) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_kick };
+			int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+			if (fd >= 0 && epoll_ctl(agent.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+				close(fd);
+				fd = -1;
+			}
+			agent.kickfd = fd;
+		}
+		if (agent.kickfd >= 0)
+			(void)eventfd_write(agent.kickfd, 1);
+	}
 	pthread_mutex_unlock(&agent.lock);
 }
 
@@ -738,7 +769,7 @@ static void *agent_main(void *arg)
 	bool stop = false, left = false;
 
 	uint64_t next = UINT64_MAX;
-	bool populating = false;
+	bool populating = false, kicked = false;
 
 	/*
 	 * Listen mode's first connection, before the first sleep. Only in listen mode:
@@ -768,15 +799,18 @@ static void *agent_main(void *arg)
 	 */
 	while (!stop) {
 		int timeout = -1, n;
+		uint64_t now;
 
-		/* Sleep until the next Hello deadline at most (rounded up: never early);
-		 * not at all while rings remain to be backed. */
+		/* Sleep until the next Hello deadline or look ahead of the ring heads
+		 * (evr_memory_touch_turn()) at most (rounded up: never early); not at
+		 * all while rings remain to be backed. */
 		if (populating) {
 			timeout = 0;
 		} else if (next != UINT64_MAX) {
-			uint64_t now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
-			uint64_t ms = next > now ? (next - now + 999999u) / 1000000u : 0;
+			uint64_t ms;
 
+			now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
+			ms = next > now ? (next - now + 999999u) / 1000000u : 0;
 			timeout = ms > INT_MAX ? INT_MAX : (int)ms;
 		}
 #if EVR_HAVE_SDT
@@ -800,25 +834,40 @@ static void *agent_main(void *arg)
 				stop = true;
 				continue;
 			}
+			if (tag == &tag_kick) {
+				eventfd_t v;
+
+				(void)eventfd_read(agent.kickfd, &v);
+				kicked = true;
+				continue;
+			}
 			/* A consumer came: before it can list or enable anything. */
 			evr_builtin_providers_ensure_locked();
-			if (tag == &tag_listen)
+			if (tag == &tag_listen) {
 				accept_clients();
-			else
+			} else {
 				conn_event(tag, evs[i].events);
+				/* It may have started a session: the touch looks now. */
+				kicked = true;
+			}
 		}
 		if (stop) {
 			/* The destructor tears down the rest: no clock read at exit. */
 			pthread_mutex_unlock(&agent.lock);
 			break;
 		}
-		next = pending_sweep(evr_clock_gettime_ns(CLOCK_MONOTONIC), false);
+		now = evr_clock_gettime_ns(CLOCK_MONOTONIC);
+		next = pending_sweep(now, false);
 		populating = populate_some(EVR_AGENT_POPULATE_SLICE);
 		reap_dead();
 		{
 			uint64_t mon = mon_turn();
+			/* After the batch: a session started by a consumer in it is seen now. */
+			uint64_t touch = evr_memory_touch_turn(now, kicked);
 
+			kicked = false;
 			next = mon < next ? mon : next;
+			next = touch < next ? touch : next;
 		}
 		pthread_mutex_unlock(&agent.lock);
 		atomic_store(&agent_outside, true);
@@ -880,7 +929,9 @@ static void agent_teardown(bool child)
 		close(agent.epfd);
 	if (agent.stopfd >= 0)
 		close(agent.stopfd);
-	agent.listen_fd = agent.epfd = agent.stopfd = -1;
+	if (agent.kickfd >= 0)
+		close(agent.kickfd);
+	agent.listen_fd = agent.epfd = agent.stopfd = agent.kickfd = -1;
 	agent.running = false;
 }
 
@@ -994,6 +1045,8 @@ static void fork_child(void)
 	evr_sessions_reset_in_child_locked();
 	/* The parent's agent thread does not exist here; its fds and sessions do. */
 	agent_teardown(true);
+	/* Its rings are the parent's: the child's own sessions, if any, are new. */
+	evr_memory_touch_reset_in_child();
 	pthread_mutex_unlock(&evr_registry_lock);
 	evr_counters_fork_child();
 	if (restart)

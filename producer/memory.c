@@ -42,7 +42,10 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <urcu-bp.h>
+
 #include "producer-internal.h"
+#include "heap-internal.h"
 
 #define MIB (1ull << 20)
 #define DEFAULT_RING_MAX (32ull << 20)
@@ -216,14 +219,14 @@ void evr_memory_release_locked(uint64_t bytes)
 
 /* ---- pages -------------------------------------------------------------------- */
 
-/* The online CPUs ("0-3,8-11") into @p->online; all of them if unknown. */
-static void online_cpus(struct evr_populate *p, uint32_t nr_rings)
+/* The online CPUs ("0-3,8-11") into @online; all of them if unknown. */
+static void online_cpus(uint64_t online[EVR_MAX_RINGS / 64], uint32_t nr_rings)
 {
 	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
 	char buf[1024];
 	const char *s = buf;
 
-	memset(p->online, 0, sizeof(p->online));
+	memset(online, 0, EVR_MAX_RINGS / 8);
 	if (!f || !fgets(buf, sizeof(buf), f))
 		buf[0] = '\0';
 	if (f)
@@ -235,13 +238,13 @@ static void online_cpus(struct evr_populate *p, uint32_t nr_rings)
 		if (*end == '-')
 			hi = strtoul(end + 1, &end, 10);
 		for (unsigned long c = lo; c <= hi && c < nr_rings; c++)
-			p->online[c / 64] |= 1ull << (c % 64);
+			online[c / 64] |= 1ull << (c % 64);
 		s = *end == ',' ? end + 1 : end;
 	}
 	/* Unknown (no sysfs): every ring, as before. */
 	if (s == buf) {
 		for (uint32_t c = 0; c < nr_rings; c++)
-			p->online[c / 64] |= 1ull << (c % 64);
+			online[c / 64] |= 1ull << (c % 64);
 	}
 }
 
@@ -249,7 +252,7 @@ void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
 {
 	memset(p, 0, sizeof(*p));
 	p->s = s;
-	online_cpus(p, s->nr_rings);
+	online_cpus(p->online, s->nr_rings);
 }
 
 bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
@@ -292,4 +295,241 @@ void evr_memory_populate_all(struct evr_session *s)
 	evr_memory_populate_init(&p, s);
 	while (evr_memory_populate_step(&p, UINT64_MAX))
 		;
+}
+
+/* ---- the first write to each page, ahead of the writers ------------------------- */
+
+/*
+ * Where a hypervisor shadows the guest's page tables (Firecracker under PVM, where
+ * this was measured: "Hypervisor detected: PVM" in the kernel log), the first
+ * user-space write to each 4 KiB page through a mapping traps to the host, 8-21 us of
+ * the writing thread's time, even after MADV_POPULATE_WRITE; the second write costs
+ * ~40 ns, and a page any thread of the process wrote once is warm for all of them
+ * (the shadow is per address space). On a ring's first lap a writer pays it once a
+ * page: a Heap session's sampled allocations, one slow write every ~43 Alloc events
+ * (docs/memory.md, "Where a sample's time goes"). Writing every page of every ring
+ * when the session starts (f78a7e3, reverted) cost a recorder's 64 MiB session
+ * ~280 ms of the agent's CPU at its start, mostly for pages no writer ever reached.
+ *
+ * So the agent writes pages a window ahead of each ring's head as the head moves:
+ * the pages [round_up(head), round_up(head) + EVR_TOUCH_WINDOW) of the first lap,
+ * each once, the ring's pages below the head being the writer's own. A ring no writer
+ * has reached (head 0) is left alone, and a ring whose first lap is warm (the window
+ * reached its end, or the head did) is never looked at again, nor are the rings of
+ * CPUs offline at the start (not backed either: evr_memory_populate_step()).
+ *
+ * When: while some ring of a live session is in its first lap, the agent looks again
+ * when the fastest head, at the pace it moved since the last look, will have used a
+ * quarter of its window, every 2 ms at the most often (EVR_TOUCH_PERIOD_MIN_NS, also
+ * the first looks at a new session, whose writers may start at once); while no head
+ * moves, after four looks, half as often each time, down to every 128 ms; with no
+ * ring in its first lap, never: a program nobody traces, or whose sessions' rings
+ * are warm, has no wake-up for it.
+ *
+ * Sizes, from the cost: at 8-16 us a page one thread writes at most 250-500 MB/s of
+ * pages. A Heap session at the default rate writes ~8 MB/s a ring (two threads
+ * allocating at full speed, evring-bench-heap): a look every ~4 ms, each writing the
+ * ~8 pages the head moved into, so that a look that comes late (the agent shares the
+ * CPUs with the program) still finds the window ahead. A faster stream (over 16 MB/s
+ * a ring) brings the looks to every 2 ms, and one over 64 MB/s outruns the window
+ * between two of them: its writer pays the pages past the window, as it paid all of
+ * them before, and a look is bounded, 32 pages a ring (~0.5 ms here). The window
+ * written past the last head of a session that stops is the waste, 32 pages a ring
+ * at most. Each page costs the agent what it would have cost the writer; the looks
+ * themselves cost ~20-30 us each on this guest (a timer's wake-up and epoll_wait()).
+ *
+ * The write is a locked OR of zero on the page's first byte (lock orb; an atomic
+ * fetch-or elsewhere): the ring's writer may be storing to that byte at the same
+ * moment (the window starts at the head), and a locked read-modify-write is one
+ * indivisible access, so the writer's store lands either before it (and is written
+ * back unchanged) or after it; a plain load and store could put back a byte the
+ * writer had just changed. It changes no byte a reader can see. The sanitizers do not
+ * see the inline assembly (nothing of the writer's is accessed in C here but the
+ * published head, an atomic load).
+ *
+ * Lifetime: the turn runs inside an RCU read-side section and takes the sessions from
+ * the live table; evr_session_stop() unpublishes a session and waits for a grace
+ * period before its rings can be unmapped (evr_session_destroy()), so a session being
+ * stopped while the agent writes its pages waits for the turn (bounded: 32 pages a
+ * ring) and is never unmapped under it. Nothing the writers take is taken: not a
+ * ring's lock, not the registry lock.
+ */
+#define EVR_TOUCH_PAGE		4096u
+#define EVR_TOUCH_WINDOW	(128u << 10)
+#define EVR_TOUCH_PERIOD_MIN_NS	(2ull * 1000000u)
+#define EVR_TOUCH_PERIOD_MAX_NS	(128ull * 1000000u)
+/* Turns without a head moving before the period starts to double. */
+#define EVR_TOUCH_IDLE_TURNS	4u
+
+struct touch_ring {
+	uint8_t *data;			/* the ring's bytes */
+	const uint64_t *head;		/* its published head (evr_ring_ctl.head) */
+	uint64_t warm;			/* first-lap bytes below which every page is written */
+	uint64_t seen;			/* the head at the last look */
+};
+
+/* What the agent knows of the session in each slot. The agent thread's alone. */
+static struct touch_session {
+	const struct evr_session *s;	/* NULL: none known */
+	uint64_t serial;
+	uint64_t ring_size;
+	uint32_t nr_rings;
+	uint32_t pending;		/* rings whose first lap is not warm */
+	struct touch_ring *rings;
+} touch[EVR_MAX_SESSIONS];
+static uint32_t touch_idle;		/* turns in a row without a head moving */
+static uint64_t touch_due = UINT64_MAX;	/* the next turn, CLOCK_MONOTONIC ns */
+static uint64_t touch_last;		/* the last turn; 0: none since the agent had nothing */
+static uint64_t touch_period;		/* ns from the last turn to the next */
+
+static inline void touch_page(uint8_t *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("lock orb $0, %0" : "+m"(*p) : : "memory");
+#else
+	(void)__atomic_fetch_or(p, 0, __ATOMIC_RELAXED);
+#endif
+}
+
+static void touch_forget(struct touch_session *t)
+{
+	free(t->rings);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Learn the live session @s. Return: false without memory (the writers then pay). */
+static bool touch_learn(struct touch_session *t, const struct evr_session *s)
+{
+	uint64_t online[EVR_MAX_RINGS / 64];
+
+	touch_forget(t);
+	t->rings = calloc(s->nr_rings, sizeof(*t->rings));
+	if (!t->rings)
+		return false;
+	t->s = s;
+	t->serial = s->serial;
+	t->nr_rings = s->nr_rings;
+	/* The writers' own copies, set once before the session was published. */
+	t->ring_size = s->rings[0].ring_mask + 1;
+	online_cpus(online, s->nr_rings);
+	for (uint32_t r = 0; r < t->nr_rings; r++) {
+		struct touch_ring *tr = &t->rings[r];
+
+		tr->data = s->rings[r].data;
+		tr->head = &s->rings[r].ctl->head;
+		if (online[r / 64] & (1ull << (r % 64)))
+			t->pending++;
+		else
+			tr->warm = t->ring_size;
+	}
+	return true;
+}
+
+/* One look at @t's rings. Return: the most a head moved since the last one, bytes. */
+static uint64_t touch_session_turn(struct touch_session *t)
+{
+	uint64_t moved = 0;
+
+	for (uint32_t r = 0; r < t->nr_rings && t->pending; r++) {
+		struct touch_ring *tr = &t->rings[r];
+		uint64_t head, from, end;
+
+		if (tr->warm >= t->ring_size)
+			continue;
+		/* Consumers may write it (it is in their mapping): whatever it says, only
+		 * this ring's first lap is written below. */
+		head = __atomic_load_n(tr->head, __ATOMIC_RELAXED);
+		if (head != tr->seen) {
+			if (head > tr->seen && head - tr->seen > moved)
+				moved = head - tr->seen;
+			else if (!moved)
+				moved = 1;	/* written by a consumer: a move all the same */
+			tr->seen = head;
+		}
+		if (!head)
+			continue;		/* no writer yet */
+		from = head < t->ring_size ? (head + EVR_TOUCH_PAGE - 1) & ~(uint64_t)(EVR_TOUCH_PAGE - 1)
+					   : t->ring_size;
+		end = t->ring_size - from > EVR_TOUCH_WINDOW ? from + EVR_TOUCH_WINDOW : t->ring_size;
+		for (uint64_t off = from > tr->warm ? from : tr->warm; off < end; off += EVR_TOUCH_PAGE)
+			touch_page(tr->data + off);
+		if (end > tr->warm)
+			tr->warm = end;
+		if (tr->warm >= t->ring_size)
+			t->pending--;
+	}
+	return moved;
+}
+
+uint64_t evr_memory_touch_turn(uint64_t now, bool kicked)
+{
+	const struct evr_session_table *tab;
+	bool pending = false, fresh = false;
+	uint64_t moved = 0, period;
+	uint8_t busy;
+
+	if (!kicked && now < touch_due)
+		return touch_due;
+	/* Nothing of the agent's own is sampled here: its first read-side lock maps
+	 * liburcu's reader area under liburcu's lock (heap-internal.h). */
+	busy = evr_heap_unsampled_begin();
+	urcu_bp_read_lock();
+	tab = evr_session_table_get_rcu();
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
+		const struct evr_session *s = tab->slot[i];
+		struct touch_session *t = &touch[i];
+
+		if (!s) {
+			if (t->s)
+				touch_forget(t);
+			continue;
+		}
+		if (t->s != s || t->serial != s->serial) {
+			if (!touch_learn(t, s))
+				continue;
+			fresh = true;	/* a new session: its writers may start at once */
+		}
+		if (t->pending) {
+			uint64_t m = touch_session_turn(t);
+
+			moved = m > moved ? m : moved;
+		}
+		pending |= t->pending != 0;
+	}
+	urcu_bp_read_unlock();
+	evr_heap_unsampled_end(busy);
+	if (!pending) {
+		touch_idle = 0;
+		touch_last = 0;
+		touch_due = UINT64_MAX;
+		return touch_due;
+	}
+	if (fresh || !touch_last || now <= touch_last) {
+		touch_idle = 0;
+		period = EVR_TOUCH_PERIOD_MIN_NS;
+	} else if (moved) {
+		/* Back when the fastest head has used a quarter of its window, at this
+		 * pace: the agent's wake-ups, ~20-30 us each here, follow the writers. */
+		touch_idle = 0;
+		period = (now - touch_last) * (EVR_TOUCH_WINDOW / 4) / moved;
+	} else {
+		period = touch_period;
+		if (++touch_idle > EVR_TOUCH_IDLE_TURNS)
+			period *= 2;
+	}
+	period = period < EVR_TOUCH_PERIOD_MIN_NS ? EVR_TOUCH_PERIOD_MIN_NS
+	       : period > EVR_TOUCH_PERIOD_MAX_NS ? EVR_TOUCH_PERIOD_MAX_NS : period;
+	touch_period = period;
+	touch_last = now;
+	touch_due = now + period;
+	return touch_due;
+}
+
+void evr_memory_touch_reset_in_child(void)
+{
+	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++)
+		touch_forget(&touch[i]);
+	touch_idle = 0;
+	touch_last = 0;
+	touch_due = UINT64_MAX;
 }

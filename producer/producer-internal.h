@@ -156,10 +156,31 @@ EVR_HIDDEN bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget
 /* All at once (in-process sessions). */
 EVR_HIDDEN void evr_memory_populate_all(struct evr_session *s);
 
+/**
+ * evr_memory_touch_turn() - write the pages a window ahead of each live session's
+ * ring heads on their first lap, those not written yet (memory.c explains why).
+ * @now: CLOCK_MONOTONIC ns.
+ * @kicked: a session may have started since the last turn (evr_agent_kick()): look
+ *	now, due or not.
+ * Return: when the next turn is due (CLOCK_MONOTONIC ns), UINT64_MAX when no ring
+ *	of a live session is in its first lap: no wake-up needed.
+ * Context: the agent thread, agent lock held, not in an RCU read-side section.
+ */
+EVR_HIDDEN uint64_t evr_memory_touch_turn(uint64_t now, bool kicked);
+/* In a child after fork(): forget the parent's sessions. Context: agent lock. */
+EVR_HIDDEN void evr_memory_touch_reset_in_child(void);
+
 /* ---- the agent (agent.c) ---- */
 
 /* From the library constructor: fork handlers, then the agent unless EVR_AGENT=0. */
 EVR_HIDDEN void evr_agent_library_init(void);
+
+/*
+ * evr_agent_kick() - a session started in this process (evr_session_start()): wake
+ * the agent, if it runs, so that it writes the rings' pages ahead of their writers
+ * (evr_memory_touch_turn()); it knows of its own sessions. Context: no lock held.
+ */
+EVR_HIDDEN void evr_agent_kick(void);
 
 /*
  * The built-in providers (the Process and Memory counters, Heap) are registered when the

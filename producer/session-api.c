@@ -185,9 +185,12 @@ int evr_session_start_owned(const struct evr_session_opts *opts, const char *cli
 	pthread_mutex_unlock(&evr_registry_lock);
 	if (opts->interval_ms)
 		evr_counters_unlock();
-	/* The agent backs its sessions a slice at a time (agent.c); ours now. */
-	if (!client)
+	/* The agent backs its sessions a slice at a time (agent.c); ours now. Then
+	 * the agent is told: it writes each ring's pages ahead of its writers. */
+	if (!client) {
 		evr_memory_populate_all(s);
+		evr_agent_kick();
+	}
 	*ret = s;
 	return 0;
 
