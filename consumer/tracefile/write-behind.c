@@ -9,13 +9,15 @@
  * writes to ext4 was 1.8-3.3 ns a byte into new pages against 0.38 when the
  * pages the writes had freed were used again (docs/recorder.md, "Through the
  * page cache"): more than a small machine's CPUs have for a 500 MB/s stream.
- * So the writeback of each 4 MiB is started as soon as it is written
- * (sync_file_range(SYNC_FILE_RANGE_WRITE): no dirty backlog for the kernel to
- * flush in one burst), and where the first window of the file (256 MiB) cost
- * the kernel more than 0.5 ns a byte, what lies more than that window behind
- * the end is waited for and dropped (POSIX_FADV_DONTNEED), so that new writes
- * take pages the kernel just freed. Where the page cache is cheap it is left
- * to hold what the disk has not taken, gigabytes if need be, as before.
+ * So where the first window of the file (256 MiB) cost the kernel more than
+ * 0.5 ns a byte, the writeback of what lies half a window behind the end is
+ * started (sync_file_range(SYNC_FILE_RANGE_WRITE), 4 MiB at a time), and what
+ * lies a window behind is waited for and dropped (POSIX_FADV_DONTNEED), so
+ * that new writes take pages the kernel just freed. Until then, and where the
+ * page cache is cheap, it is left alone: it holds what the disk has not taken,
+ * gigabytes if need be, and a short recording writes nothing back while it
+ * runs (the kernel's writeback would take CPU from the producer and the
+ * recorder).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -109,17 +111,29 @@ static void measure(struct evr_write_behind *b, uint64_t end)
 
 void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
 {
-	if (!b->on || end < b->kicked + BEHIND_STEP)
+	uint64_t kick;
+
+	if (!b->on)
 		return;
-	if (sync_file_range(b->fd, (off_t)(b->base + b->kicked), (off_t)(end - b->kicked),
-			    SYNC_FILE_RANGE_WRITE) < 0) {
-		b->on = false;
-		return;
-	}
-	b->kicked = end;
 	if (!b->measured && end - b->t0_bytes >= b->window)
 		measure(b, end);
-	if (!b->drop || end - b->dropped < b->window + BEHIND_STEP)
+	/* Not yet known to be dear, or cheap here: the kernel's own writeback, as
+	 * for any buffered write (a short recording then writes nothing back while
+	 * it runs, where the CPUs are the producer's and the recorder's). */
+	if (!b->measured || !b->drop)
+		return;
+	/* The writeback of what lies half a window behind the end started, so
+	 * that it is done by the time it is a window behind. */
+	kick = end - b->window / 2;
+	if (end > b->window / 2 && kick >= b->kicked + BEHIND_STEP) {
+		if (sync_file_range(b->fd, (off_t)(b->base + b->kicked), (off_t)(kick - b->kicked),
+				    SYNC_FILE_RANGE_WRITE) < 0) {
+			b->on = false;
+			return;
+		}
+		b->kicked = kick;
+	}
+	if (end - b->dropped < b->window + BEHIND_STEP)
 		return;
 	/* Written back (waited for), then out of the page cache. */
 	if (sync_file_range(b->fd, (off_t)(b->base + b->dropped),

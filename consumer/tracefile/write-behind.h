@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Write-behind for buffered trace writes (trace-writer.c; docs/recorder.md,
- * "Through the page cache"): the writeback of what was written is started at
- * once, and where fresh page cache is dear, what lies more than a window
- * behind the end is waited for and dropped, so that the page cache's pages
- * are used again instead of new ones.
+ * "Through the page cache"): where new page-cache pages are dear, the
+ * writeback of what lies half a window behind the end is started, and what
+ * lies a window behind is waited for and dropped, so that the page cache's
+ * pages are used again instead of new ones.
  */
 #ifndef EVR_WRITE_BEHIND_H
 #define EVR_WRITE_BEHIND_H
@@ -14,8 +14,8 @@
 
 struct evr_write_behind {
 	int fd;
-	bool on;		/* a regular file off tmpfs: writeback started as we go */
-	bool drop;		/* ... and the pages a window behind dropped */
+	bool on;		/* a regular file off tmpfs */
+	bool drop;		/* pages a window behind written back and dropped */
 	bool measured;		/* drop decided from the first window's kernel time */
 	uint64_t base;		/* the file offset of the writer's byte 0 */
 	uint64_t kicked;	/* writer bytes whose writeback was started */
@@ -36,9 +36,10 @@ void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
 
 /*
  * evr_write_behind_note() - the writer's stream now ends at byte @end (all of
- * it handed to write()): start the writeback of what is new, and, while
- * dropping, wait for and drop what lies more than the window behind. Stops
- * for good at the first refusal (a sandbox, a file system without it).
+ * it handed to write()): once the first window is written, whether to drop
+ * is decided; while dropping, start the writeback of what lies half a window
+ * behind and wait for and drop what lies a window behind. Stops for good at
+ * the first refusal (a sandbox, a file system without it).
  */
 void evr_write_behind_note(struct evr_write_behind *b, uint64_t end);
 
