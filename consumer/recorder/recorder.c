@@ -358,14 +358,15 @@ static bool rings_calm(const struct evr_recorder *r)
  * of the disk: rings that were not calm once (an eighth full or less, looked
  * at each flush interval) in the second after direct I/O fell behind say it
  * does not, and it is left for the rest of the recording: direct I/O then
- * loses only what a stall outlasts the rings by. Where fresh memory is dear (a guest whose host backs or shadows each
- * page at its first touch: 16-23 us a page on the development guest),
- * buffered writes cost the kernel 1.8 ns a byte against 0.2 for direct ones
- * and the page cache takes 400-455 MB/s where the disk takes 0.8-1.4 GB/s
- * between its stalls: a 13-second 500 MB/s stream lost 30-44% in the page
- * cache after a fall, 15-24% with direct I/O kept through the stalls
- * (docs/recorder.md, "Direct I/O"). Return: true when the page
- * cache is left (the caller turns direct I/O back on).
+ * loses only what a stall outlasts the rings by. Where new page-cache pages
+ * are dear the page cache can fall behind on its own: on the development
+ * guest (Firecracker under PVM) buffered writes into new pages cost the
+ * kernel 1.8-3.3 ns a byte against 0.2 for direct ones, and before the
+ * writer's write-behind (write-behind.c) the page cache took 386-487 MB/s of
+ * a 505 MB/s stream after a fall, where the disk takes 0.97-1.5 GB/s between
+ * its stalls: 13-second recordings lost 24-44% so (docs/recorder.md, "Direct
+ * I/O"). Return: true when the page cache is left (the caller turns direct
+ * I/O back on).
  */
 static bool cache_too_slow(struct evr_recorder *r)
 {
