@@ -519,6 +519,31 @@ static void check_listed(pid_t pid)
 }
 
 /*
+ * Ask the producer to fork; return: the child's pid. The child speaks first (it
+ * prints before fork() returns to the parent's next printf), but the order is
+ * not guaranteed: both lines are taken, and the child must not have inherited
+ * an enabled event.
+ */
+static int prod_fork(struct prod *p)
+{
+	char line[128];
+	int cpid = 0;
+
+	prod_cmd(p, "fork");
+	for (int i = 0; i < 2; i++) {
+		int en = -1;
+
+		prod_line(p, line, sizeof(line));
+		if (sscanf(line, "child %d enabled=%d", &cpid, &en) == 2)
+			CHECK(en == 0, "the child inherited an enabled event");
+		else
+			CHECK(strcmp(line, "forked") == 0, "'%s'", line);
+	}
+	CHECK(cpid > 0, "no child line");
+	return cpid;
+}
+
+/*
  * Descriptions are packed by their first reader, not when a provider registers
  * (producer/metadata.c; docs/protocol.md, "What a program pays at start-up"). A
  * producer that no consumer ever saw, and its fork child, must still describe every
@@ -540,17 +565,7 @@ static int test_lazy_meta(void)
 	prod_cmd(&p, "define");
 	prod_line(&p, line, sizeof(line));
 	CHECK(sscanf(line, "defined %d", &rid) == 1 && rid > 0, "%s", line);
-	prod_cmd(&p, "fork");
-	for (int i = 0; i < 2; i++) {
-		int en = -1;
-
-		prod_line(&p, line, sizeof(line));
-		if (sscanf(line, "child %d enabled=%d", &cpid, &en) == 2)
-			CHECK(en == 0, "the child inherited an enabled event");
-		else
-			CHECK(strcmp(line, "forked") == 0, "'%s'", line);
-	}
-	CHECK(cpid > 0, "no child line");
+	cpid = prod_fork(&p);
 
 	/* The child: ListEvents first, then a session, whose records all decode. */
 	check_listed((pid_t)cpid);
@@ -605,20 +620,7 @@ static int test_fork(void)
 
 	prod_spawn(&p);
 	pc = attach(p.pid, "AgentTest", 256 << 10);
-	prod_cmd(&p, "fork");
-	/* The child speaks first (it prints before fork() returns to the parent's
-	 * next printf), but the order is not guaranteed: take both lines. */
-	cpid = 0;
-	for (int i = 0; i < 2; i++) {
-		int en = -1;
-
-		prod_line(&p, line, sizeof(line));
-		if (sscanf(line, "child %d enabled=%d", &cpid, &en) == 2)
-			CHECK(en == 0, "the child inherited an enabled event");
-		else
-			CHECK(strcmp(line, "forked") == 0, "'%s'", line);
-	}
-	CHECK(cpid > 0, "no child line");
+	cpid = prod_fork(&p);
 	cc = attach((pid_t)cpid, "AgentTest", 256 << 10);
 	prod_line(&p, line, sizeof(line));
 	CHECK(strcmp(line, "child emitted 100") == 0, "'%s'", line);
