@@ -9,15 +9,20 @@
  * writes to ext4 was 1.8-3.3 ns a byte into new pages against 0.38 when the
  * pages the writes had freed were used again (docs/recorder.md, "Through the
  * page cache"): more than a small machine's CPUs have for a 500 MB/s stream.
- * So where the first window of the file (256 MiB) cost the kernel more than
- * 0.5 ns a byte, the writeback of what lies half a window behind the end is
- * started (sync_file_range(SYNC_FILE_RANGE_WRITE), 4 MiB at a time), and what
- * lies a window behind is waited for and dropped (POSIX_FADV_DONTNEED), so
- * that new writes take pages the kernel just freed. Until then, and where the
- * page cache is cheap, it is left alone: it holds what the disk has not taken,
- * gigabytes if need be, and a short recording writes nothing back while it
- * runs (the kernel's writeback would take CPU from the producer and the
- * recorder).
+ * So once a window of the file (256 MiB) has cost the kernel more than 0.5 ns
+ * a byte, the writeback of what lies half a window behind the end is started
+ * (sync_file_range(SYNC_FILE_RANGE_WRITE), 4 MiB at a time), and what lies a
+ * window behind is waited for and dropped (POSIX_FADV_DONTNEED), so that new
+ * writes take pages the kernel just freed; from then on, for the rest of the
+ * file (dropping costs nothing where pages are cheap, and where they are dear
+ * the windows that reuse pages would look cheap and flip it back). Until then,
+ * and where the page cache stays cheap, it is left alone: it holds what the
+ * disk has not taken, gigabytes if need be, and a short recording writes
+ * nothing back while it runs (the kernel's writeback would take CPU from the
+ * producer and the recorder). Each window is measured on its own, by the
+ * thread that wrote it: the cost of new pages on the development guest was
+ * not the same in every window (a recording whose first window after a fall
+ * of direct I/O read as cheap spent 10.9 s of system time in 13 s later).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,11 +57,19 @@ static uint64_t thread_sys_ns(void)
 	return (uint64_t)ru.ru_stime.tv_sec * 1000000000u + (uint64_t)ru.ru_stime.tv_usec * 1000u;
 }
 
+/* A window to measure begins at writer byte @at. */
+static void window_begin(struct evr_write_behind *b, uint64_t at)
+{
+	b->t0_bytes = at;
+	b->t0_sys_ns = thread_sys_ns();
+	b->t0_tid = (int)gettid();
+}
+
 /*
  * The tests' knobs (docs/recorder.md, "Through the page cache"):
  * EVR_RECORDER_BEHIND_MIB=N, a window of N MiB (a test's file need not be
  * larger than 256 MiB); EVR_RECORDER_BEHIND_DROP=1 or 0, drop or keep pages
- * whatever the first window cost (the decision is the machine's otherwise).
+ * whatever the windows cost (the decision is the machine's otherwise).
  */
 static void tests_setup(struct evr_write_behind *b)
 {
@@ -72,7 +85,7 @@ static void tests_setup(struct evr_write_behind *b)
 			b->window = (uint64_t)v << 20;
 	}
 	if (drop && (!strcmp(drop, "0") || !strcmp(drop, "1"))) {
-		b->measured = true;
+		b->forced = true;
 		b->drop = drop[0] == '1';
 	}
 }
@@ -91,22 +104,32 @@ void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
 	if (pos < 0 || (uint64_t)pos < written)
 		return;
 	b->base = (uint64_t)pos - written;
-	b->kicked = b->dropped = b->t0_bytes = written;
-	b->t0_sys_ns = thread_sys_ns();
+	b->kicked = b->dropped = written;
+	window_begin(b, written);
 	b->on = true;
-	b->drop = true;		/* decided when the first window is written */
 	tests_setup(b);
 }
 
-/* The first window written: drop behind only if its pages cost the kernel dearly. */
+/*
+ * A window written since window_begin(): drop from now on if it cost the
+ * kernel dearly; else measure the next. Not a figure (another thread wrote it,
+ * getrusage() refused): the next window is measured.
+ */
 static void measure(struct evr_write_behind *b, uint64_t end)
 {
 	uint64_t now = thread_sys_ns();
 
-	b->measured = true;
-	if (now == UINT64_MAX || b->t0_sys_ns == UINT64_MAX || now < b->t0_sys_ns)
-		return;		/* no figure: keep dropping, the page cache stays small */
-	b->drop = (now - b->t0_sys_ns) * 1000u > (end - b->t0_bytes) * BEHIND_DEAR_PS;
+	if (now != UINT64_MAX && b->t0_sys_ns != UINT64_MAX && now >= b->t0_sys_ns &&
+	    b->t0_tid == (int)gettid() &&
+	    (now - b->t0_sys_ns) * 1000u > (end - b->t0_bytes) * BEHIND_DEAR_PS) {
+		b->drop = true;
+		/* What lies further behind stays for the kernel to write back and
+		 * reclaim: no wait for all of it at once. */
+		if (end - b->window > b->dropped)
+			b->kicked = b->dropped = end - b->window;
+		return;
+	}
+	window_begin(b, end);
 }
 
 void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
@@ -115,12 +138,12 @@ void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
 
 	if (!b->on)
 		return;
-	if (!b->measured && end - b->t0_bytes >= b->window)
+	if (!b->drop && !b->forced && end - b->t0_bytes >= b->window)
 		measure(b, end);
-	/* Not yet known to be dear, or cheap here: the kernel's own writeback, as
-	 * for any buffered write (a short recording then writes nothing back while
-	 * it runs, where the CPUs are the producer's and the recorder's). */
-	if (!b->measured || !b->drop)
+	/* Cheap so far: the kernel's own writeback, as for any buffered write (a
+	 * short recording then writes nothing back while it runs, where the CPUs
+	 * are the producer's and the recorder's). */
+	if (!b->drop)
 		return;
 	/* The writeback of what lies half a window behind the end started, so
 	 * that it is done by the time it is a window behind. */
@@ -153,8 +176,5 @@ void evr_write_behind_resume(struct evr_write_behind *b, uint64_t written)
 	if (!b->on || written < b->kicked)
 		return;
 	b->kicked = b->dropped = written;
-	if (!b->measured) {
-		b->t0_bytes = written;
-		b->t0_sys_ns = thread_sys_ns();
-	}
+	window_begin(b, written);
 }

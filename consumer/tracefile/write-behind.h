@@ -16,13 +16,16 @@ struct evr_write_behind {
 	int fd;
 	bool on;		/* a regular file off tmpfs */
 	bool drop;		/* pages a window behind written back and dropped */
-	bool measured;		/* drop decided from the first window's kernel time */
+	bool forced;		/* drop set by the tests' knob, not measured */
 	uint64_t base;		/* the file offset of the writer's byte 0 */
 	uint64_t kicked;	/* writer bytes whose writeback was started */
 	uint64_t dropped;	/* writer bytes waited for and dropped */
 	uint64_t window;	/* bytes left in the page cache behind the end */
-	uint64_t t0_sys_ns;	/* this thread's system time at the start */
-	uint64_t t0_bytes;	/* writer bytes at the start */
+	/* The window being measured: from writer byte t0_bytes, when the writing
+	 * thread (t0_tid) had spent t0_sys_ns of system time. */
+	uint64_t t0_sys_ns;
+	uint64_t t0_bytes;
+	int t0_tid;
 };
 
 /*
@@ -36,18 +39,18 @@ void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
 
 /*
  * evr_write_behind_note() - the writer's stream now ends at byte @end (all of
- * it handed to write()): once the first window is written, whether to drop
- * is decided; while dropping, start the writeback of what lies half a window
- * behind and wait for and drop what lies a window behind. Stops for good at
- * the first refusal (a sandbox, a file system without it).
+ * it handed to write()): at the end of each window written, whether to drop
+ * from now on is decided from what it cost; while dropping, start the
+ * writeback of what lies half a window behind and wait for and drop what lies
+ * a window behind. Stops for good at the first refusal (a sandbox, a file
+ * system without it).
  */
 void evr_write_behind_note(struct evr_write_behind *b, uint64_t end);
 
 /*
  * evr_write_behind_resume() - buffered writes again from writer byte @written,
  * after direct ones (which left nothing in the page cache): the writeback and
- * the drops go on from there, and the first window's kernel time is measured
- * from there if it was not yet.
+ * the drops go on from there, and the window being measured starts there.
  */
 void evr_write_behind_resume(struct evr_write_behind *b, uint64_t written);
 
