@@ -118,7 +118,7 @@ struct evr_recorder {
 	 * the last look since. */
 	uint64_t dio_bytes, dio_ns;
 	uint64_t mark_bytes, mark_ns;
-	/* The file's bytes and the time when the present way of writing began
+	/* The file's bytes and the time when direct I/O last fell behind
 	 * (cache_too_slow()); the page cache did not catch up: direct I/O for good. */
 	uint64_t way_bytes, way_ns;
 	bool cache_caught_up;		/* the rings were calm once since the fall */
@@ -332,7 +332,7 @@ static int flush_release(struct evr_recorder *r, bool wait)
 	return 0;
 }
 
-/* A way of writing (direct I/O, the page cache) begins now: cache_too_slow() measures from it. */
+/* Direct I/O fell behind: the page cache's trial (cache_too_slow()) begins now. */
 static void way_begin(struct evr_recorder *r)
 {
 	r->way_bytes = evr_trace_writer_bytes(r->w);
@@ -401,7 +401,6 @@ static int direct_again(struct evr_recorder *r)
 	r->events_written = r->events;
 	r->nunw = 0;
 	r->dio_bytes = r->dio_ns = 0;
-	way_begin(r);
 	return 0;
 }
 
@@ -1016,7 +1015,6 @@ int evr_recorder_start(struct evr_recorder *r, int fd, char *errbuf, size_t errl
 		r->direct_ok = true;
 		r->hold = true;
 		r->was_direct = true;
-		way_begin(r);
 	}
 	if (ret < 0) {
 		if (ret == -ENOMEM)

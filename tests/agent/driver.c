@@ -63,6 +63,17 @@ static void check_typed(const struct evr_event_view *v)
 	}
 }
 
+/* The session's next record, waiting for one as long as it takes (the test's timeout
+ * ends a hang). */
+static void next_record(struct evr_client *c, struct evr_event_view *v)
+{
+	int r;
+
+	while ((r = evr_client_next(c, v)) == 0)
+		CHECK(evr_client_wait(c, 1000) >= 0, "wait");
+	CHECK(r > 0, "next");
+}
+
 /* The agent thread: named evring-agent, every signal blocked. */
 static void check_agent_thread(pid_t pid)
 {
@@ -147,13 +158,7 @@ static int test_decode(void)
 	t3 = now_ms();
 	got_init(&g, n);
 	while (typed < 2) {
-		int r = evr_client_next(c, &v);
-
-		CHECK(r >= 0, "next");
-		if (r == 0) {
-			CHECK(evr_client_wait(c, 1000) >= 0, "wait");
-			continue;
-		}
+		next_record(c, &v);
 		if (!g.first_ms)
 			g.first_ms = now_ms();
 		CHECK(v.type == EVR_REC_EVENT && v.schema, "typed record");
@@ -260,13 +265,8 @@ static int test_late_event(void)
 	prod_expect(&p, "late 10");
 	while (got < 10) {
 		struct evr_field_value f[2];
-		int r = evr_client_next(c, &v);
 
-		CHECK(r >= 0, "next");
-		if (r == 0) {
-			CHECK(evr_client_wait(c, 1000) >= 0, "wait");
-			continue;
-		}
+		next_record(c, &v);
 		CHECK(v.type == EVR_REC_EVENT && v.rid == (uint32_t)rid, "rid %u", v.rid);
 		CHECK(v.schema && strcmp(v.schema->name, "Late") == 0 && v.schema->id == 100,
 		      "late schema");
@@ -585,13 +585,8 @@ static int test_lazy_meta(void)
 	prod_expect(&p, "late 3");
 	while (typed < 2 || late < 3) {
 		struct evr_field_value f[2];
-		int r = evr_client_next(pc, &v);
 
-		CHECK(r >= 0, "next");
-		if (r == 0) {
-			CHECK(evr_client_wait(pc, 1000) >= 0, "wait");
-			continue;
-		}
+		next_record(pc, &v);
 		CHECK(v.type == EVR_REC_EVENT && v.schema, "rid %u described", v.rid);
 		if (v.rid == (uint32_t)rid) {
 			CHECK(strcmp(v.schema->name, "Late") == 0 &&
