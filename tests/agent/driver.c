@@ -519,6 +519,23 @@ static void check_listed(pid_t pid)
 }
 
 /*
+ * A session in the fork child @cpid of @p, which fires 100 events once attached:
+ * all of them read, none twice. Return: the child's client, for more checks.
+ */
+static struct evr_client *child_session(struct prod *p, pid_t cpid, struct got *gc)
+{
+	struct evr_client *cc = attach(cpid, "AgentTest", 256 << 10);
+	char line[128];
+
+	prod_line(p, line, sizeof(line));
+	CHECK(strcmp(line, "child emitted 100") == 0, "'%s'", line);
+	got_init(gc, 100);
+	read_all(cc, gc);
+	CHECK(gc->seq_events == 100 && gc->dup == 0, "child session: %" PRIu64, gc->seq_events);
+	return cc;
+}
+
+/*
  * Ask the producer to fork; return: the child's pid. The child speaks first (it
  * prints before fork() returns to the parent's next printf), but the order is
  * not guaranteed: both lines are taken, and the child must not have inherited
@@ -569,12 +586,7 @@ static int test_lazy_meta(void)
 
 	/* The child: ListEvents first, then a session, whose records all decode. */
 	check_listed((pid_t)cpid);
-	cc = attach((pid_t)cpid, "AgentTest", 256 << 10);
-	prod_line(&p, line, sizeof(line));
-	CHECK(strcmp(line, "child emitted 100") == 0, "'%s'", line);
-	got_init(&gc, 100);
-	read_all(cc, &gc);
-	CHECK(gc.seq_events == 100 && gc.dup == 0, "child session: %" PRIu64, gc.seq_events);
+	cc = child_session(&p, (pid_t)cpid, &gc);
 	evr_client_free(cc);
 
 	/* The parent: a session first (its metadata area is the first reader). */
@@ -616,12 +628,7 @@ static int test_fork(void)
 	prod_spawn(&p);
 	pc = attach(p.pid, "AgentTest", 256 << 10);
 	cpid = prod_fork(&p);
-	cc = attach((pid_t)cpid, "AgentTest", 256 << 10);
-	prod_line(&p, line, sizeof(line));
-	CHECK(strcmp(line, "child emitted 100") == 0, "'%s'", line);
-	got_init(&gc, 100);
-	read_all(cc, &gc);
-	CHECK(gc.seq_events == 100 && gc.dup == 0, "child session: %" PRIu64, gc.seq_events);
+	cc = child_session(&p, (pid_t)cpid, &gc);
 	CHECK(evr_client_state(cc) == EVR_CLIENT_ENDED, "child exited normally: ended, not %d",
 	      evr_client_state(cc));
 	evr_client_free(cc);
