@@ -7,7 +7,10 @@
  * the PLT) and R_X86_64_GLOB_DAT (DT_RELA: -fno-plt calls, and &malloc taken as
  * a value) whose symbol is one of the hooked names, in every module that
  * dl_iterate_phdr() lists except libevring (its own allocations are not the
- * program's, and its hooks call through it), libc (its internal callers, which
+ * program's, and its hooks call through it), liburcu-bp (the tracer's too: it
+ * maps a thread's reader area at that thread's first read-side lock, holding its
+ * registry mutex; a sampled mapping there would write an event, whose read-side
+ * lock registers the same thread under the same mutex, and hang), libc (its internal callers, which
  * glibc routes through RELRO GLOB_DAT slots, are left out on purpose: strdup,
  * fopen and qsort then count where the program called them, not inside libc),
  * ld.so (no such relocations; heaptrack skips it for crashes) and the vDSO.
@@ -40,6 +43,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <urcu/urcu-bp.h>
 
 #include "heap-internal.h"
 
@@ -123,7 +128,8 @@ static bool module_skipped(const struct dl_phdr_info *info)
 {
 	const char *n = info->dlpi_name, *b;
 
-	if (module_holds(info, (uintptr_t)evr_heap_got_patch))
+	if (module_holds(info, (uintptr_t)evr_heap_got_patch) ||
+	    module_holds(info, (uintptr_t)urcu_bp_register_thread))
 		return true;
 	if (!n || !*n)
 		return false;	/* the executable */

@@ -39,19 +39,6 @@ EVR_HIDDEN int evr_heap_got_restore(void);
  * dl_iterate_phdr() call that stops at the first module. */
 EVR_HIDDEN bool evr_heap_got_modules_changed(void);
 
-/*
- * evr_heap_unsampled_begin() - this thread's allocations and mappings pass
- * unsampled until evr_heap_unsampled_end(@prev) (the flag the sampled path sets
- * against reentry). For the library's own threads where a sampled event's write
- * would re-enter a lock held below it: the agent's first RCU read-side lock on its
- * thread registers it with liburcu-bp, which maps its reader area with liburcu's
- * registry mutex held, and the event of a sampled mapping takes a read-side lock,
- * the same registration, the same mutex (heap_fork hung there).
- * Return: the flag before, for evr_heap_unsampled_end().
- */
-EVR_HIDDEN uint8_t evr_heap_unsampled_begin(void);
-EVR_HIDDEN void evr_heap_unsampled_end(uint8_t prev);
-
 /* The Heap provider's estimates from its samples: the bytes of the sampled blocks
  * alive and of all sampled blocks, each as many as it stands for (0 until enabled). */
 EVR_HIDDEN void evr_heap_estimates(double *ret_live, double *ret_allocated);

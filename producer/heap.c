@@ -353,19 +353,6 @@ static uint64_t draw(uint64_t rate)
 	return (uint64_t)(-evr_log_pos(u) * (double)rate) + 1;
 }
 
-uint8_t evr_heap_unsampled_begin(void)
-{
-	uint8_t prev = tls_busy;
-
-	tls_busy = 1;
-	return prev;
-}
-
-void evr_heap_unsampled_end(uint8_t prev)
-{
-	tls_busy = prev;
-}
-
 static void emit_free(uintptr_t a)
 {
 	uint64_t w = a;

@@ -45,7 +45,6 @@
 #include <urcu-bp.h>
 
 #include "producer-internal.h"
-#include "heap-internal.h"
 
 #define MIB (1ull << 20)
 #define DEFAULT_RING_MAX (32ull << 20)
@@ -466,13 +465,9 @@ uint64_t evr_memory_touch_turn(uint64_t now, bool kicked)
 	const struct evr_session_table *tab;
 	bool pending = false, fresh = false;
 	uint64_t moved = 0, period;
-	uint8_t busy;
 
 	if (!kicked && now < touch_due)
 		return touch_due;
-	/* Nothing of the agent's own is sampled here: its first read-side lock maps
-	 * liburcu's reader area under liburcu's lock (heap-internal.h). */
-	busy = evr_heap_unsampled_begin();
 	urcu_bp_read_lock();
 	tab = evr_session_table_get_rcu();
 	for (uint32_t i = 0; i < EVR_MAX_SESSIONS; i++) {
@@ -497,7 +492,6 @@ uint64_t evr_memory_touch_turn(uint64_t now, bool kicked)
 		pending |= t->pending != 0;
 	}
 	urcu_bp_read_unlock();
-	evr_heap_unsampled_end(busy);
 	if (!pending) {
 		touch_idle = 0;
 		touch_last = 0;

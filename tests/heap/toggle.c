@@ -8,10 +8,14 @@
  * aborts. At the end the GOT holds libc's malloc again. A session of "*" never
  * puts the hooks in (Heap is enabled by name only). Every 50th round forks
  * while the hooks are in: the child has no session, so its slots are put back
- * (by libevring's fork handler) and its allocations are its own.
+ * (by libevring's fork handler) and its allocations are its own. liburcu-bp's
+ * slots are never patched: it maps a thread's reader area at the thread's first
+ * read-side lock, under its registry mutex, and a sampled mapping there would
+ * register the thread again, under the same mutex.
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdatomic.h>
@@ -112,6 +116,30 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Whether liburcu-bp's slots hold the hooks (this executable's slots, patched, say
+ * what they are: a check that finds nothing there would prove nothing). */
+static bool urcu_hooked(void)
+{
+	void *(*volatile m)(void *, size_t, int, int, int, off_t) = mmap;
+	void *(*volatile a)(size_t) = malloc;
+	void *urcu = dlsym(RTLD_DEFAULT, "urcu_bp_register_thread");
+	int n_mmap, n_malloc;
+
+	if (!urcu || (void *)m == dlsym(RTLD_DEFAULT, "mmap") ||
+	    heap_test_module_words((void *)urcu_hooked, (void *)m) < 1 ||
+	    heap_test_module_words((void *)urcu_hooked, (void *)a) < 1) {
+		fprintf(stderr, "liburcu-bp %p, or this program's mmap/malloc slots not hooked\n", urcu);
+		exit(1);
+	}
+	n_mmap = heap_test_module_words(urcu, (void *)m);
+	n_malloc = heap_test_module_words(urcu, (void *)a);
+	if (n_mmap < 0) {
+		fprintf(stderr, "no module holds urcu_bp_register_thread\n");
+		exit(1);
+	}
+	return n_mmap || n_malloc;
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 1000;
@@ -153,6 +181,10 @@ int main(int argc, char **argv)
 		}
 		if (!heap_test_hooked()) {
 			fprintf(stderr, "round %d: the session is on and malloc is not hooked\n", r);
+			return 1;
+		}
+		if (r < 2 && urcu_hooked()) {
+			fprintf(stderr, "round %d: liburcu-bp calls the heap hooks\n", r);
 			return 1;
 		}
 		if (r % 50 == 25) {
