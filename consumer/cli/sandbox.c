@@ -27,9 +27,10 @@ static uint32_t profile_allow(enum evr_sandbox_profile profile)
 	switch (profile) {
 	case EVR_SANDBOX_RECORD:
 		/* FDFLAGS: direct I/O turned off while the disk falls behind;
-		 * URING: the writes in flight (docs/recorder.md "I/O engine"). */
+		 * URING: the writes in flight (docs/recorder.md "I/O engine");
+		 * THREADS: the page cache's write-behind worker (write-behind.c). */
 		return EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_CHILD |
-		       EVR_SANDBOX_FDFLAGS | EVR_SANDBOX_URING;
+		       EVR_SANDBOX_FDFLAGS | EVR_SANDBOX_URING | EVR_SANDBOX_THREADS;
 	case EVR_SANDBOX_ATTACHED:
 		/* CHILD: reaping the broker at the end. */
 		return EVR_SANDBOX_WAIT | EVR_SANDBOX_SOCKETS | EVR_SANDBOX_CHILD;

@@ -667,6 +667,7 @@ void evr_trace_writer_free(struct evr_trace_writer *w)
 {
 	if (!w)
 		return;
+	evr_write_behind_fini(&w->behind);
 	if (!w->stage_lent)
 		free(w->stage);
 	free(w->seg);
@@ -1195,6 +1196,7 @@ void evr_trace_mux_free(struct evr_trace_mux *m)
 {
 	if (!m)
 		return;
+	evr_write_behind_fini(&m->behind);
 	evr_trace_writer_free(m->w0);
 	free(m->buf);
 	free(m);

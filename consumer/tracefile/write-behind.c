@@ -23,14 +23,29 @@
  * thread that wrote it: the cost of new pages on the development guest was
  * not the same in every window (a recording whose first window after a fall
  * of direct I/O read as cheap spent 10.9 s of system time in 13 s later).
+ *
+ * The writeback's calls are a worker thread's, started at the first drop:
+ * while the disk stalls (up to a second on that guest at 500 MB/s), waiting
+ * for a range blocks, and so does starting one (the device's queue is full:
+ * SYNC_FILE_RANGE_WRITE alone took 1.04 s once), and a writer blocked there
+ * is a recorder that does not drain its rings. The worker lags instead, the
+ * page cache holds what the disk has not taken (new pages, dear, for as long
+ * as the stall lasts; the kernel's dirty limits bound it), and the worker
+ * catches up once the disk does. Where no thread can be had, the writer makes
+ * the calls itself, as before. The worker works on its own dup() of the
+ * descriptor, so that a writer closing its file never leaves it a number that
+ * another file may take.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "write-behind.h"
@@ -69,14 +84,27 @@ static void window_begin(struct evr_write_behind *b, uint64_t at)
  * The tests' knobs (docs/recorder.md, "Through the page cache"):
  * EVR_RECORDER_BEHIND_MIB=N, a window of N MiB (a test's file need not be
  * larger than 256 MiB); EVR_RECORDER_BEHIND_DROP=1 or 0, drop or keep pages
- * whatever the windows cost (the decision is the machine's otherwise).
+ * whatever the windows cost (the decision is the machine's otherwise);
+ * EVR_RECORDER_BEHIND_STALL_MS=N, a disk that stalls N ms at each step (what
+ * the worker is for); EVR_RECORDER_BEHIND_INLINE=1, no worker (the writer
+ * steps itself, as where no thread can be had).
  */
 static void tests_setup(struct evr_write_behind *b)
 {
 	const char *mib = getenv("EVR_RECORDER_BEHIND_MIB");
 	const char *drop = getenv("EVR_RECORDER_BEHIND_DROP");
+	const char *stall = getenv("EVR_RECORDER_BEHIND_STALL_MS");
+	const char *in = getenv("EVR_RECORDER_BEHIND_INLINE");
 	char *end;
 	unsigned long v;
+
+	if (stall) {
+		errno = 0;
+		v = strtoul(stall, &end, 10);
+		if (!errno && end != stall && !*end && v <= 60000)
+			b->stall_ms = (uint32_t)v;
+	}
+	b->inline_only = in && !strcmp(in, "1");
 
 	if (mib) {
 		errno = 0;
@@ -96,13 +124,19 @@ void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
 	struct stat st;
 	off_t pos;
 
-	*b = (struct evr_write_behind){ .fd = fd, .window = BEHIND_WINDOW };
+	*b = (struct evr_write_behind){ .fd = -1, .window = BEHIND_WINDOW };
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0 ||
 	    sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)
 		return;
 	pos = lseek(fd, 0, SEEK_CUR);
 	if (pos < 0 || (uint64_t)pos < written)
 		return;
+	b->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (b->fd < 0)
+		return;
+	b->owns_fd = true;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
 	b->base = (uint64_t)pos - written;
 	b->kicked = b->dropped = written;
 	window_begin(b, written);
@@ -132,10 +166,96 @@ static void measure(struct evr_write_behind *b, uint64_t end)
 	window_begin(b, end);
 }
 
+/* Whether a step towards @end from @kicked and @dropped has something to do. */
+static bool step_due(const struct evr_write_behind *b, uint64_t end, uint64_t kicked,
+		     uint64_t dropped)
+{
+	return (end > b->window / 2 && end - b->window / 2 >= kicked + BEHIND_STEP) ||
+	       (end >= b->window && end - b->window >= dropped + BEHIND_STEP);
+}
+
+/*
+ * One step towards @end from @kicked and @dropped: start the writeback of what
+ * lies half a window behind, wait for and drop what lies a window behind.
+ * Return: 0 (the progress in *@kicked and *@dropped), -1 at a refusal.
+ */
+static int step(const struct evr_write_behind *b, uint64_t end, uint64_t *kicked,
+		uint64_t *dropped)
+{
+	uint64_t base = b->base, window = b->window, kick = end - window / 2;
+	int fd = b->fd;
+
+	if (b->stall_ms && step_due(b, end, *kicked, *dropped)) {
+		struct timespec ts = { b->stall_ms / 1000, (long)(b->stall_ms % 1000) * 1000000 };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+
+	if (end > window / 2 && kick >= *kicked + BEHIND_STEP) {
+		if (sync_file_range(fd, (off_t)(base + *kicked), (off_t)(kick - *kicked),
+				    SYNC_FILE_RANGE_WRITE) < 0)
+			return -1;
+		*kicked = kick;
+	}
+	if (end < window || end - window < *dropped + BEHIND_STEP)
+		return 0;
+	/* Written back (waited for), then out of the page cache. */
+	if (sync_file_range(fd, (off_t)(base + *dropped), (off_t)(end - window - *dropped),
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+			    SYNC_FILE_RANGE_WAIT_AFTER) < 0 ||
+	    posix_fadvise(fd, (off_t)(base + *dropped), (off_t)(end - window - *dropped),
+			  POSIX_FADV_DONTNEED) != 0)
+		return -1;
+	*dropped = end - window;
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct evr_write_behind *b = arg;
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->failed) {
+		uint64_t end = b->end, kicked = b->kicked, dropped = b->dropped, gen = b->gen;
+		int r;
+
+		if (!step_due(b, end, kicked, dropped)) {
+			if (b->quit)
+				break;	/* all that was posted is done: the file is as designed */
+			pthread_cond_wait(&b->cv, &b->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&b->mu);
+		r = step(b, end, &kicked, &dropped);
+		pthread_mutex_lock(&b->mu);
+		if (r < 0)
+			b->failed = true;
+		else if (gen == b->gen) {
+			b->kicked = kicked;
+			b->dropped = dropped;
+		}
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+/* The worker, started at the first drop; none (a sandbox without threads, no
+ * memory): the writer steps itself. Signals blocked in it: the program's
+ * handlers run on its own threads. */
+static void worker_start(struct evr_write_behind *b)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	b->started = !pthread_create(&b->worker, NULL, worker_main, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	b->inline_only = !b->started;
+}
+
 void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
 {
-	uint64_t kick;
-
 	if (!b->on)
 		return;
 	if (!b->drop && !b->forced && end - b->t0_bytes >= b->window)
@@ -145,36 +265,55 @@ void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
 	 * are the producer's and the recorder's). */
 	if (!b->drop)
 		return;
-	/* The writeback of what lies half a window behind the end started, so
-	 * that it is done by the time it is a window behind. */
-	kick = end - b->window / 2;
-	if (end > b->window / 2 && kick >= b->kicked + BEHIND_STEP) {
-		if (sync_file_range(b->fd, (off_t)(b->base + b->kicked), (off_t)(kick - b->kicked),
-				    SYNC_FILE_RANGE_WRITE) < 0) {
+	if (!b->started && !b->inline_only)
+		worker_start(b);
+	if (b->inline_only) {
+		if (step(b, end, &b->kicked, &b->dropped) < 0)
 			b->on = false;
-			return;
-		}
-		b->kicked = kick;
-	}
-	if (end - b->dropped < b->window + BEHIND_STEP)
-		return;
-	/* Written back (waited for), then out of the page cache. */
-	if (sync_file_range(b->fd, (off_t)(b->base + b->dropped),
-			    (off_t)(end - b->window - b->dropped),
-			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-			    SYNC_FILE_RANGE_WAIT_AFTER) < 0 ||
-	    posix_fadvise(b->fd, (off_t)(b->base + b->dropped),
-			  (off_t)(end - b->window - b->dropped), POSIX_FADV_DONTNEED) != 0) {
-		b->on = false;
 		return;
 	}
-	b->dropped = end - b->window;
+	if (end - b->posted < BEHIND_STEP)
+		return;
+	pthread_mutex_lock(&b->mu);
+	b->end = end;
+	if (b->failed)
+		b->on = false;	/* a refusal: the writer's page cache is the kernel's now */
+	else
+		pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	b->posted = end;
 }
 
 void evr_write_behind_resume(struct evr_write_behind *b, uint64_t written)
 {
-	if (!b->on || written < b->kicked)
+	if (!b->on)
 		return;
-	b->kicked = b->dropped = written;
-	window_begin(b, written);
+	if (b->started)
+		pthread_mutex_lock(&b->mu);
+	if (written >= b->kicked) {
+		b->kicked = b->dropped = b->end = b->posted = written;
+		b->gen++;
+		window_begin(b, written);
+	}
+	if (b->started)
+		pthread_mutex_unlock(&b->mu);
+}
+
+void evr_write_behind_fini(struct evr_write_behind *b)
+{
+	if (!b->owns_fd)
+		return;
+	if (b->started) {
+		pthread_mutex_lock(&b->mu);
+		b->quit = true;
+		pthread_cond_signal(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+		pthread_join(b->worker, NULL);
+		b->started = false;
+	}
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	close(b->fd);
+	b->owns_fd = false;
+	b->on = false;
 }
