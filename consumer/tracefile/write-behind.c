@@ -29,9 +29,9 @@
  * for a range blocks, and so does starting one (the device's queue is full:
  * SYNC_FILE_RANGE_WRITE alone took 1.04 s once), and a writer blocked there
  * is a recorder that does not drain its rings. The worker lags instead, the
- * page cache holds what the disk has not taken (new pages, dear, for as long
- * as the stall lasts; the kernel's dirty limits bound it), and the worker
- * catches up once the disk does. Where no thread can be had, the writer makes
+ * page cache holds what the disk has not taken (new pages, dear), and the
+ * worker catches up once the disk does; up to a window late (BEHIND_LAG),
+ * after which the writer waits, as it did at once before. Where no thread can be had, the writer makes
  * the calls itself, as before. The worker works on its own dup() of the
  * descriptor, so that a writer closing its file never leaves it a number that
  * another file may take.
@@ -59,6 +59,10 @@
 
 #define BEHIND_STEP	(4ull << 20)	/* writeback started every so many bytes */
 #define BEHIND_WINDOW	(256ull << 20)	/* left in the page cache behind the end */
+/* How far the worker's drops may lag (in windows) before the writer waits for them:
+ * the page cache's new pages cost the writer (1.8-3.3 ns a byte on the guest
+ * above) what the stall does not. */
+#define BEHIND_LAG	1u
 /* The kernel's time a byte over the first window above which pages are dropped:
  * 0.1-0.3 ns where a new page costs nothing special, 1.8-3.3 on the guest above. */
 #define BEHIND_DEAR_PS	500u
@@ -137,6 +141,7 @@ void evr_write_behind_init(struct evr_write_behind *b, int fd, uint64_t written)
 	b->owns_fd = true;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
+	pthread_cond_init(&b->done, NULL);
 	b->base = (uint64_t)pos - written;
 	b->kicked = b->dropped = written;
 	window_begin(b, written);
@@ -235,6 +240,7 @@ static void *worker_main(void *arg)
 			b->kicked = kicked;
 			b->dropped = dropped;
 		}
+		pthread_cond_broadcast(&b->done);
 	}
 	pthread_mutex_unlock(&b->mu);
 	return NULL;
@@ -276,10 +282,13 @@ void evr_write_behind_note(struct evr_write_behind *b, uint64_t end)
 		return;
 	pthread_mutex_lock(&b->mu);
 	b->end = end;
+	pthread_cond_signal(&b->cv);
+	/* A stall longer than the lag allowed: the writer waits, as it would have
+	 * at the stall's start without a worker. */
+	while (!b->failed && end - b->dropped > (1u + BEHIND_LAG) * b->window + 2 * BEHIND_STEP)
+		pthread_cond_wait(&b->done, &b->mu);
 	if (b->failed)
 		b->on = false;	/* a refusal: the writer's page cache is the kernel's now */
-	else
-		pthread_cond_signal(&b->cv);
 	pthread_mutex_unlock(&b->mu);
 	b->posted = end;
 }
@@ -311,6 +320,7 @@ void evr_write_behind_fini(struct evr_write_behind *b)
 		pthread_join(b->worker, NULL);
 		b->started = false;
 	}
+	pthread_cond_destroy(&b->done);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	close(b->fd);

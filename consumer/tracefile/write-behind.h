@@ -26,7 +26,8 @@ struct evr_write_behind {
 	uint64_t posted;	/* the end last handed to the worker */
 	/* The worker (started at the first drop): its state under @mu. */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;	/* the worker's: something posted */
+	pthread_cond_t done;	/* the writer's: the worker moved on */
 	pthread_t worker;
 	bool started, quit, failed;
 	uint64_t end;		/* the writer's end, as last posted */
