@@ -28,3 +28,5 @@ target_include_directories(test_recorder_io PRIVATE ${PROJECT_SOURCE_DIR}/consum
 # Direct I/O needs a file system that takes it (EVR_TEST_DIO_DIR): where none does, this
 # case skips as a test of its own, not inside a passing test_trace.
 evr_unit_case(test_trace test_trace_writer_direct test_trace_direct_io)
+# Write-behind's worker needs a file with a disk behind it (EVR_TEST_DIO_DIR too).
+evr_unit_case(test_trace test_trace_writer_behind test_trace_write_behind)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1482,6 +1483,66 @@ static void test_trace_writer_direct(void **state)
 	evr_trace_reader_free(r);
 	gen_fini(&g);
 }
+/*
+ * Write-behind's worker (write-behind.c) on a file with a disk behind it: with
+ * the tests' knobs (a window of 1 MiB, dropping on whatever the windows cost) a
+ * buffered 48 MiB file reads back whole and leaves at most its window, two
+ * steps of 4 MiB and the chunks after the last step in the page cache
+ * (mincore()) once the writer is freed (the worker finishes what it was handed).
+ * Under TSan: the worker against the writer.
+ */
+static void test_trace_writer_behind(void **state)
+{
+	struct verify_result res;
+	char path[4096];
+	uint64_t size, resident = 0;
+	unsigned char *vec;
+	struct gen g;
+	long pg = sysconf(_SC_PAGESIZE);
+	void *map;
+	int fd, rfd, round = 0;
+
+	(void)state;
+	fd = dio_file(path, sizeof(path));
+	if (fd < 0) {
+		EVR_SKIP("no directory here is on a disk (set EVR_TEST_DIO_DIR)");
+	}
+	rfd = open(path, O_RDONLY | O_CLOEXEC);
+	unlink(path);
+	assert_true(rfd >= 0);
+	setenv("EVR_RECORDER_BEHIND_MIB", "1", 1);
+	setenv("EVR_RECORDER_BEHIND_DROP", "1", 1);
+	assert_int_equal(gen_init_out(&g, 3, 8 * EVR_PACKET_SIZE_MIN, EVR_MODE_DISCARD, 31, fd, 0),
+			 0);
+	unsetenv("EVR_RECORDER_BEHIND_MIB");
+	unsetenv("EVR_RECORDER_BEHIND_DROP");
+	while (evr_trace_writer_bytes(g.tw) < (48u << 20))
+		three_rings_round(&g, round++, 400);
+	assert_int_equal(gen_finish(&g, 3), 0);
+	size = evr_trace_writer_bytes(g.tw);
+	/* Freed: the worker's last steps are done. */
+	evr_trace_writer_free(g.tw);
+	g.tw = NULL;
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, rfd, 0);
+	assert_true(map != MAP_FAILED);
+	vec = calloc((size + (uint64_t)pg - 1) / (uint64_t)pg, 1);
+	assert_non_null(vec);
+	assert_int_equal(mincore(map, size, vec), 0);
+	for (uint64_t i = 0; i < (size + (uint64_t)pg - 1) / (uint64_t)pg; i++)
+		resident += (vec[i] & 1) * (uint64_t)pg;
+	print_message("write-behind: %" PRIu64 " of %" PRIu64 " bytes in the page cache\n",
+		      resident, size);
+	assert_true(resident <= (1u << 20) + (12u << 20));
+	/* And the file reads back whole (reading it fills the page cache again). */
+	verify(&g, &res);
+	assert_true(res.events == g.kept && res.events > 100000);
+	assert_true(res.st.has_end && !res.st.damaged && !res.st.truncated);
+	gen_fini(&g);
+	free(vec);
+	munmap(map, size);
+	close(rfd);
+}
+
 static void test_trace_writer_bad_args(void **state)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC);
@@ -1610,6 +1671,7 @@ int main(void)
 		cmocka_unit_test(test_trace_writer_bad_args),
 		cmocka_unit_test(test_trace_writer_direct),
 		cmocka_unit_test(test_trace_writer_direct_fallback),
+		cmocka_unit_test(test_trace_writer_behind),
 		cmocka_unit_test(test_trace_writer_enospc),
 	};
 
