@@ -26,6 +26,7 @@
  *   "started"          workers running (after --wait-sessions is satisfied)
  *   "emitted SEQ"      every --report-every ticks (SEQ: ticks written so far)
  *   "stopped TICKS EVENTS"  --stop-at: before the process stops itself (SIGSTOP)
+ *   "held TICKS EVENTS"     --stop-on-end: it writes no more
  *   "done TICKS EVENTS" on a normal exit
  */
 #include <errno.h>
@@ -90,6 +91,7 @@ struct options {
 	uint32_t wait_sessions;
 	uint64_t report_every;
 	uint64_t stop_at;	/* stop the process (SIGSTOP) after this tick, 0: never */
+	uint64_t hold_at;	/* --stop-on-end: write nothing after this tick, 0: never */
 	bool pin;		/* thread i on the i-th CPU it may run on */
 };
 
@@ -102,6 +104,7 @@ static _Atomic uint64_t events_done;
 static _Atomic bool phase_claimed;	/* a worker took on defining Phase */
 static struct evr_event *_Atomic phase_event;
 static volatile sig_atomic_t stop_requested;
+static _Atomic bool held;		/* --stop-on-end: its ticks are all written */
 static uint64_t start_ns;
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -236,6 +239,16 @@ static void *worker(void *arg)
 			printf("stopped %" PRIu64 " %" PRIu64 "\n", ticks, events);
 			raise(SIGSTOP);
 		}
+		/* Written, and no more: the end of its last session stops it (on_demo()). */
+		if (opt.hold_at && ticks == opt.hold_at) {
+			struct timespec ms = { 0, 10000000 };
+
+			printf("held %" PRIu64 " %" PRIu64 "\n", ticks, events);
+			atomic_store(&held, true);
+			while (!stop_requested)
+				nanosleep(&ms, NULL);
+			break;
+		}
 		/* A high rate (iterations under 10 us apart) is paced 64 iterations
 		 * at a time, so that it costs no system call per iteration. */
 		if (interval && n % pace == 0) {
@@ -249,6 +262,21 @@ static void *worker(void *arg)
 	}
 	atomic_fetch_add(&events_done, events);
 	return NULL;
+}
+
+/*
+ * --stop-on-end: Demo's enablement changed. Its last session going away is the
+ * agent stopping that session, on its own thread, before it answers the stop:
+ * stopping the whole process here (SIGSTOP stops every thread) leaves that
+ * consumer's stop unanswered, right after its last other question was
+ * answered, which no timing from outside can arrange.
+ */
+static void on_demo(struct evr_provider *p, bool enabled, uint8_t level, uint64_t keywords,
+		    const struct evr_provider_spec *args, void *ctx)
+{
+	(void)p, (void)level, (void)keywords, (void)args, (void)ctx;
+	if (!enabled && atomic_load(&held))
+		raise(SIGSTOP);
 }
 
 /* --wait-sessions K: start writing only once K sessions enable Demo. */
@@ -281,6 +309,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: workload [--threads T] [--rate N] [--events N] [--late-after N]\n"
 		"                [--wait-sessions K] [--report-every N] [--stop-at N] [--pin]\n"
+		"                [--stop-on-end N]\n"
 		"  --threads T        worker threads (default 2)\n"
 		"  --rate N           events per second per thread, 0: as fast as possible (default)\n"
 		"  --events N         stop after N iterations in all (Tick seq 1..N); 0: until SIGINT\n"
@@ -289,6 +318,9 @@ static void usage(FILE *f)
 		"  --report-every N   print \"emitted SEQ\" every N ticks\n"
 		"  --stop-at N       with one thread: after tick N, print \"stopped N EVENTS\" and stop\n"
 		"                     the process (SIGSTOP), as a debugger or Ctrl-Z would\n"
+		"  --stop-on-end N    with one thread: after tick N, print \"held N EVENTS\" and write\n"
+		"                     no more; then, when its last session is stopped, stop the\n"
+		"                     process (SIGSTOP) before that stop is answered\n"
 		"  --pin              worker thread i on the i-th CPU the process may use (modulo)\n");
 }
 
@@ -302,6 +334,7 @@ static int parse_argv(int argc, char **argv)
 		{ "wait-sessions", required_argument, NULL, 'w' },
 		{ "report-every", required_argument, NULL, 'e' },
 		{ "stop-at", required_argument, NULL, 's' },
+		{ "stop-on-end", required_argument, NULL, 'E' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -309,7 +342,7 @@ static int parse_argv(int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:r:n:l:w:e:s:ph", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:r:n:l:w:e:s:E:ph", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0) {
@@ -353,6 +386,10 @@ static int parse_argv(int argc, char **argv)
 			if (parse_u64(optarg, "--stop-at", &opt.stop_at) < 0)
 				return -EINVAL;
 			break;
+		case 'E':
+			if (parse_u64(optarg, "--stop-on-end", &opt.hold_at) < 0)
+				return -EINVAL;
+			break;
 		case 'e':
 			if (parse_u64(optarg, "--report-every", &opt.report_every) < 0)
 				return -EINVAL;
@@ -368,8 +405,8 @@ static int parse_argv(int argc, char **argv)
 		fprintf(stderr, "workload: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (opt.stop_at && opt.threads != 1) {
-		fprintf(stderr, "workload: --stop-at: with --threads 1 only\n");
+	if ((opt.stop_at || opt.hold_at) && opt.threads != 1) {
+		fprintf(stderr, "workload: --stop-at, --stop-on-end: with --threads 1 only\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -391,6 +428,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	/* Before any session can exist: no consumer reached the agent yet ("ready"). */
+	if (opt.hold_at)
+		demo.callback = on_demo;
 	evr_example_wait_agent("workload", NULL);
 	printf("ready %d\n", (int)getpid());
 	if (opt.wait_sessions)

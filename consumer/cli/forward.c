@@ -686,6 +686,7 @@ static int start_watch(struct fwd *f)
 		.client_name = CLIENT_NAME,
 		.notify = true,
 		.rescan_ms = RESCAN_MS,
+		.check_ms = EVR_WATCH_CHECK_MS,
 		.connect_only = true,
 		.ops = &watch_ops,
 		.spec_arg = &the_session,

@@ -323,7 +323,9 @@ static void proc_unwatch(struct multi *m, struct mproc *p)
  * Return: 0; -errno after printing why (the process is then not recorded; a
  * write error stops everything).
  */
-static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool started)
+/* @found: how --all's watch found it, for its line (NULL: named by the user). */
+static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool started,
+		      const char *found)
 {
 	struct evr_recorder_opts ro = {
 		.attach = attach_opts(m->o, c),
@@ -385,8 +387,8 @@ static int proc_start(struct multi *m, pid_t pid, struct evr_client *c, bool sta
 	m->n++;
 	(void)table_line(m, p, EVR_TRACE_PROC_ATTACHED, NULL);
 	/* Tests wait for this line: the process's session runs. */
-	fprintf(stderr, "evring record: + process %d (%s), stream %u\n", (int)pid, p->name,
-		p->stream);
+	fprintf(stderr, "evring record: + process %d (%s), stream %u%s%s\n", (int)pid, p->name,
+		p->stream, found ? ", found by " : "", found ? found : "");
 	return 0;
 }
 
@@ -402,7 +404,7 @@ static void watch_changed(struct evr_watch *w, struct evr_watch_proc *wp,
 
 		wp->client = NULL;	/* ours now: the watch reads nothing of it */
 		if (!proc_find(m, wp->pid))
-			(void)proc_start(m, wp->pid, c, true);
+			(void)proc_start(m, wp->pid, c, true, evr_watch_found_name(wp->found));
 		else
 			evr_client_free(c);
 	} else if (ch->to == EVR_WATCH_FAILED && ch->from == EVR_WATCH_ATTACHING) {
@@ -499,7 +501,7 @@ static int attach_named(struct multi *m)
 			evr_cli_error(CMD, "%s", err);
 			return ret;
 		}
-		ret = proc_start(m, pids[i], c, false);
+		ret = proc_start(m, pids[i], c, false, NULL);
 		if (ret < 0)
 			return ret;
 	}
@@ -708,7 +710,9 @@ static void summary(struct multi *m, uint64_t t0, uint64_t t1)
  * deadline for all. Processes stopped since their last look cost one 100 ms
  * wait for their thread lists in all and one grace for their stops; none at
  * all when they already left a thread list unanswered: their rings are read
- * from their memory as they are.
+ * from their memory as they are. One stopped after it answered its last look
+ * (nothing here can tell) is seen stopped within 100 ms of the wait for its
+ * stop (evr_client_stop_wait() reads its state) and not waited for further.
  */
 static void stop_all(struct multi *m)
 {
@@ -735,6 +739,7 @@ static void stop_all(struct multi *m)
 		/* Tests read this line: not waited for, read from its memory. */
 		fprintf(stderr, "evring record: ? process %d (%s) did not answer the stop (%s): read "
 			"as it was, %" PRIu64 " events, %" PRIu64 " lost\n", (int)p->pid, p->name,
+			st.stop_stopped ? "stopped: not waited for further" :
 			st.stop_waited ? "waited for" : "not waited for: a question had gone unanswered",
 			st.events, st.lost);
 	}
@@ -846,6 +851,7 @@ int evr_record_multi_run(const struct record_opts *o)
 			.notify = true,
 			.notify_broker = true,
 			.rescan_ms = RESCAN_MS,
+			.check_ms = EVR_WATCH_CHECK_MS,
 			.connect_only = true,
 			.ops = &watch_ops,
 			.spec_arg = o,

@@ -465,7 +465,7 @@ static int scan_all_users(struct pid_vec *pv, struct scan_refusals *rf)
  * path (inside its root) in both, so that a private directory stays private.
  * Return: 1 and the socket's identity in @ret_st, 0 not listed, -ENOMEM.
  */
-static int ns_listed(const struct evr_ns_proc *p, struct stat *ret_st)
+int evr_ns_listed(const struct evr_ns_proc *p, struct stat *ret_st)
 {
 	const char *mine = secure_getenv("EVR_RUNTIME_DIR");
 	char env[EVR_RUNDIR_LEN], dirs[EVR_RUNDIR_MAX][EVR_RUNDIR_LEN];
@@ -545,7 +545,7 @@ static int scan_ns(struct pid_vec *pv)
 			continue;
 		if (evr_ns_probe((pid_t)pid, &p) < 0)
 			continue;
-		r = ns_listed(&p, &sock);
+		r = evr_ns_listed(&p, &sock);
 		if (r <= 0) {
 			err = r;
 			continue;

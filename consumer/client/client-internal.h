@@ -13,6 +13,8 @@
 #include <evring/shm.h>
 #include <evring/trace.h>
 
+struct stat;
+
 #define EVR_CLIENT_HELLO_TIMEOUT_MS	5000
 /* Starting a session allocates and populates its rings; stopping waits for an
  * RCU grace period: give both more time than a plain question. */
@@ -25,11 +27,20 @@
  * this much later at most, or at once by evr_client_wait_fd().
  */
 #define EVR_CLIENT_ALIVE_CHECK_NS	50000000u
+/* While waiting for a stop's answer: is the process stopped? Asked this often. */
+#define STOPPED_CHECK_MS		100
 
 struct evr_client {
 	pid_t pid;
 	int sock;			/* control connection, non-blocking, -1 once closed */
 	int pidfd;			/* the producer, -1 if the kernel has no pidfd_open */
+	/*
+	 * /proc/PID/stat, open: its state letter says whether the process is
+	 * stopped (evr_client_stop_wait() gives up on a stopped one). -1: none
+	 * (listen mode's id, which is no pid; a confined caller with no broker's).
+	 */
+	int stat_fd;
+	bool seen_stopped;		/* the last stop wait ended on a stopped process */
 	bool sock_eof;			/* the agent closed the connection */
 	uint64_t alive_checked_ns;	/* the last poll() of pidfd and socket */
 	bool alive_watched;		/* the caller polls pidfd and socket (epoll) */
@@ -73,6 +84,7 @@ struct evr_ns_proc {
 	pid_t pid;			/* as we see it */
 	pid_t ns_pid;			/* as it sees itself (NSpid's last entry); its socket's name */
 	uid_t uid;			/* effective, as we see it */
+	pid_t tgid;			/* its process (@pid may be a thread's), or 0 */
 	bool other_pidns, other_mntns, other_userns;
 };
 
@@ -99,6 +111,14 @@ int evr_ns_rundirs(const struct evr_ns_proc *p, int rootfd,
  */
 int evr_ns_rundir_open(const struct evr_ns_proc *p, int rootfd, const char *dir, char *shown,
 		       size_t shownlen, char *errbuf, size_t errlen);
+
+/*
+ * Does @p (in a namespace of its own) have an agent listening in its runtime
+ * directory that evr_process_list() lists (our uid or root; the same
+ * EVR_RUNTIME_DIR setting as ours)? Return: 1 and the socket's identity in
+ * @ret_st, 0 not, -ENOMEM. (client-find.c)
+ */
+int evr_ns_listed(const struct evr_ns_proc *p, struct stat *ret_st);
 
 /* pidfd_open(@pid) (close-on-exec), or -1 with errno. */
 int evr_consumer_pidfd_open(pid_t pid);

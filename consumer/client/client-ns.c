@@ -70,7 +70,9 @@ int evr_ns_probe(pid_t pid, struct evr_ns_proc *ret)
 	if (!f)
 		return -ESRCH;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
+		if (sscanf(line, "Tgid: %u", &r) == 1) {
+			ret->tgid = (pid_t)r;
+		} else if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
 			ret->uid = (uid_t)e;
 			have_uid = true;
 		} else if (!strncmp(line, "NSpid:", 6)) {

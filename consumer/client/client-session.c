@@ -183,6 +183,11 @@ int evr_client_stop(struct evr_client *c, char *errbuf, size_t errlen)
 	return evr_client_stop_wait(c, EVR_CLIENT_SESSION_TIMEOUT_MS, errbuf, errlen);
 }
 
+bool evr_client_seen_stopped(const struct evr_client *c)
+{
+	return c && c->seen_stopped;
+}
+
 bool evr_client_unanswered(const struct evr_client *c)
 {
 	return c && c->stale_replies > 0;

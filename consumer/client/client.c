@@ -106,9 +106,53 @@ static int ms_left(uint64_t deadline_ns)
 	return now < deadline_ns ? (int)((deadline_ns - now + 999999) / 1000000u) : 0;
 }
 
+/*
+ * Is the process stopped (job control, or a tracer's stop): state 'T' or 't'
+ * in /proc/PID/stat? It answers nothing until it is continued. The state
+ * follows the last ')' (the command name may hold any other character).
+ */
+static bool peer_stopped(const struct evr_client *c)
+{
+	char buf[512], *paren;
+	ssize_t n;
+
+	if (c->stat_fd < 0)
+		return false;
+	n = pread(c->stat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;	/* gone: the socket says so */
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
+}
+
+/*
+ * The next whole frame, by @deadline_ns. @watch_stopped: look every
+ * STOPPED_CHECK_MS whether the process is stopped, and give up then
+ * (-ETIMEDOUT, c->seen_stopped): a wait for it would last the whole deadline.
+ */
+static int frame_wait(struct evr_client *c, uint64_t deadline_ns, bool watch_stopped,
+		      const uint8_t **payload, uint32_t *len)
+{
+	for (;;) {
+		int left = ms_left(deadline_ns);
+		int err = evr_frame_recv(&c->rx, c->sock, watch_stopped && left > STOPPED_CHECK_MS ?
+					 STOPPED_CHECK_MS : left, payload, len);
+
+		if (err != -ETIMEDOUT || !watch_stopped || !ms_left(deadline_ns))
+			return err;
+		if (peer_stopped(c)) {
+			c->seen_stopped = true;
+			return err;
+		}
+	}
+}
+
 int evr_client_recv(struct evr_client *c, Evr__Reply__BodyCase want, int timeout_ms, int *fds,
 		    unsigned int nfds, Evr__Reply **ret, char *errbuf, size_t errlen)
 {
+	/* The stop: its wait is long (30 s), and a stopped process never ends it. */
+	bool watch_stopped = want == EVR__REPLY__BODY_STOP;
 	/* -1: the request did not go out (the agent closed first): no waiting. */
 	bool sent = timeout_ms >= 0;
 	uint64_t deadline = evr_mono_ns() + (uint64_t)(sent ? timeout_ms : 0) * 1000000u;
@@ -118,8 +162,9 @@ int evr_client_recv(struct evr_client *c, Evr__Reply__BodyCase want, int timeout
 	int err;
 
 	/* Replies to requests that timed out come first, in order: one deadline for all. */
+	c->seen_stopped = false;
 	for (;;) {
-		err = evr_frame_recv(&c->rx, c->sock, ms_left(deadline), &payload, &len);
+		err = frame_wait(c, deadline, watch_stopped && sent, &payload, &len);
 		if (err < 0 || !c->stale_replies)
 			break;
 		evr_frame_rx_drop_fds(&c->rx);
@@ -231,6 +276,7 @@ static int client_new(pid_t pid, int sock, int pidfd, struct evr_client **ret)
 	c->pid = pid;
 	c->sock = sock;
 	c->pidfd = pidfd;
+	c->stat_fd = -1;
 	c->doorbell_fd = -1;
 	c->state = EVR_CLIENT_IDLE;
 	evr_frame_rx_init(&c->rx);
@@ -277,9 +323,26 @@ static int hello(struct evr_client *c, const char *client_name, char *errbuf, si
 	return err;
 }
 
-/* @foreign: listen mode's id of a process our pid namespace cannot name (SO_PEERCRED: 0). */
-static int adopt(pid_t pid, bool foreign, int sock, int pidfd, const char *client_name,
-		 struct evr_client **ret, char *errbuf, size_t errlen)
+/*
+ * /proc/@pid/stat, opened now (-1 where it cannot be: a confined caller, whose
+ * broker opens it instead). The peer was checked to be @pid just before: the
+ * file is that process's, and stays so (an open /proc file never follows a
+ * reused pid).
+ */
+static int stat_open(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * @foreign: listen mode's id of a process our pid namespace cannot name (SO_PEERCRED: 0).
+ * @stat_fd: its /proc/PID/stat, taken over; -2: open it here.
+ */
+static int adopt(pid_t pid, bool foreign, int sock, int pidfd, int stat_fd,
+		 const char *client_name, struct evr_client **ret, char *errbuf, size_t errlen)
 {
 	struct evr_client *c;
 	struct ucred cred;
@@ -303,6 +366,9 @@ static int adopt(pid_t pid, bool foreign, int sock, int pidfd, const char *clien
 		fail(errbuf, errlen, err, "out of memory");
 		goto err;
 	}
+	/* Listen mode's id of a foreign process is no pid of ours: nothing to read. */
+	c->stat_fd = foreign ? -1 : stat_fd == -2 ? stat_open(pid) : stat_fd;
+	stat_fd = -1;
 	err = hello(c, client_name, errbuf, errlen);
 	if (err < 0) {
 		evr_client_free(c);
@@ -318,13 +384,22 @@ err:
 		close(sock);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (stat_fd >= 0)
+		close(stat_fd);
 	return err;
 }
 
 int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
 		     struct evr_client **ret, char *errbuf, size_t errlen)
 {
-	return adopt(pid, false, sock, pidfd, client_name, ret, errbuf, errlen);
+	return adopt(pid, false, sock, pidfd, -2, client_name, ret, errbuf, errlen);
+}
+
+int evr_client_adopt_stat(pid_t pid, int sock, int pidfd, int stat_fd, const char *client_name,
+			  struct evr_client **ret, char *errbuf, size_t errlen)
+{
+	return adopt(pid, false, sock, pidfd, stat_fd < 0 ? -1 : stat_fd, client_name, ret,
+		     errbuf, errlen);
 }
 
 int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **ret,
@@ -339,7 +414,7 @@ int evr_client_connect(pid_t pid, const char *client_name, struct evr_client **r
 	err = evr_client_dialin_take(pid, EVR_CLIENT_HELLO_TIMEOUT_MS, &sock, &pidfd, &foreign,
 				     errbuf, errlen);
 	if (err == 0)
-		return adopt(pid, foreign, sock, pidfd, client_name, ret, errbuf, errlen);
+		return adopt(pid, foreign, sock, pidfd, -2, client_name, ret, errbuf, errlen);
 	if (err != -ENOENT)
 		return err;
 	err = evr_client_open_socket(pid, &sock, &pidfd, errbuf, errlen);
@@ -441,6 +516,7 @@ int evr_client_accept(int listen_fd, int timeout_ms, const char *client_name,
 			close(pidfd);
 		return fail(errbuf, errlen, err, "out of memory");
 	}
+	c->stat_fd = stat_open(cred.pid);
 	err = hello(c, client_name, errbuf, errlen);
 	if (err < 0) {
 		evr_client_free(c);
@@ -485,6 +561,8 @@ void evr_client_free(struct evr_client *c)
 		close(c->doorbell_fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->stat_fd >= 0)
+		close(c->stat_fd);
 	evr_schema_set_free(c->schemas);
 	process_info_clear(&c->info);
 	free(c);

@@ -177,6 +177,9 @@ static void *hub_run(void *arg)
 		for (uint32_t i = 0; i < h->n; i++)
 			if (h->procs[i]->state == EVR_MON_ATTACHING)
 				sleep_ns = 10000000u;
+		/* The /proc check's turn (a container's new process) comes no later. */
+		if (sleep_ns > (uint64_t)h->w.o.check_ms * 1000000u && h->w.o.check_ms)
+			sleep_ns = (uint64_t)h->w.o.check_ms * 1000000u;
 		/* New processes are noticed at the next round (inotify) or scan. */
 		now = evr_mono_ns() + sleep_ns;
 		until.tv_sec = (time_t)(now / 1000000000u);
@@ -197,6 +200,7 @@ int evr_mon_hub_init(struct evr_mon_hub *h, const struct evr_mon_opts *o)
 		.history = o->history,
 		.notify = true,
 		.rescan_ms = SCAN_MS,
+		.check_ms = EVR_WATCH_CHECK_MS,
 		.retry_ms = RETRY_MS,
 		.forget_ms = FORGET_MS,
 		.ops = &hub_ops,

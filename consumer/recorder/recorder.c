@@ -141,6 +141,7 @@ struct evr_recorder {
 	bool stop_asked;		/* ask_stop() ran */
 	bool unanswered;		/* the process did not answer the stop */
 	bool stop_waited;		/* ... for which we waited (it had answered before) */
+	bool stop_stopped;		/* ... until it was seen stopped */
 	uint64_t stop_deadline;		/* wait for the stop's answer until then */
 	bool has_end;
 
@@ -1369,6 +1370,7 @@ static int finish_session(struct evr_recorder *r)
 					   err, sizeof(err));
 		if (ret == -ETIMEDOUT) {
 			r->unanswered = true;
+			r->stop_stopped = evr_client_seen_stopped(r->c);
 			warn(r, "did not answer (stopped?): its records are read from its memory as "
 			     "they are, without waiting");
 		} else if (ret < 0 && evr_client_state(r->c) != EVR_CLIENT_GONE) {
@@ -1520,6 +1522,7 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 		.uring_error = r->uring_err,
 		.unanswered = r->unanswered,
 		.stop_waited = r->stop_waited,
+		.stop_stopped = r->stop_stopped,
 	};
 	if (r->u) {
 		struct evr_uring_stats us;

@@ -42,8 +42,11 @@
 #include "sandbox-internal.h"
 
 #define LIST_MAX 16384u
+#define FDS_MAX 3		/* descriptors one reply carries at most (ATTACH's) */
 
-enum broker_op { OP_LIST = 1, OP_ATTACH, OP_CREATE, OP_PERF_MAP };
+enum broker_op { OP_LIST = 1, OP_ATTACH, OP_CREATE, OP_PERF_MAP, OP_CHECK };
+
+#define CHECK_MAX 64u		/* pids one CHECK answers with at most */
 
 struct broker_req {
 	uint32_t op;
@@ -55,8 +58,14 @@ struct broker_req {
 struct broker_rep {
 	int32_t err;			/* 0 or -errno (LIST: >= 0 directories refused) */
 	uint32_t n;			/* LIST: pids that follow; ATTACH/CREATE: fds carried */
+	uint32_t kinds;			/* ATTACH: which follow the socket (ATTACH_*);
+					 * CHECK: processes it still awaits */
 	char msg[512];
 };
+
+/* ATTACH's descriptors after the socket, in this order, each where it could be had. */
+#define ATTACH_PIDFD	1u
+#define ATTACH_STAT	2u	/* /proc/PID/stat: the tool reads the process's state */
 
 struct evr_broker {
 	pthread_mutex_t lock;
@@ -71,7 +80,7 @@ static int send_rep(int sock, const struct broker_rep *rep, const void *extra, s
 {
 	struct iovec iov[2] = { { (void *)rep, sizeof(*rep) }, { (void *)extra, extra_len } };
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = extra_len ? 2 : 1 };
@@ -130,14 +139,18 @@ static int open_perf_map(int32_t pid, uint32_t uid, int *ret_fd, char *msg, size
 
 static void serve(int sock, int dirfd)
 {
+	struct evr_proc_check *check = NULL;	/* CHECK's: made at the first */
+
 	for (;;) {
 		struct broker_req req;
 		struct broker_rep rep = { 0 };
 		ssize_t n = recv(sock, &req, sizeof(req), 0);
-		int fds[2] = { -1, -1 };
+		int fds[FDS_MAX] = { -1, -1, -1 };
 
-		if (n == 0 || (n < 0 && errno != EINTR))
+		if (n == 0 || (n < 0 && errno != EINTR)) {
+			evr_proc_check_free(check);
 			return;
+		}
 		if (n != (ssize_t)sizeof(req)) {
 			rep.err = -EPROTO;
 			snprintf(rep.msg, sizeof(rep.msg), "malformed request to the broker");
@@ -159,12 +172,31 @@ static void serve(int sock, int dirfd)
 			free(v);
 			break;
 		}
-		case OP_ATTACH:
-			rep.err = evr_client_open_socket(req.pid, &fds[0], &fds[1], rep.msg,
+		case OP_ATTACH: {
+			int sfd = -1, pidfd = -1, statfd = -1, out[FDS_MAX];
+			char path[64];
+
+			rep.err = evr_client_open_socket(req.pid, &sfd, &pidfd, rep.msg,
 							 sizeof(rep.msg));
-			rep.n = rep.err < 0 ? 0 : fds[1] >= 0 ? 2 : 1;
-			(void)send_rep(sock, &rep, NULL, 0, fds, rep.n);
+			if (rep.err == 0) {
+				/* Opened after the peer check: that process's, whatever comes. */
+				snprintf(path, sizeof(path), "/proc/%d/stat", (int)req.pid);
+				statfd = open(path, O_RDONLY | O_CLOEXEC);
+				out[rep.n++] = sfd;
+				if (pidfd >= 0) {
+					rep.kinds |= ATTACH_PIDFD;
+					out[rep.n++] = pidfd;
+				}
+				if (statfd >= 0) {
+					rep.kinds |= ATTACH_STAT;
+					out[rep.n++] = statfd;
+				}
+			}
+			(void)send_rep(sock, &rep, NULL, 0, out, rep.n);
+			for (int k = 0; k < (int)rep.n; k++)
+				close(out[k]);
 			break;
+		}
 		case OP_CREATE:
 			if (dirfd < 0 || !name_ok(req.name)) {
 				rep.err = -EINVAL;
@@ -182,6 +214,21 @@ static void serve(int sock, int dirfd)
 			}
 			(void)send_rep(sock, &rep, NULL, 0, fds, rep.n);
 			break;
+		case OP_CHECK: {
+			pid_t v[CHECK_MAX];
+			uint32_t nv = 0;
+
+			rep.err = check ? 0 : evr_proc_check_new(&check);
+			if (rep.err == 0)
+				rep.err = evr_proc_check_run(check, v, CHECK_MAX, &nv);
+			if (rep.err < 0)
+				snprintf(rep.msg, sizeof(rep.msg), "cannot look at /proc: %s",
+					 strerror(-rep.err));
+			rep.n = rep.err < 0 ? 0 : nv;
+			rep.kinds = evr_proc_check_pending(check);
+			(void)send_rep(sock, &rep, v, rep.n * sizeof(*v), NULL, 0);
+			break;
+		}
 		case OP_PERF_MAP:
 			rep.err = open_perf_map(req.pid, req.uid, &fds[0], rep.msg, sizeof(rep.msg));
 			rep.n = fds[0] >= 0;
@@ -193,7 +240,7 @@ static void serve(int sock, int dirfd)
 			(void)send_rep(sock, &rep, NULL, 0, NULL, 0);
 			break;
 		}
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < FDS_MAX; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
@@ -353,15 +400,15 @@ void evr_broker_free(struct evr_broker *b)
 
 /*
  * One exchange: @req out, the reply into @rep, what follows it into @extra (up
- * to @extra_cap bytes; ret_extra_len says how much), up to 2 fds into @fds.
+ * to @extra_cap bytes; ret_extra_len says how much), up to FDS_MAX fds into @fds.
  * Return: 0 (look at rep->err), or -errno if the helper could not be asked.
  */
 static int exchange(struct evr_broker *b, const struct broker_req *req, struct broker_rep *rep,
-		    void *extra, size_t extra_cap, size_t *ret_extra_len, int fds[2], char *errbuf,
+		    void *extra, size_t extra_cap, size_t *ret_extra_len, int fds[FDS_MAX], char *errbuf,
 		    size_t errlen)
 {
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov[2] = { { rep, sizeof(*rep) }, { extra, extra_cap } };
@@ -370,7 +417,8 @@ static int exchange(struct evr_broker *b, const struct broker_req *req, struct b
 	ssize_t n = 0;
 	int err = 0;
 
-	fds[0] = fds[1] = -1;
+	for (int i = 0; i < FDS_MAX; i++)
+		fds[i] = -1;
 	pthread_mutex_lock(&b->lock);
 	if (send(b->sock, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req))
 		err = -errno;
@@ -387,10 +435,10 @@ static int exchange(struct evr_broker *b, const struct broker_req *req, struct b
 		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(fds, CMSG_DATA(cm), (k < 2 ? k : 2) * sizeof(int));
+			memcpy(fds, CMSG_DATA(cm), (k < FDS_MAX ? k : FDS_MAX) * sizeof(int));
 	}
 	if ((size_t)n < sizeof(*rep) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < FDS_MAX; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
 		snprintf(errbuf, errlen, "the broker helper answered with a malformed message");
@@ -407,7 +455,7 @@ int evr_broker_attach(struct evr_broker *b, pid_t pid, const char *client_name,
 {
 	struct broker_req req = { .op = OP_ATTACH, .pid = pid };
 	struct broker_rep rep;
-	int fds[2], err;
+	int fds[FDS_MAX], err, k, pidfd, statfd;
 
 	if (!b || !ret)
 		return -EINVAL;
@@ -418,12 +466,18 @@ int evr_broker_attach(struct evr_broker *b, pid_t pid, const char *client_name,
 		snprintf(errbuf, errlen, "%s", rep.msg);
 		return rep.err;
 	}
-	if (fds[0] < 0) {
+	if (fds[0] < 0 || rep.n != 1u + !!(rep.kinds & ATTACH_PIDFD) + !!(rep.kinds & ATTACH_STAT)) {
+		for (int i = 0; i < FDS_MAX; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
 		snprintf(errbuf, errlen, "the broker helper sent no socket");
 		return -EPROTO;
 	}
-	/* Takes both fds, also on failure. */
-	return evr_client_adopt(pid, fds[0], fds[1], client_name, ret, errbuf, errlen);
+	k = 1;
+	pidfd = rep.kinds & ATTACH_PIDFD ? fds[k++] : -1;
+	statfd = rep.kinds & ATTACH_STAT ? fds[k++] : -1;
+	/* Takes every fd, also on failure. */
+	return evr_client_adopt_stat(pid, fds[0], pidfd, statfd, client_name, ret, errbuf, errlen);
 }
 
 int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, char *errbuf,
@@ -433,7 +487,7 @@ int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, 
 	struct broker_rep rep;
 	size_t len = 0;
 	pid_t *v;
-	int fds[2], err;
+	int fds[FDS_MAX], err;
 
 	if (!b || !ret || !ret_n)
 		return -EINVAL;
@@ -441,7 +495,7 @@ int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, 
 	if (!v)
 		return -ENOMEM;
 	err = exchange(b, &req, &rep, v, LIST_MAX * sizeof(*v), &len, fds, errbuf, errlen);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < FDS_MAX; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	if (err == 0 && (rep.n > LIST_MAX || len != rep.n * sizeof(*v))) {
@@ -461,11 +515,45 @@ int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, 
 	return rep.err;
 }
 
+int evr_broker_proc_check(struct evr_broker *b, pid_t *ret, uint32_t cap, uint32_t *ret_n,
+			  uint32_t *ret_pending, char *errbuf, size_t errlen)
+{
+	struct broker_req req = { .op = OP_CHECK };
+	struct broker_rep rep;
+	pid_t v[CHECK_MAX];
+	size_t len = 0;
+	int fds[FDS_MAX], err;
+
+	if (!b || !ret || !ret_n || !ret_pending)
+		return -EINVAL;
+	*ret_n = 0;
+	*ret_pending = 0;
+	err = exchange(b, &req, &rep, v, sizeof(v), &len, fds, errbuf, errlen);
+	for (int i = 0; i < FDS_MAX; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (err == 0 && (rep.n > CHECK_MAX || len != rep.n * sizeof(*v))) {
+		snprintf(errbuf, errlen, "the broker helper answered with a malformed message");
+		err = -EPROTO;
+	}
+	if (err < 0)
+		return err;
+	if (rep.err < 0) {
+		snprintf(errbuf, errlen, "%s", rep.msg);
+		return rep.err;
+	}
+	/* Beyond @cap: the helper reported them; the next full listing finds them. */
+	for (uint32_t i = 0; i < rep.n && i < cap; i++)
+		ret[(*ret_n)++] = v[i];
+	*ret_pending = rep.kinds;
+	return 0;
+}
+
 int evr_broker_create(struct evr_broker *b, const char *name, char *errbuf, size_t errlen)
 {
 	struct broker_req req = { .op = OP_CREATE };
 	struct broker_rep rep;
-	int fds[2], err;
+	int fds[FDS_MAX], err;
 
 	if (!b || !name || strlen(name) >= sizeof(req.name))
 		return -EINVAL;
@@ -493,7 +581,7 @@ int evr_broker_open_perf_map(struct evr_broker *b, pid_t pid, uid_t owner, char 
 {
 	struct broker_req req = { .op = OP_PERF_MAP, .pid = pid, .uid = owner };
 	struct broker_rep rep;
-	int fds[2], err;
+	int fds[FDS_MAX], err;
 
 	if (!b || pid <= 0)
 		return -EINVAL;

@@ -21,4 +21,12 @@ bool evr_watch_notify_fresh(struct evr_watch *w, pid_t pid, uint64_t now_ns);
 /* A scan ended: forget the pending sockets whose attach ended (or that waited too long). */
 void evr_watch_notify_scanned(struct evr_watch *w, uint64_t now_ns);
 
+/* @pid is pending (a socket that appeared; @checked: found by the /proc check). */
+void evr_watch_notify_pend(struct evr_watch *w, pid_t pid, bool checked, uint64_t now_ns);
+/* How a scan that lists @pid for the first time found it (pending or not). */
+enum evr_watch_found evr_watch_notify_found(const struct evr_watch *w, pid_t pid);
+/* Start the /proc check (o.check_ms): its first look. */
+void evr_watch_check_open(struct evr_watch *w);
+void evr_watch_check_close(struct evr_watch *w);
+
 #endif /* EVR_WATCH_INTERNAL_H */

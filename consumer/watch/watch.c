@@ -75,6 +75,18 @@ void evr_watch_short_name(const struct evr_process_info *pi, char *buf, size_t l
 	snprintf(buf, len, "%s", s);
 }
 
+const char *evr_watch_found_name(enum evr_watch_found f)
+{
+	switch (f) {
+	case EVR_WATCH_FOUND_START: return "the first listing";
+	case EVR_WATCH_FOUND_RESCAN: return "a rescan";
+	case EVR_WATCH_FOUND_NOTIFY: return "its socket appearing (inotify)";
+	case EVR_WATCH_FOUND_CHECK: return "the /proc check";
+	case EVR_WATCH_FOUND_ADDED: return "its pid";
+	}
+	return "?";
+}
+
 /* ---- attaching ------------------------------------------------------------------ */
 
 static void job_put(struct evr_watch_job *j)
@@ -313,6 +325,7 @@ int evr_watch_add(struct evr_watch *w, pid_t pid, bool sync, char *err, size_t e
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->found = EVR_WATCH_FOUND_ADDED;
 	p->listed = true;
 	p->state = EVR_WATCH_ATTACHING;
 	snprintf(p->name, sizeof(p->name), "?");
@@ -386,7 +399,8 @@ int evr_watch_scan(struct evr_watch *w)
 		struct evr_watch_proc *p = evr_watch_find(w, pids[i]);
 
 		if (!p) {
-			(void)evr_watch_add(w, pids[i], false, NULL, 0, NULL);
+			if (evr_watch_add(w, pids[i], false, NULL, 0, &p) == 0 && p)
+				p->found = evr_watch_notify_found(w, pids[i]);
 			continue;
 		}
 		p->listed = true;
@@ -586,14 +600,28 @@ bool evr_watch_poll(struct evr_watch *w)
 
 int evr_watch_init(struct evr_watch *w, const struct evr_watch_opts *o)
 {
+	const char *env;
+
 	memset(w, 0, sizeof(*w));
 	w->notify_fd = -1;
+	w->loadavg_fd = -1;
 	if (!o->ops || o->ops->proc_size < sizeof(struct evr_watch_proc) ||
 	    o->ops->counter_size < sizeof(struct evr_watch_counter) || !o->client_name)
 		return -EINVAL;
 	w->o = *o;
+	env = getenv("EVR_WATCH_RESCAN_MS");
+	if (env && *env && o->rescan_ms) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (!errno && !*end && v > 0 && v <= UINT32_MAX)
+			w->o.rescan_ms = (uint32_t)v;
+	}
 	if (o->notify && (!o->broker || o->notify_broker))
 		evr_watch_notify_open(w);
+	evr_watch_check_open(w);
 	return 0;
 }
 
@@ -605,4 +633,5 @@ void evr_watch_fini(struct evr_watch *w)
 	w->procs = NULL;
 	w->n = w->cap = 0;
 	evr_watch_notify_close(w);
+	evr_watch_check_close(w);
 }

@@ -10,7 +10,7 @@
 # `evring ps` lists them with both pids and no warning, and keeps listing a host workload
 # whose socket a container's agent must not remove; `record -p HOSTPID` counts C1's events
 # exactly; `record --all` finds C2 and C3 (C3 started during the recording) and counts C3
-# exactly; clrtop -p and the overview show both pids. Refusals stay as strict: a process in
+# exactly, having found it by the /proc check; clrtop -p and the overview show both pids. Refusals stay as strict: a process in
 # another user namespace, and a directory in the container that others may write to, are
 # refused with one line each; a socket served by a container's process is never called stale.
 # Usage: container.sh EVRING WORKLOAD CLRTOP
@@ -153,9 +153,13 @@ else
 fi
 
 # 5. record --all: C2 and the host's workload at once, C3 (private directory) started during
-# the recording, found by the rescan, attached before it writes, counted exactly.
+# the recording, found by the /proc check (a look at /proc's pids every 50 ms: its directory
+# is not ours to watch), attached before it writes, counted exactly. The periodic rescan,
+# which found it before (within a second), is put off for 10 minutes here
+# (EVR_WATCH_RESCAN_MS): the check alone can find C3, and record's line says it did.
 N3=3000
-start_record all --all --providers Demo --buffer-size 64M -o "$T/all.evtrace"
+EVR_WATCH_RESCAN_MS=600000 start_record all --all --providers Demo --buffer-size 64M \
+	-o "$T/all.evtrace"
 touch "$T/rec.log"
 wait_line() {
 	until grep -qE -- "$1" "$T/rec.log"; do
@@ -169,6 +173,10 @@ wait_line "^evring record: \+ process $HP "
 start_container c3 private --events "$N3" --threads 1 --wait-sessions 1
 C3=$CT_PID C3_FD=$CT_FD
 wait_line "^evring record: \+ process $C3 "
+grep -qE "^evring record: \+ process $C3 \(workload\), stream [0-9]+, found by the /proc check\$" \
+	"$T/rec.log" || fail "C3 was not found by the /proc check: $(grep "process $C3 " "$T/rec.log")"
+grep -qE "^evring record: \+ process $C2 \(workload\), stream [0-9]+, found by the first listing\$" \
+	"$T/rec.log" || fail "C2 was not found by the first listing"
 expect "$C3_FD" "^done $N3 " "C3's 'done' line"
 echo "$LINE" >"$T/c3.done"
 wait_line "^evring record: - process $C3 \(workload\) exited"

@@ -7,7 +7,8 @@
 # 100 ms wait in all, not one each (docs/recorder.md "Several processes in one file").
 # What is checked, without timing anything: the three stopped processes are said not to
 # have answered the stop (E and F waited for a grace, unless a look was under way as they
-# stopped; D not waited for at all, unless the looks fell so that none saw it stopped), and
+# stopped, and given up as soon as the wait saw them stopped; D not waited for at all,
+# unless the looks fell so that none saw it stopped), and
 # only they; D's every event up to its stop is in the file (Ticks 1..200, events + lost ==
 # emitted); E's and F's Ticks run from 1 without a gap; A, which ran on and answered, has
 # Ticks 1..N without a gap and no loss.
@@ -54,7 +55,7 @@ kill -CONT "$PD" "$PE" "$PF"
 
 for p in "$PD" "$PE" "$PF"; do
 	grep -qE "^evring record: \? process $p \(workload\) did not answer the stop \((waited \
-for|not waited for: a question had gone unanswered)\): read as it was, [0-9]+ events, [0-9]+ \
+for|not waited for: a question had gone unanswered|stopped: not waited for further)\): read as it was, [0-9]+ events, [0-9]+ \
 lost\$" "$T/rec.rest" || fail "no line saying that process $p did not answer the stop"
 done
 n=$(grep -c "^evring record: ? process " "$T/rec.rest" || true)

@@ -120,6 +120,16 @@ int evr_client_adopt(pid_t pid, int sock, int pidfd, const char *client_name,
 		     struct evr_client **ret, char *errbuf, size_t errlen);
 
 /**
+ * evr_client_adopt_stat() - evr_client_adopt() with @pid's /proc/PID/stat
+ * opened by whoever connected (@stat_fd, taken over; -1: none), for a caller
+ * that may not open files: evr_client_stop_wait() reads the process's state
+ * from it. evr_client_adopt() opens it itself.
+ * Context: as evr_client_adopt().
+ */
+int evr_client_adopt_stat(pid_t pid, int sock, int pidfd, int stat_fd, const char *client_name,
+			  struct evr_client **ret, char *errbuf, size_t errlen);
+
+/**
  * evr_client_listen() / evr_client_accept() - the reverse connection used to
  * trace a program from its first event: evr_client_listen() creates a private
  * listening socket and returns the value to put in the child's EVR_CONNECT
@@ -324,6 +334,44 @@ int evr_client_list_events(struct evr_client *c, struct evr_schema_set *into, ch
  */
 int evr_process_list(pid_t **ret, uint32_t *ret_n);
 
+/*
+ * The /proc check: a cheap look, every 50 ms say, for processes started since
+ * the last look in a mount or pid namespace of their own (containers), whose
+ * runtime directories inotify on ours cannot see. A look reads the last pid
+ * handed out (/proc/loadavg) and stat()s the few since, or else reads /proc's
+ * directory; a pid new since the last look (or reused: a new /proc inode) is
+ * examined once, and one in namespaces of its own whose agent does not listen
+ * yet is examined again at every look, for 3 s at most.
+ */
+struct evr_proc_check;
+
+/* A check; its first look only takes note of what runs. Return: 0, -ENOMEM, -errno. */
+int evr_proc_check_new(struct evr_proc_check **ret);
+void evr_proc_check_free(struct evr_proc_check *pc);
+
+/**
+ * evr_proc_check_run() - one look: into @ret (at most @cap; the others are
+ * looked at again next time), the pids of processes in namespaces of their own
+ * that evr_process_list() would list now and that this check had not reported
+ * (after a look that read /proc's directory, one reported before may come
+ * again: the caller knows it). Return: 0, -ENOMEM. Context: one thread at a
+ * time per check.
+ */
+int evr_proc_check_run(struct evr_proc_check *pc, pid_t *ret, uint32_t cap, uint32_t *ret_n);
+
+/* Processes in namespaces of their own whose agents the check still awaits. */
+uint32_t evr_proc_check_pending(const struct evr_proc_check *pc);
+
+/**
+ * evr_proc_last_pid() - the last pid the kernel handed out in the caller's pid
+ * namespace, from /proc/loadavg open at @fd (pread: a confined caller keeps
+ * it open). Every process and thread made since moves it, those of pid
+ * namespaces below ours (containers) too: while it stays, and nothing is
+ * pending, a look at /proc would find nothing new.
+ * Return: the pid, or -errno.
+ */
+int evr_proc_last_pid(int fd);
+
 /**
  * evr_process_list_checked() - evr_process_list(), saying what it skipped.
  * @errbuf: when a directory was refused, the first refusal (what is wrong with
@@ -393,9 +441,15 @@ int evr_client_stop_send(struct evr_client *c, char *errbuf, size_t errlen);
  * an answer that is there) for the answer to evr_client_stop_send().
  * -ETIMEDOUT: the process did not answer (stopped?); the session's memory is
  * still read to its end (the packets still open, and the final losses), and
- * the late answer is dropped by the next request.
+ * the late answer is dropped by the next request. A process found stopped
+ * (job control or a tracer: /proc/PID/stat's state T or t, looked at every
+ * 100 ms of the wait) is not waited for further: -ETIMEDOUT at once, and
+ * evr_client_seen_stopped() says why.
  */
 int evr_client_stop_wait(struct evr_client *c, int timeout_ms, char *errbuf, size_t errlen);
+
+/* The last stop wait (evr_client_stop_wait()) ended early on a stopped process. */
+bool evr_client_seen_stopped(const struct evr_client *c);
 
 /**
  * evr_client_unanswered() - a request to the process timed out and its answer

@@ -174,6 +174,8 @@ struct evr_recorder_stats {
 	/* evr_recorder_stop() waited for the stop's answer (up to its deadline): false
 	 * when the process had left a question unanswered before (no wait at all). */
 	bool stop_waited;
+	/* ... and gave up early: the process was found stopped (job control, a tracer). */
+	bool stop_stopped;
 };
 
 /**

@@ -166,6 +166,16 @@ int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, 
 			    size_t errlen);
 
 /**
+ * evr_broker_proc_check() - evr_proc_check_run() done by the helper, on a check
+ * it keeps for this broker (made at the first call).
+ * @ret: at most @cap pids (up to 64 a call); @ret_pending: the processes the
+ * check still awaits (evr_proc_check_pending()).
+ * Return: 0, or -errno with one line in @errbuf.
+ */
+int evr_broker_proc_check(struct evr_broker *b, pid_t *ret, uint32_t cap, uint32_t *ret_n,
+			  uint32_t *ret_pending, char *errbuf, size_t errlen);
+
+/**
  * evr_broker_create() - create file @name (no '/', not "." or "..") in the
  * broker's directory, which must not exist yet: O_WRONLY | O_CREAT | O_EXCL,
  * mode 0644 (less the umask), close-on-exec.

@@ -6,8 +6,10 @@
  *
  *   discovery  the processes of the runtime directories (evr_process_list(), or
  *              the broker's list for a confined tool), rescanned when inotify
- *              says a socket came or went there, and every rescan_ms anyway
- *              (a directory made later, another user's processes for root)
+ *              says a socket came or went there, when the /proc check (every
+ *              check_ms) finds a process of a namespace of its own listening
+ *              in a directory of its own, and every rescan_ms anyway (a
+ *              directory made later, another user's processes for root)
  *   attach     a counters-only session per process, started on a short-lived
  *              thread (a stopped process must not stall the others: connect
  *              and start wait up to the consumer library's timeouts)
@@ -56,6 +58,15 @@ enum evr_watch_state {
 	EVR_WATCH_FAILED,		/* could not attach, or reading failed: err, errnum */
 };
 
+/* How a process came to be watched (evr_watch_proc.found). */
+enum evr_watch_found {
+	EVR_WATCH_FOUND_START,		/* the first scan listed it */
+	EVR_WATCH_FOUND_RESCAN,		/* a later scan, nothing else having said so */
+	EVR_WATCH_FOUND_NOTIFY,		/* its socket appeared in a watched directory (inotify) */
+	EVR_WATCH_FOUND_CHECK,		/* the /proc check: a namespace of its own */
+	EVR_WATCH_FOUND_ADDED,		/* the owner's evr_watch_add() */
+};
+
 /* One point of a counter's history. */
 struct evr_watch_point {
 	uint64_t ts_ns;			/* the sample's timestamp: the end of its interval */
@@ -100,6 +111,7 @@ struct evr_watch_counter {
 	uint64_t lost;		/* events the counters session lost */		\
 	uint64_t gen;		/* evr_watch.gen of the latest sample */	\
 	uint64_t gone_at_ns;	/* CLOCK_MONOTONIC when it became EXITED/FAILED */ \
+	enum evr_watch_found found;	/* how it came to be watched */		\
 	bool listed;		/* in the latest scan's list */			\
 	bool pinned;		/* never forgotten (the owner's say) */		\
 	bool retrying;		/* ATTACHING again after a failure or an exit */
@@ -180,7 +192,15 @@ struct evr_watch_opts {
 	 * rescans, as a confined owner cannot watch them.
 	 */
 	bool notify_broker;
-	uint32_t rescan_ms;		/* evr_watch_scan_due(): at least this often */
+	uint32_t rescan_ms;		/* evr_watch_scan_due(): at least this often; the
+					 * environment's EVR_WATCH_RESCAN_MS, if set, instead */
+	/*
+	 * evr_watch_scan_due() looks at /proc this often (0: never) for processes
+	 * in namespaces of their own (containers), whose runtime directories
+	 * inotify cannot watch (evr_proc_check_run(), the broker's when there is
+	 * one); one found makes a scan due at once. EVR_WATCH_CHECK_MS: the tools'.
+	 */
+	uint32_t check_ms;
 	uint32_t retry_ms;		/* a listed EXITED/FAILED one: attach anew after; 0 never */
 	uint32_t forget_ms;		/* an EXITED/FAILED one: forgotten after */
 	bool forget_listed;		/* ... even when still listed (then added anew) */
@@ -209,8 +229,19 @@ struct evr_watch {
 	 * listening): scanned for again every round, for a while (notify.c). */
 	pid_t pending[16];
 	uint64_t pending_until_ns[16];
+	bool pending_checked[16];	/* ... found by the /proc check, not by inotify */
 	uint32_t npending;
+	struct evr_proc_check *check;	/* the /proc check's (without a broker) */
+	int loadavg_fd;			/* /proc/loadavg: its last pid gates the check */
+	int check_last_pid;		/* ... as the last check saw it */
+	uint32_t check_pending;		/* processes the check still awaits */
+	uint64_t check_looks;		/* checks that read /proc (the gate let them) */
+	uint64_t last_check_ns;
+	bool check_off;			/* it could not be had: the rescans find them */
 };
+
+/* The tools' /proc check period: a container's process attached within ~100 ms. */
+#define EVR_WATCH_CHECK_MS 50
 
 /**
  * evr_watch_init() - an empty watch (@o copied; o->ops borrowed).
@@ -305,6 +336,9 @@ int evr_watch_counter_spec(struct evr_client *c, char **ret, char *err, size_t e
  * Return: 0, -errno with one line in @err. Context: any thread.
  */
 int evr_watch_counter_providers(struct evr_client *c, char **ret, char *err, size_t errlen);
+
+/* How @f found a process, in words ("the /proc check"). Context: any thread. */
+const char *evr_watch_found_name(enum evr_watch_found f);
 
 /* "attaching", "live", "exited", "failed". Context: any thread. */
 const char *evr_watch_state_name(enum evr_watch_state s);
