@@ -140,15 +140,16 @@ check_accounting stalled 1000000 "$T/stalled.out" "$T/stalled.err" "$out/stalled
 (($(record_lost "$T/stalled.err") > 0)) || fail "a stopped recorder lost nothing"
 
 # The page cache that does not catch up gives way (docs/recorder.md, "Direct I/O"): the
-# recorder stopped until its ring overflows, so that its first batch finds the ring half
-# full and goes through the page cache; EVR_RECORDER_CACHE_SLOW=1 has the rings
+# recorder stopped until its ring overflows (taken as the disk's lag:
+# EVR_RECORDER_SLOW_DISK=1), so that its first batch finds the ring half full and goes
+# through the page cache; EVR_RECORDER_CACHE_SLOW=1 has the rings
 # taken as not calm a second later (a guest whose fresh memory is dear makes them so), and
 # direct I/O comes back for the rest. The workload runs on until record says so: every
 # event of it is counted (recorded + lost == emitted, dump agrees), and the file has PAD
 # chunks after the page cache's part, the direct writes' again.
 start_workload slow.wl --events 0 --threads 1 --wait-sessions 1 --rate 1000000 \
 	--report-every 400000
-EVR_RECORDER_CACHE_SLOW=1 start_record slow.rec -p "$WL_PID" --providers Demo \
+EVR_RECORDER_SLOW_DISK=1 EVR_RECORDER_CACHE_SLOW=1 start_record slow.rec -p "$WL_PID" --providers Demo \
 	--buffer-size 64M --io uring -o "$out/slow.evtrace"
 kill -STOP "$REC_PID"
 expect "$WL_FD" "^emitted 400000\$" "the workload's 'emitted 400000' line"

@@ -59,6 +59,25 @@ static void test_stream_fits_without_overflow(void **state)
 	assert_false(evr_recorder_stream_fits(UINT64_MAX, 1 * MS, UINT64_MAX / 2));
 }
 
+static void test_disk_behind_only_when_writes_hold_the_ring(void **state)
+{
+	(void)state;
+	/* The first lap on the development guest: 29.6 MB unread, nothing in flight. */
+	assert_false(evr_recorder_disk_behind(29597128, 29597128));
+	/* Writes in flight hold most of it: the disk. */
+	assert_true(evr_recorder_disk_behind(20u << 20, 2u << 20));
+	assert_true(evr_recorder_disk_behind(20u << 20, 0));
+	/* Half and half: the disk (it holds as much as the recorder lags). */
+	assert_true(evr_recorder_disk_behind(20u << 20, 10u << 20));
+	assert_true(evr_recorder_disk_behind(21, 10));
+	assert_false(evr_recorder_disk_behind(21, 11));
+	/* More unread than held: the recorder. */
+	assert_false(evr_recorder_disk_behind(20u << 20, (10u << 20) + 1));
+	/* Read apart (the two are maxima over rings): never a wrapped difference. */
+	assert_false(evr_recorder_disk_behind(1u << 20, 2u << 20));
+	assert_true(evr_recorder_disk_behind(UINT64_MAX, 0));
+}
+
 static void test_rings_hold_twice_the_longest_stall(void **state)
 {
 	(void)state;
@@ -88,6 +107,7 @@ int main(void)
 		cmocka_unit_test(test_stream_fits_when_nothing_was_measured),
 		cmocka_unit_test(test_stream_fits_without_overflow),
 		cmocka_unit_test(test_rings_hold_twice_the_longest_stall),
+		cmocka_unit_test(test_disk_behind_only_when_writes_hold_the_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
