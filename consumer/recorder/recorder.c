@@ -75,7 +75,6 @@ struct sideband {
 };
 
 struct evr_recorder {
-	bool disk_lag_test;	/* EVR_RECORDER_SLOW_DISK=1: every lag is the disk's */
 	struct evr_client *c;
 	struct evr_trace_writer *w;
 	struct evr_trace_mux *mux;	/* borrowed: write a stream of it, not a file of our own */
@@ -123,6 +122,10 @@ struct evr_recorder {
 	 * (cache_too_slow()); the page cache did not catch up: direct I/O for good. */
 	uint64_t way_bytes, way_ns;
 	bool cache_caught_up;		/* the rings were calm once since the fall */
+	/* The tests' knobs, read once: EVR_RECORDER_SLOW_DISK=1, every lag is the
+	 * disk's (adapt_io()); EVR_RECORDER_CACHE_SLOW=1, the rings never calm
+	 * (rings_calm()). */
+	bool disk_lag_test, cache_slow_test;
 	bool cache_slow;
 	/* The io_uring engine (direct I/O only; NULL: writev() from here), why
 	 * it is not used, and its figures already counted above. */
@@ -334,6 +337,14 @@ static int flush_release(struct evr_recorder *r, bool wait)
 	return 0;
 }
 
+/* Whether the environment variable @name is "1" (the tests' knobs). */
+static bool env_is_1(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, "1");
+}
+
 /* Direct I/O fell behind: the page cache's trial (cache_too_slow()) begins now. */
 static void way_begin(struct evr_recorder *r)
 {
@@ -348,11 +359,7 @@ static void way_begin(struct evr_recorder *r)
  */
 static bool rings_calm(const struct evr_recorder *r)
 {
-	const char *test = getenv("EVR_RECORDER_CACHE_SLOW");
-
-	if (test && strcmp(test, "1") == 0)
-		return false;
-	return evr_client_span_backlog(r->c) <= r->ring_size / 8;
+	return !r->cache_slow_test && evr_client_span_backlog(r->c) <= r->ring_size / 8;
 }
 
 /*
@@ -930,11 +937,8 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 	r->log = opts->log;
 	r->log_arg = opts->log_arg;
 	r->threads_off = opts->flags & EVR_RECORDER_NO_THREADS;
-	{
-		const char *slow = getenv("EVR_RECORDER_SLOW_DISK");
-
-		r->disk_lag_test = slow && !strcmp(slow, "1");
-	}
+	r->disk_lag_test = env_is_1("EVR_RECORDER_SLOW_DISK");
+	r->cache_slow_test = env_is_1("EVR_RECORDER_CACHE_SLOW");
 	r->providers = strdup(opts->attach.providers);
 	r->client = strdup(opts->client ? opts->client : DEFAULT_CLIENT);
 	if (!r->providers || !r->client) {

@@ -75,6 +75,14 @@ struct evr_broker {
 
 /* ---- the helper ------------------------------------------------------------- */
 
+/* The descriptors a reply carried (or was to carry), -1 where none. */
+static void close_fds(const int fds[FDS_MAX])
+{
+	for (int i = 0; i < FDS_MAX; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 static int send_rep(int sock, const struct broker_rep *rep, const void *extra, size_t extra_len,
 		    const int *fds, unsigned int nfds)
 {
@@ -240,9 +248,7 @@ static void serve(int sock, int dirfd)
 			(void)send_rep(sock, &rep, NULL, 0, NULL, 0);
 			break;
 		}
-		for (int i = 0; i < FDS_MAX; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+		close_fds(fds);
 	}
 }
 
@@ -438,9 +444,7 @@ static int exchange(struct evr_broker *b, const struct broker_req *req, struct b
 			memcpy(fds, CMSG_DATA(cm), (k < FDS_MAX ? k : FDS_MAX) * sizeof(int));
 	}
 	if ((size_t)n < sizeof(*rep) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		for (int i = 0; i < FDS_MAX; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+		close_fds(fds);
 		snprintf(errbuf, errlen, "the broker helper answered with a malformed message");
 		return -EPROTO;
 	}
@@ -467,9 +471,7 @@ int evr_broker_attach(struct evr_broker *b, pid_t pid, const char *client_name,
 		return rep.err;
 	}
 	if (fds[0] < 0 || rep.n != 1u + !!(rep.kinds & ATTACH_PIDFD) + !!(rep.kinds & ATTACH_STAT)) {
-		for (int i = 0; i < FDS_MAX; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+		close_fds(fds);
 		snprintf(errbuf, errlen, "the broker helper sent no socket");
 		return -EPROTO;
 	}
@@ -495,9 +497,7 @@ int evr_broker_process_list(struct evr_broker *b, pid_t **ret, uint32_t *ret_n, 
 	if (!v)
 		return -ENOMEM;
 	err = exchange(b, &req, &rep, v, LIST_MAX * sizeof(*v), &len, fds, errbuf, errlen);
-	for (int i = 0; i < FDS_MAX; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	close_fds(fds);
 	if (err == 0 && (rep.n > LIST_MAX || len != rep.n * sizeof(*v))) {
 		snprintf(errbuf, errlen, "the broker helper answered with a malformed message");
 		err = -EPROTO;
@@ -529,9 +529,7 @@ int evr_broker_proc_check(struct evr_broker *b, pid_t *ret, uint32_t cap, uint32
 	*ret_n = 0;
 	*ret_pending = 0;
 	err = exchange(b, &req, &rep, v, sizeof(v), &len, fds, errbuf, errlen);
-	for (int i = 0; i < FDS_MAX; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	close_fds(fds);
 	if (err == 0 && (rep.n > CHECK_MAX || len != rep.n * sizeof(*v))) {
 		snprintf(errbuf, errlen, "the broker helper answered with a malformed message");
 		err = -EPROTO;
