@@ -243,8 +243,10 @@ static void *worker(void *arg)
 		if (opt.hold_at && ticks == opt.hold_at) {
 			struct timespec ms = { 0, 10000000 };
 
-			printf("held %" PRIu64 " %" PRIu64 "\n", ticks, events);
+			/* Held before said: a consumer told "held" stops its session at
+			 * once, and on_demo() must see it (else the stop is answered). */
 			atomic_store(&held, true);
+			printf("held %" PRIu64 " %" PRIu64 "\n", ticks, events);
 			while (!stop_requested)
 				nanosleep(&ms, NULL);
 			break;
