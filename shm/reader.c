@@ -192,7 +192,7 @@ int evr_reader_wait_fds(struct evr_reader *r, struct pollfd *extra, unsigned int
 	for (uint32_t i = 0; i < r->nr; i++)
 		consumed += r->rings[i].pos;
 	pace = evr_pace_next(&r->pace, r->rings[0].ring_size, r->rings[0].packet_size, consumed,
-			     timeout_ms);
+			     timeout_ms, false);
 	if (!pace) {
 		__atomic_store_n(&r->hdr->waiting, 1, __ATOMIC_RELAXED);
 		/* Pairs with the full fence in the writer's ring_doorbell(): either a
@@ -275,16 +275,31 @@ uint64_t evr_pace_ns(uint64_t ring_size, uint32_t packet_size, uint64_t bytes, u
 	return wake < EVR_PACE_MIN_NS ? EVR_PACE_MIN_NS : wake;
 }
 
+uint64_t evr_pace_batch_ns(uint64_t ring_size, uint64_t bytes, uint64_t ns)
+{
+	uint64_t eighth, wake;
+
+	if (!bytes || !ns)
+		return 0;
+	eighth = (uint64_t)((unsigned __int128)(ring_size / 8) * ns / bytes);
+	if (eighth > EVR_PACE_MAX_NS)
+		return 0;
+	wake = (uint64_t)((unsigned __int128)(ring_size / 16) * ns / bytes);
+	return wake < EVR_PACE_MIN_NS ? EVR_PACE_MIN_NS : wake;
+}
+
 uint64_t evr_pace_next(struct evr_pace *p, uint64_t ring_size, uint32_t packet_size,
-		       uint64_t consumed, int timeout_ms)
+		       uint64_t consumed, int timeout_ms, bool batch)
 {
 	struct timespec t;
-	uint64_t now, pace;
+	uint64_t now, pace = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-	pace = p->wait_ns ? evr_pace_ns(ring_size, packet_size, consumed - p->consumed,
-					    now - p->wait_ns) : 0;
+	if (p->wait_ns)
+		pace = batch ? evr_pace_batch_ns(ring_size, consumed - p->consumed, now - p->wait_ns)
+			     : evr_pace_ns(ring_size, packet_size, consumed - p->consumed,
+					   now - p->wait_ns);
 	p->wait_ns = now;
 	p->consumed = consumed;
 	if (timeout_ms == 0)

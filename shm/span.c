@@ -556,18 +556,16 @@ int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct
 		extra[i].revents = 0;
 	if (sr->pending || sr->gone || sr->drained)
 		return 0;
-	pace = evr_pace_next(&sr->pace, sr->ring_size, sr->packet_size, sr->consumed, timeout_ms);
 	/*
-	 * Not while spans are held (a recorder gathering a direct-I/O batch):
-	 * what it holds fills the rings beyond what it measures. Paced by an
-	 * eighth of a ring, the direct-I/O recorder let rings pass half full
-	 * at 12 M events/s (scripts/bench-attach --rate 12000000: 3 runs of 5
-	 * fell back to the page cache, 2 lost events); paced as the doorbell
-	 * would wake it, it lost nothing in 6 but spent about 1 ns more an
-	 * event than with the doorbell.
+	 * While spans are held (a recorder gathering a direct-I/O batch), by a
+	 * sixteenth of a ring (evr_pace_batch_ns()): what it holds fills the
+	 * rings beyond what it measures. Paced by an eighth, the direct-I/O
+	 * recorder let rings pass half full at 12 M events/s on a Zen guest
+	 * whose first lap through the rings was slow (3 runs of 5 fell back
+	 * to the page cache, under the fall rule of that time).
 	 */
-	if (sr->hold)
-		pace = 0;
+	pace = evr_pace_next(&sr->pace, sr->ring_size, sr->packet_size, sr->consumed, timeout_ms,
+			     sr->hold);
 	if (!pace)
 		ask_doorbell(sr);
 	if (span_ready(sr))

@@ -470,6 +470,20 @@ static void test_span_pace_rule(void **state)
 	assert_true(evr_pace_ns(1ull << 30, packet, 1, 3600ull * 1000000000u) == 0);
 	assert_true(evr_pace_ns(1ull << 30, packet, 1ull << 40, 3600ull * 1000000000u) == 0);
 	assert_true(evr_pace_ns(1ull << 40, packet, 1ull << 40, 1000000) == 125000);
+
+	/* A reader that gathers batches: a sixteenth of the ring at the rate measured,
+	 * whatever the packet; the same floor and the same limit to the doorbell. */
+	assert_true(evr_pace_batch_ns(ring, 0, 1000000) == 0);
+	assert_true(evr_pace_batch_ns(ring, 1u << 20, 0) == 0);
+	/* 1 MiB in 2 ms: a sixteenth (512 KiB) in 1 ms. */
+	assert_true(evr_pace_batch_ns(ring, 1u << 20, 2000000) == 1000000);
+	/* 1 MiB in 40 ms: 20 ms, where a packet's time would be 2.5 ms. */
+	assert_true(evr_pace_batch_ns(ring, 1u << 20, 40000000) == 20000000);
+	assert_true(evr_pace_batch_ns(ring, 1u << 30, 1000) == EVR_PACE_MIN_NS);
+	assert_true(evr_pace_batch_ns(ring, 1u << 20, EVR_PACE_MAX_NS) == EVR_PACE_MAX_NS / 2);
+	assert_true(evr_pace_batch_ns(ring, (1u << 20) - 4096, EVR_PACE_MAX_NS) == 0);
+	assert_true(evr_pace_batch_ns(1ull << 30, 1ull << 40, 3600ull * 1000000000u) == 0);
+	assert_true(evr_pace_batch_ns(1ull << 40, 1ull << 40, 1000000) == 62500);
 }
 
 struct paced {
@@ -510,12 +524,16 @@ static void *paced_writer(void *arg)
 /*
  * Both readers, sleeping in their wait with no timeout, keep up with bursts of
  * packets: paced while one lasts, woken by the doorbell after each pause;
- * every event is accounted for, and the span reader's come in order.
+ * every event is accounted for, and the span reader's come in order. The span
+ * reader twice: as it is, and in hold mode handing its spans back after each
+ * drain, as a direct-I/O recorder does after each batch (paced by a sixteenth
+ * of a ring then, evr_pace_batch_ns()).
  */
 static void test_span_paced_wait_keeps_up_and_wakes_again(void **state)
 {
 	(void)state;
-	for (int records = 0; records <= 1; records++) {
+	for (int mode = 0; mode <= 2; mode++) {
+		const bool records = mode == 1, hold = mode == 2;
 		struct evr_span_reader *sr = NULL;
 		struct tally t = { .check_order = true };
 		struct paced p = { .bursts = 20 };
@@ -536,6 +554,8 @@ static void test_span_paced_wait_keeps_up_and_wakes_again(void **state)
 			assert_int_equal(evr_reader_new(s.h, bell, EVR_READER_GATING, &rd), 0);
 		else
 			assert_int_equal(evr_span_reader_new(s.h, EVR_READER_GATING, &sr), 0);
+		if (hold)
+			evr_span_reader_hold(sr, true);
 		assert_int_equal(pthread_create(&th, NULL, paced_writer, &p), 0);
 		/* The last packet of the last burst stays open until the end. */
 		while (t.events + t.lost + 75 < want) {
@@ -553,6 +573,8 @@ static void test_span_paced_wait_keeps_up_and_wakes_again(void **state)
 					assert_true(evr_reader_wait_fds(rd, NULL, 0, -1) >= 0);
 			} else if (drain_flags(sr, &t, EVR_SPAN_WHOLE) == 0) {
 				assert_true(evr_span_reader_wait_fds(sr, bell, NULL, 0, -1) >= 0);
+			} else if (hold) {
+				evr_span_reader_release(sr);
 			}
 		}
 		assert_int_equal(pthread_join(th, NULL), 0);
@@ -574,13 +596,13 @@ static void test_span_paced_wait_keeps_up_and_wakes_again(void **state)
 			evr_span_reader_wait_stats(sr, &st);
 			/* Each pause ended with the doorbell armed: the writer waited for it. */
 			assert_true(st.doorbell >= 19);
-			print_message("span reader: %" PRIu64 " doorbell and %" PRIu64
-				      " paced sleeps\n", st.doorbell, st.paced);
+			print_message("span reader%s: %" PRIu64 " doorbell and %" PRIu64
+				      " paced sleeps\n", hold ? " (hold)" : "", st.doorbell, st.paced);
 			evr_span_reader_free(sr);
 		}
 		assert_int_equal(t.events + t.lost, p.attempts);
 		print_message("%s reader: %" PRIu64 " events, %" PRIu64 " lost\n",
-			      records ? "record" : "span", t.events, t.lost);
+			      records ? "record" : hold ? "span (hold)" : "span", t.events, t.lost);
 		sess_free(&s);
 		close(bell);
 	}

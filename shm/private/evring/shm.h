@@ -231,7 +231,8 @@ int evr_span_reader_arm(struct evr_span_reader *sr);
  * keeps up with a steady stream (an eighth of a ring within 50 ms) sleeps
  * on a timer instead, as long as the writers would have taken to ring (at the
  * rate it measured), and leaves the doorbell unarmed: the writers then make
- * no system call for it (evr_pace_ns() in shm/doorbell.h). Not in hold mode.
+ * no system call for it (evr_pace_ns() in shm/doorbell.h). In hold mode, as
+ * long as they take to fill a sixteenth of a ring (evr_pace_batch_ns()).
  * Return: 1 woken, 0 timeout or data already there, -errno.
  */
 int evr_span_reader_wait_fds(struct evr_span_reader *sr, int doorbell_fd, struct pollfd *extra,
