@@ -23,7 +23,7 @@ envs=()
 while (($#)) && [[ $1 != -- ]]; do envs+=("$1"); shift; done
 (($#)) && shift
 work=$(mktemp -d)
-trap 'rm -rf "$work" "$dir/bench.evtrace"' EXIT
+trap 'cp "$work/r.err" "$dir/last-$label.err" 2>/dev/null; rm -rf "$work" "$dir/bench.evtrace"' EXIT
 export EVR_RUNTIME_DIR=$work/rt
 mkdir -m 0700 "$EVR_RUNTIME_DIR"
 coproc WL { /usr/bin/time -f "%U %S" -o "$work/wl.time" "$B/workload" --threads 1 \

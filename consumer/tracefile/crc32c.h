@@ -12,6 +12,18 @@ uint32_t evr_crc32c_sw(uint32_t crc, const void *data, size_t len);
 uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len);
 bool evr_crc32c_hw_available(void);
 
+/*
+ * Folding by carry-less multiplication on 256- or 512-bit vectors (x86-64 with
+ * VPCLMULQDQ), what evr_crc32c() uses for buffers of EVR_CRC32C_FOLD_MIN bytes
+ * or more where evr_crc32c_fold_width() says 512 or 256 (0: neither). Each
+ * gives the same CRC as the others on any buffer (shorter ones go through the
+ * crc32 instruction); call each only where its width is available.
+ */
+#define EVR_CRC32C_FOLD_MIN 1024u
+uint32_t evr_crc32c_fold256(uint32_t crc, const void *data, size_t len);
+uint32_t evr_crc32c_fold512(uint32_t crc, const void *data, size_t len);
+int evr_crc32c_fold_width(void);
+
 /**
  * evr_crc32c_fix1() - is @data one flipped bit away from having CRC-32C @want?
  * @ret_bit: the bit to flip back: byte @ret_bit / 8, bit @ret_bit % 8 (1 << bit).

@@ -85,13 +85,19 @@ static void test_crc32c_known_values(void **state)
 }
 
 /* Lengths up to a whole 64 KiB packet and more: the hardware path runs three
- * chains over 3 KiB blocks and joins them, with a tail of single steps. */
+ * chains over 3 KiB blocks and joins them, with a tail of single steps; the
+ * folding paths take groups of 128 or 256 bytes and the rest in single steps,
+ * from any register (continuing a prefix). Each path this CPU has is checked;
+ * which ones it has is printed. */
 static void test_crc32c_implementations_agree(void **state)
 {
 	static uint8_t buf[70000 + 16];
+	const int width = evr_crc32c_fold_width();
 	uint64_t s = 99;
 
 	(void)state;
+	print_message("crc32c: crc32 instruction %s, folding on %d-bit vectors%s\n",
+		      evr_crc32c_hw_available() ? "yes" : "no", width, width ? "" : " (none)");
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)gen_rnd(&s);
 	for (int iter = 0; iter < 2000; iter++) {
@@ -106,6 +112,29 @@ static void test_crc32c_implementations_agree(void **state)
 				 want);
 		if (evr_crc32c_hw_available())
 			assert_int_equal(evr_crc32c_hw(0, buf + off, len), want);
+		if (width >= 256) {
+			assert_int_equal(evr_crc32c_fold256(0, buf + off, len), want);
+			assert_int_equal(evr_crc32c_fold256(evr_crc32c_fold256(0, buf + off, cut),
+							    buf + off + cut, len - cut), want);
+		}
+		if (width >= 512) {
+			assert_int_equal(evr_crc32c_fold512(0, buf + off, len), want);
+			assert_int_equal(evr_crc32c_fold512(evr_crc32c_fold512(0, buf + off, cut),
+							    buf + off + cut, len - cut), want);
+		}
+	}
+	/* Every length around the groups' edges, from every alignment. */
+	for (size_t len = 100; len < 1400; len++) {
+		size_t off = len % 16;
+		uint32_t want = crc_bitwise(buf + off, len);
+
+		assert_int_equal(evr_crc32c(0, buf + off, len), want);
+		if (width >= 256)
+			assert_int_equal(evr_crc32c_fold256(0x12345678u, buf + off, len),
+					 evr_crc32c_sw(0x12345678u, buf + off, len));
+		if (width >= 512)
+			assert_int_equal(evr_crc32c_fold512(0x12345678u, buf + off, len),
+					 evr_crc32c_sw(0x12345678u, buf + off, len));
 	}
 }
 
