@@ -475,6 +475,7 @@ static void explain_loss(const struct recorder *r, const struct evr_recorder_sta
 		.ring_size = st->ring_size, .nr_rings = st->nr_rings, .stall_ns = st->stall_ns,
 		.write_ns = st->write_ns, .stream_ns = st->stream_ns, .direct = st->direct,
 		.direct_fell_back = st->direct_fell_back, .cache_slow = st->cache_slow,
+		.cache_dear = st->cache_dear,
 	};
 	char line[600];
 

@@ -468,6 +468,7 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 
 		if (disk > 0 && k > 0 && (size_t)k < sizeof(why))
 			snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
+				 f->cache_dear ? "the page cache cost the recorder too much CPU; " :
 				 f->cache_slow ? "the page cache did not catch up; " :
 				 f->direct_fell_back ? "direct I/O fell behind; " : "", disk / 1e6);
 		snprintf(fix, sizeof(fix), "--buffer-size %s would have held that%s, or fewer "

@@ -76,4 +76,21 @@ static inline bool evr_recorder_disk_behind(uint64_t backlog, uint64_t unread)
 	return unread <= backlog && backlog - unread >= backlog - backlog / 2;
 }
 
+/*
+ * evr_recorder_cache_dear() - whether writing through the page cache costs the
+ * recorder too much CPU to keep up: @cpu_ns of its thread's CPU time in
+ * @wall_ns (at least EVR_RECORDER_CACHE_PRICE_NS) while it wrote through the
+ * page cache, half of a CPU or more. Where new page-cache pages are cheap (a
+ * copy, 0.1-0.3 ns a byte) a 500 MB/s stream takes 5-15% of a CPU; on guests
+ * whose host backs each new page on first touch (1.3-3.3 ns a byte measured),
+ * more than the recorder has: it then loses more than the disk's stall would
+ * have cost it (docs/recorder.md, "Direct I/O").
+ */
+#define EVR_RECORDER_CACHE_PRICE_NS 200000000ull
+
+static inline bool evr_recorder_cache_dear(uint64_t cpu_ns, uint64_t wall_ns)
+{
+	return wall_ns >= EVR_RECORDER_CACHE_PRICE_NS && cpu_ns >= wall_ns / 2;
+}
+
 #endif

@@ -196,6 +196,14 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 			    "to 40 ms (the page cache did not catch up; the disk took 1000 MB/s); "
 			    "to avoid it: --buffer-size 64M would have held that, or fewer "
 			    "providers");
+	/* It cost the recorder half of a CPU or more: said so, and not offered either. */
+	f.cache_dear = true;
+	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
+			    "1000000 of 12000000 events lost (8.3%): the rings (2 of 8.0 MiB) "
+			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
+			    "to 40 ms (the page cache cost the recorder too much CPU; the disk took "
+			    "1000 MB/s); to avoid it: --buffer-size 64M would have held that, or "
+			    "fewer providers");
 }
 
 int main(void)

@@ -78,6 +78,25 @@ static void test_disk_behind_only_when_writes_hold_the_ring(void **state)
 	assert_true(evr_recorder_disk_behind(UINT64_MAX, 0));
 }
 
+/* The page cache is dear when it takes half of a CPU from the recorder, over a long enough window. */
+static void test_cache_dear_at_half_a_cpu(void **state)
+{
+	(void)state;
+	/* The Intel guest after a fall: the recorder busy all the time. */
+	assert_true(evr_recorder_cache_dear(250 * MS, 250 * MS));
+	assert_true(evr_recorder_cache_dear(125 * MS, 250 * MS));
+	assert_false(evr_recorder_cache_dear(125 * MS - 1, 250 * MS));
+	/* A copy into cheap pages: 500 MB/s at 0.2 ns a byte, a tenth of a CPU. */
+	assert_false(evr_recorder_cache_dear(25 * MS, 250 * MS));
+	/* Too short a window to say (the catch-up of what the rings held first). */
+	assert_false(evr_recorder_cache_dear(EVR_RECORDER_CACHE_PRICE_NS - 1,
+					     EVR_RECORDER_CACHE_PRICE_NS - 1));
+	assert_true(evr_recorder_cache_dear(EVR_RECORDER_CACHE_PRICE_NS / 2,
+					    EVR_RECORDER_CACHE_PRICE_NS));
+	/* More CPU than time (another thread's, or a clock read apart): dear. */
+	assert_true(evr_recorder_cache_dear(UINT64_MAX, EVR_RECORDER_CACHE_PRICE_NS));
+}
+
 static void test_rings_hold_twice_the_longest_stall(void **state)
 {
 	(void)state;
@@ -108,6 +127,7 @@ int main(void)
 		cmocka_unit_test(test_stream_fits_without_overflow),
 		cmocka_unit_test(test_rings_hold_twice_the_longest_stall),
 		cmocka_unit_test(test_disk_behind_only_when_writes_hold_the_ring),
+		cmocka_unit_test(test_cache_dear_at_half_a_cpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
