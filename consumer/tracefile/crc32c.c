@@ -281,8 +281,10 @@ static uint64_t fold_lanes(const __m128i *lanes, unsigned int n)
  * The lines of the group FOLD_PREFETCH bytes ahead of @p (@group bytes), while
  * the buffer (@len bytes from @p) goes that far: the recorder's packets were
  * written a moment before by another CPU, and the hardware prefetcher alone
- * leaves the folds waiting (evr-bench-crc-lag, packets 4 behind the writer:
- * 0.063 ns a byte without, 0.047 with 2 KiB ahead; 512 B 0.055, 8 KiB 0.051).
+ * leaves the folds waiting (evr-bench-crc-lag, four alternating pairs on the
+ * Intel guest: 10-15% less with 2 KiB ahead at every lag from 4 to 192
+ * packets, 0.060-0.092 ns a byte against 0.069-0.104; 512 B and 8 KiB ahead
+ * did less than 2 KiB in one series).
  * Never past the end: behind a whole packet, the producer is writing the next
  * one's first lines.
  */
