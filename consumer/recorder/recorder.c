@@ -381,31 +381,18 @@ static bool rings_calm(const struct evr_recorder *r)
 }
 
 /*
- * The page cache must catch up, or give way. It is there to ride out a stall
- * of the disk: rings that were not calm once (an eighth full or less, looked
- * at each flush interval) in the second after direct I/O fell behind say it
- * does not, and it is left for the rest of the recording: direct I/O then
- * loses only what a stall outlasts the rings by. Where new page-cache pages
- * are dear the page cache can fall behind on its own: on the development
- * guest (Firecracker under PVM) buffered writes into new pages cost the
- * kernel 1.8-3.3 ns a byte against 0.2 for direct ones, and before the
- * writer's write-behind (write-behind.c) the page cache took 386-487 MB/s of
- * a 505 MB/s stream after a fall, where the disk takes 0.97-1.5 GB/s between
- * its stalls: 13-second recordings lost 24-44% so (docs/recorder.md, "Direct
- * I/O"). Return: true when the page cache is left (the caller turns direct
- * I/O back on).
- */
-/*
  * The page cache must also be affordable: over each window of at least
  * EVR_RECORDER_CACHE_PRICE_NS through it, the recorder's thread must have
  * spent less than half of a CPU (evr_recorder_cache_dear()). On a 2-vCPU
  * Intel guest whose host backs new pages on first touch, a 500 MB/s stream
  * through the page cache took the recorder 21-38 ns an event against 5.5-6.1
- * through direct I/O, and 13-second recordings that fell lost 0-6.6% (median
- * 2.0%, 8 runs) where the same with the fall disabled lost 0-1.3% (median
- * 0.85%, 4 runs): the page cache was a loss there, not a cushion. Return:
- * true when it is left for the rest of the recording (the caller turns direct
- * I/O back on).
+ * through direct I/O, and 4 of 13 recordings that fell lost 4.3-6.6% (mean
+ * 1.7%) where 4 with the fall disabled lost 0-1.3% (mean 0.75%), and 5 with
+ * this rule 0-0.6% (mean 0.26%; docs/recorder.md, "Direct I/O"). Return:
+ * true when it is left for the rest of the recording (cache_too_slow()'s
+ * caller turns direct I/O back on). The thread's time is all its recorders'
+ * (`record --all` drains every process from one thread): a thread that is
+ * busy half of the time writing leaves the page cache for each of them.
  */
 static bool cache_dear(struct evr_recorder *r)
 {
@@ -426,6 +413,21 @@ static bool cache_dear(struct evr_recorder *r)
 	return true;
 }
 
+/*
+ * The page cache must catch up, or give way. It is there to ride out a stall
+ * of the disk: rings that were not calm once (an eighth full or less, looked
+ * at each flush interval) in the second after direct I/O fell behind say it
+ * does not, and it is left for the rest of the recording: direct I/O then
+ * loses only what a stall outlasts the rings by. Where new page-cache pages
+ * are dear the page cache can fall behind on its own: on the development
+ * guest (Firecracker under PVM) buffered writes into new pages cost the
+ * kernel 1.8-3.3 ns a byte against 0.2 for direct ones, and before the
+ * writer's write-behind (write-behind.c) the page cache took 386-487 MB/s of
+ * a 505 MB/s stream after a fall, where the disk takes 0.97-1.5 GB/s between
+ * its stalls: 13-second recordings lost 24-44% so (docs/recorder.md, "Direct
+ * I/O"). Return: true when the page cache is left (the caller turns direct
+ * I/O back on).
+ */
 static bool cache_too_slow(struct evr_recorder *r)
 {
 	uint64_t ns = evr_mono_ns() - r->way_ns, bytes = evr_trace_writer_bytes(r->w) - r->way_bytes;
