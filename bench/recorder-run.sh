@@ -12,7 +12,8 @@
 # with the VAR=VALUE environment and the options after `--`. Prints one line:
 #   LABEL USER_S SYS_S NS_PER_EVENT lost=N wakes=VOLUNTARY invol=INVOLUNTARY prod=USER+SYS [fell behind]
 # where USER_S and SYS_S are the recorder's (/usr/bin/time), prod the traced process's, and
-# "fell behind" says that direct I/O fell to the page cache. The recording is removed after.
+# "fell behind" says that direct I/O fell to the page cache. The recording is removed after;
+# record's stderr is kept as DIR/last-LABEL.err (its warnings and the loss line).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${B:-$root/build/bin}
