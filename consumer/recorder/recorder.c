@@ -128,8 +128,9 @@ struct evr_recorder {
 	/* The tests' knobs, read once: EVR_RECORDER_SLOW_DISK=1, every lag is the
 	 * disk's (adapt_io()); EVR_RECORDER_CACHE_SLOW=1, the rings never calm
 	 * (rings_calm()); EVR_RECORDER_CACHE_DEAR=1, the page cache costs too
-	 * much whatever it cost (cache_dear()). */
-	bool disk_lag_test, cache_slow_test, cache_dear_test;
+	 * much whatever it cost, =0 never (cache_dear(): 1, -1; 0 unset). */
+	bool disk_lag_test, cache_slow_test;
+	int cache_dear_test;
 	bool cache_slow;
 	bool cache_dear;		/* ... because the page cache cost too much (cache_dear()) */
 	/* The io_uring engine (direct I/O only; NULL: writev() from here), why
@@ -404,7 +405,8 @@ static bool cache_dear(struct evr_recorder *r)
 	r->price_ns = now;
 	r->price_cpu_ns = cpu;
 	r->price_bytes = bytes;
-	if (!r->cache_dear_test && (!cpu || !evr_recorder_cache_dear(used, wall)))
+	if (r->cache_dear_test < 0 ||
+	    (!r->cache_dear_test && (!cpu || !evr_recorder_cache_dear(used, wall))))
 		return false;
 	r->cache_slow = r->cache_dear = true;
 	warn(r, "the page cache took %.0f%% of a CPU from the recorder (%.1f ns a byte): direct "
@@ -992,7 +994,11 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 	r->threads_off = opts->flags & EVR_RECORDER_NO_THREADS;
 	r->disk_lag_test = env_is_1("EVR_RECORDER_SLOW_DISK");
 	r->cache_slow_test = env_is_1("EVR_RECORDER_CACHE_SLOW");
-	r->cache_dear_test = env_is_1("EVR_RECORDER_CACHE_DEAR");
+	{
+		const char *dear = getenv("EVR_RECORDER_CACHE_DEAR");
+
+		r->cache_dear_test = !dear ? 0 : !strcmp(dear, "1") ? 1 : !strcmp(dear, "0") ? -1 : 0;
+	}
 	r->providers = strdup(opts->attach.providers);
 	r->client = strdup(opts->client ? opts->client : DEFAULT_CLIENT);
 	if (!r->providers || !r->client) {

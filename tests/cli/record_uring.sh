@@ -143,19 +143,23 @@ check_accounting stalled 1000000 "$T/stalled.out" "$T/stalled.err" "$out/stalled
 # (docs/recorder.md, "Direct I/O"): the recorder stopped until its ring overflows (taken as
 # the disk's lag: EVR_RECORDER_SLOW_DISK=1), so that its first batch finds the ring half
 # full and goes through the page cache; then KNOB: EVR_RECORDER_CACHE_SLOW=1 has the rings
-# taken as not calm a second later (a guest whose fresh memory is dear makes them so),
-# EVR_RECORDER_CACHE_DEAR=1 the page cache taken as half of a CPU or more 0.2 s later (the
-# same guest makes it so); either way direct I/O comes back for the rest. The workload runs
+# taken as not calm a second later (a guest whose fresh memory is dear makes them so; with
+# the price rule off, EVR_RECORDER_CACHE_DEAR=0, which a recorder busy catching up through
+# such a page cache would trigger first), EVR_RECORDER_CACHE_DEAR=1 the page cache taken as
+# half of a CPU or more 0.2 s later (the same guest makes it so); either way direct I/O comes
+# back for the rest. The workload runs
 # on until record says so: every event of it is counted (recorded + lost == emitted, dump
 # agrees), and the file has PAD chunks after the page cache's part, the direct writes' again.
 cache_gives_way() {
-	local name=$1 knob=$2 why=$3 least=$4
+	local name=$1 knob=$2 why=$3 least=$4 other=${5:-}
 	start_workload "$name.wl" --events 0 --threads 1 --wait-sessions 1 --rate 1000000 \
 		--report-every 400000
 	export "$knob=1"
+	[[ -n $other ]] && export "$other"
 	EVR_RECORDER_SLOW_DISK=1 start_record "$name.rec" -p "$WL_PID" \
 		--providers Demo --buffer-size 64M --io uring -o "$out/$name.evtrace"
 	unset "$knob"
+	[[ -n $other ]] && unset "${other%%=*}"
 	kill -STOP "$REC_PID"
 	expect "$WL_FD" "^emitted 400000\$" "the workload's 'emitted 400000' line"
 	kill -CONT "$REC_PID"
@@ -191,7 +195,8 @@ print(f"{sys.argv[3]}: {len(kinds)} chunks, the page cache's {best}, then {after
 EOF2
 }
 cache_gives_way slow EVR_RECORDER_CACHE_SLOW \
-	"the page cache did not catch up in [0-9.]+ s \(it took [0-9]+ MB/s\)" 200
+	"the page cache did not catch up in [0-9.]+ s \(it took [0-9]+ MB/s\)" 200 \
+	EVR_RECORDER_CACHE_DEAR=0
 cache_gives_way dear EVR_RECORDER_CACHE_DEAR \
 	"the page cache took [0-9]+% of a CPU from the recorder \([0-9.]+ ns a byte\)" 50
 
