@@ -58,6 +58,19 @@ static bool same_peer(const struct evr_mon_conn *a, const struct evr_mon_conn *b
 	return a->peer_len == b->peer_len && !memcmp(a->peer, b->peer, a->peer_len);
 }
 
+/* The peer's address from @sa (@len bytes) into @c; none for other families. */
+static void peer_from(const struct sockaddr *sa, socklen_t len, struct evr_mon_conn *c)
+{
+	c->peer_len = 0;
+	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		memcpy(c->peer, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		c->peer_len = 4;
+	} else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		memcpy(c->peer, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		c->peer_len = 16;
+	}
+}
+
 static void peer_of(int fd, struct evr_mon_conn *c)
 {
 	struct sockaddr_storage ss;
@@ -66,13 +79,19 @@ static void peer_of(int fd, struct evr_mon_conn *c)
 	c->peer_len = 0;
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
 		return;
-	if (ss.ss_family == AF_INET) {
-		memcpy(c->peer, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-		c->peer_len = 4;
-	} else if (ss.ss_family == AF_INET6) {
-		memcpy(c->peer, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-		c->peer_len = 16;
-	}
+	peer_from((const struct sockaddr *)&ss, sl, c);
+}
+
+/* An IP address on loopback (127/8, ::1, ::ffff:127/104): maybe a local process of ours. */
+static bool peer_loopback(const struct evr_mon_conn *c)
+{
+	static const uint8_t v6_loop[16] = { [15] = 1 };
+	static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (c->peer_len == 4)
+		return c->peer[0] == 127;
+	return c->peer_len == 16 && (!memcmp(c->peer, v6_loop, 16) ||
+				     (!memcmp(c->peer, v4_mapped, 12) && c->peer[12] == 127));
 }
 
 static unsigned reserve_of(const struct evr_mon *m)
@@ -82,11 +101,57 @@ static unsigned reserve_of(const struct evr_mon *m)
 	return r > 64 ? 64 : r ? r : 1;
 }
 
+/*
+ * Would a stranger's connection like @c be refused? Counts and logs the refusal.
+ * Under conns_lock.
+ */
+static bool stranger_refused(struct evr_mon *m, const struct evr_mon_conn *c)
+{
+	struct evr_mon_conns *cs = &m->conns;
+	unsigned same = 0;
+
+	for (struct evr_mon_conn *o = cs->head; o; o = o->next)
+		same += o->stranger && same_peer(o, c);
+	if (same >= m->o.max_peer_connections) {
+		cs->refused_peer++;
+		ratelog(m, EVR_MON_REFUSED_PEER, "refused a connection: the peer has "
+			"--max-peer-connections open already");
+		return true;
+	}
+	if (cs->strangers + reserve_of(m) >= m->o.max_connections) {
+		cs->refused_total++;
+		ratelog(m, EVR_MON_REFUSED_TOTAL, "refused a connection: the connections "
+			"not of this user fill --max-connections less the reserve");
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Refused here, a stranger's connection never gets a thread: after the open
+ * (below), MHD had given it one already, and a burst of refusals piled up
+ * threads for a moment (40 over the base for 200 connections, monitor_slowloris).
+ */
+bool evr_mon_conn_admit(struct evr_mon *m, const struct sockaddr *sa, socklen_t len)
+{
+	struct evr_mon_conn probe = { 0 };
+	bool refused;
+
+	if (!sa)
+		return true;
+	peer_from(sa, len, &probe);
+	if (!probe.peer_len || peer_loopback(&probe))
+		return true;
+	pthread_mutex_lock(&m->conns.lock);
+	refused = stranger_refused(m, &probe);
+	pthread_mutex_unlock(&m->conns.lock);
+	return !refused;
+}
+
 struct evr_mon_conn *evr_mon_conn_open(struct evr_mon *m, int fd)
 {
 	struct evr_mon_conn *c = calloc(1, sizeof(*c));
 	struct evr_mon_conns *cs = &m->conns;
-	unsigned same = 0;
 
 	if (!c)
 		return NULL;
@@ -96,17 +161,7 @@ struct evr_mon_conn *evr_mon_conn_open(struct evr_mon *m, int fd)
 	pthread_mutex_lock(&cs->lock);
 	c->deadline_ns = evr_mono_ns() + (uint64_t)m->o.header_timeout_s * 1000000000u;
 	if (!c->local_user) {
-		for (struct evr_mon_conn *o = cs->head; o; o = o->next)
-			same += o->stranger && same_peer(o, c);
-		if (same >= m->o.max_peer_connections) {
-			cs->refused_peer++;
-			ratelog(m, EVR_MON_REFUSED_PEER, "refused a connection: the peer has "
-				"--max-peer-connections open already");
-			c->refused = true;
-		} else if (cs->strangers + reserve_of(m) >= m->o.max_connections) {
-			cs->refused_total++;
-			ratelog(m, EVR_MON_REFUSED_TOTAL, "refused a connection: the connections "
-				"not of this user fill --max-connections less the reserve");
+		if (stranger_refused(m, c)) {
 			c->refused = true;
 		} else {
 			c->stranger = true;

@@ -328,6 +328,14 @@ struct evr_mon_conns {
 	evr_mon_chore_fn *chore;
 };
 
+/*
+ * Before a connection from @sa (@len bytes) is taken at all (MHD's accept policy, in
+ * its listening thread, before it gives the connection a thread): false for a peer
+ * that can only be a stranger (an IP address not on loopback) when evr_mon_conn_open()
+ * would refuse it, counted and logged as that refusal. Loopback and Unix peers are
+ * told apart by their socket, at evr_mon_conn_open(). A filter only: the open decides.
+ */
+bool evr_mon_conn_admit(struct evr_mon *m, const struct sockaddr *sa, socklen_t len);
 /* A new connection on socket @fd: classified, counted, refused (shut down) when over a
  * limit, given its header deadline. Return: its context, or NULL (no memory). */
 struct evr_mon_conn *evr_mon_conn_open(struct evr_mon *m, int fd);

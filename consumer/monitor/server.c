@@ -165,6 +165,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* MHD's accept policy: strangers over their limits refused before they get a thread. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	return evr_mon_conn_admit(cls, addr, addrlen) ? MHD_YES : MHD_NO;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
@@ -307,7 +313,7 @@ static struct MHD_Daemon *start_daemon(struct evr_mon *m, int fd)
 {
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 				MHD_USE_POLL | MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, m,
+				0, on_accept, m, on_request, m,
 				/* First, so that MHD's own early messages come through it too. */
 				MHD_OPTION_EXTERNAL_LOGGER, on_log, m,
 				MHD_OPTION_LISTEN_SOCKET, fd,
