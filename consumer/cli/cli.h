@@ -327,7 +327,7 @@ struct evr_loss_facts {
 	uint64_t write_ns;		/* time spent writing @bytes */
 	uint64_t stream_ns;		/* the time the process sent over */
 	bool direct, direct_fell_back;
-	bool cache_slow;		/* the page cache did not catch up: direct I/O again */
+	bool cache_slow;		/* the page cache was left for good: direct I/O again */
 	bool cache_dear;		/* it cost the recorder too much CPU: direct I/O again */
 };
 

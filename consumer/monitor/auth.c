@@ -132,15 +132,15 @@ static bool uid_ok(uid_t uid)
 	return uid == geteuid() || uid == 0;
 }
 
-static bool is_loopback(const struct sockaddr_storage *ss)
+bool evr_mon_addr_is_loopback(const struct sockaddr *sa, socklen_t len)
 {
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
 
 		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
 	}
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
 		static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 		if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
@@ -249,7 +249,8 @@ int evr_mon_peer_is_local_user(int fd)
 			return -errno;
 		return uid_ok(cr.uid);
 	}
-	if (peer.ss_family != local.ss_family || !is_loopback(&peer))
+	if (peer.ss_family != local.ss_family ||
+	    !evr_mon_addr_is_loopback((const struct sockaddr *)&peer, pl))
 		return 0;
 	err = tcp_peer_uid(&peer, &local, &uid);
 	if (err < 0)

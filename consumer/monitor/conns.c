@@ -82,18 +82,6 @@ static void peer_of(int fd, struct evr_mon_conn *c)
 	peer_from((const struct sockaddr *)&ss, sl, c);
 }
 
-/* An IP address on loopback (127/8, ::1, ::ffff:127/104): maybe a local process of ours. */
-static bool peer_loopback(const struct evr_mon_conn *c)
-{
-	static const uint8_t v6_loop[16] = { [15] = 1 };
-	static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-	if (c->peer_len == 4)
-		return c->peer[0] == 127;
-	return c->peer_len == 16 && (!memcmp(c->peer, v6_loop, 16) ||
-				     (!memcmp(c->peer, v4_mapped, 12) && c->peer[12] == 127));
-}
-
 static unsigned reserve_of(const struct evr_mon *m)
 {
 	unsigned r = m->o.max_connections / 4;
@@ -139,8 +127,9 @@ bool evr_mon_conn_admit(struct evr_mon *m, const struct sockaddr *sa, socklen_t 
 
 	if (!sa)
 		return true;
+	/* What evr_mon_peer_is_local_user() would ask the socket about: the open's. */
 	peer_from(sa, len, &probe);
-	if (!probe.peer_len || peer_loopback(&probe))
+	if (!probe.peer_len || evr_mon_addr_is_loopback(sa, len))
 		return true;
 	pthread_mutex_lock(&m->conns.lock);
 	refused = stranger_refused(m, &probe);

@@ -233,6 +233,12 @@ bool evr_mon_key_check(const uint8_t hash[EVR_MON_HASH_BYTES], const char *key, 
 int evr_mon_peer_is_local_user(int fd);
 
 /*
+ * Is @sa (@len bytes) an IP address on loopback (127/8, ::1, ::ffff:127/104)? Only
+ * such a TCP peer can be a local process (evr_mon_peer_is_local_user()).
+ */
+bool evr_mon_addr_is_loopback(const struct sockaddr *sa, socklen_t len);
+
+/*
  * What the admission policy looks at: one request, as the server sees it.
  * Strings are the request's headers (NULL: absent), borrowed.
  */

@@ -128,7 +128,7 @@ struct evr_recorder {
 	/* The tests' knobs, read once: EVR_RECORDER_SLOW_DISK=1, every lag is the
 	 * disk's (adapt_io()); EVR_RECORDER_CACHE_SLOW=1, the rings never calm
 	 * (rings_calm()); EVR_RECORDER_CACHE_DEAR=1, the page cache costs too
-	 * much whatever it cost, =0 never (cache_dear(): 1, -1; 0 unset). */
+	 * much whatever it cost, =0 never (cache_dear(): env_knob()'s 1, -1, 0). */
 	bool disk_lag_test, cache_slow_test;
 	int cache_dear_test;
 	bool cache_slow;
@@ -343,12 +343,12 @@ static int flush_release(struct evr_recorder *r, bool wait)
 	return 0;
 }
 
-/* Whether the environment variable @name is "1" (the tests' knobs). */
-static bool env_is_1(const char *name)
+/* A test's knob, the environment variable @name: 1 for "1", -1 for "0", else 0 (unset). */
+static int env_knob(const char *name)
 {
 	const char *v = getenv(name);
 
-	return v && !strcmp(v, "1");
+	return !v ? 0 : !strcmp(v, "1") ? 1 : !strcmp(v, "0") ? -1 : 0;
 }
 
 /* The CPU time of the calling thread (the recorder's), in ns; 0 if refused. */
@@ -992,13 +992,9 @@ int evr_recorder_new(struct evr_client *c, const struct evr_recorder_opts *opts,
 	r->log = opts->log;
 	r->log_arg = opts->log_arg;
 	r->threads_off = opts->flags & EVR_RECORDER_NO_THREADS;
-	r->disk_lag_test = env_is_1("EVR_RECORDER_SLOW_DISK");
-	r->cache_slow_test = env_is_1("EVR_RECORDER_CACHE_SLOW");
-	{
-		const char *dear = getenv("EVR_RECORDER_CACHE_DEAR");
-
-		r->cache_dear_test = !dear ? 0 : !strcmp(dear, "1") ? 1 : !strcmp(dear, "0") ? -1 : 0;
-	}
+	r->disk_lag_test = env_knob("EVR_RECORDER_SLOW_DISK") > 0;
+	r->cache_slow_test = env_knob("EVR_RECORDER_CACHE_SLOW") > 0;
+	r->cache_dear_test = env_knob("EVR_RECORDER_CACHE_DEAR");
 	r->providers = strdup(opts->attach.providers);
 	r->client = strdup(opts->client ? opts->client : DEFAULT_CLIENT);
 	if (!r->providers || !r->client) {

@@ -164,8 +164,9 @@ struct evr_recorder_stats {
 	uint64_t stream_ns;		/* the start to the last span taken or the end, if sooner */
 	bool direct;			/* direct I/O was on at the start */
 	bool direct_fell_back;		/* direct I/O fell behind at least once */
-	bool cache_slow;		/* ... and the page cache did not catch up: direct again */
-	bool cache_dear;		/* ... or cost the recorder too much CPU: direct again */
+	bool cache_slow;		/* ... and the page cache was left for good: it did not */
+					/* catch up, or it cost too much (.cache_dear) */
+	bool cache_dear;		/* ... it cost the recorder too much CPU: direct again */
 	bool uring;			/* direct writes went through io_uring */
 	int uring_error;		/* why io_uring was not used (-errno), or 0 */
 	uint64_t uring_waited_ns;	/* the drain waited for a write (all slots in flight) */
