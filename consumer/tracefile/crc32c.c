@@ -141,6 +141,24 @@ static inline uint32_t zshift_apply(int t, uint32_t reg)
 	       zshift[t][2][(reg >> 16) & 0xff] ^ zshift[t][3][reg >> 24];
 }
 
+/* From register @c (not inverted), the rest of a buffer a word, then a byte, at a time;
+ * the final inversion. */
+__attribute__((target("sse4.2")))
+static uint32_t crc_tail(uint64_t c, const uint8_t *p, size_t len)
+{
+	while (len >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		c = __builtin_ia32_crc32di(c, w);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+
 __attribute__((target("sse4.2")))
 uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 {
@@ -183,17 +201,7 @@ uint32_t evr_crc32c_hw(uint32_t crc, const void *data, size_t len)
 			len -= 3 * CRC3_BLOCK;
 		} while (len >= 3 * CRC3_BLOCK);
 	}
-	while (len >= 8) {
-		uint64_t w;
-
-		memcpy(&w, p, 8);
-		c = __builtin_ia32_crc32di(c, w);
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
-	return ~(uint32_t)c;
+	return crc_tail(c, p, len);
 }
 
 bool evr_crc32c_hw_available(void)
@@ -295,22 +303,6 @@ static inline void fold_prefetch(const uint8_t *p, size_t len, unsigned int grou
 	if (len >= FOLD_PREFETCH + group)
 		for (unsigned int q = 0; q < group; q += 64)
 			__builtin_prefetch(p + FOLD_PREFETCH + q);
-}
-
-__attribute__((target("sse4.2")))
-static uint32_t crc_tail(uint64_t c, const uint8_t *p, size_t len)
-{
-	while (len >= 8) {
-		uint64_t w;
-
-		memcpy(&w, p, 8);
-		c = __builtin_ia32_crc32di(c, w);
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
-	return ~(uint32_t)c;
 }
 
 __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2")))
