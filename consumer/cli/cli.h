@@ -123,7 +123,8 @@ int evr_cli_program_operand(const char *cmd, int argc, char **argv, char ***ret_
 /*
  * The stop signal (SIGINT, SIGTERM, SIGHUP) of a tool that runs until stopped;
  * 0 until one comes. A second one while it finishes ends the process at once
- * (exit status 128 + signal).
+ * (exit status 128 + signal), unless the process that sent the first repeats it
+ * within a second: timeout(1) signals its child and then its process group.
  */
 extern volatile sig_atomic_t evr_cli_stop_signal;
 

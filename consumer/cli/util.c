@@ -377,22 +377,55 @@ int evr_cli_program_operand(const char *cmd, int argc, char **argv, char ***ret_
 
 volatile sig_atomic_t evr_cli_stop_signal;
 
-static void on_stop_signal(int sig)
+/* Who sent the first stop signal (a process's pid, or -1: the kernel, the
+ * terminal's Ctrl-C) and when (CLOCK_MONOTONIC, ns). */
+static pid_t stop_sender;
+static uint64_t stop_ns;
+
+/* How long a process's repeat of its own stop signal is the same request. */
+#define STOP_REPEAT_NS 1000000000ull
+
+static uint64_t signal_now_ns(void)
 {
-	/* A second Ctrl-C while the tool finishes (drains, flushes): leave now;
-	 * whatever a recorder wrote is whole chunks. */
-	if (evr_cli_stop_signal)
+	struct timespec ts;
+
+	/* clock_gettime() is async-signal-safe. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_stop_signal(int sig, siginfo_t *si, void *uctx)
+{
+	pid_t sender = si && si->si_code == SI_USER ? si->si_pid : -1;
+	uint64_t now = signal_now_ns();
+
+	(void)uctx;
+	if (evr_cli_stop_signal) {
+		/* timeout(1) sends its signal to its child and then again to its
+		 * whole process group, the child included: the same request
+		 * twice, microseconds apart. */
+		if (sender > 0 && sender == stop_sender && now - stop_ns < STOP_REPEAT_NS)
+			return;
+		/* A second Ctrl-C while the tool finishes (drains, flushes): leave
+		 * now; whatever a recorder wrote is whole chunks. */
 		_exit(128 + sig);
+	}
+	stop_sender = sender;
+	stop_ns = now;
 	evr_cli_stop_signal = sig;
 }
 
 void evr_cli_catch_stop_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction sa = { .sa_sigaction = on_stop_signal, .sa_flags = SA_SIGINFO };
 
 	/* No SA_RESTART: a signal must end the tool's wait (evr_recorder_wait(),
-	 * evr_client_wait()) at once. */
+	 * evr_client_wait()) at once. Each stop signal blocks the others while its
+	 * handler runs: the sender and the flag are written by one at a time. */
 	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	sigaddset(&sa.sa_mask, SIGHUP);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -206,6 +209,96 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 			    "fewer providers");
 }
 
+/* The stop signals, in a child of ours (it may exit from the handler): the status it
+ * ends with, 0 if it returned from @body. */
+static int stop_signals_child(void (*body)(void))
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		evr_cli_catch_stop_signals();
+		body();
+		_exit(evr_cli_stop_signal == SIGINT ? 0 : 3);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* Deliver @sig, sent by @send, now: blocked while it is sent, then taken in
+ * sigsuspend() (sanitizers deliver signals in the calls they intercept). */
+static void deliver(int sig, void (*send)(int))
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, sig);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	send(sig);
+	sigdelset(&old, sig);
+	sigsuspend(&old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void kill_self(int sig)
+{
+	kill(getpid(), sig);
+}
+
+static void queue_self(int sig)
+{
+	sigqueue(getpid(), sig, (union sigval){ 0 });
+}
+
+/* From a process of its own, which has sent it when it is reaped. */
+static void kill_from_child(int sig)
+{
+	pid_t self = getpid(), helper = fork();
+
+	if (helper == 0) {
+		kill(self, sig);
+		_exit(0);
+	}
+	while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* timeout(1)'s way: its signal to the child and again to its group, from one sender. */
+static void same_sender_twice(void)
+{
+	deliver(SIGINT, kill_self);
+	if (evr_cli_stop_signal != SIGINT)
+		_exit(4);
+	deliver(SIGINT, kill_self);
+	deliver(SIGINT, kill_self);
+}
+
+/* A second stop from another process: the user's "leave now". */
+static void other_sender_second(void)
+{
+	deliver(SIGINT, kill_self);
+	deliver(SIGTERM, kill_from_child);
+	_exit(5);
+}
+
+/* A second stop from the kernel or sigqueue() (the terminal's Ctrl-C has no sender). */
+static void queued_second(void)
+{
+	deliver(SIGINT, kill_self);
+	deliver(SIGINT, queue_self);
+	_exit(5);
+}
+
+static void test_evr_cli_stop_signals_repeat_and_leave(void **state)
+{
+	(void)state;
+	assert_int_equal(stop_signals_child(same_sender_twice), 0);
+	assert_int_equal(stop_signals_child(other_sender_second), 128 + SIGTERM);
+	assert_int_equal(stop_signals_child(queued_second), 128 + SIGINT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_evr_json_fputs_escapes),
 		cmocka_unit_test(test_evr_cli_exit_status_mapping),
 		cmocka_unit_test(test_evr_loss_advice_says_why_and_what_to_do),
+		cmocka_unit_test(test_evr_cli_stop_signals_repeat_and_leave),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
