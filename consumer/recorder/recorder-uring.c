@@ -21,8 +21,12 @@
  * before it, and the events counted are those of the batches before it.
  *
  * Fixed buffers: the session mapping and the stages as one registered
- * buffer (register_fixed()), so that a batch is one IORING_OP_WRITEV_FIXED and
- * the kernel pins no page per write.
+ * buffer, so that a batch is one IORING_OP_WRITEV_FIXED and the kernel pins no
+ * page per write. Registering pins every page of the session (allocating
+ * those nobody touched yet): a thread of ours does it on a ring of its own
+ * from the start (register_worker()), and submit() clones the buffer into the
+ * writing ring once it is there, so that neither the drain nor the writes
+ * wait for it (register_fixed() without that thread).
  *
  * Preallocation: a direct write that makes the file longer is taken under
  * the inode's exclusive lock and finished before the next one starts (ext4:
@@ -45,6 +49,9 @@
  * a way around the filter (no open, no socket, no other file through it).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -75,9 +82,17 @@
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
-/* The fixed buffer is registered so long after the engine's start, once the
- * agent has backed the session's pages (register_fixed()). */
+/* Without the registering thread, the fixed buffer is registered so long
+ * after the engine's start, once the agent has backed the session's pages
+ * (register_fixed()). */
 #define FIXED_DELAY_NS	(500ull * 1000000u)
+/* Linux 6.12's IORING_REGISTER_CLONE_BUFFERS and its argument as 6.13 gave it
+ * (offsets and count zero: every buffer), which the headers of older kernels
+ * do not have; any kernel with IORING_OP_WRITEV_FIXED (6.15) has both. */
+#define EVR_IORING_REGISTER_CLONE_BUFFERS 30u
+struct evr_clone_buffers {
+	uint32_t src_fd, flags, src_off, dst_off, nr, pad[3];
+};
 
 struct batch {
 	uint64_t off, len;
@@ -109,6 +124,13 @@ struct evr_uring {
 	uint8_t *pool, *fx_lo, *fx_hi;
 	uint8_t *fx_region;		/* prepared, not registered yet (until fx_due) */
 	uint64_t fx_due;
+	/* The registering thread and its ring: it registers fx_region there,
+	 * sets reg_res, then reg_done (release); submit() clones the buffer. */
+	struct io_uring reg;
+	pthread_t reg_thread;
+	bool reg_running;		/* reg_thread is to be joined, reg to be freed */
+	int reg_res;
+	atomic_bool reg_done;
 	const uint8_t *map;		/* the session mapping (the client's) */
 	size_t map_len;
 	uint8_t *alias;			/* ... mapped again inside the registered range */
@@ -127,6 +149,7 @@ struct evr_uring {
 };
 
 static void register_fixed(struct evr_uring *u);
+static void clone_fixed(struct evr_uring *u);
 
 /* Is @p a stage of the registered pool (never freed, only reused)? */
 static bool in_pool(const struct evr_uring *u, const uint8_t *p)
@@ -377,8 +400,12 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe)
 		return -EBUSY;	/* not with a ring of twice the depth */
-	if (u->fx_region && evr_mono_ns() >= u->fx_due)
+	if (u->fx_region && u->reg_running) {
+		if (atomic_load_explicit(&u->reg_done, memory_order_acquire))
+			clone_fixed(u);
+	} else if (u->fx_region && evr_mono_ns() >= u->fx_due) {
 		register_fixed(u);
+	}
 	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
 	 * checked at setup), so the writer may reuse it. */
 	if (u->fx_iov && fixed_iov(u, iov, n, u->fx_iov + (size_t)slot * FX_SEGS)) {
@@ -494,15 +521,29 @@ static int prepare_fixed(struct evr_uring *u)
 	return 0;
 }
 
+/* The registered buffer in place: the pool's stages become the spares. */
+static void fixed_in_place(struct evr_uring *u, uint8_t *p)
+{
+	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
+
+	u->pool = p;
+	u->fx_lo = p;
+	u->fx_hi = p + plen + u->map_len;
+	for (uint32_t i = 0; i < POOL_STAGES && u->nspare < SPARE_MAX; i++)
+		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
+}
+
 /*
- * The registration itself, FIXED_DELAY_NS into the recording (submit()):
+ * The registration in the drain's own thread, FIXED_DELAY_NS into the
+ * recording (submit()), where no registering thread could start:
  * registering pins every page of the session, and allocates those not in
  * memory yet. At the start that is most of them (the agent backs the rings
  * a slice at a time while the writers already write): 130-480 ms for 64 MiB
- * on the 2-vCPU guest, during which the drain did nothing and a 500 MB/s
+ * on the 2-vCPU PVM guest, during which the drain did nothing and a 500 MB/s
  * stream overflowed its 32 MiB ring, sending direct I/O to the page cache
- * from its first batch; 4-30 ms once the pages are there. Until then, and
- * where it fails, the batches are plain IORING_OP_WRITEV.
+ * from its first batch; 4-30 ms once the pages are there (9-12 ms for 74 MiB
+ * on the Intel guest, backed or not). Until then, and where it fails, the
+ * batches are plain IORING_OP_WRITEV.
  */
 static void register_fixed(struct evr_uring *u)
 {
@@ -515,23 +556,94 @@ static void register_fixed(struct evr_uring *u)
 		munmap(p, plen + u->map_len);
 		return;
 	}
-	u->pool = p;
-	u->fx_lo = p;
-	u->fx_hi = p + plen + u->map_len;
-	for (uint32_t i = 0; i < POOL_STAGES && u->nspare < SPARE_MAX; i++)
-		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
+	fixed_in_place(u, p);
+}
+
+/* The registering thread: the pins on a ring of its own, which holds no lock
+ * of the writing ring's while the kernel allocates and pins. */
+static void *register_worker(void *arg)
+{
+	struct evr_uring *u = arg;
+	struct iovec iov = {
+		.iov_base = u->fx_region,
+		.iov_len = (size_t)POOL_STAGES * POOL_STAGE + u->map_len,
+	};
+
+	u->reg_res = io_uring_register_buffers(&u->reg, &iov, 1);
+	atomic_store_explicit(&u->reg_done, true, memory_order_release);
+	return NULL;
+}
+
+/* Start register_worker() (before the sandbox: it sets up a ring). Return:
+ * 0 started, -errno not (register_fixed() then does it later). */
+static int register_start(struct evr_uring *u)
+{
+	sigset_t all, old;
+	int err;
+
+	err = io_uring_queue_init(1, &u->reg, 0);
+	if (err < 0)
+		return err;
+	/* Signals blocked in it: the program's handlers run on its own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&u->reg_thread, NULL, register_worker, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err < 0) {
+		io_uring_queue_exit(&u->reg);
+		return err;
+	}
+	u->reg_running = true;
+	return 0;
+}
+
+/* Wait for the registering thread (at once once reg_done), drop its ring. */
+static void register_join(struct evr_uring *u)
+{
+	if (!u->reg_running)
+		return;
+	pthread_join(u->reg_thread, NULL);
+	io_uring_queue_exit(&u->reg);
+	u->reg_running = false;
+}
+
+/* The registering thread is done: the same pages into the writing ring
+ * (references, no new pins). Where the kernel refuses the clone, the next
+ * batch registers them itself (register_fixed(): pages pinned once already
+ * are in memory); where it refused the registration, no fixed buffer. */
+static void clone_fixed(struct evr_uring *u)
+{
+	struct evr_clone_buffers cb = { .src_fd = (uint32_t)u->reg.ring_fd };
+	uint8_t *p = u->fx_region;
+	int reg = u->reg_res, err = reg;
+
+	if (reg == 0)
+		err = ring_register(u, EVR_IORING_REGISTER_CLONE_BUFFERS, &cb, 1);
+	register_join(u);
+	if (err == 0) {
+		u->fx_region = NULL;
+		fixed_in_place(u, p);
+	} else if (reg == 0) {
+		u->fx_due = 0;
+	} else {
+		u->fx_region = NULL;
+		munmap(p, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+	}
 }
 
 int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		  const uint64_t *events, uint32_t nr_rings, struct evr_uring **ret)
 {
-	struct io_uring_restriction res[5] = {
+	struct io_uring_restriction res[6] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_FALLOCATE },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = EVR_IORING_OP_WRITEV_FIXED },
-		/* The one registration after the start (register_fixed()). */
+		/* The one registration after the start: the registering thread's
+		 * buffer cloned (clone_fixed()), or registered (register_fixed()). */
 		{ .opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_REGISTER_BUFFERS },
+		{ .opcode = IORING_RESTRICTION_REGISTER_OP,
+		  .register_op = EVR_IORING_REGISTER_CLONE_BUFFERS },
 	};
 	unsigned int nres = 3;
 	struct io_uring_params p = { .flags = IORING_SETUP_R_DISABLED };
@@ -573,7 +685,8 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 	if (err == 0 && prepare_fixed(u) == 0) {
 		u->fx_iov = calloc((size_t)EVR_URING_DEPTH * FX_SEGS, sizeof(*u->fx_iov));
 		if (u->fx_iov) {
-			nres = 5;
+			nres = 6;
+			(void)register_start(u);
 		} else {
 			munmap(u->fx_region, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
 			u->fx_region = NULL;
@@ -660,6 +773,8 @@ void evr_uring_free(struct evr_uring *u)
 	}
 	if (u->ring_ok)
 		io_uring_queue_exit(&u->ring);
+	/* Its pins in flight hold the region: unmapped after it. */
+	register_join(u);
 	if (u->efd >= 0)
 		close(u->efd);
 	/* The writer's stage is ours: the recorder frees the writer after us,
