@@ -22,11 +22,12 @@
  *
  * Fixed buffers: the session mapping and the stages as one registered
  * buffer, so that a batch is one IORING_OP_WRITEV_FIXED and the kernel pins no
- * page per write. Registering pins every page of the session (allocating
- * those nobody touched yet): a thread of ours does it on a ring of its own
- * from the start (register_worker()), and submit() clones the buffer into the
- * writing ring once it is there, so that neither the drain nor the writes
- * wait for it (register_fixed() without that thread).
+ * page per write. Registering pins every page of the session at once, which
+ * pays only once the per-write pins would have cost as much: it starts when
+ * the plain writes have written FIXED_AFTER times the buffer's size. A thread
+ * of ours then does it on a ring of its own (register_worker()), and submit()
+ * clones the buffer into the writing ring once it is there, so that neither
+ * the drain nor the writes wait for it (register_fixed() without the thread).
  *
  * Preallocation: a direct write that makes the file longer is taken under
  * the inode's exclusive lock and finished before the next one starts (ext4:
@@ -82,10 +83,19 @@
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
-/* Without the registering thread, the fixed buffer is registered so long
- * after the engine's start, once the agent has backed the session's pages
- * (register_fixed()). */
-#define FIXED_DELAY_NS	(500ull * 1000000u)
+/*
+ * The fixed buffer is registered once the plain writes (whose pages the
+ * kernel pins per write) have written this many times its size: then they
+ * have cost about what the registration costs (a rent-or-buy rule, at most
+ * twice the cheaper choice whatever the recording's length). On the Intel
+ * guest, pinning the 74 MiB buffer took 9-12 ms of CPU, and the per-write
+ * pins 52 us a MB (0.35 s of system time over a 13-s, 6.7 GB recording with
+ * and without the buffer): they cost as much after 180-230 MB, about 3 times
+ * the buffer. By then the rings went round three times, so the registration
+ * allocates no page the writers had not touched (on the PVM guest that took
+ * 130-480 ms at the start).
+ */
+#define FIXED_AFTER	3u
 /* Linux 6.12's IORING_REGISTER_CLONE_BUFFERS and its argument as 6.13 gave it
  * (offsets and count zero: every buffer), which the headers of older kernels
  * do not have; any kernel with IORING_OP_WRITEV_FIXED (6.15) has both. */
@@ -122,13 +132,17 @@ struct evr_uring {
 	 * registered as buffer 0, so that a batch all inside it is one
 	 * IORING_OP_WRITEV_FIXED whose pages were pinned once, not per write. */
 	uint8_t *pool, *fx_lo, *fx_hi;
-	uint8_t *fx_region;		/* prepared, not registered yet (until fx_due) */
-	uint64_t fx_due;
-	/* The registering thread and its ring: it registers fx_region there,
-	 * sets reg_res, then reg_done (release); submit() clones the buffer. */
+	uint8_t *fx_region;		/* prepared, not registered yet */
+	uint64_t plain_bytes;		/* written by plain IORING_OP_WRITEV */
+	uint64_t fx_after;		/* ... before the registration starts */
+	bool fx_now;			/* the clone was refused: register_fixed() */
+	/* The registering thread and its ring (set up at the start, under no
+	 * sandbox): it registers fx_region there, sets reg_res, then reg_done
+	 * (release); submit() clones the buffer. */
 	struct io_uring reg;
+	bool reg_ok;			/* the ring is there */
 	pthread_t reg_thread;
-	bool reg_running;		/* reg_thread is to be joined, reg to be freed */
+	bool reg_running;		/* reg_thread is to be joined */
 	int reg_res;
 	atomic_bool reg_done;
 	const uint8_t *map;		/* the session mapping (the client's) */
@@ -148,8 +162,7 @@ struct evr_uring {
 	uint64_t alloc_next;
 };
 
-static void register_fixed(struct evr_uring *u);
-static void clone_fixed(struct evr_uring *u);
+static void fixed_step(struct evr_uring *u);
 
 /* Is @p a stage of the registered pool (never freed, only reused)? */
 static bool in_pool(const struct evr_uring *u, const uint8_t *p)
@@ -400,12 +413,8 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 	sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe)
 		return -EBUSY;	/* not with a ring of twice the depth */
-	if (u->fx_region && u->reg_running) {
-		if (atomic_load_explicit(&u->reg_done, memory_order_acquire))
-			clone_fixed(u);
-	} else if (u->fx_region && evr_mono_ns() >= u->fx_due) {
-		register_fixed(u);
-	}
+	if (u->fx_region)
+		fixed_step(u);
 	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
 	 * checked at setup), so the writer may reuse it. */
 	if (u->fx_iov && fixed_iov(u, iov, n, u->fx_iov + (size_t)slot * FX_SEGS)) {
@@ -416,6 +425,7 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 		u->fixed_writes++;
 	} else {
 		io_uring_prep_writev(sqe, 0, iov, (unsigned int)n, off);
+		u->plain_bytes += len;
 	}
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, slot);
@@ -477,7 +487,7 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
  */
 static int prepare_fixed(struct evr_uring *u)
 {
-	const char *no = getenv("EVR_RECORDER_NO_FIXED");
+	const char *no = getenv("EVR_RECORDER_NO_FIXED"), *after;
 	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
 	struct io_uring_probe *probe;
 	struct evr_shm_hdr geo;
@@ -505,10 +515,10 @@ static int prepare_fixed(struct evr_uring *u)
 	if (p == MAP_FAILED)
 		return -errno;
 	alias = mremap(map, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, p + plen);
-	/* The pool's pages now, not under the registration's clock. */
+	/* The pool's pages come with the registration's pins: a recording too
+	 * short for it allocates none of them. */
 	if (alias == MAP_FAILED || mmap(p, plen, PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE,
-					 -1, 0) == MAP_FAILED) {
+					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
 		err = -errno;
 		munmap(p, plen + len);
 		return err;
@@ -517,7 +527,11 @@ static int prepare_fixed(struct evr_uring *u)
 	u->map = map;
 	u->map_len = len;
 	u->alias = alias;
-	u->fx_due = evr_mono_ns() + FIXED_DELAY_NS;
+	/* EVR_RECORDER_FIXED_AFTER=N: after N times the buffer's size (the
+	 * tests' 0: from the first batch). */
+	after = getenv("EVR_RECORDER_FIXED_AFTER");
+	u->fx_after = (uint64_t)(after && *after ? strtoul(after, NULL, 10) : FIXED_AFTER) *
+		      (plen + len);
 	return 0;
 }
 
@@ -534,16 +548,12 @@ static void fixed_in_place(struct evr_uring *u, uint8_t *p)
 }
 
 /*
- * The registration in the drain's own thread, FIXED_DELAY_NS into the
- * recording (submit()), where no registering thread could start:
- * registering pins every page of the session, and allocates those not in
- * memory yet. At the start that is most of them (the agent backs the rings
- * a slice at a time while the writers already write): 130-480 ms for 64 MiB
- * on the 2-vCPU PVM guest, during which the drain did nothing and a 500 MB/s
- * stream overflowed its 32 MiB ring, sending direct I/O to the page cache
- * from its first batch; 4-30 ms once the pages are there (9-12 ms for 74 MiB
- * on the Intel guest, backed or not). Until then, and where it fails, the
- * batches are plain IORING_OP_WRITEV.
+ * The registration in the drain's own thread, where no registering thread
+ * could start or the kernel refused the clone: it holds the drain while the
+ * kernel pins every page (4-30 ms for 64 MiB once the writers have touched
+ * them; 130-480 ms on the PVM guest at the start, when most were not, which
+ * overflowed a 500 MB/s stream's 32 MiB ring). Until then, and where it
+ * fails, the batches are plain IORING_OP_WRITEV.
  */
 static void register_fixed(struct evr_uring *u)
 {
@@ -574,25 +584,22 @@ static void *register_worker(void *arg)
 	return NULL;
 }
 
-/* Start register_worker() (before the sandbox: it sets up a ring). Return:
- * 0 started, -errno not (register_fixed() then does it later). */
+/* Start register_worker() on the ring set up at the start. Return: 0
+ * started, -errno not (no ring, a sandbox without threads, no memory). */
 static int register_start(struct evr_uring *u)
 {
 	sigset_t all, old;
 	int err;
 
-	err = io_uring_queue_init(1, &u->reg, 0);
-	if (err < 0)
-		return err;
+	if (!u->reg_ok)
+		return -ENODEV;
 	/* Signals blocked in it: the program's handlers run on its own threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = -pthread_create(&u->reg_thread, NULL, register_worker, u);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err < 0) {
-		io_uring_queue_exit(&u->reg);
+	if (err < 0)
 		return err;
-	}
 	u->reg_running = true;
 	return 0;
 }
@@ -600,11 +607,12 @@ static int register_start(struct evr_uring *u)
 /* Wait for the registering thread (at once once reg_done), drop its ring. */
 static void register_join(struct evr_uring *u)
 {
-	if (!u->reg_running)
-		return;
-	pthread_join(u->reg_thread, NULL);
-	io_uring_queue_exit(&u->reg);
+	if (u->reg_running)
+		pthread_join(u->reg_thread, NULL);
 	u->reg_running = false;
+	if (u->reg_ok)
+		io_uring_queue_exit(&u->reg);
+	u->reg_ok = false;
 }
 
 /* The registering thread is done: the same pages into the writing ring
@@ -624,10 +632,29 @@ static void clone_fixed(struct evr_uring *u)
 		u->fx_region = NULL;
 		fixed_in_place(u, p);
 	} else if (reg == 0) {
-		u->fx_due = 0;
+		u->fx_now = true;
 	} else {
 		u->fx_region = NULL;
 		munmap(p, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+	}
+}
+
+/* The fixed buffer's turn, before a batch is prepared (submit()): its
+ * registration starts once the plain writes have written FIXED_AFTER times
+ * its size, on the registering thread, else here; the buffer is taken once
+ * the thread is done. */
+static void fixed_step(struct evr_uring *u)
+{
+	if (u->reg_running) {
+		if (atomic_load_explicit(&u->reg_done, memory_order_acquire))
+			clone_fixed(u);
+		return;
+	}
+	if (!u->fx_now && u->plain_bytes < u->fx_after)
+		return;
+	if (u->fx_now || register_start(u) < 0) {
+		register_join(u);
+		register_fixed(u);
 	}
 }
 
@@ -686,7 +713,9 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 		u->fx_iov = calloc((size_t)EVR_URING_DEPTH * FX_SEGS, sizeof(*u->fx_iov));
 		if (u->fx_iov) {
 			nres = 6;
-			(void)register_start(u);
+			/* The registering thread's ring now: io_uring_setup() is
+			 * not in the recorder's seccomp filter. */
+			u->reg_ok = io_uring_queue_init(1, &u->reg, 0) == 0;
 		} else {
 			munmap(u->fx_region, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
 			u->fx_region = NULL;

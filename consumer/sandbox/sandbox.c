@@ -71,6 +71,9 @@ static const int child_calls[] = { SCMP_SYS(wait4), SCMP_SYS(waitid) };
 
 static const int thread_calls[] = {
 	SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(sched_yield),
+	/* pthread_getattr_np() of a new thread, which the sanitizers' thread
+	 * start calls: its own affinity, nothing else. */
+	SCMP_SYS(sched_getaffinity),
 };
 
 /* EVR_SANDBOX_FILES. No execve, no chmod/chown, no rename, no symlinks. */

@@ -33,6 +33,9 @@ if [[ $nofixed == 1 ]]; then
 else
 	unset EVR_RECORDER_NO_FIXED
 fi
+# The buffer is registered once the plain writes have written three times its size (about
+# 220 MB for the paced part's 64 MiB session, more than it writes): here from the first batch.
+export EVR_RECORDER_FIXED_AFTER=0
 # The session and the stages are registered as one fixed buffer (IORING_OP_WRITEV_FIXED) on
 # Linux 6.15 or later, where the locked-memory limit holds them (root: CAP_IPC_LOCK).
 IFS=. read -r kmaj kmin _ < <(uname -r)
@@ -75,9 +78,9 @@ start_workload wl --events "$N" --threads 1 --wait-sessions 1 --rate 250000
 start_record rec -p "$WL_PID" --providers Demo --buffer-size 64M --io uring \
 	-o "$out/paced.evtrace"
 # The recorder's io_urings and the registered buffers of the last (its fdinfo's UserBufs
-# line). A thread of the recorder registers the buffer on a ring of its own from the start;
-# the writing ring takes it over (a clone) and the thread's ring is closed at the next batch
-# after that (docs/recorder.md, "I/O engine"). Asked until the writing ring alone is left,
+# line). A thread of the recorder registers the buffer on a ring of its own; the writing ring
+# takes it over (a clone) and the thread's ring is closed at the next batch after that
+# (docs/recorder.md, "I/O engine"). Asked until the writing ring alone is left,
 # with the buffer where it is expected, or the recorder has gone.
 user_bufs=0
 uring_fds=0
