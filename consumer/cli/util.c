@@ -14,6 +14,7 @@
 
 #include <evring/abi.h>
 #include <evring/consumer.h>
+#include <evring/mono-time.h>
 
 #include "cli.h"
 
@@ -385,19 +386,10 @@ static uint64_t stop_ns;
 /* How long a process's repeat of its own stop signal is the same request. */
 #define STOP_REPEAT_NS 1000000000ull
 
-static uint64_t signal_now_ns(void)
-{
-	struct timespec ts;
-
-	/* clock_gettime() is async-signal-safe. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void on_stop_signal(int sig, siginfo_t *si, void *uctx)
 {
 	pid_t sender = si && si->si_code == SI_USER ? si->si_pid : -1;
-	uint64_t now = signal_now_ns();
+	uint64_t now = evr_mono_ns();	/* clock_gettime(): async-signal-safe */
 
 	(void)uctx;
 	if (evr_cli_stop_signal) {

@@ -80,6 +80,7 @@
  * registered with the session mapping, right below it. */
 #define POOL_STAGES	(EVR_URING_DEPTH + 1u)
 #define POOL_STAGE	(2u << 20)	/* the trace writer's first stage (STAGE_MIN) */
+#define POOL_LEN	((size_t)POOL_STAGES * POOL_STAGE)
 #define SPARE_MAX	(2u * POOL_STAGES)
 #define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
@@ -135,7 +136,6 @@ struct evr_uring {
 	uint8_t *fx_region;		/* prepared, not registered yet */
 	uint64_t plain_bytes;		/* written by plain IORING_OP_WRITEV */
 	uint64_t fx_after;		/* ... before the registration starts */
-	bool fx_now;			/* the clone was refused: register_fixed() */
 	/* The registering thread and its ring (set up at the start, under no
 	 * sandbox): it registers fx_region there, sets reg_res, then reg_done
 	 * (release); submit() clones the buffer. */
@@ -167,7 +167,7 @@ static void fixed_step(struct evr_uring *u);
 /* Is @p a stage of the registered pool (never freed, only reused)? */
 static bool in_pool(const struct evr_uring *u, const uint8_t *p)
 {
-	return u->pool && p >= u->pool && p < u->pool + (size_t)POOL_STAGES * POOL_STAGE;
+	return u->pool && p >= u->pool && p < u->pool + POOL_LEN;
 }
 
 /* A stage no write and no writer uses any more: kept for reuse (the pool's
@@ -488,7 +488,7 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
 static int prepare_fixed(struct evr_uring *u)
 {
 	const char *no = getenv("EVR_RECORDER_NO_FIXED"), *after;
-	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
+	const size_t plen = POOL_LEN;
 	struct io_uring_probe *probe;
 	struct evr_shm_hdr geo;
 	uint8_t *map, *p, *alias;
@@ -535,14 +535,18 @@ static int prepare_fixed(struct evr_uring *u)
 	return 0;
 }
 
+/* The fixed buffer's region: the stage pool, then the session's pages again. */
+static size_t region_len(const struct evr_uring *u)
+{
+	return POOL_LEN + u->map_len;
+}
+
 /* The registered buffer in place: the pool's stages become the spares. */
 static void fixed_in_place(struct evr_uring *u, uint8_t *p)
 {
-	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
-
 	u->pool = p;
 	u->fx_lo = p;
-	u->fx_hi = p + plen + u->map_len;
+	u->fx_hi = p + region_len(u);
 	for (uint32_t i = 0; i < POOL_STAGES && u->nspare < SPARE_MAX; i++)
 		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
 }
@@ -557,13 +561,12 @@ static void fixed_in_place(struct evr_uring *u, uint8_t *p)
  */
 static void register_fixed(struct evr_uring *u)
 {
-	const size_t plen = (size_t)POOL_STAGES * POOL_STAGE;
 	uint8_t *p = u->fx_region;
-	struct iovec iov = { .iov_base = p, .iov_len = plen + u->map_len };
+	struct iovec iov = { .iov_base = p, .iov_len = region_len(u) };
 
 	u->fx_region = NULL;
 	if (io_uring_register_buffers(&u->ring, &iov, 1) < 0) {
-		munmap(p, plen + u->map_len);
+		munmap(p, region_len(u));
 		return;
 	}
 	fixed_in_place(u, p);
@@ -574,10 +577,7 @@ static void register_fixed(struct evr_uring *u)
 static void *register_worker(void *arg)
 {
 	struct evr_uring *u = arg;
-	struct iovec iov = {
-		.iov_base = u->fx_region,
-		.iov_len = (size_t)POOL_STAGES * POOL_STAGE + u->map_len,
-	};
+	struct iovec iov = { .iov_base = u->fx_region, .iov_len = region_len(u) };
 
 	u->reg_res = io_uring_register_buffers(&u->reg, &iov, 1);
 	atomic_store_explicit(&u->reg_done, true, memory_order_release);
@@ -617,8 +617,9 @@ static void register_join(struct evr_uring *u)
 
 /* The registering thread is done: the same pages into the writing ring
  * (references, no new pins). Where the kernel refuses the clone, the next
- * batch registers them itself (register_fixed(): pages pinned once already
- * are in memory); where it refused the registration, no fixed buffer. */
+ * batch registers them itself (fixed_step() with the thread's ring gone:
+ * register_fixed(), the pages pinned once already are in memory); where it
+ * refused the registration, no fixed buffer. */
 static void clone_fixed(struct evr_uring *u)
 {
 	struct evr_clone_buffers cb = { .src_fd = (uint32_t)u->reg.ring_fd };
@@ -632,10 +633,10 @@ static void clone_fixed(struct evr_uring *u)
 		u->fx_region = NULL;
 		fixed_in_place(u, p);
 	} else if (reg == 0) {
-		u->fx_now = true;
+		u->fx_after = 0;
 	} else {
 		u->fx_region = NULL;
-		munmap(p, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+		munmap(p, region_len(u));
 	}
 }
 
@@ -650,9 +651,9 @@ static void fixed_step(struct evr_uring *u)
 			clone_fixed(u);
 		return;
 	}
-	if (!u->fx_now && u->plain_bytes < u->fx_after)
+	if (u->plain_bytes < u->fx_after)
 		return;
-	if (u->fx_now || register_start(u) < 0) {
+	if (register_start(u) < 0) {
 		register_join(u);
 		register_fixed(u);
 	}
@@ -717,7 +718,7 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 			 * not in the recorder's seccomp filter. */
 			u->reg_ok = io_uring_queue_init(1, &u->reg, 0) == 0;
 		} else {
-			munmap(u->fx_region, (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+			munmap(u->fx_region, region_len(u));
 			u->fx_region = NULL;
 		}
 	}
@@ -813,8 +814,7 @@ void evr_uring_free(struct evr_uring *u)
 		if (!in_pool(u, u->spare[i].p))
 			free(u->spare[i].p);
 	if (u->pool || u->fx_region)
-		munmap(u->pool ? u->pool : u->fx_region,
-		       (size_t)POOL_STAGES * POOL_STAGE + u->map_len);
+		munmap(u->pool ? u->pool : u->fx_region, region_len(u));
 	free(u->fx_iov);
 	free(u->pos);
 	free(u);
