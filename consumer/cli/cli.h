@@ -131,6 +131,18 @@ extern volatile sig_atomic_t evr_cli_stop_signal;
 /* Catch the stop signals into evr_cli_stop_signal (no SA_RESTART) and ignore SIGPIPE. */
 void evr_cli_catch_stop_signals(void);
 
+/*
+ * What a recorder cost in CPU, said in one line at its end: the process's CPU
+ * (every thread, user and system: CLOCK_PROCESS_CPUTIME_ID) read when the
+ * recording starts (@at_start: linking, attaching, the sandbox), when it has
+ * ended (@at_end: the events, @events of them, and the file's end) and after
+ * everything was released (@at_finish: unmapping the sessions, the last hold
+ * on their memory). docs/recorder.md, "What the recorder costs".
+ */
+uint64_t evr_cli_cpu_ns(void);
+void evr_cli_cpu_line(const char *cmd, uint64_t at_start, uint64_t at_end, uint64_t at_finish,
+		      uint64_t events);
+
 /* An error -errno to an exit status: -EINVAL from option parsing is a usage error. */
 int evr_cli_exit_status(int err);
 

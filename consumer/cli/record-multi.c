@@ -118,6 +118,9 @@ struct multi {
 	bool failed;		/* the file could not be written: stop */
 	int err;
 	int epfd;		/* every process's doorbell, pidfd and socket, and the watch's */
+	/* The CPU line (evr_cli_cpu_line()): read before the loop and after the summary. */
+	uint64_t cpu_start, cpu_end, events;
+	bool summarized;
 	bool watch_fired;	/* the watch's inotify descriptor is readable */
 };
 
@@ -811,6 +814,9 @@ static int run_loop(struct multi *m)
 		}
 	}
 	summary(m, t0, evr_mono_ns());
+	m->cpu_end = evr_cli_cpu_ns();
+	m->events = e.events;
+	m->summarized = true;
 	return m->err;
 }
 
@@ -892,6 +898,7 @@ int evr_record_multi_run(const struct record_opts *o)
 			goto out;
 		}
 	}
+	m.cpu_start = evr_cli_cpu_ns();
 	ret = run_loop(&m);
 out:
 	if (m.watching)
@@ -914,5 +921,7 @@ out:
 		ret = -EIO;
 	}
 	the_multi = NULL;
+	if (m.summarized)
+		evr_cli_cpu_line(CMD, m.cpu_start, m.cpu_end, evr_cli_cpu_ns(), m.events);
 	return ret;
 }

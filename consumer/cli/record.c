@@ -824,6 +824,8 @@ static int run(const struct record_opts *o)
 {
 	struct recorder r = { .o = o, .out_fd = -1, .child = -1, .child_pidfd = -1 };
 	struct evr_recorder_stats st;
+	uint64_t cpu_start = 0, cpu_end = 0, events = 0;
+	bool summarized = false;
 	char err[512];
 	int ret;
 
@@ -878,6 +880,7 @@ static int run(const struct record_opts *o)
 	if (o->flags.sandbox_probe)
 		evr_cli_sandbox_probe(CMD);
 	r.t_start = evr_mono_ns();
+	cpu_start = evr_cli_cpu_ns();
 	r.t_progress = r.t_start;
 	if (o->program) {
 		ret = evr_client_resume(r.c, err, sizeof(err));
@@ -888,11 +891,15 @@ static int run(const struct record_opts *o)
 	}
 	ret = record(&r);
 	r.t_end = evr_mono_ns();
+	cpu_end = evr_cli_cpu_ns();
 	if (o->program)
 		check_providers(&r, r.child, true);
 	if (r.child > 0)
 		evr_record_child_wait(&r);
 	summary(&r);
+	evr_recorder_stats(r.rec, &st);
+	events = st.events;
+	summarized = true;
 	goto out;
 fail:
 	if (r.child > 0)
@@ -912,6 +919,8 @@ out:
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(errno));
 		ret = -EIO;
 	}
+	if (summarized)
+		evr_cli_cpu_line(CMD, cpu_start, cpu_end, evr_cli_cpu_ns(), events);
 	return ret;
 }
 

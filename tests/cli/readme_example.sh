@@ -21,6 +21,25 @@ for i in 1 2 3; do
 		fail "record (run $i) exited with $?: $(cat "$T/$i.err")"
 	cat "$T/$i.err"
 	check_accounting "run$i" "$N" "$T/$i.out" "$T/$i.err" "$T/app.evtrace"
+	# The recorder's own CPU line: its three parts add up to the total, the rate per event
+	# is the recording part over the events recorded (docs/recorder.md, "What the recorder
+	# costs"). Not its size: that is a benchmark's (scripts/bench-attach).
+	python3 - "$T/$i.err" <<'EOF' || fail "run $i: the CPU line is wrong: $(grep -m1 ': CPU' "$T/$i.err")"
+import re, sys
+text = open(sys.argv[1]).read()
+c = re.search(r"^evring record: CPU ([\d.]+) ms: ([\d.]+) ms to start, ([\d.]+) ms recording "
+              r"\(([\d.]+) ns an event\), ([\d.]+) ms to finish$", text, re.M)
+s = re.search(r"^evring record: (\d+) events, ", text, re.M)
+assert c and s, "no CPU line after the summary"
+assert text.index(c.group(0)) > text.index(s.group(0)), "the CPU line comes before the summary"
+total, start, rec, per, fin = (float(x) for x in c.groups())
+events = int(s.group(1))
+assert start > 0 and rec > 0 and fin >= 0, c.group(0)
+assert abs(start + rec + fin - total) <= 0.16, "%s: the parts do not add up" % c.group(0)
+want = rec * 1e6 / events
+# Each figure is rounded to its last digit: the recording part by 0.05 ms.
+assert abs(per - want) <= 0.051 + 0.05e6 / events, "%s: %.2f ns an event expected" % (c.group(0), want)
+EOF
 	lost=$(record_lost "$T/$i.err")
 	((lost == 0)) && continue
 	# How much the process sent (the file's bytes per stored event, for every event), against

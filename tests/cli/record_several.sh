@@ -35,6 +35,9 @@ EA=${LINE##* }
 expect "$FB" "^done 3000 " "b's done line"
 EB=${LINE##* }
 grep -qE "^evring record: [0-9]+ events, .* 2 processes, file " "$T/rec.err" || fail "summary"
+# Its own CPU, for the whole recording (docs/recorder.md, "What the recorder costs").
+grep -qE "^evring record: CPU [0-9.]+ ms: [0-9.]+ ms to start, [0-9.]+ ms recording \([0-9.]+ ns an event\), [0-9.]+ ms to finish$" \
+	"$T/rec.err" || fail "no CPU line: $(cat "$T/rec.err")"
 
 "$EVRING" report --json "$T/ab.evtrace" >"$T/r.json" || fail "report --json"
 "$EVRING" dump "$T/ab.evtrace" >"$T/ab.txt" || fail "dump"
