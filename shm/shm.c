@@ -32,6 +32,7 @@ struct shm_known {
 	const struct evr_shm_hdr *h;
 	struct evr_shm_hdr geo;
 	uint64_t meta_head;
+	size_t headroom;		/* reserved below h (evr_shm_session_map()) */
 };
 
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,7 +65,8 @@ static struct shm_known *known_find_locked(const struct evr_shm_hdr *h)
 	return NULL;
 }
 
-static int known_add(const struct evr_shm_hdr *h, const struct evr_shm_hdr *geo)
+static int known_add(const struct evr_shm_hdr *h, const struct evr_shm_hdr *geo,
+		     size_t headroom)
 {
 	struct shm_known *k = calloc(1, sizeof(*k));
 
@@ -72,6 +74,7 @@ static int known_add(const struct evr_shm_hdr *h, const struct evr_shm_hdr *geo)
 		return -ENOMEM;
 	k->h = h;
 	k->geo = *geo;
+	k->headroom = headroom;
 	pthread_mutex_lock(&known_lock);
 	k->next = known;
 	known = k;
@@ -226,7 +229,7 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 	h->session_id = g->session_id;
 	h->session_serial = g->session_serial;
 	h->clock = g->clock;
-	ret = known_add(h, h);
+	ret = known_add(h, h, 0);
 	if (ret < 0) {
 		munmap(map, total);
 		goto err_close;
@@ -284,7 +287,7 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 {
 	struct evr_shm_hdr geo;
 	struct { off_t st_size; } st;
-	void *map;
+	void *map, *room;
 	int seals, ret;
 
 	if (fd < 0 || !ret_hdr)
@@ -304,9 +307,19 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 		return -errno;
 	if (st.st_size < (off_t)EVR_SHM_HDR_SIZE)
 		return -EBADMSG;
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
+	/* The headroom first, as an address range only (no memory, no commit
+	 * charge), then the session right above it. */
+	room = mmap(NULL, EVR_SHM_MAP_HEADROOM + (size_t)st.st_size, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (room == MAP_FAILED)
 		return -errno;
+	map = mmap((uint8_t *)room + EVR_SHM_MAP_HEADROOM, (size_t)st.st_size,
+		   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		munmap(room, EVR_SHM_MAP_HEADROOM + (size_t)st.st_size);
+		return ret;
+	}
 	/* Validate a copy, and keep that copy: the producer may rewrite the header
 	 * between any two reads of it. */
 	memcpy(&geo, map, sizeof(geo));
@@ -314,9 +327,9 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 	if (ret == 0 && geo.total_size != (uint64_t)st.st_size)
 		ret = -EBADMSG;
 	if (ret == 0)
-		ret = known_add(map, &geo);
+		ret = known_add(map, &geo, EVR_SHM_MAP_HEADROOM);
 	if (ret < 0) {
-		munmap(map, (size_t)st.st_size);
+		munmap(room, EVR_SHM_MAP_HEADROOM + (size_t)st.st_size);
 		return ret;
 	}
 	*ret_hdr = map;
@@ -327,6 +340,7 @@ void evr_shm_session_unmap(struct evr_shm_hdr *h)
 {
 	struct shm_known **pk, *k = NULL;
 	uint64_t size;
+	size_t room;
 
 	if (!h)
 		return;
@@ -339,10 +353,27 @@ void evr_shm_session_unmap(struct evr_shm_hdr *h)
 		}
 	}
 	pthread_mutex_unlock(&known_lock);
-	/* The size this process mapped, not what the header says now. */
+	/* The size this process mapped, not what the header says now; its
+	 * headroom with it (whatever a consumer put there, it gave back). */
 	size = k ? k->geo.total_size : h->total_size;
+	room = k ? k->headroom : 0;
 	free(k);
-	munmap(h, size);
+	munmap((uint8_t *)h - room, room + size);
+}
+
+void *evr_shm_session_headroom(const struct evr_shm_hdr *h, size_t *ret_len)
+{
+	struct shm_known *k;
+	size_t room = 0;
+
+	pthread_mutex_lock(&known_lock);
+	k = known_find_locked(h);
+	if (k)
+		room = k->headroom;
+	pthread_mutex_unlock(&known_lock);
+	if (ret_len)
+		*ret_len = room;
+	return room ? (uint8_t *)h - room : NULL;
 }
 
 /*

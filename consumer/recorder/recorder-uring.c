@@ -77,26 +77,36 @@
  * headers of older kernels do not name it (the opcode is fixed in the ABI). */
 #define EVR_IORING_OP_WRITEV_FIXED	61u
 /* The stages of the batches in flight and the writer's: a pool that is
- * registered with the session mapping, right below it. */
+ * registered with the session mapping, right below it. A stage holds a
+ * batch's copied bytes: a 4 KiB block (header and PAD) before each 64 KiB
+ * packet, 256 KiB for a full 4 MiB batch (recorder.c's BATCH_BYTES), more
+ * where packets are copied whole (parts of packets at a flush, metadata).
+ * A batch whose copies outgrow it gets a stage of the writer's own and goes
+ * out plain: 512 KiB holds twice a full batch's, and registering the pool
+ * allocates a quarter of the pages that 2 MiB stages did. */
 #define POOL_STAGES	(EVR_URING_DEPTH + 1u)
-#define POOL_STAGE	(2u << 20)	/* the trace writer's first stage (STAGE_MIN) */
+#define POOL_STAGE	(512u << 10)
 #define POOL_LEN	((size_t)POOL_STAGES * POOL_STAGE)
 #define SPARE_MAX	(2u * POOL_STAGES)
-#define FX_SEGS		512u		/* a batch's segments at most (the writer's SEG_MAX) */
 #define ALLOC_TAG	UINT64_MAX	/* the user data of the fallocate request */
 /*
  * The fixed buffer is registered once the plain writes (whose pages the
  * kernel pins per write) have written this many times its size: then they
  * have cost about what the registration costs (a rent-or-buy rule, at most
  * twice the cheaper choice whatever the recording's length). On the Intel
- * guest, pinning the 74 MiB buffer took 9-12 ms of CPU, and the per-write
- * pins 52 us a MB (0.35 s of system time over a 13-s, 6.7 GB recording with
- * and without the buffer): they cost as much after 180-230 MB, about 3 times
- * the buffer. By then the rings went round three times, so the registration
- * allocates no page the writers had not touched (on the PVM guest that took
- * 130-480 ms at the start).
+ * guest (evr-bench-mapcost, 64 MiB): a plain 4 MiB direct write costs 1.79
+ * ns of kernel CPU per 44.7-byte event, one from the registered buffer 0.52,
+ * so the per-write pins cost 28 us a MB; registering a session whose pages
+ * the drain's reads have mapped costs 1.1 ms (17 us a MB), the pool's fresh
+ * pages 0.7 ms, and the end unpins them all again: about what the plain
+ * writes of twice the buffer's size cost. By then the writers have gone
+ * round the rings twice, and the drain's reads have mapped every page the
+ * registration pins. (With a second mapping of the session, whose pages the
+ * pins faulted in again, the registration cost 9-12 ms and this was 3; at 1
+ * the 0.13-s recordings of scripts/bench-attach, about the buffer's size,
+ * paid both: 16.6-19.7 ns an event against 12.3-15.3.)
  */
-#define FIXED_AFTER	3u
+#define FIXED_AFTER	2u
 /* Linux 6.12's IORING_REGISTER_CLONE_BUFFERS and its argument as 6.13 gave it
  * (offsets and count zero: every buffer), which the headers of older kernels
  * do not have; any kernel with IORING_OP_WRITEV_FIXED (6.15) has both. */
@@ -145,10 +155,7 @@ struct evr_uring {
 	bool reg_running;		/* reg_thread is to be joined */
 	int reg_res;
 	atomic_bool reg_done;
-	const uint8_t *map;		/* the session mapping (the client's) */
-	size_t map_len;
-	uint8_t *alias;			/* ... mapped again inside the registered range */
-	struct iovec *fx_iov;		/* [EVR_URING_DEPTH][FX_SEGS]: the batches' moved iovecs */
+	size_t map_len;			/* the session mapping's (the client's), right above the pool */
 	uint64_t fixed_writes;
 	int err;			/* sticky: the first failed write */
 	uint64_t err_off;		/* where the file was cut back to */
@@ -193,24 +200,18 @@ static int pick_spare(const struct evr_uring *u)
 }
 
 /*
- * The batch as segments of the registered buffer, into @out: the packets'
- * addresses moved from the client's mapping to our second one. Return: false
- * when a segment lies elsewhere (a stage the writer grew on its own).
+ * Does the batch lie in the registered buffer (the pool's stages and the
+ * session mapping above them)? Not when the writer grew a stage of its own.
  */
-static bool fixed_iov(const struct evr_uring *u, const struct iovec *iov, int n,
-		      struct iovec *out)
+static bool fixed_fits(const struct evr_uring *u, const struct iovec *iov, int n)
 {
-	if (!u->fx_lo || n > (int)FX_SEGS)
+	if (!u->fx_lo)
 		return false;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *p = iov[i].iov_base;
-		size_t l = iov[i].iov_len;
 
-		if (p >= u->map && p <= u->map + u->map_len && (size_t)(u->map + u->map_len - p) >= l)
-			p = u->alias + (p - u->map);
-		else if (!in_pool(u, p) || (size_t)(u->fx_hi - p) < l)
+		if (p < u->fx_lo || p >= u->fx_hi || (size_t)(u->fx_hi - p) < iov[i].iov_len)
 			return false;
-		out[i] = (struct iovec){ .iov_base = (void *)p, .iov_len = l };
 	}
 	return true;
 }
@@ -417,9 +418,8 @@ static int submit(void *arg, const struct iovec *iov, int n, uint64_t off, uint6
 		fixed_step(u);
 	/* The iovec array is the kernel's once submitted (IORING_FEAT_SUBMIT_STABLE,
 	 * checked at setup), so the writer may reuse it. */
-	if (u->fx_iov && fixed_iov(u, iov, n, u->fx_iov + (size_t)slot * FX_SEGS)) {
-		io_uring_prep_writev(sqe, 0, u->fx_iov + (size_t)slot * FX_SEGS, (unsigned int)n,
-				     off);
+	if (fixed_fits(u, iov, n)) {
+		io_uring_prep_writev(sqe, 0, iov, (unsigned int)n, off);
 		sqe->opcode = EVR_IORING_OP_WRITEV_FIXED;
 		sqe->buf_index = 0;
 		u->fixed_writes++;
@@ -477,24 +477,27 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
  * locked-memory limit that holds both (RLIMIT_MEMLOCK, for a process without
  * CAP_IPC_LOCK: their pages stay pinned while the recorder runs). A request
  * names one registered buffer, and a batch holds stage and packets, so the
- * two must be one address range: a region of our own holds the pool and,
- * right after it, a second mapping of the session's pages (mremap() of a
- * shared mapping with old size 0), to which submit() moves the packets'
- * addresses. Else, or with EVR_RECORDER_NO_FIXED=1 (the tests), every batch
- * is a plain IORING_OP_WRITEV, whose pages the kernel pins per write. Here
- * the region; the registration comes later (register_fixed()).
+ * two must be one address range: the pool goes into the range the client's
+ * mapping keeps free right below the session (evr_shm_session_headroom()).
+ * The registration then pins pages that the drain's reads have mapped
+ * already; a second mapping of the session (this engine's first way) had
+ * every page faulted in again by the pins and unmapped again at the end, 8-11
+ * ms of CPU for 64 MiB on the Intel guest (evr-bench-mapcost). Else, or with
+ * EVR_RECORDER_NO_FIXED=1 (the tests), every batch is a plain
+ * IORING_OP_WRITEV, whose pages the kernel pins per write. Here the pool; the
+ * registration comes later (register_fixed()).
  * Return: 0 prepared, -errno not.
  */
 static int prepare_fixed(struct evr_uring *u)
 {
 	const char *no = getenv("EVR_RECORDER_NO_FIXED"), *after;
 	const size_t plen = POOL_LEN;
+	const struct evr_shm_hdr *h = evr_client_shm(u->c);
 	struct io_uring_probe *probe;
 	struct evr_shm_hdr geo;
-	uint8_t *map, *p, *alias;
-	size_t len;
+	size_t len, room_len;
+	uint8_t *p;
 	bool ok;
-	int err;
 
 	if (no && strcmp(no, "1") == 0)
 		return -EPERM;
@@ -503,30 +506,23 @@ static int prepare_fixed(struct evr_uring *u)
 	io_uring_free_probe(probe);
 	if (!ok)
 		return -EOPNOTSUPP;
-	/* The validated size, not the header the producer may rewrite. */
-	map = (uint8_t *)evr_client_shm(u->c);
-	if (!map)
+	if (!h)
 		return -EINVAL;
-	evr_shm_geometry_of(evr_client_shm(u->c), &geo);
+	/* The validated size, not the header the producer may rewrite. */
+	evr_shm_geometry_of(h, &geo);
 	len = (size_t)geo.total_size;
 	if (!len || (len & 4095u))
 		return -EINVAL;
-	p = mmap(NULL, plen + len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	alias = mremap(map, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, p + plen);
+	if (!evr_shm_session_headroom(h, &room_len) || room_len < plen)
+		return -ENOSPC;
 	/* The pool's pages come with the registration's pins: a recording too
 	 * short for it allocates none of them. */
-	if (alias == MAP_FAILED || mmap(p, plen, PROT_READ | PROT_WRITE,
-					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
-		err = -errno;
-		munmap(p, plen + len);
-		return err;
-	}
+	p = (uint8_t *)h - plen;
+	if (mmap(p, plen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+		 0) == MAP_FAILED)
+		return -errno;
 	u->fx_region = p;
-	u->map = map;
 	u->map_len = len;
-	u->alias = alias;
 	/* EVR_RECORDER_FIXED_AFTER=N: after N times the buffer's size (the
 	 * tests' 0: from the first batch). */
 	after = getenv("EVR_RECORDER_FIXED_AFTER");
@@ -535,10 +531,18 @@ static int prepare_fixed(struct evr_uring *u)
 	return 0;
 }
 
-/* The fixed buffer's region: the stage pool, then the session's pages again. */
+/* The fixed buffer's region: the stage pool, then the session mapping. */
 static size_t region_len(const struct evr_uring *u)
 {
 	return POOL_LEN + u->map_len;
+}
+
+/* The pool back to the client's headroom: reserved, its pages freed (the
+ * client unmaps the headroom with the session). */
+static void pool_release(uint8_t *p)
+{
+	(void)mmap(p, POOL_LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+		   -1, 0);
 }
 
 /* The registered buffer in place: the pool's stages become the spares. */
@@ -566,7 +570,7 @@ static void register_fixed(struct evr_uring *u)
 
 	u->fx_region = NULL;
 	if (io_uring_register_buffers(&u->ring, &iov, 1) < 0) {
-		munmap(p, region_len(u));
+		pool_release(p);
 		return;
 	}
 	fixed_in_place(u, p);
@@ -636,7 +640,7 @@ static void clone_fixed(struct evr_uring *u)
 		u->fx_after = 0;
 	} else {
 		u->fx_region = NULL;
-		munmap(p, region_len(u));
+		pool_release(p);
 	}
 }
 
@@ -711,16 +715,10 @@ int evr_uring_new(int fd, struct evr_client *c, struct evr_trace_writer *w,
 	if (err == 0)
 		err = io_uring_register_eventfd(&u->ring, u->efd);
 	if (err == 0 && prepare_fixed(u) == 0) {
-		u->fx_iov = calloc((size_t)EVR_URING_DEPTH * FX_SEGS, sizeof(*u->fx_iov));
-		if (u->fx_iov) {
-			nres = 6;
-			/* The registering thread's ring now: io_uring_setup() is
-			 * not in the recorder's seccomp filter. */
-			u->reg_ok = io_uring_queue_init(1, &u->reg, 0) == 0;
-		} else {
-			munmap(u->fx_region, region_len(u));
-			u->fx_region = NULL;
-		}
+		nres = 6;
+		/* The registering thread's ring now: io_uring_setup() is not
+		 * in the recorder's seccomp filter. */
+		u->reg_ok = io_uring_queue_init(1, &u->reg, 0) == 0;
 	}
 	if (err == 0)
 		err = ring_register(u, IORING_REGISTER_RESTRICTIONS, res, nres);
@@ -814,8 +812,7 @@ void evr_uring_free(struct evr_uring *u)
 		if (!in_pool(u, u->spare[i].p))
 			free(u->spare[i].p);
 	if (u->pool || u->fx_region)
-		munmap(u->pool ? u->pool : u->fx_region, region_len(u));
-	free(u->fx_iov);
+		pool_release(u->pool ? u->pool : u->fx_region);
 	free(u->pos);
 	free(u);
 }

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -183,6 +184,55 @@ static void test_shm_session_map_returns_same_header(void **state)
 	evr_shm_session_unmap(m);
 	evr_shm_session_unmap(h);
 	evr_shm_session_unmap(NULL);
+	close(fd);
+}
+
+/* Is [p, p + len) free address space? MAP_FIXED_NOREPLACE fails on any mapping there. */
+static bool range_free(void *p, size_t len)
+{
+	void *q = mmap(p, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (q == MAP_FAILED)
+		return false;
+	munmap(q, len);
+	return q == p;
+}
+
+/*
+ * A consumer's mapping sits right above EVR_SHM_MAP_HEADROOM of reserved
+ * address space (the recorder maps its stage pool there, to register both as
+ * one buffer); what is mapped there shows, and the unmap frees it all. The
+ * producer's own mapping has none.
+ */
+static void test_shm_session_map_headroom(void **state)
+{
+	struct evr_shm_hdr *h, *m;
+	size_t len = 1, total;
+	uint8_t *room, *pool;
+	int fd;
+
+	(void)state;
+	assert_int_equal(evr_shm_session_create(&good_geometry, &fd, &h), 0);
+	assert_null(evr_shm_session_headroom(h, &len));
+	assert_int_equal(len, 0);
+	assert_int_equal(evr_shm_session_map(fd, &m), 0);
+	total = (size_t)m->total_size;
+	room = evr_shm_session_headroom(m, &len);
+	assert_int_equal(len, EVR_SHM_MAP_HEADROOM);
+	assert_ptr_equal(room + EVR_SHM_MAP_HEADROOM, (uint8_t *)m);
+	/* Reserved: nothing else is placed there. */
+	assert_false(range_free(room, len));
+	/* A consumer's buffer right below the session: one range with it. */
+	pool = mmap((uint8_t *)m - 8192, 8192, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	assert_ptr_equal(pool, (uint8_t *)m - 8192);
+	pool[8191] = 0x5a;
+	assert_int_equal(((volatile uint8_t *)m)[0], ((uint8_t *)h)[0]);
+	assert_null(evr_shm_session_headroom(NULL, NULL));
+	evr_shm_session_unmap(m);
+	/* Session and headroom unmapped together, the buffer in it too. */
+	assert_true(range_free(room, len + total));
+	evr_shm_session_unmap(h);
 	close(fd);
 }
 
@@ -644,6 +694,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shm_geometry_check_rejects_each_bad_value),
 		cmocka_unit_test(test_shm_session_map_returns_same_header),
+		cmocka_unit_test(test_shm_session_map_headroom),
 		cmocka_unit_test(test_shm_heads_by_validated_geometry),
 		cmocka_unit_test(test_shm_session_map_refuses_unsealed_memfd),
 		cmocka_unit_test(test_shm_session_map_refuses_bad_header),
