@@ -30,7 +30,10 @@
  * a slice at a time between the agent's other work (evr_memory_populate_step()),
  * so that setting up a large session never makes the agent stop answering other
  * consumers. MADV_POPULATE_WRITE only faults pages in: it never changes their
- * contents, so writers may already be writing while it runs.
+ * contents, so writers may already be writing while it runs. With
+ * EVR_HUGE_PAGES=1 in the environment, 2 MiB pages where the kernel gives them
+ * (populate_huge()); every mapping of a session starts on a 2 MiB boundary
+ * for them (shm.c).
  *
  * Locking: the limits and the bytes in use are under evr_registry_lock.
  */
@@ -52,6 +55,9 @@
 /* 0: not set (the defaults). Written at load (evr_memory_init()): EVR_LOAD_DATA. */
 EVR_LOAD_DATA static struct evr_session_limits limits;
 static uint64_t in_use;				/* bytes of live agent sessions */
+/* EVR_HUGE_PAGES=1: sessions backed by huge pages (evr_memory_populate_step()).
+ * Written at load (evr_memory_init()). */
+EVR_LOAD_DATA static bool huge_pages;
 static uint32_t in_use_sessions;
 
 /* "512 MiB", "1.5 GiB", "4 KiB", "100 B" into @buf. */
@@ -142,8 +148,11 @@ static uint64_t parse_size(const char *s)
 
 void evr_memory_init(void)
 {
+	const char *huge = getenv("EVR_HUGE_PAGES");
+
 	limits.session_max = parse_size(getenv("EVR_MEMORY_MAX_SESSION"));
 	limits.total_max = parse_size(getenv("EVR_MEMORY_MAX_TOTAL"));
+	huge_pages = huge && strcmp(huge, "1") == 0;
 }
 
 /*
@@ -251,7 +260,54 @@ void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
 {
 	memset(p, 0, sizeof(*p));
 	p->s = s;
+	p->no_huge = !huge_pages;
 	online_cpus(p->online, s->nr_rings);
+}
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25	/* Linux 6.1 */
+#endif
+
+/*
+ * EVR_HUGE_PAGES=1 in the program's environment: back the 2 MiB at @a, at
+ * offset @off of the ring, with one huge page where the kernel gives one: a
+ * page faulted in, then MADV_COLLAPSE around it (Linux 6.1; it works whatever
+ * shmem_enabled says, "deny" apart), then mapped whole here. The recorder
+ * then reads, pins and unmaps 2 MiB pages (docs/recorder.md, "What the
+ * recorder costs"); the price is this process's: a huge page takes more to
+ * find than small ones, and a chunk the writers already wrote is copied.
+ * Not where the writers are: a collapse locks the pages it replaces while it
+ * copies them, and a writer touching one would wait. The writers of a ring
+ * write at its head, moving up: a chunk that starts at least two chunks ahead
+ * of the head (the head's own chunk and the next one left alone) or lies
+ * wholly behind it is collapsed; the head's neighbourhood keeps small pages
+ * (the caller's). A consumer reading there waits instead (a page fault); a
+ * chunk whose pages a consumer's write has pinned is not collapsed (EAGAIN).
+ * Return: true backed.
+ */
+static bool populate_huge(struct evr_populate *p, const struct evr_shm_hdr *h, uint8_t *a,
+			  uint64_t off)
+{
+	uint64_t head = __atomic_load_n(&evr_shm_ring_ctl(h, p->ring)->head, __ATOMIC_RELAXED);
+	/* How far ahead of the head the chunk starts, round the ring. */
+	uint64_t d = (off - head) & (h->ring_size - 1);
+
+	if (p->no_huge || d < 2 * EVR_SHM_HUGE_SIZE || d > h->ring_size - EVR_SHM_HUGE_SIZE)
+		return false;
+	if (madvise(a, 4096, MADV_POPULATE_WRITE) < 0)
+		return false;
+	if (madvise(a, EVR_SHM_HUGE_SIZE, MADV_COLLAPSE) < 0) {
+		/* EINVAL: not this kernel, or not this memory (shmem "deny"); EPERM:
+		 * a seccomp filter of the program's. Those are for good; no room
+		 * for a huge page now (ENOMEM, EAGAIN) is this chunk's. */
+		if (errno == EINVAL || errno == EPERM || errno == ENOSYS)
+			p->no_huge = true;
+		return false;
+	}
+	/* The collapse unmapped the range here: map the huge page at once. */
+	(void)madvise(a, EVR_SHM_HUGE_SIZE, MADV_POPULATE_WRITE);
+	p->huge += EVR_SHM_HUGE_SIZE;
+	return true;
 }
 
 bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
@@ -271,17 +327,32 @@ bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 		}
 		len = h->ring_size - p->off < budget ? h->ring_size - p->off : budget;
 #ifdef MADV_POPULATE_WRITE
-		/* Best effort: without it (Linux < 5.14) or out of memory, writers
-		 * fault pages in as they reach them. */
-		if (madvise(evr_shm_ring_data((struct evr_shm_hdr *)h, p->ring) + p->off, len,
-			    MADV_POPULATE_WRITE) < 0) {
-			p->done = true;
-			return false;
+		/* Huge pages where a whole aligned 2 MiB of the ring is next,
+		 * small ones up to the next such boundary otherwise. */
+		{
+			uint8_t *a = evr_shm_ring_data(h, p->ring) + p->off;
+			uint64_t to = EVR_SHM_HUGE_SIZE - ((uintptr_t)a & (EVR_SHM_HUGE_SIZE - 1));
+
+			/* A whole chunk even past the budget (which is a pace,
+			 * not a bound): cut, it would be small pages for good. */
+			if (to == EVR_SHM_HUGE_SIZE && h->ring_size - p->off >= EVR_SHM_HUGE_SIZE &&
+			    populate_huge(p, h, a, p->off)) {
+				len = EVR_SHM_HUGE_SIZE;
+			} else {
+				if (len > to)
+					len = to;
+				/* Best effort: without it (Linux < 5.14) or out of
+				 * memory, writers fault pages in as they reach them. */
+				if (madvise(a, len, MADV_POPULATE_WRITE) < 0) {
+					p->done = true;
+					return false;
+				}
+			}
 		}
 #endif
 		p->populated += len;
 		p->off += len;
-		budget -= len;
+		budget -= len < budget ? len : budget;
 	}
 	p->done = p->ring >= h->nr_rings;
 	return !p->done;

@@ -183,6 +183,42 @@ uint64_t evr_shm_session_size(const struct evr_shm_geometry *g)
 	return meta_off(g->nr_rings) + meta_size + (uint64_t)g->nr_rings * g->ring_size;
 }
 
+/*
+ * Map @len bytes of @fd at an address that is a multiple of EVR_SHM_HUGE_SIZE,
+ * with @below bytes of address space reserved right under it (PROT_NONE, no
+ * memory): the session's huge pages (producer/memory.c) map whole in every
+ * process, the producer's and the consumers', only where the address and the
+ * file offset agree modulo 2 MiB. Return: the mapping, or MAP_FAILED (errno).
+ */
+static void *map_aligned(int fd, size_t len, size_t below)
+{
+	const uintptr_t align = EVR_SHM_HUGE_SIZE;
+	size_t span = below + len + align;
+	uint8_t *room = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			     -1, 0);
+	uint8_t *at, *end;
+	void *map;
+
+	if (room == MAP_FAILED)
+		return MAP_FAILED;
+	at = (uint8_t *)(((uintptr_t)room + below + align - 1) & ~(align - 1));
+	map = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (map == MAP_FAILED) {
+		int err = errno;
+
+		munmap(room, span);
+		errno = err;
+		return MAP_FAILED;
+	}
+	/* The slack on either side back. */
+	end = room + span;
+	if (at - below > room)
+		munmap(room, (size_t)(at - below - room));
+	if (at + len < end)
+		munmap(at + len, (size_t)(end - (at + len)));
+	return map;
+}
+
 int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 			   struct evr_shm_hdr **ret_hdr)
 {
@@ -206,7 +242,7 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
 		ret = -errno;
 		goto err_close;
 	}
-	map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	map = map_aligned(fd, total, 0);
 	if (map == MAP_FAILED) {
 		ret = -errno;
 		goto err_close;
@@ -307,19 +343,12 @@ int evr_shm_session_map(int fd, struct evr_shm_hdr **ret_hdr)
 		return -errno;
 	if (st.st_size < (off_t)EVR_SHM_HDR_SIZE)
 		return -EBADMSG;
-	/* The headroom first, as an address range only (no memory, no commit
-	 * charge), then the session right above it. */
-	room = mmap(NULL, EVR_SHM_MAP_HEADROOM + (size_t)st.st_size, PROT_NONE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (room == MAP_FAILED)
+	/* The session right above its headroom, an address range only (no
+	 * memory, no commit charge). */
+	map = map_aligned(fd, (size_t)st.st_size, EVR_SHM_MAP_HEADROOM);
+	if (map == MAP_FAILED)
 		return -errno;
-	map = mmap((uint8_t *)room + EVR_SHM_MAP_HEADROOM, (size_t)st.st_size,
-		   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
-	if (map == MAP_FAILED) {
-		ret = -errno;
-		munmap(room, EVR_SHM_MAP_HEADROOM + (size_t)st.st_size);
-		return ret;
-	}
+	room = (uint8_t *)map - EVR_SHM_MAP_HEADROOM;
 	/* Validate a copy, and keep that copy: the producer may rewrite the header
 	 * between any two reads of it. */
 	memcpy(&geo, map, sizeof(geo));

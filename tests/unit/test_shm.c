@@ -216,6 +216,9 @@ static void test_shm_session_map_headroom(void **state)
 	assert_null(evr_shm_session_headroom(h, &len));
 	assert_int_equal(len, 0);
 	assert_int_equal(evr_shm_session_map(fd, &m), 0);
+	/* Both mappings on a huge page's boundary (producer/memory.c's huge pages). */
+	assert_int_equal((uintptr_t)h % EVR_SHM_HUGE_SIZE, 0);
+	assert_int_equal((uintptr_t)m % EVR_SHM_HUGE_SIZE, 0);
 	total = (size_t)m->total_size;
 	room = evr_shm_session_headroom(m, &len);
 	assert_int_equal(len, EVR_SHM_MAP_HEADROOM);

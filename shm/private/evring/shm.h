@@ -68,6 +68,13 @@ int evr_shm_session_create(const struct evr_shm_geometry *g, int *ret_fd,
  */
 #define EVR_SHM_MAP_HEADROOM	((size_t)16 << 20)
 
+/*
+ * Every session mapping (the producer's and the consumers') starts on a
+ * multiple of this, so that the producer's huge pages (producer/memory.c) map
+ * as such everywhere.
+ */
+#define EVR_SHM_HUGE_SIZE	((size_t)2 << 20)
+
 /**
  * evr_shm_session_map() - map a session memfd received from a producer.
  * @fd: the memfd; borrowed (the mapping stays valid after it is closed).
