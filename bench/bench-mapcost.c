@@ -23,7 +23,11 @@
  *               pages) and from the registered buffer; as ns per 44.7-byte
  *               event (the README's stream)
  *
- *   evr-bench-mapcost [DIR [SIZE_MIB [ROUNDS]]]   (defaults: . 64 5)
+ *   evr-bench-mapcost [--huge] [DIR [SIZE_MIB [ROUNDS]]]   (defaults: . 64 5)
+ *
+ * --huge: the memfd's pages collapsed into 2 MiB ones once written
+ * (MADV_COLLAPSE, as EVR_HUGE_PAGES=1 has the agent do: protocol.md, "Session
+ * memory"), and every mapping on a 2 MiB boundary, as evring's are.
  *
  * Prints each figure per round and the median. DIR must take O_DIRECT (ext4,
  * XFS; not tmpfs): the write figures are skipped, saying so, where it does not.
@@ -66,18 +70,44 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+#define HUGE ((uintptr_t)2 << 20)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+static bool huge;
+
+/* @len of @fd mapped shared, on a 2 MiB boundary (the rest of the reservation back). */
+static uint8_t *map_session(int fd, size_t len)
+{
+	uint8_t *r = mmap(NULL, len + HUGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			  -1, 0);
+	uint8_t *a;
+
+	if (r == MAP_FAILED)
+		return MAP_FAILED;
+	a = (uint8_t *)(((uintptr_t)r + HUGE - 1) & ~(HUGE - 1));
+	if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		return MAP_FAILED;
+	if (a > r)
+		munmap(r, (size_t)(a - r));
+	munmap(a + len, (size_t)(r + len + HUGE - (a + len)));
+	return a;
+}
+
 /* A backed session: a memfd of @len, written through its own mapping (unmapped after). */
 static int backed_memfd(size_t len)
 {
 	int fd = memfd_create("evr-bench-mapcost", MFD_CLOEXEC);
-	void *w;
+	uint8_t *w;
 
 	if (fd < 0 || ftruncate(fd, (off_t)len) < 0)
 		return -1;
-	w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	w = map_session(fd, len);
 	if (w == MAP_FAILED)
 		return -1;
 	memset(w, 0x5a, len);
+	if (huge && madvise(w, len, MADV_COLLAPSE) < 0)
+		return -1;
 	munmap(w, len);
 	return fd;
 }
@@ -140,7 +170,7 @@ static int one_round(const char *dir, size_t len, double fig[NFIG], bool *writes
 		return -1;
 	}
 	/* Registering a mapping whose pages are not in our page tables yet. */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = map_session(fd, len);
 	if (p == MAP_FAILED)
 		return -1;
 	iov = (struct iovec){ .iov_base = p, .iov_len = len };
@@ -154,7 +184,7 @@ static int one_round(const char *dir, size_t len, double fig[NFIG], bool *writes
 	io_uring_unregister_buffers(&ring);
 	munmap(p, len);
 	/* The recorder's way: its first lap maps the pages, then it registers. */
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = map_session(fd, len);
 	if (p == MAP_FAILED)
 		return -1;
 	t = thread_cpu();
@@ -205,15 +235,23 @@ static int one_round(const char *dir, size_t len, double fig[NFIG], bool *writes
 
 int main(int argc, char **argv)
 {
-	const char *dir = argc > 1 ? argv[1] : ".";
-	unsigned long mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
-	unsigned long rounds = argc > 3 ? strtoul(argv[3], NULL, 10) : 5;
+	const char *dir;
+	unsigned long mib, rounds;
+
+	if (argc > 1 && strcmp(argv[1], "--huge") == 0) {
+		huge = true;
+		argv++;
+		argc--;
+	}
+	dir = argc > 1 ? argv[1] : ".";
+	mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+	rounds = argc > 3 ? strtoul(argv[3], NULL, 10) : 5;
 	double (*fig)[NFIG];
 	bool writes = true;
 
 	if (mib < 4 || mib % 4 || mib > 4096 || rounds < 1 || rounds > 100) {
-		fprintf(stderr, "usage: evr-bench-mapcost [DIR [SIZE_MIB (a multiple of 4) "
-			"[ROUNDS]]]\n");
+		fprintf(stderr, "usage: evr-bench-mapcost [--huge] [DIR [SIZE_MIB (a multiple of "
+			"4) [ROUNDS]]]\n");
 		return 2;
 	}
 	fig = calloc(rounds, sizeof(*fig));
@@ -236,7 +274,7 @@ int main(int argc, char **argv)
 			printf(" | %.2f", fig[r][k]);
 		printf("\n");
 	}
-	printf("median of %lu rounds, %lu MiB:\n", rounds, mib);
+	printf("median of %lu rounds, %lu MiB, %s pages:\n", rounds, mib, huge ? "2 MiB" : "4 KiB");
 	for (int k = 0; k < NFIG; k++) {
 		double v[100];
 
