@@ -30,10 +30,10 @@
  * a slice at a time between the agent's other work (evr_memory_populate_step()),
  * so that setting up a large session never makes the agent stop answering other
  * consumers. MADV_POPULATE_WRITE only faults pages in: it never changes their
- * contents, so writers may already be writing while it runs. With
- * EVR_HUGE_PAGES=1 in the environment, 2 MiB pages where the kernel gives them
- * (populate_huge()); every mapping of a session starts on a 2 MiB boundary
- * for them (shm.c).
+ * contents, so writers may already be writing while it runs. Where the kernel
+ * gives them and they cost no more, 2 MiB pages (populate_huge(),
+ * EVR_HUGE_PAGES); every mapping of a session starts on a 2 MiB boundary for
+ * them (shm.c).
  *
  * Locking: the limits and the bytes in use are under evr_registry_lock.
  */
@@ -55,9 +55,11 @@
 /* 0: not set (the defaults). Written at load (evr_memory_init()): EVR_LOAD_DATA. */
 EVR_LOAD_DATA static struct evr_session_limits limits;
 static uint64_t in_use;				/* bytes of live agent sessions */
-/* EVR_HUGE_PAGES=1: sessions backed by huge pages (evr_memory_populate_step()).
- * Written at load (evr_memory_init()). */
-EVR_LOAD_DATA static bool huge_pages;
+/* Sessions backed by huge pages (populate_huge()): EVR_HUGE_PAGES=0 never, =1
+ * always, else while they cost no more than small ones. Written at load
+ * (evr_memory_init()). */
+enum { HUGE_AUTO, HUGE_OFF, HUGE_ON };
+EVR_LOAD_DATA static int huge_pages;
 static uint32_t in_use_sessions;
 
 /* "512 MiB", "1.5 GiB", "4 KiB", "100 B" into @buf. */
@@ -152,7 +154,8 @@ void evr_memory_init(void)
 
 	limits.session_max = parse_size(getenv("EVR_MEMORY_MAX_SESSION"));
 	limits.total_max = parse_size(getenv("EVR_MEMORY_MAX_TOTAL"));
-	huge_pages = huge && strcmp(huge, "1") == 0;
+	huge_pages = !huge ? HUGE_AUTO : strcmp(huge, "1") == 0 ? HUGE_ON :
+		     strcmp(huge, "0") == 0 ? HUGE_OFF : HUGE_AUTO;
 }
 
 /*
@@ -260,7 +263,7 @@ void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
 {
 	memset(p, 0, sizeof(*p));
 	p->s = s;
-	p->no_huge = !huge_pages;
+	p->no_huge = huge_pages == HUGE_OFF;
 	online_cpus(p->online, s->nr_rings);
 }
 
@@ -268,14 +271,32 @@ void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
 #define MADV_COLLAPSE 25	/* Linux 6.1 */
 #endif
 
+/* This thread's CPU time (a system call: once per chunk backed). */
+static uint64_t thread_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /*
- * EVR_HUGE_PAGES=1 in the program's environment: back the 2 MiB at @a, at
- * offset @off of the ring, with one huge page where the kernel gives one: a
- * page faulted in, then MADV_COLLAPSE around it (Linux 6.1; it works whatever
- * shmem_enabled says, "deny" apart), then mapped whole here. The recorder
- * then reads, pins and unmaps 2 MiB pages (docs/recorder.md, "What the
- * recorder costs"); the price is this process's: a huge page takes more to
- * find than small ones, and a chunk the writers already wrote is copied.
+ * Back the 2 MiB at @a, at offset @off of the ring, with one huge page where
+ * the kernel gives one: a page faulted in, then MADV_COLLAPSE around it (Linux
+ * 6.1; it works whatever shmem_enabled says, "deny" apart), then mapped whole
+ * here. A consumer then reads, pins, writes, unmaps and frees 2 MiB pages
+ * (docs/recorder.md, "What the recorder costs").
+ *
+ * What it costs this process: finding and zeroing a huge page instead of 512
+ * small ones, usually less (on the Intel guest 0.12-0.47 ms a chunk against
+ * 0.70-1.12 for small pages), but 1.8-5.8 ms a chunk in some runs there (its
+ * host takes back the memory the guest frees, and gives huge blocks back
+ * slowly). So by default (EVR_HUGE_PAGES unset) a session goes on with huge
+ * pages only while a chunk costs at most twice what its small pages have cost
+ * per 2 MiB (1 ms before any); EVR_HUGE_PAGES=1 keeps them whatever the cost,
+ * =0 never tries.
+ *
  * Not where the writers are: a collapse locks the pages it replaces while it
  * copies them, and a writer touching one would wait. The writers of a ring
  * write at its head, moving up: a chunk that starts at least two chunks ahead
@@ -291,9 +312,11 @@ static bool populate_huge(struct evr_populate *p, const struct evr_shm_hdr *h, u
 	uint64_t head = __atomic_load_n(&evr_shm_ring_ctl(h, p->ring)->head, __ATOMIC_RELAXED);
 	/* How far ahead of the head the chunk starts, round the ring. */
 	uint64_t d = (off - head) & (h->ring_size - 1);
+	uint64_t t0, cost, limit;
 
 	if (p->no_huge || d < 2 * EVR_SHM_HUGE_SIZE || d > h->ring_size - EVR_SHM_HUGE_SIZE)
 		return false;
+	t0 = thread_ns();
 	if (madvise(a, 4096, MADV_POPULATE_WRITE) < 0)
 		return false;
 	if (madvise(a, EVR_SHM_HUGE_SIZE, MADV_COLLAPSE) < 0) {
@@ -307,6 +330,10 @@ static bool populate_huge(struct evr_populate *p, const struct evr_shm_hdr *h, u
 	/* The collapse unmapped the range here: map the huge page at once. */
 	(void)madvise(a, EVR_SHM_HUGE_SIZE, MADV_POPULATE_WRITE);
 	p->huge += EVR_SHM_HUGE_SIZE;
+	cost = thread_ns() - t0;
+	limit = p->small_bytes ? 2 * p->small_ns * EVR_SHM_HUGE_SIZE / p->small_bytes : 1000000u;
+	if (huge_pages == HUGE_AUTO && cost > limit)
+		p->no_huge = true;
 	return true;
 }
 
@@ -339,6 +366,8 @@ bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 			    populate_huge(p, h, a, p->off)) {
 				len = EVR_SHM_HUGE_SIZE;
 			} else {
+				uint64_t t0 = p->no_huge ? 0 : thread_ns();
+
 				if (len > to)
 					len = to;
 				/* Best effort: without it (Linux < 5.14) or out of
@@ -346,6 +375,11 @@ bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 				if (madvise(a, len, MADV_POPULATE_WRITE) < 0) {
 					p->done = true;
 					return false;
+				}
+				/* What small pages cost, for populate_huge(). */
+				if (!p->no_huge) {
+					p->small_ns += thread_ns() - t0;
+					p->small_bytes += len;
 				}
 			}
 		}
