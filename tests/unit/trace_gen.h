@@ -313,7 +313,10 @@ static inline void gen_model_kept(struct gen *g, uint32_t ring, uint64_t start, 
 			m->tid = 0;
 			continue;
 		}
-		memcpy(&h, p, sizeof(h));
+		/* Its first 8 bytes only: an END record may be just those, the last
+		 * 8 bytes of the mapping (which ends at the last ring's end). */
+		memset(&h, 0, sizeof(h));
+		memcpy(&h, p, 8);
 		if (h.type == EVR_REC_THREAD) {
 			memcpy(&m->tid, p + EVR_REC_HDR_SIZE, 4);
 		} else if (h.type == EVR_REC_EVENT) {
