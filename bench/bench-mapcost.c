@@ -150,16 +150,28 @@ static int write_laps(struct io_uring *ring, int out, uint8_t *p, size_t len, bo
 	return 0;
 }
 
+/* Register @len at @p as buffer 0 of @ring; its CPU time in ms into @ret_ms. */
+static int timed_register(struct io_uring *ring, uint8_t *p, size_t len, double *ret_ms)
+{
+	struct iovec iov = { .iov_base = p, .iov_len = len };
+	double t = thread_cpu();
+	int err = io_uring_register_buffers(ring, &iov, 1);
+
+	if (err < 0) {
+		errno = -err;
+		return -1;
+	}
+	*ret_ms = (thread_cpu() - t) * 1e3;
+	return 0;
+}
+
 static int one_round(const char *dir, size_t len, double fig[NFIG], bool *writes)
 {
 	struct io_uring ring;
-	struct iovec iov;
 	char path[4096];
 	uint8_t *p;
 	double t;
-	int fd, out;
-
-	int err;
+	int fd, out, err;
 
 	fd = backed_memfd(len);
 	if (fd < 0)
@@ -173,14 +185,8 @@ static int one_round(const char *dir, size_t len, double fig[NFIG], bool *writes
 	p = map_session(fd, len);
 	if (p == MAP_FAILED)
 		return -1;
-	iov = (struct iovec){ .iov_base = p, .iov_len = len };
-	t = thread_cpu();
-	err = io_uring_register_buffers(&ring, &iov, 1);
-	if (err < 0) {
-		errno = -err;
+	if (timed_register(&ring, p, len, &fig[REG_COLD]) < 0)
 		return -1;
-	}
-	fig[REG_COLD] = (thread_cpu() - t) * 1e3;
 	io_uring_unregister_buffers(&ring);
 	munmap(p, len);
 	/* The recorder's way: its first lap maps the pages, then it registers. */
@@ -191,14 +197,8 @@ static int one_round(const char *dir, size_t len, double fig[NFIG], bool *writes
 	for (size_t o = 0; o < len; o += 4096)
 		(void)*(volatile uint8_t *)(p + o);
 	fig[FAULT_IN] = (thread_cpu() - t) * 1e3;
-	iov = (struct iovec){ .iov_base = p, .iov_len = len };
-	t = thread_cpu();
-	err = io_uring_register_buffers(&ring, &iov, 1);
-	if (err < 0) {
-		errno = -err;
+	if (timed_register(&ring, p, len, &fig[REG_WARM]) < 0)
 		return -1;
-	}
-	fig[REG_WARM] = (thread_cpu() - t) * 1e3;
 	snprintf(path, sizeof(path), "%s/evr-bench-mapcost.XXXXXX", dir);
 	out = mkstemp(path);
 	if (out < 0)
