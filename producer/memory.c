@@ -290,7 +290,7 @@ static uint64_t thread_ns(void)
  *
  * What it costs this process: finding and zeroing a huge page instead of 512
  * small ones, usually less (on the Intel guest 0.12-0.47 ms a chunk against
- * 0.70-1.12 for small pages), but 1.8-5.8 ms a chunk in some runs there (its
+ * 0.70-1.12 for small pages), but 1.8-8.3 ms a chunk in some hours there (its
  * host takes back the memory the guest frees, and gives huge blocks back
  * slowly). So by default (EVR_HUGE_PAGES unset) a session goes on with huge
  * pages only while a chunk costs at most twice what its small pages have cost
