@@ -267,19 +267,10 @@ void evr_memory_populate_init(struct evr_populate *p, struct evr_session *s)
 	online_cpus(p->online, s->nr_rings);
 }
 
+#ifdef MADV_POPULATE_WRITE
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25	/* Linux 6.1 */
 #endif
-
-/* This thread's CPU time (a system call: once per chunk backed). */
-static uint64_t thread_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Back the 2 MiB at @a, at offset @off of the ring, with one huge page where
@@ -316,7 +307,7 @@ static bool populate_huge(struct evr_populate *p, const struct evr_shm_hdr *h, u
 
 	if (p->no_huge || head >= h->ring_size || off < head + 2 * EVR_SHM_HUGE_SIZE)
 		return false;
-	t0 = thread_ns();
+	t0 = evr_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (madvise(a, 4096, MADV_POPULATE_WRITE) < 0)
 		return false;
 	if (madvise(a, EVR_SHM_HUGE_SIZE, MADV_COLLAPSE) < 0) {
@@ -329,13 +320,29 @@ static bool populate_huge(struct evr_populate *p, const struct evr_shm_hdr *h, u
 	}
 	/* The collapse unmapped the range here: map the huge page at once. */
 	(void)madvise(a, EVR_SHM_HUGE_SIZE, MADV_POPULATE_WRITE);
-	p->huge += EVR_SHM_HUGE_SIZE;
-	cost = thread_ns() - t0;
+	cost = evr_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	limit = p->small_bytes ? 2 * p->small_ns * EVR_SHM_HUGE_SIZE / p->small_bytes : 1000000u;
 	if (huge_pages == HUGE_AUTO && cost > limit)
 		p->no_huge = true;
 	return true;
 }
+
+/* Back @len bytes at @a with small pages, timing them for populate_huge().
+ * Best effort: without it (Linux < 5.14) or out of memory, writers fault pages
+ * in as they reach them. Return: false refused. */
+static bool populate_small(struct evr_populate *p, uint8_t *a, uint64_t len)
+{
+	uint64_t t0 = p->no_huge ? 0 : evr_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+
+	if (madvise(a, len, MADV_POPULATE_WRITE) < 0)
+		return false;
+	if (!p->no_huge) {
+		p->small_ns += evr_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		p->small_bytes += len;
+	}
+	return true;
+}
+#endif /* MADV_POPULATE_WRITE */
 
 bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 {
@@ -346,6 +353,10 @@ bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 	h = evr_session_shm(p->s);
 	while (budget && p->ring < h->nr_rings) {
 		uint64_t len;
+#ifdef MADV_POPULATE_WRITE
+		uint64_t to;
+		uint8_t *a;
+#endif
 
 		if (!(p->online[p->ring / 64] & (1ull << (p->ring % 64))) || p->off >= h->ring_size) {
 			p->ring++;
@@ -354,33 +365,20 @@ bool evr_memory_populate_step(struct evr_populate *p, uint64_t budget)
 		}
 		len = h->ring_size - p->off < budget ? h->ring_size - p->off : budget;
 #ifdef MADV_POPULATE_WRITE
-		/* Huge pages where a whole aligned 2 MiB of the ring is next,
-		 * small ones up to the next such boundary otherwise. */
-		{
-			uint8_t *a = evr_shm_ring_data(h, p->ring) + p->off;
-			uint64_t to = EVR_SHM_HUGE_SIZE - ((uintptr_t)a & (EVR_SHM_HUGE_SIZE - 1));
-
-			/* A whole chunk even past the budget (which is a pace,
-			 * not a bound): cut, it would be small pages for good. */
-			if (to == EVR_SHM_HUGE_SIZE && h->ring_size - p->off >= EVR_SHM_HUGE_SIZE &&
-			    populate_huge(p, h, a, p->off)) {
-				len = EVR_SHM_HUGE_SIZE;
-			} else {
-				uint64_t t0 = p->no_huge ? 0 : thread_ns();
-
-				if (len > to)
-					len = to;
-				/* Best effort: without it (Linux < 5.14) or out of
-				 * memory, writers fault pages in as they reach them. */
-				if (madvise(a, len, MADV_POPULATE_WRITE) < 0) {
-					p->done = true;
-					return false;
-				}
-				/* What small pages cost, for populate_huge(). */
-				if (!p->no_huge) {
-					p->small_ns += thread_ns() - t0;
-					p->small_bytes += len;
-				}
+		/* Huge pages where a whole aligned 2 MiB of the ring is next (even
+		 * past the budget, which is a pace, not a bound: cut, the chunk would
+		 * be small pages for good), small ones up to the next such boundary
+		 * otherwise. */
+		a = evr_shm_ring_data(h, p->ring) + p->off;
+		to = EVR_SHM_HUGE_SIZE - ((uintptr_t)a & (EVR_SHM_HUGE_SIZE - 1));
+		if (to == EVR_SHM_HUGE_SIZE && h->ring_size - p->off >= EVR_SHM_HUGE_SIZE &&
+		    populate_huge(p, h, a, p->off)) {
+			len = EVR_SHM_HUGE_SIZE;
+		} else {
+			len = len < to ? len : to;
+			if (!populate_small(p, a, len)) {
+				p->done = true;
+				return false;
 			}
 		}
 #endif

@@ -147,7 +147,6 @@ struct evr_populate {
 	uint32_t ring;			/* next ring to back */
 	uint64_t off;			/* bytes of it backed */
 	uint64_t populated;		/* bytes backed in all */
-	uint64_t huge;			/* ... of them by huge pages */
 	uint64_t small_ns, small_bytes;	/* small pages' cost: CPU time, bytes */
 	bool no_huge;			/* no huge pages (not asked for, or refused) */
 	bool done;

@@ -133,13 +133,13 @@ void evr_cli_catch_stop_signals(void);
 
 /*
  * What a recorder cost in CPU, said in one line at its end: the process's CPU
- * (every thread, user and system: CLOCK_PROCESS_CPUTIME_ID) read when the
- * recording starts (@at_start: linking, attaching, the sandbox), when it has
- * ended (@at_end: the events, @events of them, and the file's end) and after
- * everything was released (@at_finish: unmapping the sessions, the last hold
- * on their memory). docs/recorder.md, "What the recorder costs".
+ * (every thread, user and system: evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) read
+ * when the recording starts (@at_start: linking, attaching, the sandbox), when
+ * it has ended (@at_end: the events, @events of them, and the file's end; 0: it
+ * never did, no line) and after everything was released (@at_finish:
+ * unmapping the sessions, the last hold on their memory). docs/recorder.md,
+ * "What the recorder costs".
  */
-uint64_t evr_cli_cpu_ns(void);
 void evr_cli_cpu_line(const char *cmd, uint64_t at_start, uint64_t at_end, uint64_t at_finish,
 		      uint64_t events);
 

@@ -120,7 +120,6 @@ struct multi {
 	int epfd;		/* every process's doorbell, pidfd and socket, and the watch's */
 	/* The CPU line (evr_cli_cpu_line()): read before the loop and after the summary. */
 	uint64_t cpu_start, cpu_end, events;
-	bool summarized;
 	bool watch_fired;	/* the watch's inotify descriptor is readable */
 };
 
@@ -814,9 +813,8 @@ static int run_loop(struct multi *m)
 		}
 	}
 	summary(m, t0, evr_mono_ns());
-	m->cpu_end = evr_cli_cpu_ns();
+	m->cpu_end = evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	m->events = e.events;
-	m->summarized = true;
 	return m->err;
 }
 
@@ -898,7 +896,7 @@ int evr_record_multi_run(const struct record_opts *o)
 			goto out;
 		}
 	}
-	m.cpu_start = evr_cli_cpu_ns();
+	m.cpu_start = evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	ret = run_loop(&m);
 out:
 	if (m.watching)
@@ -921,7 +919,7 @@ out:
 		ret = -EIO;
 	}
 	the_multi = NULL;
-	if (m.summarized)
-		evr_cli_cpu_line(CMD, m.cpu_start, m.cpu_end, evr_cli_cpu_ns(), m.events);
+	evr_cli_cpu_line(CMD, m.cpu_start, m.cpu_end, evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID),
+			 m.events);
 	return ret;
 }

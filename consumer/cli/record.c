@@ -825,7 +825,6 @@ static int run(const struct record_opts *o)
 	struct recorder r = { .o = o, .out_fd = -1, .child = -1, .child_pidfd = -1 };
 	struct evr_recorder_stats st;
 	uint64_t cpu_start = 0, cpu_end = 0, events = 0;
-	bool summarized = false;
 	char err[512];
 	int ret;
 
@@ -880,7 +879,7 @@ static int run(const struct record_opts *o)
 	if (o->flags.sandbox_probe)
 		evr_cli_sandbox_probe(CMD);
 	r.t_start = evr_mono_ns();
-	cpu_start = evr_cli_cpu_ns();
+	cpu_start = evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	r.t_progress = r.t_start;
 	if (o->program) {
 		ret = evr_client_resume(r.c, err, sizeof(err));
@@ -891,7 +890,6 @@ static int run(const struct record_opts *o)
 	}
 	ret = record(&r);
 	r.t_end = evr_mono_ns();
-	cpu_end = evr_cli_cpu_ns();
 	if (o->program)
 		check_providers(&r, r.child, true);
 	if (r.child > 0)
@@ -899,7 +897,7 @@ static int run(const struct record_opts *o)
 	summary(&r);
 	evr_recorder_stats(r.rec, &st);
 	events = st.events;
-	summarized = true;
+	cpu_end = evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	goto out;
 fail:
 	if (r.child > 0)
@@ -919,8 +917,7 @@ out:
 		evr_cli_error(CMD, "cannot write %s: %s", o->output_name, strerror(errno));
 		ret = -EIO;
 	}
-	if (summarized)
-		evr_cli_cpu_line(CMD, cpu_start, cpu_end, evr_cli_cpu_ns(), events);
+	evr_cli_cpu_line(CMD, cpu_start, cpu_end, evr_clock_ns(CLOCK_PROCESS_CPUTIME_ID), events);
 	return ret;
 }
 

@@ -65,22 +65,13 @@ int evr_cli_file_operand(const char *cmd, const char *synopsis, int argc, char *
 	return 0;
 }
 
-uint64_t evr_cli_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void evr_cli_cpu_line(const char *cmd, uint64_t at_start, uint64_t at_end, uint64_t at_finish,
 		      uint64_t events)
 {
 	char per[48] = "";
 
-	if (!at_start || at_end < at_start || at_finish < at_end)
-		return;		/* no clock */
+	if (!at_start || !at_end || at_end < at_start || at_finish < at_end)
+		return;		/* no clock, or no recording */
 	if (events)
 		snprintf(per, sizeof(per), " (%.1f ns an event)",
 			 (double)(at_end - at_start) / (double)events);

@@ -142,7 +142,7 @@ struct evr_uring {
 	/* Fixed buffers: the pool of stages and the session mapping above it,
 	 * registered as buffer 0, so that a batch all inside it is one
 	 * IORING_OP_WRITEV_FIXED whose pages were pinned once, not per write. */
-	uint8_t *pool, *fx_lo, *fx_hi;
+	uint8_t *pool, *fx_hi;		/* the buffer: [pool, fx_hi) */
 	uint8_t *fx_region;		/* prepared, not registered yet */
 	uint64_t plain_bytes;		/* written by plain IORING_OP_WRITEV */
 	uint64_t fx_after;		/* ... before the registration starts */
@@ -205,12 +205,12 @@ static int pick_spare(const struct evr_uring *u)
  */
 static bool fixed_fits(const struct evr_uring *u, const struct iovec *iov, int n)
 {
-	if (!u->fx_lo)
+	if (!u->pool)
 		return false;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *p = iov[i].iov_base;
 
-		if (p < u->fx_lo || p >= u->fx_hi || (size_t)(u->fx_hi - p) < iov[i].iov_len)
+		if (p < u->pool || p >= u->fx_hi || (size_t)(u->fx_hi - p) < iov[i].iov_len)
 			return false;
 	}
 	return true;
@@ -549,7 +549,6 @@ static void pool_release(uint8_t *p)
 static void fixed_in_place(struct evr_uring *u, uint8_t *p)
 {
 	u->pool = p;
-	u->fx_lo = p;
 	u->fx_hi = p + region_len(u);
 	for (uint32_t i = 0; i < POOL_STAGES && u->nspare < SPARE_MAX; i++)
 		u->spare[u->nspare++] = (struct spare){ p + (size_t)i * POOL_STAGE, POOL_STAGE };
@@ -773,7 +772,7 @@ void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 		.bytes = u->bytes,
 		.waited_ns = u->waited_ns,
 		.in_flight = u->count,
-		.fixed = u->fx_lo != NULL,
+		.fixed = u->pool != NULL,
 		.fixed_writes = u->fixed_writes,
 		.prealloc = u->al.used,
 		.prealloc_err = u->al.err,

@@ -351,23 +351,13 @@ static int env_knob(const char *name)
 	return !v ? 0 : !strcmp(v, "1") ? 1 : !strcmp(v, "0") ? -1 : 0;
 }
 
-/* The CPU time of the calling thread (the recorder's), in ns; 0 if refused. */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec t;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) < 0)
-		return 0;
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Direct I/O fell behind: the page cache's trial (cache_too_slow()) begins now. */
 static void way_begin(struct evr_recorder *r)
 {
 	r->way_bytes = evr_trace_writer_bytes(r->w);
 	r->way_ns = evr_mono_ns();
 	r->cache_caught_up = false;
-	r->price_cpu_ns = thread_cpu_ns();
+	r->price_cpu_ns = evr_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	r->price_ns = r->way_ns;
 	r->price_bytes = r->way_bytes;
 }
@@ -397,7 +387,7 @@ static bool rings_calm(const struct evr_recorder *r)
  */
 static bool cache_dear(struct evr_recorder *r)
 {
-	uint64_t now = evr_mono_ns(), cpu = thread_cpu_ns(), bytes = evr_trace_writer_bytes(r->w);
+	uint64_t now = evr_mono_ns(), cpu = evr_clock_ns(CLOCK_THREAD_CPUTIME_ID), bytes = evr_trace_writer_bytes(r->w);
 	uint64_t wall = now - r->price_ns, used = cpu - r->price_cpu_ns, took = bytes - r->price_bytes;
 
 	if (wall < EVR_RECORDER_CACHE_PRICE_NS)

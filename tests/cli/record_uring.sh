@@ -33,8 +33,8 @@ if [[ $nofixed == 1 ]]; then
 else
 	unset EVR_RECORDER_NO_FIXED
 fi
-# The buffer is registered once the plain writes have written three times its size (about
-# 220 MB for the paced part's 64 MiB session, more than it writes): here from the first batch.
+# The buffer is registered once the plain writes have written twice its size (about 140 MB
+# for the paced part's 64 MiB session, more than it writes): here from the first batch.
 export EVR_RECORDER_FIXED_AFTER=0
 # The session and the stages are registered as one fixed buffer (IORING_OP_WRITEV_FIXED) on
 # Linux 6.15 or later, where the locked-memory limit holds them (root: CAP_IPC_LOCK).
