@@ -17,7 +17,8 @@ set(EVR_CLI_TESTS ps record_pid record_launch record_two record_loss producer_ki
     sandbox_all old_format direct_io record_habits readme_example record_all record_several
     exit_status record_uring record_uring_fallback record_several_stacks record_all_idle
     record_several_stopped record_several_stopped_late record_several_stopped_end
-    record_checksum record_uring_nofixed record_prealloc record_behind record_timeout huge_pages)
+    record_checksum record_uring_nofixed record_prealloc record_behind record_timeout huge_pages
+    rpath)
 foreach(t IN LISTS EVR_CLI_TESTS)
   add_test(NAME cli_${t}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/${t}.sh $<TARGET_FILE:evring-cli>

@@ -46,6 +46,19 @@ done
 grep -qx "prefix=$P" "$P/lib/pkgconfig/evring.pc" ||
 	fail "evring.pc's prefix is not $P: $(head -n 1 "$P/lib/pkgconfig/evring.pc")"
 "$P/bin/evring" --version >/dev/null || fail "the installed evring does not run"
+# Each installed program finds libevring-consumer beside it and nowhere else: its search path
+# is exactly $ORIGIN/../lib (no empty entry, the working directory: tests/cli/rpath.sh).
+if command -v readelf >/dev/null; then
+	for f in bin/evring bin/evring-monitor bin/clrtop; do
+		rp=$(readelf -d "$P/$f" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+		[[ $rp == '$ORIGIN/../lib' ]] || fail "$f: library search path '$rp', not \$ORIGIN/../lib"
+	done
+	for f in lib/libevring.so lib/libevring-consumer.so; do
+		rp=$(readelf -d "$P/$f" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+		[[ $rp == "" || $rp == '$ORIGIN/../lib' ]] ||
+			fail "$f: library search path '$rp' (none, or \$ORIGIN/../lib)"
+	done
+fi
 
 # 2. find_package(evring).
 cmake -S "$here/app" -B "$T/app" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release \
