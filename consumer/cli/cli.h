@@ -337,6 +337,7 @@ struct evr_loss_facts {
 	uint64_t ring_size;		/* bytes per ring */
 	uint32_t nr_rings;
 	uint64_t stall_ns;		/* the longest time the rings went unread */
+	uint64_t write_max_ns;		/* the longest write in flight (io_uring), or 0 */
 	uint64_t write_ns;		/* time spent writing @bytes */
 	uint64_t stream_ns;		/* the time the process sent over */
 	bool direct, direct_fell_back;
@@ -347,8 +348,8 @@ struct evr_loss_facts {
 /**
  * evr_loss_advice() - the line `evring record` prints when a discard session
  * lost events: how many, why (how long the rings hold the stream and how long
- * they went unread, or the disk's rate against the stream's when the disk is
- * the slower) and what would have avoided it (docs/recorder.md, "When events
+ * they went unread, or how long a write held their spans when that was longer,
+ * or the disk's rate against the stream's when the disk is the slower) and what would have avoided it (docs/recorder.md, "When events
  * are lost"). Without the "evring record: warning: " prefix.
  * Return: @buf.
  */

@@ -162,6 +162,7 @@ struct evr_uring {
 	bool cut;
 	uint64_t durable, durable_events;
 	uint64_t busy_ns, busy_since, bytes, waited_ns;
+	uint64_t write_max_ns;		/* the longest write: submitted to completed */
 	/* Preallocation: the file's size is al.end, allocated up to there;
 	 * a request for alloc_next is in flight while alloc_pending. */
 	struct evr_alloc al;
@@ -280,6 +281,8 @@ static int take_cqe(struct evr_uring *u, bool wait)
 	now = evr_mono_ns();
 	u->busy_ns += now - (u->busy_since > b->submit_ns ? u->busy_since : b->submit_ns);
 	u->busy_since = now;
+	if (now - b->submit_ns > u->write_max_ns)
+		u->write_max_ns = now - b->submit_ns;
 	if (b->res > 0)
 		u->bytes += (uint64_t)b->res;
 	return 1;
@@ -771,6 +774,7 @@ void evr_uring_stats(const struct evr_uring *u, struct evr_uring_stats *ret)
 		.busy_ns = u->busy_ns,
 		.bytes = u->bytes,
 		.waited_ns = u->waited_ns,
+		.write_max_ns = u->write_max_ns,
 		.in_flight = u->count,
 		.fixed = u->pool != NULL,
 		.fixed_writes = u->fixed_writes,

@@ -26,6 +26,7 @@ struct evr_uring_stats {
 	uint64_t busy_ns;		/* time with a write in flight */
 	uint64_t bytes;			/* bytes those writes took */
 	uint64_t waited_ns;		/* time the drain waited for a free slot */
+	uint64_t write_max_ns;		/* the longest write, from submission to completion */
 	uint32_t in_flight;
 	bool fixed;			/* the session and the stages are a registered buffer */
 	uint64_t fixed_writes;		/* batches written from it (IORING_OP_WRITEV_FIXED) */

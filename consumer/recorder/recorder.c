@@ -1597,6 +1597,7 @@ void evr_recorder_stats(const struct evr_recorder *r, struct evr_recorder_stats 
 
 		evr_uring_stats(r->u, &us);
 		ret->uring_waited_ns = us.waited_ns;
+		ret->uring_write_max_ns = us.write_max_ns;
 	}
 }
 

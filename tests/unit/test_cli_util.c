@@ -150,25 +150,51 @@ static void test_evr_cli_exit_status_mapping(void **state)
 static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 {
 	/* 500 MB/s asked (42 bytes an event, 12 M/s for 1 s), 8 MiB rings unread 40 ms,
-	 * a disk that took 1 GB/s: the rings hold 16.8 ms; 64 MiB rings hold 60 ms. */
+	 * a disk that took 1 GB/s: the rings hold 16.8 ms; 32 MiB rings hold 67 ms, more
+	 * than the 8 MiB and the 8.4 MB lost. */
 	struct evr_loss_facts f = {
-		.events = 11000000, .lost = 1000000, .bytes = 11000000ull * 42,
+		.events = 11800000, .lost = 200000, .bytes = 11800000ull * 42,
 		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
-		.write_ns = 462000000, .stream_ns = 1008000000, .direct = true,
+		.write_ns = 495600000, .stream_ns = 1008000000, .direct = true,
 	};
 	char buf[600];
 
 	(void)state;
 	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
-			    "1000000 of 12000000 events lost (8.3%): the rings (2 of 8.0 MiB) "
+			    "200000 of 12000000 events lost (1.7%): the rings (2 of 8.0 MiB) "
 			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
 			    "to 40 ms (the disk took 1000 MB/s); to avoid it: --buffer-size 64M "
 			    "would have held that, or --io buffered, or fewer providers");
-	/* Buffered all along, the disk's rate unknown (under 16 MiB written). */
+	/* Rings that held the 40 ms and lost all the same (the disk slow for a while, no
+	 * long wait): never the size that lost, but one that holds it and the loss. */
+	f.ring_size = 64u << 20;
+	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
+			       "hold 134.2 ms of this stream (500 MB/s asked) and went unread for "
+			       "up to 40 ms (the disk took 1000 MB/s); to avoid it: --buffer-size "
+			       "256M would have held that"));
+	f.ring_size = 8u << 20;
+	/* Through io_uring a write in flight held its spans for 90 ms, longer than the
+	 * rings went unread: that is the wait the buffer offered must hold (135 ms of
+	 * 500 MB/s: 128 MiB rings). */
+	f.write_max_ns = 90000000;
+	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
+			    "200000 of 12000000 events lost (1.7%): the rings (2 of 8.0 MiB) "
+			    "hold 16.8 ms of this stream (500 MB/s asked) and a write held their "
+			    "space for up to 90 ms (the disk took 1000 MB/s); to avoid it: "
+			    "--buffer-size 256M would have held that, or --io buffered, or fewer "
+			    "providers");
+	/* Shorter than the time unread: the time unread is the reason, as before. */
+	f.write_max_ns = 30000000;
+	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
+			       "went unread for up to 40 ms (the disk took 1000 MB/s); to avoid "
+			       "it: --buffer-size 64M would have held that"));
+	f.write_max_ns = 0;
+	/* Buffered all along, the disk's rate unknown (under 16 MiB written); 16.8 MB lost:
+	 * 32 MiB rings hold it with the 8 MiB. */
 	f.direct = false;
 	f.bytes = 1000000;
 	f.events = 1000000 / 42;
-	f.lost = 12000000 - f.events;
+	f.lost = 400000;
 	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
 			       "went unread for up to 40 ms; to avoid it: --buffer-size 64M would "
 			       "have held that, or fewer providers"));
@@ -188,13 +214,13 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 			       "; to avoid it: fewer providers, or a faster disk"));
 	/* The page cache did not catch up after a fall: it is not offered again. */
 	f = (struct evr_loss_facts){
-		.events = 11000000, .lost = 1000000, .bytes = 11000000ull * 42,
+		.events = 11800000, .lost = 200000, .bytes = 11800000ull * 42,
 		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
-		.write_ns = 462000000, .stream_ns = 1008000000, .direct = true,
+		.write_ns = 495600000, .stream_ns = 1008000000, .direct = true,
 		.direct_fell_back = true, .cache_slow = true,
 	};
 	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
-			    "1000000 of 12000000 events lost (8.3%): the rings (2 of 8.0 MiB) "
+			    "200000 of 12000000 events lost (1.7%): the rings (2 of 8.0 MiB) "
 			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
 			    "to 40 ms (the page cache did not catch up; the disk took 1000 MB/s); "
 			    "to avoid it: --buffer-size 64M would have held that, or fewer "
@@ -202,7 +228,7 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 	/* It cost the recorder half of a CPU or more: said so, and not offered either. */
 	f.cache_dear = true;
 	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
-			    "1000000 of 12000000 events lost (8.3%): the rings (2 of 8.0 MiB) "
+			    "200000 of 12000000 events lost (1.7%): the rings (2 of 8.0 MiB) "
 			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
 			    "to 40 ms (the page cache cost the recorder too much CPU; the disk took "
 			    "1000 MB/s); to avoid it: --buffer-size 64M would have held that, or "

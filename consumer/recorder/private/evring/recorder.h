@@ -170,6 +170,9 @@ struct evr_recorder_stats {
 	bool uring;			/* direct writes went through io_uring */
 	int uring_error;		/* why io_uring was not used (-errno), or 0 */
 	uint64_t uring_waited_ns;	/* the drain waited for a write (all slots in flight) */
+	/* The longest write through io_uring, submitted to completed: the spans it
+	 * holds keep their rings' space from the writers that long (0 without). */
+	uint64_t uring_write_max_ns;
 	/* The process did not answer the stop (stopped, stuck): its rings were read as
 	 * they were, open packets included; a record being written then is missing. */
 	bool unanswered;
