@@ -14,6 +14,13 @@
 # where USER_S and SYS_S are the recorder's (/usr/bin/time), prod the traced process's, and
 # "fell behind" says that direct I/O fell to the page cache. The recording is removed after;
 # record's stderr is kept as DIR/last-LABEL.err (its warnings and the loss line).
+#
+# SETTLE=S (default 10): sync, then wait S seconds before starting, so that a run does not
+# share the disk with the one before it. On the Intel Firecracker guest the host goes on
+# with the 6.7 GB a run wrote for seconds after it ended (its own page cache, presumably):
+# back to back, the next run's first 1-2 s got 490 MB/s of the disk where it takes
+# 1.6-2 GB/s settled, and 4 of 6 runs with the default buffer lost 0.2-0.7%; 8 s apart, 4
+# of 4 lost nothing (docs/recorder.md, "When events are lost"). SETTLE=0: back to back.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${B:-$root/build/bin}
@@ -23,6 +30,12 @@ shift 2
 envs=()
 while (($#)) && [[ $1 != -- ]]; do envs+=("$1"); shift; done
 (($#)) && shift
+settle=${SETTLE:-10}
+[[ $settle =~ ^[0-9]+$ ]] || { echo "recorder-run: SETTLE=$settle is not a number of seconds" >&2; exit 2; }
+if ((settle > 0)); then
+	sync
+	sleep "$settle"
+fi
 work=$(mktemp -d)
 trap 'cp "$work/r.err" "$dir/last-$label.err" 2>/dev/null; rm -rf "$work" "$dir/bench.evtrace"' EXIT
 export EVR_RUNTIME_DIR=$work/rt
