@@ -20,7 +20,7 @@
 # with the 6.7 GB a run wrote for seconds after it ended (its own page cache, presumably):
 # back to back, the next run's first 1-2 s got 490 MB/s of the disk where it takes
 # 1.6-2 GB/s settled, and 4 of 6 runs with the default buffer lost 0.2-0.7%; 8 s apart, 4
-# of 4 lost nothing (docs/recorder.md, "When events are lost"). SETTLE=0: back to back.
+# of 4 lost nothing (docs/recorder.md, end of "When events are lost"). SETTLE=0: back to back.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${B:-$root/build/bin}
