@@ -338,6 +338,7 @@ struct evr_loss_facts {
 	uint32_t nr_rings;
 	uint64_t stall_ns;		/* the longest time the rings went unread */
 	uint64_t write_max_ns;		/* the longest write in flight (io_uring), or 0 */
+	uint64_t disk_waited_ns;	/* the drain waited for writes in flight, in all */
 	uint64_t write_ns;		/* time spent writing @bytes */
 	uint64_t stream_ns;		/* the time the process sent over */
 	bool direct, direct_fell_back;

@@ -473,12 +473,12 @@ static void explain_loss(const struct recorder *r, const struct evr_recorder_sta
 	const struct evr_loss_facts f = {
 		.events = st->events, .lost = st->lost, .bytes = st->bytes,
 		.ring_size = st->ring_size, .nr_rings = st->nr_rings, .stall_ns = st->stall_ns,
-		.write_max_ns = st->uring_write_max_ns,
+		.write_max_ns = st->uring_write_max_ns, .disk_waited_ns = st->uring_waited_ns,
 		.write_ns = st->write_ns, .stream_ns = st->stream_ns, .direct = st->direct,
 		.direct_fell_back = st->direct_fell_back, .cache_slow = st->cache_slow,
 		.cache_dear = st->cache_dear,
 	};
-	char line[600];
+	char line[800];
 
 	if (!st->lost || r->o->mode != EVR_MODE_DISCARD)
 		return;

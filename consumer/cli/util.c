@@ -489,7 +489,7 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 	double per_ev, asked = 0, disk = 0, hold_ms = 0, stall_ms = (double)f->stall_ns / 1e6;
 	double write_ms = (double)f->write_max_ns / 1e6, wait_ms;
 	double secs = (double)f->stream_ns / 1e9;
-	char why[256], fix[200], a[32], b[32];
+	char why[384], fix[200], a[32], b[32];
 
 	per_ev = f->events ? (double)f->bytes / (double)f->events : 0;
 	if (secs > 0)
@@ -522,10 +522,22 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 				 hold_ms, asked / 1e6, stall_ms);
 
 		if (disk > 0 && k > 0 && (size_t)k < sizeof(why))
-			snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
-				 f->cache_dear ? "the page cache cost the recorder too much CPU; " :
-				 f->cache_slow ? "the page cache did not catch up; " :
-				 f->direct_fell_back ? "direct I/O fell behind; " : "", disk / 1e6);
+			k += snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
+				      f->cache_dear ? "the page cache cost the recorder too much CPU; " :
+				      f->cache_slow ? "the page cache did not catch up; " :
+				      f->direct_fell_back ? "direct I/O fell behind; " : "", disk / 1e6);
+		/* No wait as long as the rings hold: they filled over a longer time, the
+		 * disk or the drain slower than the stream for a while. */
+		if (hold_ms > wait_ms && k > 0 && (size_t)k < sizeof(why)) {
+			if ((double)f->disk_waited_ns / 1e6 >= hold_ms)
+				snprintf(why + k, sizeof(why) - (size_t)k, ", less than they hold: "
+					 "for a while the disk took less than the stream (the "
+					 "recorder waited %.0f ms in all for its writes)",
+					 (double)f->disk_waited_ns / 1e6);
+			else
+				snprintf(why + k, sizeof(why) - (size_t)k, ", less than they hold: "
+					 "for a while the recorder read less than the stream");
+		}
 		snprintf(fix, sizeof(fix), "--buffer-size %s would have held that%s, or fewer "
 			 "providers", size_arg(need * (f->nr_rings ? f->nr_rings : 1), b, sizeof(b)),
 			 f->direct && !f->cache_slow ? ", or --io buffered" : "");

@@ -157,7 +157,7 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
 		.write_ns = 495600000, .stream_ns = 1008000000, .direct = true,
 	};
-	char buf[600];
+	char buf[800];
 
 	(void)state;
 	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
@@ -168,10 +168,20 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 	/* Rings that held the 40 ms and lost all the same (the disk slow for a while, no
 	 * long wait): never the size that lost, but one that holds it and the loss. */
 	f.ring_size = 64u << 20;
+	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
+			    "200000 of 12000000 events lost (1.7%): the rings (2 of 64.0 MiB) "
+			    "hold 134.2 ms of this stream (500 MB/s asked) and went unread for "
+			    "up to 40 ms (the disk took 1000 MB/s), less than they hold: for a "
+			    "while the recorder read less than the stream; to avoid it: "
+			    "--buffer-size 256M would have held that, or --io buffered, or fewer "
+			    "providers");
+	/* ... where the drain waited for the disk's writes longer than the rings hold. */
+	f.disk_waited_ns = 1788000000;
 	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
-			       "hold 134.2 ms of this stream (500 MB/s asked) and went unread for "
-			       "up to 40 ms (the disk took 1000 MB/s); to avoid it: --buffer-size "
-			       "256M would have held that"));
+			       "up to 40 ms (the disk took 1000 MB/s), less than they hold: for a "
+			       "while the disk took less than the stream (the recorder waited 1788 "
+			       "ms in all for its writes); to avoid it: --buffer-size 256M"));
+	f.disk_waited_ns = 0;
 	f.ring_size = 8u << 20;
 	/* Through io_uring a write in flight held its spans for 90 ms, longer than the
 	 * rings went unread: that is the wait the buffer offered must hold (135 ms of
@@ -196,8 +206,9 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 	f.events = 1000000 / 42;
 	f.lost = 400000;
 	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
-			       "went unread for up to 40 ms; to avoid it: --buffer-size 64M would "
-			       "have held that, or fewer providers"));
+			       "went unread for up to 40 ms, less than they hold: for a while the "
+			       "recorder read less than the stream; to avoid it: --buffer-size 64M "
+			       "would have held that, or fewer providers"));
 	/* The disk took 300 MB/s of a 500 MB/s stream: no buffer would do. */
 	f = (struct evr_loss_facts){
 		.events = 11000000, .lost = 1000000, .bytes = 11000000ull * 42,
