@@ -61,10 +61,15 @@ assert sum(f.startswith("spin_hot+") for f in top) > len(s) / 2, top[:5]
 PY
 
 # ---- a stripped binary ----
-cp "$BIN/stacks-spin" "$T/spin-stripped"
-strip --strip-all "$T/spin-stripped"
+# In a bin/ beside a lib/ that is the build's: it finds libevring at $ORIGIN/../lib, as
+# built and as installed (CMakeLists.txt).
+mkdir "$T/bin"
+ln -s "$(cd "$BIN/../lib" && pwd)" "$T/lib"
+cp "$BIN/stacks-spin" "$T/bin/spin-stripped"
+strip --strip-all "$T/bin/spin-stripped"
 "$EVRING" record --sample-cpu --stacks --providers Spin -o "$T/stripped.evtrace" \
-	-- "$T/spin-stripped" 100 >/dev/null 2>"$T/srec.err" || fail "record stripped: $(cat "$T/srec.err")"
+	-- "$T/bin/spin-stripped" 100 >/dev/null 2>"$T/srec.err" ||
+	fail "record stripped: $(cat "$T/srec.err")"
 "$EVRING" dump --json "$T/stripped.evtrace" >"$T/stripped.jsonl" 2>"$T/sdump.err" ||
 	fail "dump stripped: $(cat "$T/sdump.err")"
 python3 - "$T/stripped.jsonl" <<'PY'
