@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # What every integration script's helper library shares (tests/cli/lib.sh, tests/clrtop/lib.sh,
 # tests/report/lib.sh source it): a private temp directory and runtime directory, processes
-# killed at exit, fail/skip, and waiting for a line on a pipe.
+# killed at exit, fail/skip, waiting for a line on a pipe, and an ELF file's library search
+# path.
 #   evr_test_setup NAME: T=/tmp/evring-NAME.XXXXXX, EVR_RUNTIME_DIR=$T/run (mode 0700),
 #   KILL_AT_EXIT=(), and an EXIT trap that runs cleanup_hook (if the library defines one),
 #   kills every pid in KILL_AT_EXIT and removes $T.
@@ -53,4 +54,9 @@ expect() {
 		[[ $LINE =~ $re ]] && return 0
 	done
 	fail "never saw $what"
+}
+
+# elf_search_path FILE: FILE's RUNPATH (or RPATH), empty when it has none (readelf, binutils).
+elf_search_path() {
+	readelf -d "$1" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p'
 }

@@ -350,8 +350,9 @@ struct evr_loss_facts {
  * evr_loss_advice() - the line `evring record` prints when a discard session
  * lost events: how many, why (how long the rings hold the stream and how long
  * they went unread, or how long a write held their spans when that was longer,
- * or the disk's rate against the stream's when the disk is the slower) and what would have avoided it (docs/recorder.md, "When events
- * are lost"). Without the "evring record: warning: " prefix.
+ * or the disk's rate against the stream's when the disk is the slower) and what
+ * would have avoided it (docs/recorder.md, "When events are lost"). Without the
+ * "evring record: warning: " prefix.
  * Return: @buf.
  */
 const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t len);

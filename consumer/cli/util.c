@@ -511,15 +511,11 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 			 "--buffer-size only delays the loss)",
 			 f->direct && !f->cache_slow ? "--io buffered, " : "");
 	} else {
-		int k = write_ms > stall_ms ?
-			snprintf(why, sizeof(why), "the rings (%u of %s) hold %.1f ms of this "
-				 "stream (%.0f MB/s asked) and a write held their space for up "
-				 "to %.0f ms", f->nr_rings, evr_fmt_bytes(f->ring_size, a, sizeof(a)),
-				 hold_ms, asked / 1e6, write_ms) :
-			snprintf(why, sizeof(why), "the rings (%u of %s) hold %.1f ms of this "
-				 "stream (%.0f MB/s asked) and went unread for up to %.0f ms",
-				 f->nr_rings, evr_fmt_bytes(f->ring_size, a, sizeof(a)),
-				 hold_ms, asked / 1e6, stall_ms);
+		int k = snprintf(why, sizeof(why), "the rings (%u of %s) hold %.1f ms of this "
+				 "stream (%.0f MB/s asked) and %s for up to %.0f ms", f->nr_rings,
+				 evr_fmt_bytes(f->ring_size, a, sizeof(a)), hold_ms, asked / 1e6,
+				 write_ms > stall_ms ? "a write held their space" : "went unread",
+				 wait_ms);
 
 		if (disk > 0 && k > 0 && (size_t)k < sizeof(why))
 			k += snprintf(why + k, sizeof(why) - (size_t)k, " (%sthe disk took %.0f MB/s)",
@@ -529,14 +525,14 @@ const char *evr_loss_advice(const struct evr_loss_facts *f, char *buf, size_t le
 		/* No wait as long as the rings hold: they filled over a longer time, the
 		 * disk or the drain slower than the stream for a while. */
 		if (hold_ms > wait_ms && k > 0 && (size_t)k < sizeof(why)) {
-			if ((double)f->disk_waited_ns / 1e6 >= hold_ms)
-				snprintf(why + k, sizeof(why) - (size_t)k, ", less than they hold: "
-					 "for a while the disk took less than the stream (the "
-					 "recorder waited %.0f ms in all for its writes)",
-					 (double)f->disk_waited_ns / 1e6);
-			else
-				snprintf(why + k, sizeof(why) - (size_t)k, ", less than they hold: "
-					 "for a while the recorder read less than the stream");
+			double waited_ms = (double)f->disk_waited_ns / 1e6;
+
+			k += snprintf(why + k, sizeof(why) - (size_t)k, ", less than they hold: "
+				      "for a while the %s less than the stream",
+				      waited_ms >= hold_ms ? "disk took" : "recorder read");
+			if (waited_ms >= hold_ms && (size_t)k < sizeof(why))
+				snprintf(why + k, sizeof(why) - (size_t)k, " (the recorder waited "
+					 "%.0f ms in all for its writes)", waited_ms);
 		}
 		snprintf(fix, sizeof(fix), "--buffer-size %s would have held that%s, or fewer "
 			 "providers", size_arg(need * (f->nr_rings ? f->nr_rings : 1), b, sizeof(b)),

@@ -474,6 +474,12 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
 	return ret < 0 ? -errno : 0;
 }
 
+/* The fixed buffer's region: the stage pool, then the session mapping. */
+static size_t region_len(const struct evr_uring *u)
+{
+	return POOL_LEN + u->map_len;
+}
+
 /*
  * The session mapping and a pool of stages as one registered buffer, where
  * the kernel takes it: Linux 6.15 or later (IORING_OP_WRITEV_FIXED), and a
@@ -494,7 +500,6 @@ static int ring_register(struct evr_uring *u, unsigned int op, void *arg, unsign
 static int prepare_fixed(struct evr_uring *u)
 {
 	const char *no = getenv("EVR_RECORDER_NO_FIXED"), *after;
-	const size_t plen = POOL_LEN;
 	const struct evr_shm_hdr *h = evr_client_shm(u->c);
 	struct io_uring_probe *probe;
 	struct evr_shm_hdr geo;
@@ -516,12 +521,12 @@ static int prepare_fixed(struct evr_uring *u)
 	len = (size_t)geo.total_size;
 	if (!len || (len & 4095u))
 		return -EINVAL;
-	if (!evr_shm_session_headroom(h, &room_len) || room_len < plen)
+	if (!evr_shm_session_headroom(h, &room_len) || room_len < POOL_LEN)
 		return -ENOSPC;
 	/* The pool's pages come with the registration's pins: a recording too
 	 * short for it allocates none of them. */
-	p = (uint8_t *)h - plen;
-	if (mmap(p, plen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+	p = (uint8_t *)h - POOL_LEN;
+	if (mmap(p, POOL_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
 		 0) == MAP_FAILED)
 		return -errno;
 	u->fx_region = p;
@@ -530,14 +535,8 @@ static int prepare_fixed(struct evr_uring *u)
 	 * tests' 0: from the first batch). */
 	after = getenv("EVR_RECORDER_FIXED_AFTER");
 	u->fx_after = (uint64_t)(after && *after ? strtoul(after, NULL, 10) : FIXED_AFTER) *
-		      (plen + len);
+		      region_len(u);
 	return 0;
-}
-
-/* The fixed buffer's region: the stage pool, then the session mapping. */
-static size_t region_len(const struct evr_uring *u)
-{
-	return POOL_LEN + u->map_len;
 }
 
 /* The pool back to the client's headroom: reserved, its pages freed (the

@@ -387,7 +387,8 @@ static bool rings_calm(const struct evr_recorder *r)
  */
 static bool cache_dear(struct evr_recorder *r)
 {
-	uint64_t now = evr_mono_ns(), cpu = evr_clock_ns(CLOCK_THREAD_CPUTIME_ID), bytes = evr_trace_writer_bytes(r->w);
+	uint64_t now = evr_mono_ns(), cpu = evr_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t bytes = evr_trace_writer_bytes(r->w);
 	uint64_t wall = now - r->price_ns, used = cpu - r->price_cpu_ns, took = bytes - r->price_bytes;
 
 	if (wall < EVR_RECORDER_CACHE_PRICE_NS)

@@ -18,7 +18,7 @@ lib=$(cd "$bin/../lib" && pwd)
 # search_path_ok FILE: fails on an empty or relative entry of FILE's RPATH/RUNPATH.
 search_path_ok() {
 	local f=$1 p entry
-	p=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+	p=$(elf_search_path "$f" 2>/dev/null)
 	[[ -n $p ]] || return 0
 	# An entry before, between or after ':' that is empty: a leading, doubled or trailing ':'.
 	[[ $p != :* && $p != *: && $p != *::* ]] ||

@@ -50,11 +50,11 @@ grep -qx "prefix=$P" "$P/lib/pkgconfig/evring.pc" ||
 # is exactly $ORIGIN/../lib (no empty entry, the working directory: tests/cli/rpath.sh).
 if command -v readelf >/dev/null; then
 	for f in bin/evring bin/evring-monitor bin/clrtop; do
-		rp=$(readelf -d "$P/$f" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+		rp=$(elf_search_path "$P/$f")
 		[[ $rp == '$ORIGIN/../lib' ]] || fail "$f: library search path '$rp', not \$ORIGIN/../lib"
 	done
 	for f in lib/libevring.so lib/libevring-consumer.so; do
-		rp=$(readelf -d "$P/$f" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]$/\2/p')
+		rp=$(elf_search_path "$P/$f")
 		[[ $rp == "" || $rp == '$ORIGIN/../lib' ]] ||
 			fail "$f: library search path '$rp' (none, or \$ORIGIN/../lib)"
 	done

@@ -152,11 +152,12 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 	/* 500 MB/s asked (42 bytes an event, 12 M/s for 1 s), 8 MiB rings unread 40 ms,
 	 * a disk that took 1 GB/s: the rings hold 16.8 ms; 32 MiB rings hold 67 ms, more
 	 * than the 8 MiB and the 8.4 MB lost. */
-	struct evr_loss_facts f = {
+	const struct evr_loss_facts stall = {
 		.events = 11800000, .lost = 200000, .bytes = 11800000ull * 42,
 		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
 		.write_ns = 495600000, .stream_ns = 1008000000, .direct = true,
 	};
+	struct evr_loss_facts f = stall;
 	char buf[800];
 
 	(void)state;
@@ -181,8 +182,7 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 			       "up to 40 ms (the disk took 1000 MB/s), less than they hold: for a "
 			       "while the disk took less than the stream (the recorder waited 1788 "
 			       "ms in all for its writes); to avoid it: --buffer-size 256M"));
-	f.disk_waited_ns = 0;
-	f.ring_size = 8u << 20;
+	f = stall;
 	/* Through io_uring a write in flight held its spans for 90 ms, longer than the
 	 * rings went unread: that is the wait the buffer offered must hold (135 ms of
 	 * 500 MB/s: 128 MiB rings). */
@@ -198,7 +198,7 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
 			       "went unread for up to 40 ms (the disk took 1000 MB/s); to avoid "
 			       "it: --buffer-size 64M would have held that"));
-	f.write_max_ns = 0;
+	f = stall;
 	/* Buffered all along, the disk's rate unknown (under 16 MiB written); 16.8 MB lost:
 	 * 32 MiB rings hold it with the 8 MiB. */
 	f.direct = false;
@@ -224,12 +224,9 @@ static void test_evr_loss_advice_says_why_and_what_to_do(void **state)
 	assert_non_null(strstr(evr_loss_advice(&f, buf, sizeof(buf)),
 			       "; to avoid it: fewer providers, or a faster disk"));
 	/* The page cache did not catch up after a fall: it is not offered again. */
-	f = (struct evr_loss_facts){
-		.events = 11800000, .lost = 200000, .bytes = 11800000ull * 42,
-		.ring_size = 8u << 20, .nr_rings = 2, .stall_ns = 40000000,
-		.write_ns = 495600000, .stream_ns = 1008000000, .direct = true,
-		.direct_fell_back = true, .cache_slow = true,
-	};
+	f = stall;
+	f.direct_fell_back = true;
+	f.cache_slow = true;
 	assert_string_equal(evr_loss_advice(&f, buf, sizeof(buf)),
 			    "200000 of 12000000 events lost (1.7%): the rings (2 of 8.0 MiB) "
 			    "hold 16.8 ms of this stream (500 MB/s asked) and went unread for up "
